@@ -1,0 +1,77 @@
+import { Type, type Static } from '@feathersjs/typebox'
+import { Ajv } from 'ajv'
+import { resolve } from 'node:path'
+import { createRequire } from 'node:module'
+import { projectRoot } from './paths.ts'
+
+const TenantConfig = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1 })),
+    modules: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9-]*$' }), { uniqueItems: true })
+  },
+  { additionalProperties: false }
+)
+
+export const configSchema = Type.Object({
+  host: Type.String(),
+  port: Type.Integer({ minimum: 0, maximum: 65535 }),
+  publicUrl: Type.Union([Type.String(), Type.Null()]),
+  database: Type.Object({
+    url: Type.Union([Type.String(), Type.Null()]),
+    poolSize: Type.Integer({ minimum: 1 }),
+    embedded: Type.Object({
+      dataDir: Type.String(),
+      port: Type.Integer({ minimum: 1, maximum: 65535 })
+    })
+  }),
+  modules: Type.Object({
+    directories: Type.Array(Type.String()),
+    packages: Type.Array(Type.String())
+  }),
+  tenants: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9-]{0,62}$' }), TenantConfig),
+  http: Type.Object({ maxJsonBytes: Type.Integer({ minimum: 1024 }) }),
+  pagination: Type.Object({
+    defaultLimit: Type.Integer({ minimum: 1 }),
+    maxLimit: Type.Integer({ minimum: 1 })
+  }),
+  idempotency: Type.Object({
+    retentionHours: Type.Number({ exclusiveMinimum: 0 }),
+    inFlightTimeoutSeconds: Type.Number({ exclusiveMinimum: 0 })
+  }),
+  errors: Type.Object({ baseUrl: Type.Union([Type.String(), Type.Null()]) }),
+  jobs: Type.Object({ enabled: Type.Boolean() }),
+  logLevel: Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error'), Type.Literal('silent')])
+})
+
+export type AppConfig = Static<typeof configSchema>
+
+export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> : T[K] }
+
+function merge(target: any, source: any): any {
+  if (source === undefined) return target
+  if (typeof source !== 'object' || source === null || Array.isArray(source)) return source
+  const out: any = { ...(target ?? {}) }
+  for (const [k, v] of Object.entries(source)) out[k] = merge(out[k], v)
+  return out
+}
+
+/**
+ * Loads node-config (config/default.json, NODE_ENV file, local.json, NODE_CONFIG,
+ * environment variables), applies programmatic overrides and validates the result.
+ */
+export function loadConfig(overrides: DeepPartial<AppConfig> & Record<string, unknown> = {}): AppConfig {
+  process.env.NODE_CONFIG_DIR ??= resolve(projectRoot, 'config')
+  process.env.SUPPRESS_NO_CONFIG_WARNING = 'y'
+  const require = createRequire(import.meta.url)
+  const nodeConfig = require('config')
+  const base = nodeConfig.util.toObject()
+  // A test that supplies its own tenants replaces the configured ones rather than adding to them.
+  const merged = merge(overrides.tenants ? { ...base, tenants: {} } : base, overrides)
+  const ajv = new Ajv({ allErrors: true, strict: false })
+  const validate = ajv.compile(configSchema)
+  if (!validate(merged)) {
+    const problems = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ')
+    throw new Error(`Invalid configuration: ${problems}`)
+  }
+  return merged as AppConfig
+}

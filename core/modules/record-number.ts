@@ -1,0 +1,29 @@
+/**
+ * Record numbers such as `INC-{YYYY}-{seq:5}`. The text around `{seq}` is rendered
+ * in JS; it also names the counter, so a pattern with {YYYY} restarts each year.
+ */
+export interface NumberPattern {
+  render(now: Date): { prefix: string; suffix: string; width: number }
+}
+
+const token = /\{(YYYY|YY|MM|DD|seq(?::(\d{1,2}))?)\}/g
+
+export function compilePattern(pattern: string): NumberPattern {
+  const seqTokens = [...pattern.matchAll(token)].filter((m) => m[1].startsWith('seq'))
+  if (seqTokens.length !== 1) throw new Error('must contain exactly one {seq} or {seq:N} token')
+  const stray = pattern.replace(token, '')
+  if (/[{}]/.test(stray)) throw new Error(`has an unknown token; allowed: {YYYY} {YY} {MM} {DD} {seq:N}`)
+  const width = Number(seqTokens[0][2] ?? 1)
+  const at = seqTokens[0].index!
+  const before = pattern.slice(0, at)
+  const after = pattern.slice(at + seqTokens[0][0].length)
+  const fill = (text: string, d: Date) =>
+    text.replace(token, (_m, t: string) => {
+      const y = String(d.getUTCFullYear())
+      if (t === 'YYYY') return y
+      if (t === 'YY') return y.slice(2)
+      if (t === 'MM') return String(d.getUTCMonth() + 1).padStart(2, '0')
+      return String(d.getUTCDate()).padStart(2, '0')
+    })
+  return { render: (now) => ({ prefix: fill(before, now), suffix: fill(after, now), width }) }
+}

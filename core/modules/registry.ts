@@ -1,0 +1,144 @@
+import { readdir, readFile, stat } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { dirname, join, relative, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import semver from 'semver'
+import type { TObject } from '@feathersjs/typebox'
+import type { ValidateFunction } from 'ajv'
+import { projectRoot } from '../paths.ts'
+import { dataAjv } from '../validation.ts'
+import { payloadSchema } from './derive/json-schema.ts'
+import { compilePattern, type NumberPattern } from './record-number.ts'
+import type { FieldDefinition, LoadedModule, WorkflowState, WorkflowTransition } from './types.ts'
+import { ModuleDefinitionError, validateModuleDefinition } from './validate.ts'
+
+/** The manifest key a module package carries in its package.json. */
+export const manifestKey = 'records-module'
+const coreVersion: string = JSON.parse(await readFile(join(projectRoot, 'package.json'), 'utf8')).version
+
+export interface RegisteredModule {
+  definition: LoadedModule
+  /** Cache key of everything derived from this module (validators, documents). */
+  versionKey: string
+  schema: TObject
+  validatePayload: ValidateFunction
+  numberPattern: NumberPattern
+  fields: ReadonlyMap<string, FieldDefinition>
+  states: ReadonlyMap<string, WorkflowState>
+  transitions: ReadonlyMap<string, WorkflowTransition>
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object' && !Object.isFrozen(o)) {
+    Object.freeze(o)
+    for (const v of Object.values(o)) deepFreeze(v)
+  }
+  return o
+}
+
+export class ModuleRegistry {
+  private readonly modules = new Map<string, RegisteredModule>()
+
+  get(key: string): RegisteredModule | undefined {
+    return this.modules.get(key)
+  }
+
+  all(): RegisteredModule[] {
+    return [...this.modules.values()]
+  }
+
+  /** Validates, freezes and registers a definition; `packageName` is named in every error. */
+  register(def: unknown, packageName: string, packagePath: string): RegisteredModule {
+    validateModuleDefinition(def, packageName)
+    if (this.modules.has(def.key)) {
+      throw new ModuleDefinitionError(packageName, 'key', `module "${def.key}" is already provided by ${this.modules.get(def.key)!.definition.packageName}`)
+    }
+    const definition = deepFreeze({ ...structuredClone(def), packageName, packagePath }) as LoadedModule
+    const schema = payloadSchema(definition)
+    let validatePayload: ValidateFunction
+    try {
+      validatePayload = dataAjv.compile(schema)
+    } catch (err) {
+      throw new ModuleDefinitionError(packageName, 'fields', `cannot compile the payload schema: ${(err as Error).message}`)
+    }
+    const entry: RegisteredModule = {
+      definition,
+      versionKey: `${definition.key}@${definition.version}`,
+      schema,
+      validatePayload,
+      numberPattern: compilePattern(definition.numberPattern),
+      fields: new Map(definition.fields.map((f) => [f.key, f])),
+      states: new Map(definition.workflow.states.map((s) => [s.key, s])),
+      transitions: new Map(definition.workflow.transitions.map((t) => [t.key, t]))
+    }
+    this.modules.set(definition.key, entry)
+    return entry
+  }
+
+  /** Cross-module checks, once every package is registered. */
+  checkReferences() {
+    for (const m of this.modules.values()) {
+      const walk = (fields: readonly FieldDefinition[]) => {
+        for (const f of fields) {
+          if (f.type === 'recordRef' && !this.modules.has(f.module)) {
+            throw new ModuleDefinitionError(m.definition.packageName, `field "${f.key}"`, `references module "${f.module}", which no loaded package provides`)
+          }
+          if (f.type === 'group') walk(f.fields)
+        }
+      }
+      walk(m.definition.fields)
+    }
+  }
+}
+
+interface PackageJson {
+  name?: string
+  version?: string
+  [manifestKey]?: { entry?: string; host?: string }
+}
+
+async function loadPackage(registry: ModuleRegistry, pkgDir: string) {
+  const pkgFile = join(pkgDir, 'package.json')
+  const pkg: PackageJson = JSON.parse(await readFile(pkgFile, 'utf8'))
+  const name = pkg.name ?? relative(projectRoot, pkgDir)
+  const manifest = pkg[manifestKey]
+  if (!manifest || typeof manifest.entry !== 'string') {
+    throw new ModuleDefinitionError(name, `package.json "${manifestKey}"`, 'must be an object with "entry" naming the module file')
+  }
+  if (manifest.host && !semver.satisfies(coreVersion, manifest.host, { includePrerelease: true })) {
+    throw new ModuleDefinitionError(name, `package.json "${manifestKey}".host`, `"${manifest.host}" does not accept this platform version ${coreVersion}`)
+  }
+  let exported: any
+  try {
+    exported = await import(pathToFileURL(resolve(pkgDir, manifest.entry)).href)
+  } catch (err) {
+    throw new ModuleDefinitionError(name, manifest.entry, `cannot be loaded: ${(err as Error).message}`)
+  }
+  registry.register(exported.default ?? exported.module, name, pkgDir)
+}
+
+/** Discovers module packages in the configured folders and npm packages and builds the registry. */
+export async function loadModules(options: { directories: string[]; packages: string[] }): Promise<ModuleRegistry> {
+  const registry = new ModuleRegistry()
+  for (const dir of options.directories) {
+    const abs = resolve(projectRoot, dir)
+    const entries = await readdir(abs, { withFileTypes: true }).catch(() => [])
+    for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+      if (!e.isDirectory()) continue
+      const pkgDir = join(abs, e.name)
+      if (await stat(join(pkgDir, 'package.json')).catch(() => null)) await loadPackage(registry, pkgDir)
+    }
+  }
+  const require = createRequire(join(projectRoot, 'package.json'))
+  for (const name of options.packages) {
+    let pkgFile: string
+    try {
+      pkgFile = require.resolve(`${name}/package.json`)
+    } catch {
+      throw new ModuleDefinitionError(name, 'package', 'is listed in modules.packages but is not installed')
+    }
+    await loadPackage(registry, dirname(pkgFile))
+  }
+  registry.checkReferences()
+  return registry
+}

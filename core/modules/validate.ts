@@ -1,0 +1,122 @@
+import { fieldTypes, type FieldDefinition, type ModuleDefinition } from './types.ts'
+import { compilePattern } from './record-number.ts'
+
+/** Raised when a module package is malformed; start-up stops with its message. */
+export class ModuleDefinitionError extends Error {
+  constructor(
+    readonly packageName: string,
+    readonly where: string,
+    problem: string
+  ) {
+    super(`Module package "${packageName}": ${where}: ${problem}`)
+    this.name = 'ModuleDefinitionError'
+  }
+}
+
+const keyPattern = /^[a-z][a-zA-Z0-9]*$/
+const slugPattern = /^[a-z][a-z0-9-]*$/
+const semver = /^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/
+const actionPattern = /^(read|create|update|delete|export|attachments|transition:(\*|[a-z][a-z0-9-]*))$/
+
+function isObject(v: unknown): v is Record<string, any> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+function checkFields(fields: unknown, path: string, fail: (where: string, problem: string) => never, nested: boolean) {
+  if (!Array.isArray(fields) || fields.length === 0) fail(path, 'must be a non-empty array of fields')
+  const seen = new Set<string>()
+  for (const [i, f] of (fields as unknown[]).entries()) {
+    if (!isObject(f)) fail(`${path}[${i}]`, 'must be an object')
+    const field = f as FieldDefinition
+    const where = `field "${nested ? `${path}.` : ''}${typeof field.key === 'string' ? field.key : `#${i}`}"`
+    if (typeof field.key !== 'string' || !keyPattern.test(field.key)) fail(where, 'key must be camelCase letters and digits')
+    if (seen.has(field.key)) fail(where, 'is declared twice')
+    seen.add(field.key)
+    if (!fieldTypes.includes(field.type as any)) fail(where, `unknown type "${String((field as any).type)}"; allowed: ${fieldTypes.join(', ')}`)
+    if (field.required !== undefined && typeof field.required !== 'boolean') fail(where, 'required must be a boolean')
+    switch (field.type) {
+      case 'singleChoice':
+      case 'multipleChoice': {
+        if (!Array.isArray(field.options) || field.options.length === 0) fail(where, 'options must list at least one choice')
+        const values = field.options.map((o) => (typeof o === 'string' ? o : o?.value))
+        if (values.some((v) => typeof v !== 'string' || v === '')) fail(where, 'every option needs a non-empty string value')
+        if (new Set(values).size !== values.length) fail(where, 'options repeat a value')
+        break
+      }
+      case 'recordRef':
+        if (typeof field.module !== 'string' || !slugPattern.test(field.module)) fail(where, 'module must name the referenced module key')
+        break
+      case 'group':
+        if (nested) fail(where, 'groups cannot be nested')
+        checkFields(field.fields, field.key, fail, true)
+        break
+      case 'text':
+        if (field.pattern !== undefined) {
+          try {
+            new RegExp(field.pattern, 'u')
+          } catch {
+            fail(where, 'pattern is not a valid regular expression')
+          }
+        }
+        break
+    }
+    for (const bound of ['minimum', 'maximum', 'maxLength', 'minItems', 'maxItems'] as const) {
+      const v = (field as any)[bound]
+      if (v !== undefined && typeof v !== 'number') fail(where, `${bound} must be a number`)
+    }
+  }
+}
+
+/** Checks a module definition loaded from a package; throws ModuleDefinitionError naming the package and the field. */
+export function validateModuleDefinition(def: unknown, packageName: string): asserts def is ModuleDefinition {
+  const fail = (where: string, problem: string): never => {
+    throw new ModuleDefinitionError(packageName, where, problem)
+  }
+  if (!isObject(def)) fail('definition', 'the package must export defineModule({...}) as its default export')
+  const m = def as ModuleDefinition
+  if (typeof m.key !== 'string' || !slugPattern.test(m.key)) fail('key', 'must be a lower-case slug such as "incident"')
+  if (typeof m.version !== 'string' || !semver.test(m.version)) fail('version', 'must be a semantic version such as "1.0.0"')
+  if (typeof m.title !== 'string' || m.title.trim() === '') fail('title', 'must be a non-empty string')
+  checkFields(m.fields, 'fields', fail, false)
+  const fieldKeys = new Set(m.fields.map((f) => f.key))
+
+  const wf = m.workflow
+  if (!isObject(wf)) fail('workflow', 'must be an object with initial, states and transitions')
+  if (!Array.isArray(wf.states) || wf.states.length === 0) fail('workflow.states', 'must list at least one state')
+  const states = new Set<string>()
+  for (const s of wf.states) {
+    if (!isObject(s) || typeof s.key !== 'string' || !slugPattern.test(s.key)) fail('workflow.states', `state ${JSON.stringify(s?.key)} needs a slug key`)
+    if (states.has(s.key)) fail(`workflow state "${s.key}"`, 'is declared twice')
+    states.add(s.key)
+    for (const r of s.requires ?? []) if (!fieldKeys.has(r)) fail(`workflow state "${s.key}"`, `requires unknown field "${r}"`)
+  }
+  if (!states.has(wf.initial)) fail('workflow.initial', `"${wf.initial}" is not one of the states`)
+  if (!Array.isArray(wf.transitions)) fail('workflow.transitions', 'must be an array')
+  const transitions = new Set<string>()
+  for (const t of wf.transitions) {
+    const where = `workflow transition "${t?.key}"`
+    if (!isObject(t) || typeof t.key !== 'string' || !slugPattern.test(t.key)) fail('workflow.transitions', `transition ${JSON.stringify(t?.key)} needs a slug key`)
+    if (transitions.has(t.key)) fail(where, 'is declared twice')
+    transitions.add(t.key)
+    if (!Array.isArray(t.from) || t.from.length === 0) fail(where, 'from must list at least one state')
+    for (const s of t.from) if (!states.has(s)) fail(where, `from names unknown state "${s}"`)
+    if (!states.has(t.to)) fail(where, `to names unknown state "${t.to}"`)
+    for (const r of t.requires ?? []) if (!fieldKeys.has(r)) fail(where, `requires unknown field "${r}"`)
+    if (t.roles !== undefined && (!Array.isArray(t.roles) || t.roles.some((r) => typeof r !== 'string'))) fail(where, 'roles must be an array of role names')
+  }
+
+  if (!isObject(m.permissions)) fail('permissions', 'must map role names to lists of actions')
+  for (const [role, actions] of Object.entries(m.permissions)) {
+    if (!Array.isArray(actions)) fail(`permissions.${role}`, 'must be an array of actions')
+    for (const a of actions) {
+      if (typeof a !== 'string' || !actionPattern.test(a)) fail(`permissions.${role}`, `unknown action ${JSON.stringify(a)}`)
+      if (a.startsWith('transition:') && a !== 'transition:*' && !transitions.has(a.slice(11))) fail(`permissions.${role}`, `names unknown transition "${a.slice(11)}"`)
+    }
+  }
+  if (typeof m.numberPattern !== 'string') fail('numberPattern', 'must be a string such as "INC-{YYYY}-{seq:5}"')
+  try {
+    compilePattern(m.numberPattern)
+  } catch (err) {
+    fail('numberPattern', (err as Error).message)
+  }
+}

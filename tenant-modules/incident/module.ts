@@ -1,0 +1,63 @@
+import { defineModule } from '../../core/modules/define-module.ts'
+
+/** Incidents and near misses: reported by anyone, investigated and closed by safety staff. */
+export default defineModule({
+  key: 'incident',
+  version: '1.0.0',
+  title: 'Incident',
+  description: 'Injuries, near misses, property damage and environmental releases, from first report to closure.',
+  numberPattern: 'INC-{YYYY}-{seq:5}',
+  fields: [
+    { key: 'title', type: 'text', label: 'Title', required: true, maxLength: 200 },
+    { key: 'description', type: 'longText', label: 'What happened', required: true },
+    { key: 'occurredAt', type: 'datetime', label: 'Occurred at', required: true },
+    { key: 'site', type: 'text', label: 'Site', required: true, maxLength: 120 },
+    { key: 'location', type: 'location', label: 'Exact location' },
+    {
+      key: 'category',
+      type: 'singleChoice',
+      label: 'Category',
+      required: true,
+      options: ['injury', 'near-miss', 'property-damage', 'environmental', 'security', 'quality']
+    },
+    { key: 'severity', type: 'singleChoice', label: 'Severity', required: true, options: ['low', 'medium', 'high', 'critical'] },
+    { key: 'injuredPeople', type: 'integer', label: 'People injured', minimum: 0, maximum: 10000 },
+    {
+      key: 'bodyParts',
+      type: 'multipleChoice',
+      label: 'Body parts affected',
+      options: ['head', 'eyes', 'neck', 'back', 'arms', 'hands', 'legs', 'feet', 'internal']
+    },
+    { key: 'lostTimeDays', type: 'number', label: 'Lost time (days)', minimum: 0 },
+    { key: 'medicalDetails', type: 'longText', label: 'Medical details' },
+    { key: 'immediateActions', type: 'longText', label: 'Immediate actions taken' },
+    { key: 'investigationLead', type: 'user', label: 'Investigation lead' },
+    { key: 'rootCause', type: 'longText', label: 'Root cause' },
+    { key: 'regulatorNotified', type: 'boolean', label: 'Regulator notified' },
+    { key: 'regulatorNotifiedOn', type: 'date', label: 'Regulator notified on' },
+    { key: 'closureNote', type: 'longText', label: 'Closure note' }
+  ],
+  workflow: {
+    initial: 'reported',
+    states: [
+      { key: 'reported', label: 'Reported' },
+      { key: 'investigating', label: 'Under investigation', requires: ['investigationLead'] },
+      { key: 'actions-pending', label: 'Actions pending', requires: ['rootCause'] },
+      { key: 'closed', label: 'Closed', requires: ['closureNote'], final: true }
+    ],
+    transitions: [
+      { key: 'start-investigation', label: 'Start investigation', from: ['reported'], to: 'investigating', roles: ['safety-manager'] },
+      { key: 'record-root-cause', label: 'Record root cause', from: ['investigating'], to: 'actions-pending', roles: ['safety-manager', 'investigator'] },
+      { key: 'close', label: 'Close', from: ['actions-pending'], to: 'closed', roles: ['safety-manager'], forbidSelf: true },
+      { key: 'dismiss', label: 'Dismiss as not an incident', from: ['reported'], to: 'closed', roles: ['safety-manager'] },
+      { key: 'reopen', label: 'Reopen', from: ['closed'], to: 'investigating', roles: ['safety-manager'] }
+    ]
+  },
+  permissions: {
+    'safety-manager': ['read', 'create', 'update', 'delete', 'export', 'attachments', 'transition:*'],
+    investigator: ['read', 'update', 'attachments', 'transition:record-root-cause'],
+    'health-officer': ['read', 'update'],
+    reporter: ['read', 'create', 'attachments'],
+    auditor: ['read', 'export']
+  }
+})
