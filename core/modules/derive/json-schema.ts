@@ -55,11 +55,8 @@ function objectOf(fields: FieldDefinition[]): TObject {
 /** The JSON Schema of a module's record payload. */
 export function payloadSchema(def: ModuleDefinition): TObject {
   return Type.Object(objectOf(def.fields).properties, {
-    $id: `urn:records:module:${def.key}:${def.version}:payload`,
     title: `${def.title} payload`,
     additionalProperties: false
   })
 }
 
-/** Field types that may be used as list filters (top-level scalars). */
-export const filterableTypes: ReadonlySet<FieldType> = new Set<FieldType>(['text', 'number', 'integer', 'boolean', 'date', 'datetime', 'singleChoice', 'user', 'recordRef'])

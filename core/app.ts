@@ -1,0 +1,100 @@
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { feathers } from '@feathersjs/feathers'
+import { koa, rest } from '@feathersjs/koa'
+import type { AddressInfo } from 'node:net'
+import type { Server } from 'node:http'
+import { CredentialStore } from './auth/credentials.ts'
+import type { AppConfig } from './config.ts'
+import type { App, Platform } from './declarations.ts'
+import { openDatabase } from './db/index.ts'
+import { authenticate } from './hooks/authenticate.ts'
+import { jsonBody } from './http/body.ts'
+import { colonMethods } from './http/custom-methods.ts'
+import { errorPages } from './http/error-pages.ts'
+import { problemResponses } from './http/problem.ts'
+import { traceId } from './http/trace.ts'
+import { startJobs } from './jobs/index.ts'
+import { logger } from './logger.ts'
+import { loadModules } from './modules/registry.ts'
+import { CursorCodec } from './pagination/cursor.ts'
+import { syncTenants, TenantDirectory } from './tenancy/tenants.ts'
+import { plugins } from '../plugins/index.ts'
+import { recordsPath } from '../plugins/records/records.shared.ts'
+import { purgeExpiredKeys } from '../plugins/idempotency/idempotency.ts'
+
+async function platformSecret(pool: Platform['db']['pool'], name: string): Promise<Buffer> {
+  await pool.query('INSERT INTO platform_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, randomBytes(32)])
+  const { rows } = await pool.query('SELECT value FROM platform_secrets WHERE name = $1', [name])
+  return rows[0].value
+}
+
+/**
+ * Everything the HTTP app and the CLI share: module registry (a malformed module
+ * stops here), database (migrated), tenants synced from config, credentials.
+ * Returns `createdTenants`: tenants this start-up created.
+ */
+export async function createPlatform(config: AppConfig): Promise<Platform & { createdTenants: string[] }> {
+  logger.setLevel(config.logLevel)
+  const registry = await loadModules(config.modules)
+  const db = await openDatabase(config)
+  try {
+    const createdTenants = await syncTenants(db.pool, config, registry)
+    const tenants = new TenantDirectory(db.pool, registry)
+    await tenants.load()
+    const credentials = new CredentialStore(db.pool)
+    const cursors = new CursorCodec(await platformSecret(db.pool, 'cursor-signing'))
+    return { config, db, registry, tenants, credentials, cursors, createdTenants }
+  } catch (err) {
+    await db.close()
+    throw err
+  }
+}
+
+/** The Feathers app on Koa, with the middleware order made explicit here. */
+export function createApp(platform: Platform): App {
+  const app = koa(feathers()) as unknown as App
+  app.set('platform', platform)
+  app.set('errorsUrl', platform.config.errors.baseUrl ?? `${platform.config.publicUrl ?? `http://${platform.config.host}:${platform.config.port}`}/errors`)
+  app.use(traceId())
+  app.use(problemResponses(() => app.get('errorsUrl')))
+  app.use(errorPages())
+  app.use(jsonBody(platform.config.http.maxJsonBytes, [/^\/api\/modules\/[^/]+\/bulk$/]))
+  app.use(colonMethods([recordsPath]))
+  app.configure(rest())
+  app.hooks({ around: { all: [authenticate(platform.credentials)] } })
+  for (const plugin of plugins) app.configure(plugin)
+  return app
+}
+
+export interface RunningServer {
+  app: App
+  server: Server
+  url: string
+  close(): Promise<void>
+}
+
+/** Starts listening (and the job scheduler when enabled); close() stops all of it in order. */
+export async function startServer(platform: Platform): Promise<RunningServer> {
+  const app = createApp(platform)
+  await platform.credentials.listen()
+  const server = await app.listen(platform.config.port, platform.config.host)
+  if (!server.listening) await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  const url = `http://${platform.config.host}:${port}`
+  if (!platform.config.errors.baseUrl) app.set('errorsUrl', `${platform.config.publicUrl ?? url}/errors`)
+  const agenda = platform.config.jobs.enabled
+    ? await startJobs(platform.db.pool, [{ name: 'idempotency.purge', every: '1 hour', run: async () => ({ removed: await purgeExpiredKeys(platform.db.pool) }) }])
+    : undefined
+  return {
+    app,
+    server,
+    url,
+    async close() {
+      await agenda?.stop()
+      await app.teardown()
+      await platform.credentials.close()
+      await platform.db.close()
+    }
+  }
+}

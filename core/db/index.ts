@@ -1,0 +1,71 @@
+import knexFactory from 'knex'
+import pg from 'pg'
+import type { AppConfig } from '../config.ts'
+import { logger } from '../logger.ts'
+import { startEmbedded, type EmbeddedServer } from './embedded.ts'
+import { migrateLatest } from './migrate.ts'
+
+// Bigint counters (sequence values, activity ids) as numbers; they stay far below 2^53.
+// Timestamps are left as Date: Agenda shares this pool and expects them; API SQL formats its own.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => (v === null ? null : Number(v)))
+
+/** The query builder: knex compiles, the app's one pg pool runs (shared with Agenda). */
+export const sql = knexFactory({ client: 'pg' })
+
+export interface Database {
+  pool: pg.Pool
+  url: string
+  /** Migrations this start-up ran; empty when the schema was already current. */
+  migrated: string[]
+  embedded?: EmbeddedServer
+  close(): Promise<void>
+}
+
+export type Queryable = pg.Pool | pg.PoolClient
+
+/** Runs a knex builder on a pool or client. */
+export async function run<T = any>(db: Queryable, builder: { toSQL(): { toNative(): { sql: string; bindings: readonly unknown[] } } }): Promise<T[]> {
+  const { sql: text, bindings } = builder.toSQL().toNative()
+  const { rows } = await db.query(text, bindings as unknown[])
+  return rows as T[]
+}
+
+/** Runs fn inside a transaction on one client; rolls back on any error. */
+export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect()
+  try {
+    await client.query('BEGIN')
+    const result = await fn(client)
+    await client.query('COMMIT')
+    return result
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined)
+    throw err
+  } finally {
+    client.release()
+  }
+}
+
+/** Connects to DATABASE_URL, or starts the embedded cluster, then migrates. */
+export async function openDatabase(config: AppConfig, options: { migrate?: boolean } = {}): Promise<Database> {
+  let embedded: EmbeddedServer | undefined
+  let url = config.database.url
+  if (!url) {
+    embedded = await startEmbedded({ dataDir: config.database.embedded.dataDir, port: config.database.embedded.port })
+    url = embedded.url
+  }
+  const migrated = options.migrate === false ? [] : await migrateLatest(url)
+  if (migrated.length) logger.info('database migrated', { migrations: migrated })
+  const pool = new pg.Pool({ connectionString: url, max: config.database.poolSize, options: '-c TimeZone=UTC' })
+  pool.on('error', (err) => logger.error('idle database client failed', { error: err.message }))
+  return {
+    pool,
+    url,
+    migrated,
+    embedded,
+    async close() {
+      await pool.end()
+      await embedded?.stop()
+    }
+  }
+}

@@ -1,0 +1,31 @@
+import knexFactory, { type Knex } from 'knex'
+import * as initial from './migrations/001-initial.ts'
+
+/** Versioned migrations, in order. Add a file and a row; never edit a released one. */
+const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }]> = [['001-initial', initial]]
+
+const source: Knex.MigrationSource<string> = {
+  getMigrations: async () => migrations.map(([name]) => name),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations.find(([n]) => n === name)![1]
+}
+
+/** Brings the database to the latest schema; returns the names of the migrations it ran. */
+export async function migrateLatest(url: string): Promise<string[]> {
+  const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } })
+  try {
+    const [, ran] = await knex.migrate.latest({ migrationSource: source, tableName: 'knex_migrations' })
+    return ran as string[]
+  } finally {
+    await knex.destroy()
+  }
+}
+
+export async function migrateRollbackAll(url: string) {
+  const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } })
+  try {
+    await knex.migrate.rollback({ migrationSource: source, tableName: 'knex_migrations' }, true)
+  } finally {
+    await knex.destroy()
+  }
+}

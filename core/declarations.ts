@@ -1,0 +1,25 @@
+import type { Application as FeathersKoa } from '@feathersjs/koa'
+import type { CredentialStore } from './auth/credentials.ts'
+import type { AppConfig } from './config.ts'
+import type { Database } from './db/index.ts'
+import type { ModuleRegistry } from './modules/registry.ts'
+import type { CursorCodec } from './pagination/cursor.ts'
+import type { TenantDirectory } from './tenancy/tenants.ts'
+
+/** What every plugin reads from the app: built once at start-up. */
+export interface Platform {
+  config: AppConfig
+  db: Database
+  registry: ModuleRegistry
+  tenants: TenantDirectory
+  credentials: CredentialStore
+  cursors: CursorCodec
+}
+
+export interface Settings {
+  platform: Platform
+  /** Base of problem `type` URIs, known once the server listens. */
+  errorsUrl: string
+}
+
+export type App = FeathersKoa<any, Settings>

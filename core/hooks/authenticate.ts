@@ -1,0 +1,19 @@
+import type { HookContext, NextFunction } from '@feathersjs/feathers'
+import type { CredentialStore } from '../auth/credentials.ts'
+import type { Principal } from '../auth/principal.ts'
+import { problems } from '../errors/index.ts'
+
+/**
+ * Around hook on every service: an external call (params.provider set) is
+ * authenticated from its Authorization header; an internal call must carry an
+ * explicit principal (see systemPrincipal), so nothing is trusted by accident.
+ */
+export const authenticate = (credentials: CredentialStore) => async (context: HookContext, next: NextFunction) => {
+  const params = context.params as { provider?: string; principal?: Principal; headers?: Record<string, string | undefined> }
+  if (params.provider) {
+    params.principal = await credentials.authenticate(params.headers?.authorization)
+  } else if (!params.principal) {
+    throw problems.forbidden('auth.internal_without_principal', `Internal call to ${context.path}.${context.method} without a principal.`)
+  }
+  await next()
+}

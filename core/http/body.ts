@@ -1,0 +1,44 @@
+import type { Middleware } from 'koa'
+import { ApiError, problems } from '../errors/index.ts'
+
+const jsonTypes = ['application/json', 'application/merge-patch+json', 'application/problem+json']
+
+/**
+ * Reads JSON bodies of POST/PATCH/PUT with a size cap. A body with another media type
+ * is refused with 415; a streaming route (bulk) declares itself and reads its own body.
+ */
+export const jsonBody = (maxBytes: number, streamingPaths: RegExp[] = []): Middleware => async (ctx, next) => {
+  if (!['POST', 'PATCH', 'PUT'].includes(ctx.method) || streamingPaths.some((p) => p.test(ctx.path))) return next()
+  const length = Number(ctx.get('content-length') || 0)
+  const chunked = ctx.get('transfer-encoding') !== ''
+  if (!length && !chunked) {
+    ctx.request.body = undefined
+    return next()
+  }
+  const type = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase()
+  if (!jsonTypes.includes(type)) {
+    throw new ApiError('unsupported-media-type', 'request.unsupported_media_type', `Send the body as application/json (got ${type || 'no Content-Type'}).`)
+  }
+  if (length > maxBytes) throw new ApiError('payload-too-large', 'request.too_large', `The body is ${length} bytes; at most ${maxBytes} bytes are accepted.`)
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of ctx.req) {
+    size += chunk.length
+    if (size > maxBytes) {
+      ctx.req.destroy()
+      throw new ApiError('payload-too-large', 'request.too_large', `The body exceeds ${maxBytes} bytes.`)
+    }
+    chunks.push(chunk)
+  }
+  const text = Buffer.concat(chunks).toString('utf8')
+  if (text.trim() === '') {
+    ctx.request.body = undefined
+    return next()
+  }
+  try {
+    ctx.request.body = JSON.parse(text)
+  } catch (err) {
+    throw problems.badRequest('request.malformed_json', `The body is not valid JSON: ${(err as Error).message}`)
+  }
+  return next()
+}

@@ -1,0 +1,37 @@
+import { startServer, createPlatform } from './app.ts'
+import { loadConfig } from './config.ts'
+import { logger } from './logger.ts'
+import { ModuleDefinitionError } from './modules/validate.ts'
+
+/** `npm start`: the service on DATABASE_URL, or on the embedded PostgreSQL in ./data. */
+async function main() {
+  const config = loadConfig()
+  const platform = await createPlatform(config)
+  const running = await startServer(platform)
+  // A brand-new database: the demo tenant has never had a key, so issue one and show it once.
+  if (config.tenants.demo) {
+    const existing = await platform.credentials.list('demo')
+    if (!existing.length) {
+      const { token } = await platform.credentials.create({ tenantId: 'demo', kind: 'api_key', name: 'demo key (printed at first start)', createdBy: { type: 'system', id: 'start-up', name: 'start-up' } })
+      process.stdout.write(`\nCreated tenant "demo" with modules ${config.tenants.demo?.modules.join(', ')}.\nIts API key (shown once, keep it):\n${token}\n\n`)
+    }
+  }
+  logger.info(`records service listening on ${running.url}`, { database: platform.db.embedded ? 'embedded' : 'external' })
+  process.stdout.write(`Listening on ${running.url}\n`)
+  let stopping = false
+  const stop = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    logger.info(`received ${signal}, shutting down`)
+    await running.close().catch((err) => logger.error('shutdown failed', { error: err.message }))
+    process.exit(0)
+  }
+  process.on('SIGINT', () => void stop('SIGINT'))
+  process.on('SIGTERM', () => void stop('SIGTERM'))
+}
+
+main().catch((err) => {
+  if (err instanceof ModuleDefinitionError) process.stderr.write(`Start-up stopped: ${err.message}\n`)
+  else process.stderr.write(`Start-up failed: ${err?.stack ?? err}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,102 @@
+import type pg from 'pg'
+import type { AppConfig } from '../config.ts'
+import { problems } from '../errors/index.ts'
+import { logger } from '../logger.ts'
+import type { ModuleRegistry, RegisteredModule } from '../modules/registry.ts'
+
+export interface Tenant {
+  id: string
+  name: string
+  modules: ReadonlyMap<string, RegisteredModule>
+}
+
+/** Tenants and their installed modules, as synced from config into the database. */
+export class TenantDirectory {
+  private tenants = new Map<string, Tenant>()
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly registry: ModuleRegistry
+  ) {}
+
+  /** Loads what the database says is installed; modules no longer shipped are skipped with a warning. */
+  async load() {
+    const { rows } = await this.pool.query(
+      `SELECT t.id, t.name, coalesce(array_agg(m.module_key ORDER BY m.module_key) FILTER (WHERE m.installed), '{}') AS modules
+         FROM tenants t LEFT JOIN tenant_modules m ON m.tenant_id = t.id GROUP BY t.id, t.name`
+    )
+    const next = new Map<string, Tenant>()
+    for (const r of rows) {
+      const modules = new Map<string, RegisteredModule>()
+      for (const key of r.modules as string[]) {
+        const m = this.registry.get(key)
+        if (m) modules.set(key, m)
+        else logger.warn(`tenant ${r.id} has module "${key}" installed, but no loaded package provides it`)
+      }
+      next.set(r.id, { id: r.id, name: r.name, modules })
+    }
+    this.tenants = next
+  }
+
+  get(tenantId: string): Tenant | undefined {
+    return this.tenants.get(tenantId)
+  }
+
+  list(): Tenant[] {
+    return [...this.tenants.values()]
+  }
+
+  /** The installed module, or a 404 that does not say whether the module exists elsewhere. */
+  module(tenantId: string, moduleKey: string): RegisteredModule {
+    const m = this.tenants.get(tenantId)?.modules.get(moduleKey)
+    if (!m) throw problems.notFound('module.not_found', `No module "${moduleKey}" is installed for this tenant.`)
+    return m
+  }
+}
+
+/**
+ * Makes the database match config: creates configured tenants, installs their listed
+ * modules and marks modules dropped from config as uninstalled (their records stay).
+ * Returns the ids of tenants created by this call.
+ */
+export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: ModuleRegistry): Promise<string[]> {
+  const created: string[] = []
+  for (const [id, t] of Object.entries(config.tenants)) {
+    for (const key of t.modules) {
+      if (!registry.get(key)) throw new Error(`Configuration: tenant "${id}" installs module "${key}", but no module package provides it (loaded: ${registry.all().map((m) => m.definition.key).join(', ')})`)
+    }
+  }
+  const client = await pool.connect()
+  try {
+    await client.query('BEGIN')
+    // One writer at a time when several instances start together.
+    await client.query('SELECT pg_advisory_xact_lock(7301)')
+    for (const [id, t] of Object.entries(config.tenants)) {
+      const { rows } = await client.query(
+        `INSERT INTO tenants (id, name) VALUES ($1, $2)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, updated_at = now() WHERE tenants.name IS DISTINCT FROM excluded.name
+         RETURNING (xmax = 0) AS inserted`,
+        [id, t.name ?? id]
+      )
+      if (rows[0]?.inserted) created.push(id)
+      for (const key of t.modules) {
+        await client.query(
+          `INSERT INTO tenant_modules (tenant_id, module_key, module_version) VALUES ($1, $2, $3)
+           ON CONFLICT (tenant_id, module_key) DO UPDATE SET module_version = excluded.module_version, installed = true, uninstalled_at = NULL`,
+          [id, key, registry.get(key)!.definition.version]
+        )
+      }
+      await client.query(
+        `UPDATE tenant_modules SET installed = false, uninstalled_at = now() WHERE tenant_id = $1 AND installed AND NOT (module_key = ANY($2))`,
+        [id, t.modules]
+      )
+    }
+    await client.query('COMMIT')
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined)
+    throw err
+  } finally {
+    client.release()
+  }
+  return created
+}

@@ -1,0 +1,65 @@
+import type { Params } from '@feathersjs/feathers'
+import type pg from 'pg'
+import { assertCan } from '../../core/auth/permissions.ts'
+import type { Principal } from '../../core/auth/principal.ts'
+import { problems } from '../../core/errors/index.ts'
+import type { CursorCodec } from '../../core/pagination/cursor.ts'
+import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
+import { assertValid, validationError } from '../../core/validation.ts'
+import { selectAny, toRecord } from '../records/records.repository.ts'
+import { auditLogQueryValidator, type AuditLogQuery } from './audit-log.schema.ts'
+
+interface AuditParams extends Params<AuditLogQuery> {
+  principal?: Principal
+}
+
+const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
+/**
+ * The audit log: every change to every record, including soft-deleted ones.
+ * `?recordId=` gives one record's last state (payload included) and full activity;
+ * `?moduleKey=` pages through a module's activity in order (filter with `action`).
+ */
+export class AuditLogService {
+  private readonly validateQuery
+  constructor(
+    private readonly o: { pool: pg.Pool; tenants: TenantDirectory; cursors: CursorCodec; defaultLimit: number; maxLimit: number }
+  ) {
+    this.validateQuery = auditLogQueryValidator(o.maxLimit)
+  }
+
+  async find(params: AuditParams) {
+    const principal = params.principal
+    if (!principal) throw problems.forbidden('auth.internal_without_principal', 'An audit-log call needs a principal.')
+    const query = { ...(params.query ?? {}) }
+    assertValid<AuditLogQuery>(this.validateQuery, query)
+    if (query.recordId) {
+      const row = await selectAny(this.o.pool, principal.tenantId, query.recordId)
+      const module = row && this.o.tenants.get(principal.tenantId)?.modules.get(row.module_key)
+      if (!row || !module) throw problems.notFound('record.not_found', `No record ${query.recordId} for this tenant, live or deleted.`)
+      assertCan(principal, module, 'read')
+      const { activity, ...record } = toRecord(row)
+      return { record, items: activity ?? [], nextCursor: null }
+    }
+    if (!query.moduleKey) {
+      throw validationError([{ pointer: '/recordId', field: 'recordId', code: 'required', detail: 'or moduleKey is required' }])
+    }
+    const module = this.o.tenants.module(principal.tenantId, query.moduleKey)
+    assertCan(principal, module, 'read')
+    const limit = query.limit ?? this.o.defaultLimit
+    const scope = JSON.stringify(['audit', query.moduleKey, query.action ?? null])
+    const after = query.cursor ? Number(this.o.cursors.decode(query.cursor, scope)[0]) : 0
+    const values: unknown[] = [principal.tenantId, query.moduleKey, after, limit + 1]
+    if (query.action) values.push(query.action)
+    const { rows } = await this.o.pool.query(
+      `SELECT a.id, ${iso('a.at')} AS at, a.actor, a.action, a.changes, a.transition, a.comment, a.record_id AS "recordId", r.number AS "recordNumber"
+         FROM record_activity a JOIN records r ON r.tenant_id = a.tenant_id AND r.id = a.record_id
+        WHERE a.tenant_id = $1 AND r.module_key = $2 AND a.id > $3 ${query.action ? 'AND a.action = $5' : ''}
+        ORDER BY a.id LIMIT $4`,
+      values
+    )
+    const items = rows.slice(0, limit)
+    const nextCursor = rows.length > limit ? this.o.cursors.encode(scope, [items[items.length - 1].id]) : null
+    return { items, nextCursor, limit }
+  }
+}

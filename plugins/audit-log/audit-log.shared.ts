@@ -1,0 +1,2 @@
+export const auditLogPath = 'api/v1/audit-log'
+export const auditLogMethods = ['find'] as const

@@ -1,0 +1,10 @@
+import type { App } from '../../core/declarations.ts'
+import { AuditLogService } from './audit-log.class.ts'
+import { auditLogMethods, auditLogPath } from './audit-log.shared.ts'
+
+export function auditLog(app: App) {
+  const { db, tenants, cursors, config } = app.get('platform')
+  app.use(auditLogPath, new AuditLogService({ pool: db.pool, tenants, cursors, defaultLimit: config.pagination.defaultLimit, maxLimit: config.pagination.maxLimit }), {
+    methods: [...auditLogMethods]
+  })
+}

@@ -1,0 +1,7 @@
+import type { App } from '../core/declarations.ts'
+import { auditLog } from './audit-log/audit-log.ts'
+import { modules } from './modules/modules.ts'
+import { records } from './records/records.ts'
+
+/** Every feature, in the order it is configured. */
+export const plugins: Array<(app: App) => void> = [records, modules, auditLog]

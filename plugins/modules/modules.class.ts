@@ -1,0 +1,56 @@
+import type { Params } from '@feathersjs/feathers'
+import { assertCan } from '../../core/auth/permissions.ts'
+import type { Principal } from '../../core/auth/principal.ts'
+import { problems } from '../../core/errors/index.ts'
+import { fieldToFilter } from '../../core/modules/derive/filters.ts'
+import type { RegisteredModule } from '../../core/modules/registry.ts'
+import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
+
+interface ModuleParams extends Params {
+  principal?: Principal
+}
+
+function summary(m: RegisteredModule) {
+  const d = m.definition
+  return {
+    key: d.key,
+    version: d.version,
+    title: d.title,
+    description: d.description ?? null,
+    numberPattern: d.numberPattern,
+    states: d.workflow.states.map((s) => s.key),
+    links: { schema: `/api/v1/modules/${d.key}`, records: `/api/v1/records?moduleKey=${d.key}` }
+  }
+}
+
+/** Installed modules of the caller's tenant and their full schemas, straight from the registry. */
+export class ModulesService {
+  constructor(private readonly tenants: TenantDirectory) {}
+
+  private principal(params: ModuleParams): Principal {
+    if (!params.principal) throw problems.forbidden('auth.internal_without_principal', 'A modules call needs a principal.')
+    return params.principal
+  }
+
+  async find(params: ModuleParams) {
+    const principal = this.principal(params)
+    const tenant = this.tenants.get(principal.tenantId)
+    const items = [...(tenant?.modules.values() ?? [])].sort((a, b) => a.definition.key.localeCompare(b.definition.key)).map(summary)
+    return { items }
+  }
+
+  async get(key: string, params: ModuleParams) {
+    const principal = this.principal(params)
+    const m = this.tenants.module(principal.tenantId, String(key))
+    assertCan(principal, m, 'read')
+    const d = m.definition
+    return {
+      ...summary(m),
+      fields: d.fields.map((f) => ({ ...f, filterable: !!fieldToFilter[f.type] })),
+      schema: m.schema,
+      workflow: d.workflow,
+      permissions: d.permissions,
+      package: { name: d.packageName }
+    }
+  }
+}

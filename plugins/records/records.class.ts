@@ -1,0 +1,302 @@
+import type { Params } from '@feathersjs/feathers'
+import type pg from 'pg'
+import { assertCan, can, canFire } from '../../core/auth/permissions.ts'
+import type { Principal } from '../../core/auth/principal.ts'
+import { run, sql, transaction } from '../../core/db/index.ts'
+import { problems, type FieldProblem } from '../../core/errors/index.ts'
+import { fieldToFilter, sqlOperators, type Operator } from '../../core/modules/derive/filters.ts'
+import type { RegisteredModule } from '../../core/modules/registry.ts'
+import type { CursorCodec } from '../../core/pagination/cursor.ts'
+import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
+import { assertValid, fieldProblems, validationError } from '../../core/validation.ts'
+import * as repo from './records.repository.ts'
+import { diffPayload, hasValue, mergePatch } from './records.payload.ts'
+import {
+  recordCreateValidator,
+  recordPatchValidator,
+  recordQueryValidator,
+  recordTransitionValidator,
+  type RecordCreate,
+  type RecordOut,
+  type RecordPatch,
+  type RecordQuery,
+  type RecordTransition
+} from './records.schema.ts'
+
+export interface RecordParams extends Params<RecordQuery> {
+  principal?: Principal
+  headers?: Record<string, string | undefined>
+  route?: { id?: string }
+  /** Set by the idempotency hook: stores the response inside the write's own transaction. */
+  idempotency?: { complete(db: pg.PoolClient, body: unknown): Promise<void> }
+}
+
+export interface RecordPage {
+  items: RecordOut[]
+  nextCursor: string | null
+  limit: number
+}
+
+export interface RecordsOptions {
+  pool: pg.Pool
+  tenants: TenantDirectory
+  cursors: CursorCodec
+  defaultLimit: number
+  maxLimit: number
+}
+
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** The one records operation: REST, bulk, GraphQL and internal callers all come through here. */
+export class RecordsService {
+  private readonly validateQuery
+  constructor(private readonly o: RecordsOptions) {
+    this.validateQuery = recordQueryValidator(o.maxLimit)
+  }
+
+  private principal(params: RecordParams): Principal {
+    if (!params.principal) throw problems.forbidden('auth.internal_without_principal', 'A records call needs a principal.')
+    return params.principal
+  }
+
+  private notFound(id: string) {
+    return problems.notFound('record.not_found', `No live record ${id} for this tenant. A deleted record is still in the audit log: GET /api/v1/audit-log?recordId=${id}.`)
+  }
+
+  /** The record's module, checked installed for the caller's tenant; a record of another module is a 404. */
+  private moduleOf(principal: Principal, row: repo.RecordRow | undefined, id: string): RegisteredModule {
+    const m = row && this.o.tenants.get(principal.tenantId)?.modules.get(row.module_key)
+    if (!m) throw this.notFound(id)
+    return m
+  }
+
+  private present(principal: Principal, module: RegisteredModule, row: repo.RecordRow): RecordOut {
+    const out = repo.toRecord(row)
+    out.attachments = []
+    out.availableTransitions = module.definition.workflow.transitions
+      .filter((t) => t.from.includes(row.state) && canFire(principal, module, t))
+      .map((t) => ({ key: t.key, label: t.label ?? t.key, to: t.to, missingFields: this.missingFor(module, t.key, row.payload) }))
+    return out
+  }
+
+  private missingFor(module: RegisteredModule, transitionKey: string, payload: Record<string, unknown>): string[] {
+    const t = module.transitions.get(transitionKey)!
+    const required = [...(module.states.get(t.to)?.requires ?? []), ...(t.requires ?? [])]
+    return [...new Set(required)].filter((f) => !hasValue(payload[f]))
+  }
+
+  private async checkPayload(principal: Principal, module: RegisteredModule, payload: Record<string, unknown>, db: pg.Pool | pg.PoolClient) {
+    assertValid(module.validatePayload, payload, '/payload')
+    const problemsFound: FieldProblem[] = []
+    for (const f of module.definition.fields) {
+      if (f.type !== 'recordRef' || typeof payload[f.key] !== 'string') continue
+      const found = await repo.existingRefs(db, principal.tenantId, f.module, [payload[f.key] as string])
+      if (!found.size || !this.o.tenants.get(principal.tenantId)?.modules.has(f.module)) {
+        problemsFound.push({ pointer: `/payload/${f.key}`, field: `payload.${f.key}`, code: 'reference', detail: `must be the id of a live ${f.module} record of this tenant` })
+      }
+    }
+    if (problemsFound.length) throw validationError(problemsFound)
+  }
+
+  async find(params: RecordParams): Promise<RecordPage> {
+    const principal = this.principal(params)
+    const query = { ...(params.query ?? {}) } as Record<string, unknown>
+    assertValid<RecordQuery>(this.validateQuery, query)
+    const q = query as RecordQuery
+    const module = this.o.tenants.module(principal.tenantId, q.moduleKey)
+    assertCan(principal, module, 'read')
+    const limit = q.limit ?? this.o.defaultLimit
+
+    const builder = sql('records as r')
+      .select(sql.raw(repo.recordColumns))
+      .where('r.tenant_id', principal.tenantId)
+      .andWhere('r.module_key', module.definition.key)
+      .whereNull('r.deleted_at')
+    const scopeParts: unknown[] = [module.definition.key]
+    if (q.state) {
+      const states = q.state.split(',').map((s) => s.trim())
+      const unknown = states.filter((s) => !module.states.has(s))
+      if (unknown.length) {
+        const allowed = [...module.states.keys()]
+        throw validationError([{ pointer: '/state', field: 'state', code: 'enum', detail: `must be one of: ${allowed.join(', ')} (got ${unknown.join(', ')})`, allowed }])
+      }
+      builder.whereIn('r.state', states)
+      scopeParts.push(['state', states])
+    }
+    if (q.updatedSince) {
+      builder.where('r.updated_at', '>=', q.updatedSince)
+      scopeParts.push(['updatedSince', q.updatedSince])
+    }
+    for (const [key, condition] of Object.entries(q.payload ?? {})) {
+      const filter = this.payloadFilter(module, key, condition)
+      for (const c of filter) builder.whereRaw(c.sql, c.bindings as any[])
+      scopeParts.push(['payload', key, condition])
+    }
+    // updatedSince pages in change order (incremental sync); otherwise in creation order.
+    const byUpdate = !!q.updatedSince
+    const scope = JSON.stringify(scopeParts)
+    if (q.cursor) {
+      const pos = this.o.cursors.decode(q.cursor, scope)
+      if (byUpdate) builder.whereRaw('(r.updated_at, r.seq) > (?::timestamptz, ?)', [pos[0] as string, pos[1] as number])
+      else builder.where('r.seq', '>', pos[0] as number)
+    }
+    if (byUpdate) builder.orderBy([{ column: 'r.updated_at' }, { column: 'r.seq' }])
+    else builder.orderBy('r.seq')
+    builder.limit(limit + 1)
+    const rows = await run<repo.RecordRow>(this.o.pool, builder)
+    const page = rows.slice(0, limit)
+    const last = page[page.length - 1]
+    const nextCursor = rows.length > limit && last ? this.o.cursors.encode(scope, byUpdate ? [last.updated_at, last.seq] : [last.seq]) : null
+    return { items: page.map(repo.toRecord), nextCursor, limit }
+  }
+
+  private payloadFilter(module: RegisteredModule, key: string, condition: unknown): Array<{ sql: string; bindings: unknown[] }> {
+    const field = module.fields.get(key)
+    const spec = field && fieldToFilter[field.type]
+    if (!field || !spec) {
+      const allowed = module.definition.fields.filter((f) => fieldToFilter[f.type]).map((f) => f.key)
+      throw validationError([{ pointer: `/payload/${key}`, field: `payload.${key}`, code: 'filter', detail: `cannot be filtered on; filterable fields: ${allowed.join(', ')}`, allowed }])
+    }
+    const ops: Array<[Operator, string]> =
+      typeof condition === 'string' ? [['eq', condition]] : Object.entries(condition as Record<string, string>).map(([op, v]) => [op as Operator, v])
+    const out: Array<{ sql: string; bindings: unknown[] }> = []
+    for (const [op, raw] of ops) {
+      const pointer = `/payload/${key}${typeof condition === 'string' ? '' : `/${op}`}`
+      if (!spec.operators.includes(op)) {
+        throw validationError([{ pointer, field: `payload.${key}`, code: 'operator', detail: `does not support operator "${op}"; allowed: ${spec.operators.join(', ')}`, allowed: [...spec.operators] }])
+      }
+      const values = op === 'in' ? String(raw).split(',') : [String(raw)]
+      const parsed = values.map((v) => {
+        const r = spec.parse(v, field)
+        if ('error' in r) throw validationError([{ pointer, field: `payload.${key}`, code: 'filter', detail: r.error, ...(r.allowed ? { allowed: r.allowed } : {}) }])
+        return r.value
+      })
+      const expr = spec.expr(key)
+      if (op === 'in') out.push({ sql: `${expr} IN (${parsed.map(() => '?').join(', ')})`, bindings: parsed })
+      else out.push({ sql: `${expr} ${sqlOperators[op]} ?`, bindings: parsed })
+    }
+    return out
+  }
+
+  async get(id: string, params: RecordParams): Promise<RecordOut> {
+    const principal = this.principal(params)
+    if (!uuid.test(String(id))) throw this.notFound(String(id))
+    const row = await repo.selectLive(this.o.pool, principal.tenantId, id)
+    const module = this.moduleOf(principal, row, id)
+    assertCan(principal, module, 'read')
+    return this.present(principal, module, row!)
+  }
+
+  async create(data: RecordCreate, params: RecordParams): Promise<RecordOut> {
+    const principal = this.principal(params)
+    assertValid<RecordCreate>(recordCreateValidator, data)
+    const module = this.o.tenants.module(principal.tenantId, data.moduleKey)
+    assertCan(principal, module, 'create')
+    const payload = data.payload as Record<string, unknown>
+    await this.checkPayload(principal, module, payload, this.o.pool)
+    const { prefix, suffix, width } = module.numberPattern.render(new Date())
+    const input: repo.NewRecord = {
+      tenantId: principal.tenantId,
+      moduleKey: module.definition.key,
+      moduleVersion: module.definition.version,
+      numberScope: `${prefix}{seq}${suffix}`,
+      numberPrefix: prefix,
+      numberSuffix: suffix,
+      numberWidth: width,
+      state: module.definition.workflow.initial,
+      payload,
+      actor: principal.actor,
+      changes: diffPayload({}, payload)
+    }
+    const idem = params.idempotency
+    if (!idem) return this.present(principal, module, await repo.insertRecord(this.o.pool, input))
+    return transaction(this.o.pool, async (client) => {
+      const result = this.present(principal, module, await repo.insertRecord(client, input))
+      await idem.complete(client, result)
+      return result
+    })
+  }
+
+  /** Locks the record, checks If-Match, applies `change` and returns the record as it now is. */
+  private async change(
+    id: string,
+    params: RecordParams,
+    change: (row: repo.RecordRow, module: RegisteredModule, principal: Principal, client: pg.PoolClient) => Promise<Omit<repo.RecordChange, 'tenantId' | 'id' | 'actor'> | null>
+  ): Promise<RecordOut> {
+    const principal = this.principal(params)
+    if (!uuid.test(String(id))) throw this.notFound(String(id))
+    return transaction(this.o.pool, async (client) => {
+      const row = await repo.lockLive(client, principal.tenantId, id)
+      const module = this.moduleOf(principal, row, id)
+      assertCan(principal, module, 'read')
+      const ifMatch = params.headers?.['if-match']
+      if (ifMatch !== undefined && ifMatch.trim() !== '*') {
+        const wanted = ifMatch.split(',').map((v) => v.trim().replace(/^W\//, '').replace(/"/g, ''))
+        if (!wanted.includes(String(row!.version))) {
+          throw problems.preconditionFailed(`If-Match names version ${wanted.join(', ')}, but the record is at version ${row!.version}.`, { currentVersion: row!.version })
+        }
+      }
+      const c = await change(row!, module, principal, client)
+      if (c) await repo.updateRecord(client, { ...c, tenantId: principal.tenantId, id, actor: principal.actor })
+      const current = c?.delete ? await repo.selectAny(client, principal.tenantId, id) : await repo.selectLive(client, principal.tenantId, id)
+      const result = c?.delete ? repo.toRecord(current!) : this.present(principal, module, current!)
+      await params.idempotency?.complete(client, result)
+      return result
+    })
+  }
+
+  async patch(id: string, data: RecordPatch, params: RecordParams): Promise<RecordOut> {
+    assertValid<RecordPatch>(recordPatchValidator, data)
+    return this.change(id, params, async (row, module, principal, client) => {
+      assertCan(principal, module, 'update')
+      const payload = mergePatch(row.payload, data.payload as Record<string, unknown>)
+      const changes = diffPayload(row.payload, payload)
+      if (!changes.length) return null
+      await this.checkPayload(principal, module, payload, client)
+      return { payload, state: row.state, action: 'updated', changes }
+    })
+  }
+
+  async transition(data: RecordTransition, params: RecordParams): Promise<RecordOut> {
+    const id = params.route?.id ?? ''
+    assertValid<RecordTransition>(recordTransitionValidator, data)
+    return this.change(id, params, async (row, module, principal, client) => {
+      const t = module.transitions.get(data.transition)
+      if (!t) {
+        const allowed = [...module.transitions.keys()]
+        throw validationError([{ pointer: '/transition', field: 'transition', code: 'enum', detail: `must be one of: ${allowed.join(', ')}`, allowed }])
+      }
+      if (!t.from.includes(row.state)) {
+        const possible = module.definition.workflow.transitions.filter((x) => x.from.includes(row.state)).map((x) => x.key)
+        throw problems.conflict('transition.not_allowed', `Transition "${t.key}" cannot be fired from state "${row.state}" (it starts from ${t.from.join(', ')}). From "${row.state}" the workflow allows: ${possible.join(', ') || 'nothing'}.`, { currentState: row.state, allowedTransitions: possible })
+      }
+      if (!canFire(principal, module, t)) {
+        throw problems.forbidden('permission.denied', `This credential may not fire transition "${t.key}"${t.roles?.length ? `; it needs one of the roles ${t.roles.join(', ')}` : ''}.`, { missing: `transition:${t.key}` })
+      }
+      if (t.forbidSelf && row.created_by?.id === principal.actor.id && principal.kind !== 'system') {
+        throw problems.forbidden('workflow.self_approval', `Transition "${t.key}" may not be fired by the record's creator.`)
+      }
+      const patch = (data.payload ?? {}) as Record<string, unknown>
+      if (Object.keys(patch).length) assertCan(principal, module, 'update')
+      const payload = mergePatch(row.payload, patch)
+      const changes = diffPayload(row.payload, payload)
+      if (changes.length) await this.checkPayload(principal, module, payload, client)
+      const missing = this.missingFor(module, t.key, payload)
+      if (missing.length) {
+        throw validationError(
+          missing.map((f) => ({ pointer: `/payload/${f}`, field: `payload.${f}`, code: 'guard', detail: `is required to enter state "${t.to}" by transition "${t.key}"` }))
+        )
+      }
+      return { payload, state: t.to, action: 'transitioned', changes, transition: { key: t.key, from: row.state, to: t.to }, comment: data.comment }
+    })
+  }
+
+  async remove(id: string | null, params: RecordParams): Promise<RecordOut> {
+    if (id === null) throw problems.badRequest('record.id_required', 'DELETE needs a record id: DELETE /api/v1/records/{id}.')
+    return this.change(String(id), params, async (row, module, principal) => {
+      assertCan(principal, module, 'delete')
+      return { payload: row.payload, state: row.state, action: 'deleted', changes: [], delete: true }
+    })
+  }
+}
+

@@ -1,0 +1,165 @@
+import type pg from 'pg'
+import type { Actor } from '../../core/auth/principal.ts'
+import type { Queryable } from '../../core/db/index.ts'
+import type { RecordOut } from './records.schema.ts'
+
+/** SQL of the records service. Hot statements are named so PostgreSQL keeps their plans. */
+
+const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+export const recordColumns = `r.id, r.module_key, r.module_version, r.number, r.state, r.version, r.payload,
+  ${iso('r.created_at')} AS created_at, ${iso('r.updated_at')} AS updated_at, r.created_by, r.updated_by,
+  ${iso('r.deleted_at')} AS deleted_at, r.deleted_by, r.seq`
+const activityJson = `coalesce((SELECT json_agg(json_build_object('id', a.id, 'at', ${iso('a.at')}, 'actor', a.actor, 'action', a.action,
+  'changes', a.changes, 'transition', a.transition, 'comment', a.comment) ORDER BY a.id)
+  FROM record_activity a WHERE a.tenant_id = r.tenant_id AND a.record_id = r.id), '[]'::json) AS activity`
+
+export interface RecordRow {
+  id: string
+  module_key: string
+  module_version: string
+  number: string
+  state: string
+  version: number
+  payload: Record<string, unknown>
+  created_at: string
+  updated_at: string
+  created_by: Actor
+  updated_by: Actor
+  deleted_at: string | null
+  deleted_by: Actor | null
+  seq: number
+  activity?: any[]
+}
+
+export function toRecord(row: RecordRow): RecordOut {
+  const out: RecordOut = {
+    id: row.id,
+    moduleKey: row.module_key,
+    moduleVersion: row.module_version,
+    number: row.number,
+    state: row.state,
+    version: row.version,
+    payload: row.payload,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    createdBy: row.created_by,
+    updatedBy: row.updated_by
+  }
+  if (row.deleted_at) {
+    out.deletedAt = row.deleted_at
+    out.deletedBy = row.deleted_by ?? undefined
+  }
+  if (row.activity) out.activity = row.activity
+  return out
+}
+
+/** One live record with its activity, in one round trip. */
+export async function selectLive(db: Queryable, tenantId: string, id: string): Promise<RecordRow | undefined> {
+  const { rows } = await db.query({
+    name: 'records-get-live',
+    text: `SELECT ${recordColumns}, ${activityJson} FROM records r WHERE r.tenant_id = $1 AND r.id = $2 AND r.deleted_at IS NULL`,
+    values: [tenantId, id]
+  })
+  return rows[0]
+}
+
+/** Any record, live or soft-deleted, with its activity (audit log). */
+export async function selectAny(db: Queryable, tenantId: string, id: string): Promise<RecordRow | undefined> {
+  const { rows } = await db.query({
+    name: 'records-get-any',
+    text: `SELECT ${recordColumns}, ${activityJson} FROM records r WHERE r.tenant_id = $1 AND r.id = $2`,
+    values: [tenantId, id]
+  })
+  return rows[0]
+}
+
+/** Locks a live record for a change inside a transaction. */
+export async function lockLive(client: pg.PoolClient, tenantId: string, id: string): Promise<RecordRow | undefined> {
+  const { rows } = await client.query({
+    name: 'records-lock-live',
+    text: `SELECT ${recordColumns} FROM records r WHERE r.tenant_id = $1 AND r.id = $2 AND r.deleted_at IS NULL FOR UPDATE`,
+    values: [tenantId, id]
+  })
+  return rows[0]
+}
+
+export interface NewRecord {
+  tenantId: string
+  moduleKey: string
+  moduleVersion: string
+  numberScope: string
+  numberPrefix: string
+  numberSuffix: string
+  numberWidth: number
+  state: string
+  payload: Record<string, unknown>
+  actor: Actor
+  changes: unknown[]
+}
+
+/**
+ * Numbers, inserts and logs a record in one statement: the counter row is locked only
+ * for the duration of this statement, so concurrent creates do not queue behind
+ * whole transactions.
+ */
+export async function insertRecord(db: Queryable, r: NewRecord): Promise<RecordRow> {
+  const { rows } = await db.query({
+    name: 'records-insert',
+    text: `WITH seq AS (
+        INSERT INTO record_sequences (tenant_id, module_key, scope, value) VALUES ($1, $2, $3, 1)
+        ON CONFLICT (tenant_id, module_key, scope) DO UPDATE SET value = record_sequences.value + 1
+        RETURNING value::text AS v),
+      r AS (
+        INSERT INTO records (tenant_id, module_key, module_version, number, state, payload, created_by, updated_by)
+        SELECT $1, $2, $4, $5 || CASE WHEN length(seq.v) >= $6 THEN seq.v ELSE lpad(seq.v, $6, '0') END || $7, $8, $9, $10, $10 FROM seq
+        RETURNING *),
+      a AS (
+        INSERT INTO record_activity (tenant_id, record_id, actor, action, changes)
+        SELECT r.tenant_id, r.id, $10, 'created', $11 FROM r
+        RETURNING id, at, actor, action, changes, transition, comment)
+      SELECT ${recordColumns},
+        json_build_array(json_build_object('id', a.id, 'at', ${iso('a.at')}, 'actor', a.actor, 'action', a.action,
+          'changes', a.changes, 'transition', a.transition, 'comment', a.comment)) AS activity
+      FROM r, a`,
+    values: [r.tenantId, r.moduleKey, r.numberScope, r.moduleVersion, r.numberPrefix, r.numberWidth, r.numberSuffix, r.state, r.payload, r.actor, JSON.stringify(r.changes)]
+  })
+  return rows[0]
+}
+
+export interface RecordChange {
+  tenantId: string
+  id: string
+  payload: Record<string, unknown>
+  state: string
+  actor: Actor
+  action: 'updated' | 'transitioned' | 'deleted'
+  changes: unknown[]
+  transition?: { key: string; from: string; to: string }
+  comment?: string
+  delete?: boolean
+}
+
+/** Applies a change to a locked record and appends its activity entry. */
+export async function updateRecord(client: pg.PoolClient, c: RecordChange): Promise<void> {
+  await client.query({
+    name: 'records-update',
+    text: `WITH r AS (
+        UPDATE records SET payload = $3, state = $4, version = version + 1, updated_at = now(), updated_by = $5,
+          deleted_at = CASE WHEN $9::boolean THEN now() ELSE deleted_at END,
+          deleted_by = CASE WHEN $9::boolean THEN $5 ELSE deleted_by END
+        WHERE tenant_id = $1 AND id = $2 RETURNING tenant_id, id)
+      INSERT INTO record_activity (tenant_id, record_id, actor, action, changes, transition, comment)
+      SELECT r.tenant_id, r.id, $5, $6, $7, $8, $10 FROM r`,
+    values: [c.tenantId, c.id, c.payload, c.state, c.actor, c.action, JSON.stringify(c.changes), c.transition ?? null, !!c.delete, c.comment ?? null]
+  })
+}
+
+/** Ids among `ids` that are live records of `moduleKey` for the tenant. */
+export async function existingRefs(db: Queryable, tenantId: string, moduleKey: string, ids: string[]): Promise<Set<string>> {
+  const { rows } = await db.query({
+    name: 'records-existing-refs',
+    text: 'SELECT id FROM records WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND module_key = $3 AND deleted_at IS NULL',
+    values: [tenantId, ids, moduleKey]
+  })
+  return new Set(rows.map((r) => r.id))
+}

@@ -1,0 +1,92 @@
+import { Type, type Static } from '@feathersjs/typebox'
+import { dataAjv, queryAjv } from '../../core/validation.ts'
+
+export const actorSchema = Type.Object(
+  {
+    type: Type.Union([Type.Literal('api-key'), Type.Literal('user'), Type.Literal('service-account'), Type.Literal('system')]),
+    id: Type.String(),
+    name: Type.String()
+  },
+  { $id: 'Actor' }
+)
+
+export const fieldChangeSchema = Type.Object({ field: Type.String(), from: Type.Unknown(), to: Type.Unknown() }, { $id: 'FieldChange' })
+
+export const activitySchema = Type.Object(
+  {
+    id: Type.Integer(),
+    at: Type.String({ format: 'date-time' }),
+    actor: Type.Ref(actorSchema),
+    action: Type.Union([Type.Literal('created'), Type.Literal('updated'), Type.Literal('transitioned'), Type.Literal('deleted')]),
+    changes: Type.Array(Type.Ref(fieldChangeSchema)),
+    transition: Type.Union([Type.Object({ key: Type.String(), from: Type.String(), to: Type.String() }), Type.Null()]),
+    comment: Type.Union([Type.String(), Type.Null()])
+  },
+  { $id: 'ActivityEntry' }
+)
+
+export const recordSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    moduleKey: Type.String(),
+    moduleVersion: Type.String(),
+    number: Type.String({ description: 'Human-readable number from the module pattern, e.g. INC-2026-00042' }),
+    state: Type.String({ description: 'Current workflow state' }),
+    version: Type.Integer({ description: 'Increments on every change; send it back in If-Match' }),
+    payload: Type.Record(Type.String(), Type.Unknown()),
+    createdAt: Type.String({ format: 'date-time' }),
+    updatedAt: Type.String({ format: 'date-time' }),
+    createdBy: Type.Ref(actorSchema),
+    updatedBy: Type.Ref(actorSchema),
+    deletedAt: Type.Optional(Type.String({ format: 'date-time' })),
+    deletedBy: Type.Optional(Type.Ref(actorSchema)),
+    activity: Type.Optional(Type.Array(Type.Ref(activitySchema))),
+    attachments: Type.Optional(Type.Array(Type.Unknown())),
+    availableTransitions: Type.Optional(
+      Type.Array(Type.Object({ key: Type.String(), label: Type.String(), to: Type.String(), missingFields: Type.Array(Type.String()) }))
+    )
+  },
+  { $id: 'Record' }
+)
+export type RecordOut = Static<typeof recordSchema>
+
+export const recordCreateSchema = Type.Object(
+  { moduleKey: Type.String({ minLength: 1 }), payload: Type.Object({}, { additionalProperties: true }) },
+  { $id: 'RecordCreate', additionalProperties: false }
+)
+export type RecordCreate = Static<typeof recordCreateSchema>
+
+export const recordPatchSchema = Type.Object(
+  { payload: Type.Object({}, { additionalProperties: true, description: 'JSON merge patch of the payload: keys given replace, null removes' }) },
+  { $id: 'RecordPatch', additionalProperties: false }
+)
+export type RecordPatch = Static<typeof recordPatchSchema>
+
+export const recordTransitionSchema = Type.Object(
+  {
+    transition: Type.String({ minLength: 1, description: 'Key of a transition of the module workflow' }),
+    comment: Type.Optional(Type.String({ maxLength: 4000 })),
+    payload: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Payload changes applied with the transition (merge patch)' }))
+  },
+  { $id: 'RecordTransition', additionalProperties: false }
+)
+export type RecordTransition = Static<typeof recordTransitionSchema>
+
+export const recordQuerySchema = (maxLimit: number) =>
+  Type.Object(
+    {
+      moduleKey: Type.String({ minLength: 1 }),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: maxLimit })),
+      cursor: Type.Optional(Type.String({ minLength: 1 })),
+      state: Type.Optional(Type.String({ minLength: 1, description: 'Workflow state, or several separated by commas' })),
+      updatedSince: Type.Optional(Type.String({ format: 'date-time', description: 'Only records changed at or after this instant, oldest change first' })),
+      payload: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Record(Type.String(), Type.String())])))
+    },
+    { title: 'RecordQuery', additionalProperties: false }
+  )
+export type RecordQuery = Static<ReturnType<typeof recordQuerySchema>>
+
+export const recordCreateValidator = dataAjv.compile(recordCreateSchema)
+export const recordPatchValidator = dataAjv.compile(recordPatchSchema)
+export const recordTransitionValidator = dataAjv.compile(recordTransitionSchema)
+export const recordQueryValidator = (maxLimit: number) => queryAjv.compile(recordQuerySchema(maxLimit))

@@ -1,0 +1,44 @@
+import type { HookContext, NextFunction } from '@feathersjs/feathers'
+import type { App } from '../../core/declarations.ts'
+import { idempotency } from '../idempotency/idempotency.ts'
+import { RecordsService } from './records.class.ts'
+import type { RecordOut } from './records.schema.ts'
+import { recordsMethods, recordsPath, recordsWriteMethods } from './records.shared.ts'
+
+/** Status and headers of a records response: ETag carries the version for If-Match; create answers 201 with Location. */
+export function recordResponse(method: string, result: RecordOut): { status: number; headers: Record<string, string> } {
+  const headers: Record<string, string> = {}
+  if (result && typeof result.version === 'number') headers.ETag = `"${result.version}"`
+  if (method === 'create' && result?.id) headers.Location = `/${recordsPath}/${result.id}`
+  return { status: method === 'create' ? 201 : 200, headers }
+}
+
+const setResponse = async (context: HookContext, next: NextFunction) => {
+  await next()
+  if (context.method === 'find' || context.http?.headers?.['Idempotent-Replayed']) return
+  const { status, headers } = recordResponse(context.method, context.result)
+  context.http = { ...context.http, status, headers: { ...context.http?.headers, ...headers } }
+}
+
+/** Records of every installed module: one service behind REST, bulk and GraphQL. */
+export function records(app: App) {
+  const { db, tenants, cursors, config } = app.get('platform')
+  app.use(
+    recordsPath,
+    new RecordsService({ pool: db.pool, tenants, cursors, defaultLimit: config.pagination.defaultLimit, maxLimit: config.pagination.maxLimit }),
+    { methods: [...recordsMethods] }
+  )
+  const write = [
+    idempotency({
+      pool: db.pool,
+      retentionHours: config.idempotency.retentionHours,
+      inFlightTimeoutSeconds: config.idempotency.inFlightTimeoutSeconds,
+      errorsUrl: () => app.get('errorsUrl'),
+      responseOf: recordResponse
+    }),
+    setResponse
+  ]
+  app.service(recordsPath).hooks({
+    around: Object.fromEntries([...recordsWriteMethods.map((m) => [m, write]), ['get', [setResponse]]])
+  })
+}
