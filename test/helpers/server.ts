@@ -1,0 +1,90 @@
+import { createPlatform, startServer, type RunningServer } from '../../core/app.ts'
+import { loadConfig, type AppConfig, type DeepPartial } from '../../core/config.ts'
+import type { Platform } from '../../core/declarations.ts'
+import { freshDatabase } from './database.ts'
+
+export interface Reply<T = any> {
+  status: number
+  headers: Headers
+  body: T
+  text: string
+}
+
+export interface RequestOptions {
+  token?: string | null
+  body?: unknown
+  /** Sent as is, with no JSON encoding (for malformed-body tests). */
+  raw?: string | Buffer
+  headers?: Record<string, string>
+}
+
+export interface TestServer {
+  url: string
+  platform: Platform
+  running: RunningServer
+  /** Tenant id -> an API key of that tenant, created at start. */
+  keys: Record<string, string>
+  request<T = any>(method: string, path: string, options?: RequestOptions): Promise<Reply<T>>
+  close(): Promise<void>
+}
+
+export const defaultTenants = {
+  acme: { name: 'Acme Chemicals', modules: ['incident', 'corrective-action', 'inspection'] },
+  globex: { name: 'Globex Logistics', modules: ['incident', 'corrective-action', 'inspection'] },
+  initech: { name: 'Initech Offices', modules: ['incident'] }
+}
+
+/** Starts the real service on a fresh database, listening on a free loopback port. */
+export async function startTestServer(overrides: DeepPartial<AppConfig> & Record<string, unknown> = {}): Promise<TestServer> {
+  const db = await freshDatabase()
+  const config = loadConfig({ port: 0, jobs: { enabled: false }, logLevel: 'error', tenants: defaultTenants, ...overrides, database: { url: db.url, ...(overrides.database ?? {}) } })
+  const platform = await createPlatform(config)
+  const running = await startServer(platform)
+  const keys: Record<string, string> = {}
+  for (const tenantId of Object.keys(config.tenants)) {
+    keys[tenantId] = (await platform.credentials.create({ tenantId, kind: 'api_key', name: `${tenantId} test key` })).token
+  }
+  const firstKey = Object.values(keys)[0]
+  return {
+    url: running.url,
+    platform,
+    running,
+    keys,
+    async request(method, path, options = {}) {
+      const headers: Record<string, string> = { ...(options.headers ?? {}) }
+      const token = options.token === undefined ? firstKey : options.token
+      if (token) headers.authorization = `Bearer ${token}`
+      let body: string | Buffer | undefined = options.raw
+      if (options.body !== undefined) {
+        body = JSON.stringify(options.body)
+        headers['content-type'] ??= 'application/json'
+      }
+      const res = await fetch(running.url + path, { method, headers, body })
+      const text = await res.text()
+      let parsed: unknown = text
+      try {
+        parsed = text ? JSON.parse(text) : undefined
+      } catch {
+        /* not JSON: leave the text */
+      }
+      return { status: res.status, headers: res.headers, body: parsed as any, text }
+    },
+    async close() {
+      await running.close()
+      await db.drop()
+    }
+  }
+}
+
+/** A valid incident payload; override any field. */
+export function incidentPayload(overrides: Record<string, unknown> = {}) {
+  return {
+    title: 'Forklift clipped racking',
+    description: 'A reversing forklift struck the end of aisle 4 racking; no one was hurt.',
+    occurredAt: '2026-11-20T08:30:00Z',
+    site: 'Leeds DC',
+    category: 'near-miss',
+    severity: 'medium',
+    ...overrides
+  }
+}
