@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Smoke test of the embedded default, as a newcomer meets it: a clone in a private
+# folder (mode 700, as mktemp -d makes), `npm ci`, `npm start` with no DATABASE_URL,
+# a curl walk-through, a clean stop, a restart that keeps the data, and a restart
+# after a crash (node and postgres killed, stale postmaster.pid left behind).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+app="$work/app"
+port=$((20000 + RANDOM % 20000))
+pgport=$((40000 + RANDOM % 20000))
+pid=""
+cleanup() {
+  [ -n "$pid" ] && kill -TERM -- "-$pid" 2>/dev/null || true
+  sleep 1
+  if [ -f "$app/data/CLUSTER-LOCATION.txt" ]; then home=$(tail -1 "$app/data/CLUSTER-LOCATION.txt"); else home="$app/data"; fi
+  if [ -f "$home/pg/postmaster.pid" ]; then kill -INT "$(head -1 "$home/pg/postmaster.pid")" 2>/dev/null || true; fi
+  case "$home" in /var/lib/qehs-records/clusters/*) rm -rf "$home" ;; esac
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+git clone -q "$repo" "$app"
+cd "$app"
+unset DATABASE_URL
+npm ci --no-audit --no-fund --prefer-offline >/dev/null
+
+start() {
+  : >"$work/out"
+  PORT=$port EMBEDDED_PG_PORT=$pgport setsid npm start >"$work/out" 2>"$work/err" &
+  pid=$!
+  for _ in $(seq 1 120); do
+    grep -q '^Listening on' "$work/out" && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$work/err"; echo "smoke: npm start exited"; exit 1; }
+    sleep 0.5
+  done
+  cat "$work/err"; echo "smoke: service did not start"; exit 1
+}
+stop() {
+  kill -TERM -- "-$pid"
+  wait "$pid" || true
+  # npm returns before node has finished its shutdown (which stops PostgreSQL).
+  for _ in $(seq 1 60); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.5; done
+  pid=""
+}
+cluster_home() { if [ -f data/CLUSTER-LOCATION.txt ]; then tail -1 data/CLUSTER-LOCATION.txt; else echo "$app/data"; fi; }
+api() { curl -s -o "$work/body" -w '%{http_code}' -H "Authorization: Bearer $key" -H 'Content-Type: application/json' "$@"; }
+expect() { if [ "$1" != "$2" ]; then echo "smoke: $3: expected $2, got $1"; cat "$work/body"; exit 1; fi; }
+
+base="http://127.0.0.1:$port"
+start
+key=$(grep -E '^svc_k_' "$work/out" | tail -1)
+[ -n "$key" ] || { echo "smoke: no demo API key printed on first start"; exit 1; }
+
+code=$(api -X POST "$base/api/v1/records" -d '{"moduleKey":"incident","payload":{"title":"Smoke test","description":"Embedded default","occurredAt":"2026-11-20T08:30:00Z","site":"CI","category":"near-miss","severity":"low"}}')
+expect "$code" 201 "create"
+id=$(jq -r .id "$work/body")
+code=$(api -X POST "$base/api/v1/records/$id:transition" -d '{"transition":"start-investigation","payload":{"investigationLead":"6d1f3c52-3b7e-4c55-9d1e-0c5b8a1f2e11"}}')
+expect "$code" 200 "transition"
+expect "$(jq -r .state "$work/body")" investigating "state after transition"
+code=$(api "$base/api/v1/records?moduleKey=incident")
+expect "$code" 200 "list"
+expect "$(jq '.items | length' "$work/body")" 1 "items listed"
+
+stop
+[ ! -f "$(cluster_home)/pg/postmaster.pid" ] || { echo "smoke: embedded PostgreSQL still running after a clean stop"; exit 1; }
+
+start
+grep -qE '^svc_k_' "$work/out" && { echo "smoke: a second start printed a new key"; exit 1; }
+code=$(api "$base/api/v1/records/$id")
+expect "$code" 200 "record survives a restart"
+
+# Crash: kill node and postgres without warning; the pid file stays behind.
+kill -KILL -- "-$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+pid=""
+kill -KILL "$(head -1 "$(cluster_home)/pg/postmaster.pid")"
+sleep 1
+[ -f "$(cluster_home)/pg/postmaster.pid" ] || { echo "smoke: expected a stale postmaster.pid"; exit 1; }
+start
+code=$(api "$base/api/v1/records/$id")
+expect "$code" 200 "record survives a crash"
+stop
+echo "smoke: embedded default OK (private clone, start, walk-through, restart, crash recovery)"
