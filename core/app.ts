@@ -91,7 +91,8 @@ export async function startServer(platform: Platform): Promise<RunningServer> {
     server,
     url,
     async close() {
-      await agenda?.stop()
+      // drain, not stop: stop() lets a running job carry on while the pool below is ended under it.
+      await agenda?.drain(10_000)
       await app.teardown()
       await platform.credentials.close()
       await platform.db.close()

@@ -9,6 +9,33 @@ export const dataAjv = addFormats.default(new Ajv({ allErrors: true, verbose: tr
 /** Validates query strings: values arrive as strings and are coerced to the declared types. */
 export const queryAjv = addFormats.default(new Ajv({ allErrors: true, strict: false, coerceTypes: 'array', useDefaults: true }), ['date', 'date-time', 'uuid'])
 
+/**
+ * RFC 3339 admits values PostgreSQL cannot cast: year 0000, offsets past ±15:59 and a
+ * fractional leap second. One such value stored in a payload made every list filter on
+ * its field fail with a 500, so both Ajv instances refuse them.
+ */
+function postgresCanHold(value: string): boolean {
+  if (value.startsWith('0000')) return false
+  const offset = /([+-])(\d\d):?(\d\d)?$/.exec(value.slice(10))
+  if (offset && Number(offset[2]) * 60 + Number(offset[3] ?? 0) > 15 * 60 + 59) return false
+  return !/:60\.\d*[1-9]/.test(value)
+}
+for (const ajv of [dataAjv, queryAjv]) {
+  for (const name of ['date', 'date-time']) {
+    const base = ajv.formats[name] as { validate: (s: string) => boolean; compare?: (a: string, b: string) => number | undefined }
+    ajv.addFormat(name, { ...base, validate: (s: string) => base.validate(s) && postgresCanHold(s) })
+  }
+}
+const formatCheckers = {
+  date: dataAjv.compile({ type: 'string', format: 'date' }),
+  'date-time': dataAjv.compile({ type: 'string', format: 'date-time' })
+}
+
+/** Whether `value` is a valid date or date-time by the same rules as payloads (list filters use it). */
+export function isFormat(format: keyof typeof formatCheckers, value: string): boolean {
+  return formatCheckers[format](value)
+}
+
 
 function pointerToField(pointer: string) {
   return pointer.replace(/^\//, '').replace(/\//g, '.') || '(body)'

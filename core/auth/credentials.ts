@@ -58,11 +58,13 @@ export class CredentialStore {
 
   async listen() {
     this.listener = await this.pool.connect()
-    this.listener.on('notification', (msg) => {
-      for (const [key, entry] of this.cache) if (entry.row?.id === msg.payload) this.cache.delete(key)
-    })
+    this.listener.on('notification', (msg) => this.forget(msg.payload))
     this.listener.on('error', (err) => logger.warn('credential listener failed; cache falls back to its time limit', { error: err.message }))
     await this.listener.query(`LISTEN ${credentialsChannel}`)
+  }
+
+  private forget(id: string | undefined) {
+    for (const [key, entry] of this.cache) if (entry.row?.id === id) this.cache.delete(key)
   }
 
   async close() {
@@ -89,7 +91,11 @@ export class CredentialStore {
       `UPDATE credentials SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 ${tenantId ? 'AND tenant_id = $2' : ''} RETURNING *`,
       tenantId ? [id, tenantId] : [id]
     )
-    if (rows[0]) await this.pool.query('SELECT pg_notify($1, $2)', [credentialsChannel, id])
+    if (rows[0]) {
+      // This instance forgets it at once; the NOTIFY reaches the others (and arrives here later).
+      this.forget(rows[0].id)
+      await this.pool.query('SELECT pg_notify($1, $2)', [credentialsChannel, id])
+    }
     return rows[0] ? toInfo(rows[0]) : undefined
   }
 

@@ -19,16 +19,33 @@ export const jsonBody = (maxBytes: number, streamingPaths: RegExp[] = []): Middl
   if (!jsonTypes.includes(type)) {
     throw new ApiError('unsupported-media-type', 'request.unsupported_media_type', `Send the body as application/json (got ${type || 'no Content-Type'}).`)
   }
-  if (length > maxBytes) throw new ApiError('payload-too-large', 'request.too_large', `The body is ${length} bytes; at most ${maxBytes} bytes are accepted.`)
+  // The rest of a refused body is discarded, never buffered, and the connection closes after the 413.
+  if (length > maxBytes) {
+    ctx.set('Connection', 'close')
+    throw new ApiError('payload-too-large', 'request.too_large', `The body is ${length} bytes; at most ${maxBytes} bytes are accepted.`)
+  }
   const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of ctx.req) {
-    size += chunk.length
-    if (size > maxBytes) {
-      ctx.req.destroy()
-      throw new ApiError('payload-too-large', 'request.too_large', `The body exceeds ${maxBytes} bytes.`)
+  // Not `for await`: leaving that loop early destroys the request, and with it the socket,
+  // so a client streaming a chunked body would see a reset instead of the 413.
+  const tooLarge = await new Promise<boolean>((resolve, reject) => {
+    let size = 0
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= maxBytes) return void chunks.push(chunk)
+      ctx.req.off('data', onData)
+      ctx.req.resume()
+      resolve(true)
     }
-    chunks.push(chunk)
+    ctx.req.on('data', onData)
+    ctx.req.once('end', () => resolve(false))
+    ctx.req.once('error', reject)
+    ctx.req.once('close', () => {
+      if (!ctx.req.complete) reject(problems.badRequest('request.aborted', 'The request body ended before it was complete.'))
+    })
+  })
+  if (tooLarge) {
+    ctx.set('Connection', 'close')
+    throw new ApiError('payload-too-large', 'request.too_large', `The body exceeds ${maxBytes} bytes.`)
   }
   const text = Buffer.concat(chunks).toString('utf8')
   if (text.trim() === '') {

@@ -1,6 +1,19 @@
-import type { Middleware } from 'koa'
-import { toProblem, problems } from '../errors/index.ts'
+import feathersPackage from '@feathersjs/feathers'
+import type { Middleware, ParameterizedContext } from 'koa'
+import { ApiError, toProblem, problems } from '../errors/index.ts'
 import { logger } from '../logger.ts'
+
+const verbsById: Record<string, string[]> = { get: ['GET', 'HEAD'], patch: ['PATCH'], update: ['PUT'], remove: ['DELETE'] }
+const verbsOfCollection: Record<string, string[]> = { find: ['GET', 'HEAD'], create: ['POST'] }
+
+/** RFC 9110 requires Allow on a 405: the verbs the matched Feathers service serves at this path. */
+function allowHeader(ctx: ParameterizedContext): string | undefined {
+  const lookup = (ctx as { lookup?: { service: unknown; params?: Record<string, unknown> } }).lookup
+  if (!lookup) return undefined
+  const table = lookup.params?.__id !== undefined ? verbsById : verbsOfCollection
+  const verbs = (feathersPackage.getServiceOptions(lookup.service)?.methods ?? []).flatMap((m) => table[m] ?? [])
+  return verbs.length ? verbs.join(', ') : undefined
+}
 
 /**
  * The outermost middleware: renders every error, from any layer, as
@@ -12,9 +25,20 @@ export const problemResponses = (errorsUrl: () => string): Middleware => async (
     if (ctx.status === 404 && ctx.body === undefined) {
       throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}. See /api/docs/spec.json for the routes this service offers.`)
     }
-  } catch (err) {
+  } catch (caught) {
     const traceId: string = ctx.state.traceId ?? 'unknown'
+    let err = caught
+    const path = ctx.originalUrl.split('?')[0]
+    const methodNotAllowed = !(err instanceof ApiError) && toProblem(err, traceId, '').body.status === 405
+    // An unknown `<id>:<operation>` reaches Feathers as a method the service lacks: it is no route at all.
+    if (methodNotAllowed && path !== ctx.path) err = problems.notFound('route.not_found', `No route ${ctx.method} ${path}. See /api/docs/spec.json for the routes this service offers.`)
     const { body, headers, internal } = toProblem(err, traceId, errorsUrl())
+    if (methodNotAllowed && path === ctx.path) {
+      // Feathers names its own method ("update"); the client needs the HTTP verbs.
+      const allow = allowHeader(ctx)
+      if (allow) headers.Allow = allow
+      body.detail = `${ctx.method} is not allowed on ${path}${allow ? `; allowed: ${allow}` : ''}.`
+    }
     if (internal) logger.error('request failed', { traceId, method: ctx.method, path: ctx.path, error: (err as Error)?.stack ?? String(err) })
     ctx.status = body.status
     ctx.set(headers)

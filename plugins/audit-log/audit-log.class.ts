@@ -47,7 +47,7 @@ export class AuditLogService {
     const module = this.o.tenants.module(principal.tenantId, query.moduleKey)
     assertCan(principal, module, 'read')
     const limit = query.limit ?? this.o.defaultLimit
-    const scope = JSON.stringify(['audit', query.moduleKey, query.action ?? null])
+    const scope = JSON.stringify(['audit', principal.tenantId, query.moduleKey, query.action ?? null])
     const after = query.cursor ? Number(this.o.cursors.decode(query.cursor, scope)[0]) : 0
     const values: unknown[] = [principal.tenantId, query.moduleKey, after, limit + 1]
     if (query.action) values.push(query.action)

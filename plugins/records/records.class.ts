@@ -85,11 +85,16 @@ export class RecordsService {
     return [...new Set(required)].filter((f) => !hasValue(payload[f]))
   }
 
-  private async checkPayload(principal: Principal, module: RegisteredModule, payload: Record<string, unknown>, db: pg.Pool | pg.PoolClient) {
+  /**
+   * Schema-checks the whole payload and checks record references. Only references in
+   * `changed` are re-checked on an update: a link to an incident deleted later must not
+   * freeze every other edit of the corrective action.
+   */
+  private async checkPayload(principal: Principal, module: RegisteredModule, payload: Record<string, unknown>, db: pg.Pool | pg.PoolClient, changed?: ReadonlySet<string>) {
     assertValid(module.validatePayload, payload, '/payload')
     const problemsFound: FieldProblem[] = []
     for (const f of module.definition.fields) {
-      if (f.type !== 'recordRef' || typeof payload[f.key] !== 'string') continue
+      if (f.type !== 'recordRef' || typeof payload[f.key] !== 'string' || (changed && !changed.has(f.key))) continue
       const found = await repo.existingRefs(db, principal.tenantId, f.module, [payload[f.key] as string])
       if (!found.size || !this.o.tenants.get(principal.tenantId)?.modules.has(f.module)) {
         problemsFound.push({ pointer: `/payload/${f.key}`, field: `payload.${f.key}`, code: 'reference', detail: `must be the id of a live ${f.module} record of this tenant` })
@@ -108,11 +113,14 @@ export class RecordsService {
     const limit = q.limit ?? this.o.defaultLimit
 
     const builder = sql('records as r')
-      .select(sql.raw(repo.recordColumns))
+      .select(sql.raw(`${repo.recordColumns}, ${repo.updatedAtExact}`))
       .where('r.tenant_id', principal.tenantId)
       .andWhere('r.module_key', module.definition.key)
-      .whereNull('r.deleted_at')
-    const scopeParts: unknown[] = [module.definition.key]
+    // A cursor is bound to its tenant, module and filters.
+    const scopeParts: unknown[] = [principal.tenantId, module.definition.key]
+    // Sync clients ask for deleted records too, so that deletions reach them.
+    if (q.includeDeleted) scopeParts.push('includeDeleted')
+    else builder.whereNull('r.deleted_at')
     if (q.state) {
       const states = q.state.split(',').map((s) => s.trim())
       const unknown = states.filter((s) => !module.states.has(s))
@@ -146,7 +154,7 @@ export class RecordsService {
     const rows = await run<repo.RecordRow>(this.o.pool, builder)
     const page = rows.slice(0, limit)
     const last = page[page.length - 1]
-    const nextCursor = rows.length > limit && last ? this.o.cursors.encode(scope, byUpdate ? [last.updated_at, last.seq] : [last.seq]) : null
+    const nextCursor = rows.length > limit && last ? this.o.cursors.encode(scope, byUpdate ? [last.updated_at_exact, last.seq] : [last.seq]) : null
     return { items: page.map(repo.toRecord), nextCursor, limit }
   }
 
@@ -252,7 +260,7 @@ export class RecordsService {
       const payload = mergePatch(row.payload, data.payload as Record<string, unknown>)
       const changes = diffPayload(row.payload, payload)
       if (!changes.length) return null
-      await this.checkPayload(principal, module, payload, client)
+      await this.checkPayload(principal, module, payload, client, new Set(changes.map((c) => c.field)))
       return { payload, state: row.state, action: 'updated', changes }
     })
   }
@@ -280,7 +288,7 @@ export class RecordsService {
       if (Object.keys(patch).length) assertCan(principal, module, 'update')
       const payload = mergePatch(row.payload, patch)
       const changes = diffPayload(row.payload, payload)
-      if (changes.length) await this.checkPayload(principal, module, payload, client)
+      if (changes.length) await this.checkPayload(principal, module, payload, client, new Set(changes.map((c) => c.field)))
       const missing = this.missingFor(module, t.key, payload)
       if (missing.length) {
         throw validationError(

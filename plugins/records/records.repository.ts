@@ -9,6 +9,12 @@ const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"H
 export const recordColumns = `r.id, r.module_key, r.module_version, r.number, r.state, r.version, r.payload,
   ${iso('r.created_at')} AS created_at, ${iso('r.updated_at')} AS updated_at, r.created_by, r.updated_by,
   ${iso('r.deleted_at')} AS deleted_at, r.deleted_by, r.seq`
+/**
+ * updated_at at full (microsecond) precision, for the position of an updatedSince cursor:
+ * the ISO columns stop at milliseconds, and a cursor at a truncated instant sorts before
+ * the row it ended on, so that row (and any later one in the same millisecond) came back.
+ */
+export const updatedAtExact = `to_char(r.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS updated_at_exact`
 const activityJson = `coalesce((SELECT json_agg(json_build_object('id', a.id, 'at', ${iso('a.at')}, 'actor', a.actor, 'action', a.action,
   'changes', a.changes, 'transition', a.transition, 'comment', a.comment) ORDER BY a.id)
   FROM record_activity a WHERE a.tenant_id = r.tenant_id AND a.record_id = r.id), '[]'::json) AS activity`
@@ -28,6 +34,8 @@ export interface RecordRow {
   deleted_at: string | null
   deleted_by: Actor | null
   seq: number
+  /** Only in list queries that page by change (see updatedAtExact). */
+  updated_at_exact?: string
   activity?: any[]
 }
 

@@ -80,7 +80,8 @@ export const recordQuerySchema = (maxLimit: number) =>
       cursor: Type.Optional(Type.String({ minLength: 1 })),
       state: Type.Optional(Type.String({ minLength: 1, description: 'Workflow state, or several separated by commas' })),
       updatedSince: Type.Optional(Type.String({ format: 'date-time', description: 'Only records changed at or after this instant, oldest change first' })),
-      payload: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Record(Type.String(), Type.String())])))
+      payload: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Record(Type.String(), Type.String())]))),
+      includeDeleted: Type.Optional(Type.Boolean({ description: 'Also return soft-deleted records (with deletedAt); for incremental sync with updatedSince' }))
     },
     { title: 'RecordQuery', additionalProperties: false }
   )

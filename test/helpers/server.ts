@@ -59,7 +59,7 @@ export async function startTestServer(overrides: DeepPartial<AppConfig> & Record
         body = JSON.stringify(options.body)
         headers['content-type'] ??= 'application/json'
       }
-      const res = await fetch(running.url + path, { method, headers, body })
+      const res = await fetch(running.url + path, { method, headers, body: typeof body === 'string' || body === undefined ? body : new Uint8Array(body) })
       const text = await res.text()
       let parsed: unknown = text
       try {

@@ -1,3 +1,4 @@
+import { isFormat } from '../../validation.ts'
 import type { FieldDefinition, FieldType } from '../types.ts'
 
 /** How a top-level payload field is filtered in list queries: its SQL expression and value parser. */
@@ -36,12 +37,12 @@ export const fieldToFilter: { [T in FieldType]: FilterSpec | null } = {
   date: {
     operators: ordered,
     expr: (k) => `(payload->>'${k}')::date`,
-    parse: (raw) => (/^\d{4}-\d{2}-\d{2}$/.test(raw) && !Number.isNaN(Date.parse(raw)) ? { value: raw } : { error: 'must be a date, YYYY-MM-DD' })
+    parse: (raw) => (isFormat('date', raw) ? { value: raw } : { error: 'must be a date, YYYY-MM-DD' })
   },
   datetime: {
     operators: ordered,
     expr: (k) => `(payload->>'${k}')::timestamptz`,
-    parse: (raw) => (/^\d{4}-\d{2}-\d{2}T[\d:.]+(Z|[+-]\d\d:\d\d)$/.test(raw) && !Number.isNaN(Date.parse(raw)) ? { value: raw } : { error: 'must be an ISO 8601 date-time with a timezone' })
+    parse: (raw) => (isFormat('date-time', raw) ? { value: raw } : { error: 'must be an ISO 8601 date-time with a timezone' })
   },
   singleChoice: {
     operators: equality,
