@@ -253,9 +253,10 @@ export class RecordsService {
     })
   }
 
-  async patch(id: string, data: RecordPatch, params: RecordParams): Promise<RecordOut> {
+  async patch(id: string | null, data: RecordPatch, params: RecordParams): Promise<RecordOut> {
+    if (id === null) throw problems.badRequest('record.id_required', 'PATCH needs a record id: PATCH /api/v1/records/{id}.')
     assertValid<RecordPatch>(recordPatchValidator, data)
-    return this.change(id, params, async (row, module, principal, client) => {
+    return this.change(String(id), params, async (row, module, principal, client) => {
       assertCan(principal, module, 'update')
       const payload = mergePatch(row.payload, data.payload as Record<string, unknown>)
       const changes = diffPayload(row.payload, payload)

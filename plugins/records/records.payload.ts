@@ -28,5 +28,5 @@ export function diffPayload(before: Record<string, unknown>, after: Record<strin
 
 /** Whether a guard counts a field as filled in. */
 export function hasValue(v: unknown): boolean {
-  return v !== undefined && v !== null && v !== '' && !(Array.isArray(v) && v.length === 0)
+  return v !== undefined && v !== null && !(typeof v === 'string' && v.trim() === '') && !(Array.isArray(v) && v.length === 0)
 }

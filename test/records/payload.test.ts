@@ -65,7 +65,7 @@ t.test('mergePatch then diffPayload describe a PATCH', async (t) => {
   t.strictSame(diffPayload(current, next), [{ field: 'site', from: 'Leeds', to: null }], 'an unchanged value given again is not a change')
 })
 
-t.test('hasValue counts only missing, null, empty strings and empty arrays as empty', async (t) => {
-  for (const empty of [undefined, null, '', []]) t.equal(hasValue(empty), false, `${JSON.stringify(empty) ?? 'undefined'} is empty`)
+t.test('hasValue counts only missing, null, blank strings and empty arrays as empty', async (t) => {
+  for (const empty of [undefined, null, '', '   ', []]) t.equal(hasValue(empty), false, `${JSON.stringify(empty) ?? 'undefined'} is empty`)
   for (const filled of [0, false, 'x', '0', ['a'], [null], {}, { latitude: 0, longitude: 0 }]) t.equal(hasValue(filled), true, `${JSON.stringify(filled)} is filled`)
 })

@@ -113,7 +113,8 @@ export async function up(knex: Knex) {
     t.text('fingerprint').notNullable()
     t.text('state').notNullable().checkIn(['in_flight', 'done'])
     t.integer('status')
-    t.jsonb('body')
+    // json, not jsonb: a replay must send the body with its keys in their first order.
+    t.json('body')
     t.jsonb('headers')
     t.timestamp('locked_until', { useTz: true })
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now())

@@ -1,0 +1,152 @@
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import { projectRoot } from '../../core/paths.ts'
+import { loadModules } from '../../core/modules/registry.ts'
+import { ModuleDefinitionError } from '../../core/modules/validate.ts'
+import { freshDatabase } from '../helpers/database.ts'
+
+const coreVersion: string = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')).version
+const fixturesDir = join(projectRoot, 'test', 'fixtures')
+mkdirSync(fixturesDir, { recursive: true })
+const root = mkdtempSync(join(fixturesDir, 'modules-'))
+t.teardown(() => rmSync(root, { recursive: true, force: true }))
+
+type Definition = Record<string, any>
+
+/** A small, valid module; each case breaks one thing. */
+function validDefinition(key = 'fixture-ok'): Definition {
+  return {
+    key,
+    version: '1.0.0',
+    title: 'Fixture',
+    numberPattern: 'FIX-{YYYY}-{seq:3}',
+    fields: [
+      { key: 'title', type: 'text', required: true, maxLength: 50 },
+      { key: 'level', type: 'singleChoice', options: ['low', 'high'] },
+      { key: 'note', type: 'longText' },
+      { key: 'parent', type: 'recordRef', module: key },
+      { key: 'items', type: 'group', fields: [{ key: 'label', type: 'text', required: true }] }
+    ],
+    workflow: {
+      initial: 'open',
+      states: [{ key: 'open' }, { key: 'done', requires: ['note'], final: true }],
+      transitions: [{ key: 'finish', from: ['open'], to: 'done' }]
+    },
+    permissions: { editor: ['read', 'create', 'transition:finish'] }
+  }
+}
+
+/** Writes one module package into its own folder (loadModules stops at the first bad package). */
+function writePackage(folder: string, name: string, definition: Definition, host = '>=0.1.0 <1.0.0'): string {
+  const dir = join(root, folder)
+  mkdirSync(join(dir, 'pkg'), { recursive: true })
+  writeFileSync(join(dir, 'pkg', 'package.json'), JSON.stringify({ name, version: '1.0.0', type: 'module', 'records-module': { entry: 'module.ts', host } }))
+  writeFileSync(join(dir, 'pkg', 'module.ts'), `export default ${JSON.stringify(definition, null, 2)}\n`)
+  return dir
+}
+
+const cases: Array<{ name: string; where: string; problem: RegExp; breakIt(d: Definition): void; host?: string }> = [
+  { name: 'an unknown field type', where: 'field "level"', problem: /unknown type "colour"/, breakIt: (d) => void (d.fields[1].type = 'colour') },
+  { name: 'a singleChoice without options', where: 'field "level"', problem: /options must list at least one choice/, breakIt: (d) => void delete d.fields[1].options },
+  { name: 'a singleChoice with empty options', where: 'field "level"', problem: /options must list/, breakIt: (d) => void (d.fields[1].options = []) },
+  { name: 'a workflow transition to an unknown state', where: 'workflow transition "finish"', problem: /to names unknown state "archived"/, breakIt: (d) => void (d.workflow.transitions[0].to = 'archived') },
+  { name: 'a workflow transition from an unknown state', where: 'workflow transition "finish"', problem: /from names unknown state "draft"/, breakIt: (d) => void (d.workflow.transitions[0].from = ['draft']) },
+  { name: 'a state that requires an unknown field', where: 'workflow state "done"', problem: /requires unknown field "summary"/, breakIt: (d) => void (d.workflow.states[1].requires = ['summary']) },
+  { name: 'a recordRef to a module no package provides', where: 'field "parent"', problem: /module "nobody", which no loaded package provides/, breakIt: (d) => void (d.fields[3].module = 'nobody') },
+  { name: 'a numberPattern without {seq}', where: 'numberPattern', problem: /exactly one \{seq\}/, breakIt: (d) => void (d.numberPattern = 'FIX-{YYYY}') },
+  { name: 'a numberPattern with an unknown token', where: 'numberPattern', problem: /unknown token/, breakIt: (d) => void (d.numberPattern = 'FIX-{QQ}-{seq:4}') },
+  { name: 'a duplicate field key', where: 'field "title"', problem: /is declared twice/, breakIt: (d) => void d.fields.push({ key: 'title', type: 'text' }) },
+  { name: 'a field inside a group of unknown type', where: 'field "items.label"', problem: /unknown type "txt"/, breakIt: (d) => void (d.fields[4].fields[0].type = 'txt') },
+  { name: 'a permission naming an unknown transition', where: 'permissions.editor', problem: /unknown transition "approve"/, breakIt: (d) => void d.permissions.editor.push('transition:approve') },
+  { name: 'a host range the core version does not satisfy', where: 'package.json "records-module".host', problem: new RegExp(`">=2\\.0\\.0" does not accept this platform version ${coreVersion.replace(/\./g, '\\.')}`), breakIt: () => undefined, host: '>=2.0.0' }
+]
+
+for (const [i, c] of cases.entries()) {
+  t.test(`refuses ${c.name}, naming the package and the field`, async (t) => {
+    const definition = validDefinition()
+    c.breakIt(definition)
+    const name = `@fixture/case-${i}`
+    const dir = writePackage(`case-${i}`, name, definition, c.host)
+    const err = await loadModules({ directories: [dir], packages: [] }).then(
+      () => undefined,
+      (e: unknown) => e
+    )
+    t.type(err, ModuleDefinitionError)
+    const e = err as ModuleDefinitionError
+    t.equal(e.packageName, name, 'packageName')
+    t.equal(e.where, c.where, 'where')
+    t.ok(e.message.includes(`"${name}"`), 'message names the package')
+    t.ok(e.message.includes(c.where), 'message names the field')
+    t.match(e.message, c.problem, 'message says what is wrong')
+  })
+}
+
+t.test('refuses a module key provided by two packages', async (t) => {
+  const dir = join(root, 'twice')
+  writePackage('twice/a', '@fixture/first', validDefinition('twice'))
+  writePackage('twice/b', '@fixture/second', validDefinition('twice'))
+  const err = await loadModules({ directories: [join(dir, 'a'), join(dir, 'b')], packages: [] }).catch((e: unknown) => e)
+  t.type(err, ModuleDefinitionError)
+  t.match((err as Error).message, /"@fixture\/second": key: module "twice" is already provided by @fixture\/first/)
+})
+
+t.test('loads a valid fixture whose payload validator works', async (t) => {
+  const dir = writePackage('valid', '@fixture/valid', validDefinition())
+  const registry = await loadModules({ directories: [dir], packages: [] })
+  const m = registry.get('fixture-ok')
+  if (!m) throw new Error('fixture-ok not registered')
+  t.equal(m.definition.packageName, '@fixture/valid')
+  t.equal(m.versionKey, 'fixture-ok@1.0.0')
+  t.ok(Object.isFrozen(m.definition) && Object.isFrozen(m.definition.fields[1]), 'the definition is frozen')
+  t.same([...m.states.keys()], ['open', 'done'])
+  t.same([...m.transitions.keys()], ['finish'])
+  t.same(m.numberPattern.render(new Date('2031-05-06T00:00:00Z')), { prefix: 'FIX-2031-', suffix: '', width: 3 })
+
+  t.ok(m.validatePayload({ title: 'ok' }), 'only the required field')
+  t.ok(m.validatePayload({ title: 'ok', level: 'high', note: 'n', parent: '6f1c3a52-8c1e-4a8e-9d55-2d2f6c8f0a11', items: [{ label: 'a' }] }), 'every field')
+  const refused: Array<[string, unknown, string]> = [
+    ['missing title', { level: 'low' }, 'required'],
+    ['title not a string', { title: 5 }, 'type'],
+    ['title too long', { title: 'x'.repeat(51) }, 'maxLength'],
+    ['level outside the options', { title: 'ok', level: 'medium' }, 'enum'],
+    ['unknown field', { title: 'ok', colour: 'red' }, 'additionalProperties'],
+    ['parent not a uuid', { title: 'ok', parent: '42' }, 'format'],
+    ['group item without its required field', { title: 'ok', items: [{}] }, 'required']
+  ]
+  for (const [label, payload, keyword] of refused) {
+    t.notOk(m.validatePayload(payload), label)
+    t.ok(m.validatePayload.errors?.some((e) => e.keyword === keyword), `${label}: ${keyword} error`)
+  }
+})
+
+t.test('a fixture may reference a module from another directory', async (t) => {
+  const def = validDefinition('fixture-ref')
+  def.fields[3].module = 'incident'
+  const dir = writePackage('ref', '@fixture/ref', def)
+  const registry = await loadModules({ directories: ['tenant-modules', dir], packages: [] })
+  t.same(registry.all().map((m) => m.definition.key).sort(), ['corrective-action', 'fixture-ref', 'incident', 'inspection'])
+})
+
+t.test('the service refuses to start with a bad module, exits 1 and names the package and field', async (t) => {
+  const definition = validDefinition('fixture-bad')
+  definition.workflow.transitions[0].to = 'archived'
+  const dir = writePackage('service', '@fixture/bad-at-start', definition)
+  const db = await freshDatabase()
+  t.teardown(() => db.drop())
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_CONFIG: JSON.stringify({ modules: { directories: [dir] }, tenants: {} }), DATABASE_URL: db.url, PORT: '0', LOG_LEVEL: 'error' }
+  delete env.NODE_OPTIONS
+  delete env.NODE_CONFIG_DIR
+  const child = spawn(process.execPath, ['--import', 'tsx', 'core/main.ts'], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (c) => (stdout += c))
+  child.stderr.on('data', (c) => (stderr += c))
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  clearTimeout(timer)
+  t.equal(code, 1, 'exit code 1')
+  t.match(stderr, 'Start-up stopped: Module package "@fixture/bad-at-start": workflow transition "finish": to names unknown state "archived"')
+  t.notMatch(stdout, /Listening/, 'never listened')
+})
