@@ -20,6 +20,12 @@ interface CredentialRow {
   revoked_at: Date | null
 }
 
+interface CacheEntry {
+  row: CredentialRow | null
+  principal: Principal | null
+  at: number
+}
+
 export interface CredentialInfo {
   id: string
   tenantId: string
@@ -50,7 +56,7 @@ const toInfo = (r: any): CredentialInfo => ({
  * revocation anywhere is broadcast with NOTIFY so every instance drops it at once.
  */
 export class CredentialStore {
-  private cache = new Map<string, { row: CredentialRow | null; at: number }>()
+  private cache = new Map<string, CacheEntry>()
   private touched = new Map<string, number>()
   private listener?: pg.PoolClient
 
@@ -105,34 +111,44 @@ export class CredentialStore {
   }
 
   private async lookup(hash: Buffer): Promise<CredentialRow | null> {
-    const key = hash.toString('hex')
-    const hit = this.cache.get(key)
-    if (hit && Date.now() - hit.at < cacheMs) return hit.row
     const { rows } = await this.pool.query({
       name: 'credential-by-hash',
       text: 'SELECT tenant_id, id, kind, name, secret_hash, user_id, scopes, expires_at, revoked_at FROM credentials WHERE secret_hash = $1',
       values: [hash]
     })
-    const row: CredentialRow | null = rows[0] ?? null
-    if (this.cache.size > 10_000) this.cache.clear()
-    this.cache.set(key, { row, at: Date.now() })
-    return row
+    return rows[0] ?? null
   }
 
-  /** The principal behind an Authorization header value; 401 problems otherwise. */
+  /**
+   * The principal behind an Authorization header value; 401 problems otherwise.
+   * Resolutions are cached by the header value itself, so a hot token costs one map
+   * lookup; revocation and expiry are still checked on every call.
+   */
   async authenticate(authorization: string | undefined): Promise<Principal> {
     if (!authorization) throw problems.unauthenticated('auth.missing', 'This endpoint needs an Authorization: Bearer <token> header.')
+    let entry = this.cache.get(authorization)
+    if (!entry || Date.now() - entry.at >= cacheMs) {
+      entry = await this.resolve(authorization)
+      if (this.cache.size >= 10_000) this.cache.clear()
+      this.cache.set(authorization, entry)
+    }
+    const { row, principal } = entry
+    if (!row || !principal) throw problems.unauthenticated('auth.invalid', 'The bearer token is unknown.')
+    if (row.revoked_at) throw problems.unauthenticated('auth.revoked', 'The bearer token has been revoked.')
+    if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw problems.unauthenticated('auth.expired', `The bearer token expired at ${row.expires_at.toISOString()}.`)
+    this.touch(row)
+    return principal
+  }
+
+  private async resolve(authorization: string): Promise<CacheEntry> {
     const m = authorization.match(/^Bearer\s+(\S+)\s*$/i)
     if (!m) throw problems.unauthenticated('auth.malformed', 'The Authorization header must read "Bearer <token>".')
     const token = m[1]
     if (!tokenKind(token)) throw problems.unauthenticated('auth.invalid', 'The bearer token is not a token issued by this service.')
     const hash = hashToken(token)
     const row = await this.lookup(hash)
-    if (!row || !sameHash(row.secret_hash, hash)) throw problems.unauthenticated('auth.invalid', 'The bearer token is unknown.')
-    if (row.revoked_at) throw problems.unauthenticated('auth.revoked', 'The bearer token has been revoked.')
-    if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw problems.unauthenticated('auth.expired', `The bearer token expired at ${row.expires_at.toISOString()}.`)
-    this.touch(row)
-    return {
+    if (!row || !sameHash(row.secret_hash, hash)) return { row: null, principal: null, at: Date.now() }
+    const principal: Principal = {
       tenantId: row.tenant_id,
       credentialId: row.id,
       kind: row.kind,
@@ -140,6 +156,7 @@ export class CredentialStore {
       roles: row.kind === 'api_key' ? 'all' : [],
       scopes: row.scopes ?? undefined
     }
+    return { row, principal, at: Date.now() }
   }
 
   private touch(row: CredentialRow) {

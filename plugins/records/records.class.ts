@@ -50,6 +50,7 @@ const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 /** The one records operation: REST, bulk, GraphQL and internal callers all come through here. */
 export class RecordsService {
   private readonly validateQuery
+  private readonly firableCache = new Map<string, Array<{ key: string; label: string; to: string; requires: string[] }>>()
   constructor(private readonly o: RecordsOptions) {
     this.validateQuery = recordQueryValidator(o.maxLimit)
   }
@@ -73,10 +74,27 @@ export class RecordsService {
   private present(principal: Principal, module: RegisteredModule, row: repo.RecordRow): RecordOut {
     const out = repo.toRecord(row)
     out.attachments = []
-    out.availableTransitions = module.definition.workflow.transitions
-      .filter((t) => t.from.includes(row.state) && canFire(principal, module, t))
-      .map((t) => ({ key: t.key, label: t.label ?? t.key, to: t.to, missingFields: this.missingFor(module, t.key, row.payload) }))
+    out.availableTransitions = this.firable(principal, module, row.state).map((t) => ({
+      key: t.key,
+      label: t.label,
+      to: t.to,
+      missingFields: t.requires.filter((f) => !hasValue(row.payload[f]))
+    }))
     return out
+  }
+
+  /** Transitions the principal's roles may fire from a state, with the fields their guards require; cached per module version, state and roles. */
+  private firable(principal: Principal, module: RegisteredModule, state: string) {
+    const key = `${module.versionKey}|${state}|${principal.roles === 'all' ? '*' : principal.roles.join(',')}`
+    let list = this.firableCache.get(key)
+    if (!list) {
+      list = module.definition.workflow.transitions
+        .filter((t) => t.from.includes(state) && canFire(principal, module, t))
+        .map((t) => ({ key: t.key, label: t.label ?? t.key, to: t.to, requires: [...new Set([...(module.states.get(t.to)?.requires ?? []), ...(t.requires ?? [])])] }))
+      if (this.firableCache.size > 10_000) this.firableCache.clear()
+      this.firableCache.set(key, list)
+    }
+    return list
   }
 
   private missingFor(module: RegisteredModule, transitionKey: string, payload: Record<string, unknown>): string[] {

@@ -1,0 +1,399 @@
+/**
+ * `npm run bench`: the records service against its physical floor, on loopback.
+ *
+ *  1. a fresh database (DATABASE_URL's server, or the embedded cluster in data/test);
+ *  2. the service in a child process (createPlatform + startServer: auth, tenancy, hooks on)
+ *     with a real API key, and the baseline (bench/baseline-server.ts) in another;
+ *  3. 100,000 incident records seeded for the bench tenant;
+ *  4. per scenario (GET one, list 50, create), baseline and service measured alternately
+ *     with autocannon in this process: a warm-up, then a measured run, each repeat;
+ *  5. a table of medians, and every run as JSON in bench/results/.
+ *
+ * A ratio below its target is reported, never an error: exit 0 whenever the run completes.
+ *
+ * Options: --quick (1 s warm-up, 3 s runs, 1 repeat), --repeats N, --duration S, --warmup S,
+ * --connections N, --records N, --only get,list,create, --cpu-prof (profiles both servers
+ * into bench/results/profiles/), --service-root DIR (run DIR/bench/service-server.ts, e.g. a
+ * patched scratch copy of the project, against the same baseline), --keep-db.
+ */
+import { fork, type ChildProcess } from 'node:child_process'
+import { cpus, loadavg } from 'node:os'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+import autocannon, { type Request, type Result } from 'autocannon'
+import pg from 'pg'
+import { startEmbedded, type EmbeddedServer } from '../core/db/embedded.ts'
+import { projectRoot } from '../core/paths.ts'
+import { freshDatabase } from '../test/helpers/database.ts'
+import { createPayload, defaultTenant, median } from './common.ts'
+import { randomRecordIds, seedIncidents } from './seed.ts'
+
+const { values: opt } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    repeats: { type: 'string' },
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
+    connections: { type: 'string' },
+    records: { type: 'string' },
+    only: { type: 'string' },
+    'cpu-prof': { type: 'boolean', default: false },
+    'service-root': { type: 'string' },
+    'keep-db': { type: 'boolean', default: false }
+  }
+})
+
+const settings = {
+  warmup: Number(opt.warmup ?? (opt.quick ? 1 : 3)),
+  duration: Number(opt.duration ?? (opt.quick ? 3 : 10)),
+  repeats: Number(opt.repeats ?? (opt.quick ? 1 : 3)),
+  connections: Number(opt.connections ?? 32),
+  records: Number(opt.records ?? 100_000),
+  idCount: 1000
+}
+const resultsDir = join(projectRoot, 'bench', 'results')
+const log = (line: string) => process.stderr.write(line + '\n')
+const profileStamp = new Date().toISOString().replace(/[:.]/g, '-')
+
+// ---------------------------------------------------------------- child processes
+
+interface ServerProcess {
+  name: 'service' | 'baseline'
+  child: ChildProcess
+  url: string
+  token?: string
+  cpu(): Promise<number>
+  stop(): Promise<void>
+}
+
+function startChild(name: ServerProcess['name'], script: string, args: string[], cwd: string): Promise<ServerProcess> {
+  const execArgv = ['--import', 'tsx']
+  if (opt['cpu-prof']) {
+    // One folder per server: node writes a profile per thread (the main thread and tsx's loader thread).
+    const dir = join(resultsDir, 'profiles', `${profileStamp}-${name}`)
+    mkdirSync(dir, { recursive: true })
+    execArgv.push('--cpu-prof', '--cpu-prof-dir', dir)
+  }
+  const child = fork(script, args, { cwd, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  let waiting: ((us: number) => void) | undefined
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start within 180 s`)), 180_000)
+    child.once('exit', (code, signal) => reject(new Error(`${name} exited before it was ready (code ${code}, signal ${signal})`)))
+    child.on('message', (msg: any) => {
+      if (msg?.type === 'cpu') {
+        waiting?.(msg.usage.user + msg.usage.system)
+        waiting = undefined
+      }
+      if (msg?.type !== 'ready') return
+      clearTimeout(timer)
+      resolve({
+        name,
+        child,
+        url: msg.url,
+        token: msg.token,
+        cpu: () =>
+          new Promise<number>((done) => {
+            waiting = done
+            child.send({ type: 'cpu' })
+          }),
+        async stop() {
+          if (child.exitCode !== null || child.signalCode !== null) return
+          child.send({ type: 'stop' })
+          const killer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+          await exited
+          clearTimeout(killer)
+        }
+      })
+    })
+  })
+}
+
+// ---------------------------------------------------------------- PostgreSQL CPU (Linux /proc)
+
+const clockTick = 100 // USER_HZ on Linux
+/** CPU microseconds used so far by the backends connected to `database` (0 where /proc is unreadable). */
+function pgBackendCpu(database: string): Map<number, number> {
+  const out = new Map<number, number>()
+  let pids: string[] = []
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d))
+  } catch {
+    return out
+  }
+  for (const pid of pids) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      if (!cmd.startsWith('postgres: ') || !cmd.includes(` ${database} `)) continue
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      out.set(Number(pid), ((Number(fields[11]) + Number(fields[12])) * 1e6) / clockTick)
+    } catch {
+      /* gone */
+    }
+  }
+  return out
+}
+function cpuDelta(before: Map<number, number>, after: Map<number, number>): number {
+  let sum = 0
+  for (const [pid, us] of after) sum += us - (before.get(pid) ?? 0)
+  return sum
+}
+
+// ---------------------------------------------------------------- scenarios
+
+interface Scenario {
+  key: 'get' | 'list' | 'create'
+  label: string
+  target: number
+  status: number
+  requests: Request[]
+}
+
+function scenarios(ids: string[]): Scenario[] {
+  let next = 0
+  const body = JSON.stringify({ moduleKey: 'incident', payload: createPayload })
+  return [
+    {
+      key: 'get',
+      label: 'GET one record',
+      target: 0.55,
+      status: 200,
+      requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/v1/records/${ids[next++ % ids.length]}` }) }]
+    },
+    { key: 'list', label: 'list 50', target: 0.8, status: 200, requests: [{ method: 'GET', path: '/api/v1/records?moduleKey=incident&limit=50' }] },
+    {
+      key: 'create',
+      label: 'create',
+      target: 0.4,
+      status: 201,
+      requests: [{ method: 'POST', path: '/api/v1/records', headers: { 'content-type': 'application/json' }, body }]
+    }
+  ]
+}
+
+interface Run {
+  side: 'service' | 'baseline'
+  repeat: number
+  reqPerSec: number
+  p50: number
+  p99: number
+  requests: number
+  non2xx: number
+  errors: number
+  timeouts: number
+  serverCpuUsPerReq: number
+  pgCpuUsPerReq: number
+}
+
+async function load(server: ServerProcess, s: Scenario, seconds: number): Promise<Result> {
+  const headers: Record<string, string> = server.token ? { authorization: `Bearer ${server.token}` } : { authorization: 'Bearer none' }
+  return autocannon({ url: server.url, connections: settings.connections, duration: seconds, headers, requests: s.requests })
+}
+
+async function measure(server: ServerProcess, s: Scenario, repeat: number, database: string): Promise<Run> {
+  await load(server, s, settings.warmup)
+  const cpu0 = await server.cpu()
+  const pg0 = pgBackendCpu(database)
+  const r = await load(server, s, settings.duration)
+  const pg1 = pgBackendCpu(database)
+  const cpu1 = await server.cpu()
+  const total = r['2xx'] + r.non2xx
+  const run: Run = {
+    side: server.name,
+    repeat,
+    reqPerSec: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    requests: total,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    serverCpuUsPerReq: total ? (cpu1 - cpu0) / total : NaN,
+    pgCpuUsPerReq: total && pg1.size ? cpuDelta(pg0, pg1) / total : NaN
+  }
+  const bad = run.non2xx || run.errors ? `  (${run.non2xx} non-2xx, ${run.errors} errors: ${JSON.stringify(r.statusCodeStats)})` : ''
+  log(
+    `  [${s.key}] #${repeat + 1} ${server.name.padEnd(8)} ${run.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  ` +
+      `server CPU ${run.serverCpuUsPerReq.toFixed(0)} µs/req  pg CPU ${run.pgCpuUsPerReq.toFixed(0)} µs/req${bad}`
+  )
+  return run
+}
+
+/** One request per scenario to each server, so a broken setup shows before minutes of load. */
+async function sanityCheck(servers: ServerProcess[], list: Scenario[], ids: string[]) {
+  for (const s of list) {
+    const shapes: string[] = []
+    for (const server of servers) {
+      const req = s.requests[0]
+      const path = s.key === 'get' ? `/api/v1/records/${ids[0]}` : req.path!
+      const res = await fetch(server.url + path, {
+        method: req.method,
+        headers: { ...(req.headers ?? {}), authorization: `Bearer ${server.token ?? 'none'}` },
+        body: req.body as string | undefined
+      })
+      const text = await res.text()
+      if (res.status !== s.status) throw new Error(`${server.name} answered ${s.key} with ${res.status} (expected ${s.status}): ${text.slice(0, 500)}`)
+      const json = JSON.parse(text)
+      const sample = s.key === 'list' ? json.items[0] : json
+      shapes.push(`${server.name} ${text.length} B${s.key === 'list' ? ` (${json.items.length} items)` : ''} [${Object.keys(sample).join(',')}]`)
+    }
+    log(`  ${s.key}: ${shapes.join(' | ')}`)
+  }
+}
+
+// ---------------------------------------------------------------- report
+
+const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
+function table(rows: string[][]): string {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')
+  return [line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n')
+}
+
+// ---------------------------------------------------------------- main
+
+async function main() {
+  process.chdir(projectRoot)
+  mkdirSync(resultsDir, { recursive: true })
+  const startedAt = new Date()
+  const loadBefore = loadavg()[0]
+  if (loadBefore > 0.5 * cpus().length) log(`warning: load average ${loadBefore.toFixed(2)} on ${cpus().length} CPU(s) before start: other work on this machine will skew the figures`)
+  log(
+    `benchmark: ${settings.connections} connections, ${settings.warmup} s warm-up + ${settings.duration} s per run, ` +
+      `${settings.repeats} repeat(s), ${settings.records} records${opt.quick ? ' (quick)' : ''}`
+  )
+
+  let embedded: EmbeddedServer | undefined
+  if (!process.env.DATABASE_URL) {
+    // freshDatabase would start it too; starting it here tells us whether we must stop it at the end.
+    embedded = await startEmbedded({ dataDir: 'data/test', port: Number(process.env.EMBEDDED_TEST_PG_PORT ?? 54339), database: 'postgres' })
+  }
+  const db = await freshDatabase()
+  const database = new URL(db.url).pathname.slice(1)
+  const servers: ServerProcess[] = []
+  let pgVersion = ''
+  try {
+    log(`database: ${database} on ${embedded ? 'the embedded cluster (data/test)' : 'DATABASE_URL'}`)
+    const serviceRoot = resolve(opt['service-root'] ?? projectRoot)
+    const service = await startChild('service', join(serviceRoot, 'bench', 'service-server.ts'), ['--database-url', db.url, '--tenant', defaultTenant], serviceRoot)
+    servers.push(service)
+    log(`service: ${service.url}${opt['service-root'] ? ` (from ${serviceRoot})` : ''}`)
+
+    const seeded = await seedIncidents(db.url, { tenantId: defaultTenant, count: settings.records })
+    log(`seeded ${seeded.count} incident records in ${seeded.ms} ms (last number ${seeded.lastNumber})`)
+    const ids = await randomRecordIds(db.url, settings.idCount)
+
+    const baseline = await startChild('baseline', join(projectRoot, 'bench', 'baseline-server.ts'), ['--database-url', db.url, '--tenant', defaultTenant], projectRoot)
+    servers.push(baseline)
+    log(`baseline: ${baseline.url}`)
+
+    const c = new pg.Client({ connectionString: db.url })
+    await c.connect()
+    pgVersion = (await c.query('SHOW server_version')).rows[0].server_version
+    await c.end()
+
+    const only = opt.only ? opt.only.split(',').map((s) => s.trim()) : undefined
+    const list = scenarios(ids).filter((s) => !only || only.includes(s.key))
+    log('sanity check (one request each):')
+    await sanityCheck([service, baseline], list, ids)
+
+    const results: Array<{ scenario: Scenario; runs: Run[] }> = []
+    for (const s of list) {
+      log(`${s.label}:`)
+      const runs: Run[] = []
+      for (let rep = 0; rep < settings.repeats; rep++) {
+        // Alternate who goes first, so neither side always inherits the other's after-effects.
+        const order = rep % 2 === 0 ? [baseline, service] : [service, baseline]
+        for (const server of order) runs.push(await measure(server, s, rep, database))
+      }
+      results.push({ scenario: s, runs })
+    }
+
+    const summary = results.map(({ scenario, runs }) => {
+      const side = (name: Run['side']) => {
+        const r = runs.filter((x) => x.side === name)
+        return {
+          reqPerSec: median(r.map((x) => x.reqPerSec)),
+          p99: median(r.map((x) => x.p99)),
+          p50: median(r.map((x) => x.p50)),
+          serverCpuUsPerReq: median(r.map((x) => x.serverCpuUsPerReq)),
+          pgCpuUsPerReq: median(r.map((x) => x.pgCpuUsPerReq)),
+          non2xx: r.reduce((a, x) => a + x.non2xx + x.errors, 0)
+        }
+      }
+      const svc = side('service')
+      const base = side('baseline')
+      return { key: scenario.key, label: scenario.label, target: scenario.target, service: svc, baseline: base, ratio: svc.reqPerSec / base.reqPerSec }
+    })
+
+    const rows = [
+      ['scenario', 'service req/s', 'baseline req/s', 'ratio', 'target', 'service p99', 'baseline p99', 'svc CPU/req', 'base CPU/req', 'svc pg/req', 'base pg/req']
+    ]
+    for (const s of summary) {
+      const mark = s.ratio >= s.target ? 'ok' : 'below'
+      const warn = s.service.non2xx || s.baseline.non2xx ? ' !' : ''
+      rows.push([
+        s.label + warn,
+        fmt(s.service.reqPerSec),
+        fmt(s.baseline.reqPerSec),
+        fmt(s.ratio, 2),
+        `>= ${s.target} ${mark}`,
+        `${fmt(s.service.p99)} ms`,
+        `${fmt(s.baseline.p99)} ms`,
+        `${fmt(s.service.serverCpuUsPerReq)} µs`,
+        `${fmt(s.baseline.serverCpuUsPerReq)} µs`,
+        `${fmt(s.service.pgCpuUsPerReq)} µs`,
+        `${fmt(s.baseline.pgCpuUsPerReq)} µs`
+      ])
+    }
+    const environment = {
+      node: process.version,
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      postgres: pgVersion,
+      database: embedded ? 'embedded' : 'DATABASE_URL',
+      records: seeded.count,
+      loadAverageBefore: loadBefore,
+      loadAverageAfter: loadavg()[0]
+    }
+    process.stdout.write(
+      `\nmedian of ${settings.repeats} run(s) each; ${settings.duration} s, ${settings.connections} connections; ` +
+        `${environment.cpus} CPU(s), node ${environment.node}, PostgreSQL ${pgVersion} (${environment.database})\n\n` +
+        table(rows) +
+        '\n\nCPU/req: CPU time of the server process per request; pg/req: CPU time of the PostgreSQL backends of the bench database per request.\n' +
+        (summary.some((s) => s.service.non2xx || s.baseline.non2xx) ? '! some responses were not 2xx or failed: see the runs above and the JSON.\n' : '')
+    )
+    const file = join(resultsDir, `bench-${startedAt.toISOString().replace(/[:.]/g, '-')}${opt.quick ? '-quick' : ''}.json`)
+    writeFileSync(
+      file,
+      JSON.stringify(
+        {
+          startedAt,
+          finishedAt: new Date(),
+          settings: { ...settings, quick: opt.quick, serviceRoot: opt['service-root'] ?? null },
+          environment,
+          summary,
+          runs: results.map(({ scenario, runs }) => ({ key: scenario.key, runs }))
+        },
+        null,
+        2
+      ) + '\n'
+    )
+    process.stdout.write(`results: ${file}\n`)
+  } finally {
+    for (const s of servers.reverse()) await s.stop().catch(() => undefined)
+    if (!opt['keep-db']) await db.drop().catch((err) => log(`could not drop ${database}: ${err.message}`))
+    else log(`kept database ${db.url}`)
+    if (embedded?.startedHere) await embedded.stop().catch(() => undefined)
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`benchmark failed: ${err?.stack ?? err}\n`)
+    process.exit(1)
+  }
+)

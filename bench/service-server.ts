@@ -1,0 +1,52 @@
+/**
+ * The records service as the benchmark runs it, in its own process: createPlatform +
+ * startServer from core/app.ts with authentication, tenancy and hooks on, and a real
+ * tenant API key. Migrates the database and syncs the bench tenant as a normal start does.
+ *
+ * Usage: node --import tsx bench/service-server.ts [--database-url URL] [--tenant ID]
+ *   (or BENCH_DATABASE_URL / DATABASE_URL, BENCH_TENANT). Run by hand it prints `listening <url>`
+ *   and `token <api key>`; when forked, it sends { type: 'ready', url, token } over IPC and
+ *   answers { type: 'cpu' } with process.cpuUsage().
+ */
+import { parseArgs } from 'node:util'
+import { createPlatform, startServer } from '../core/app.ts'
+import { loadConfig } from '../core/config.ts'
+import { benchModules } from './common.ts'
+
+const { values: args } = parseArgs({ options: { 'database-url': { type: 'string' }, tenant: { type: 'string' } } })
+const url = args['database-url'] ?? process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL
+if (!url) throw new Error('service-server: pass --database-url or set DATABASE_URL')
+const tenantId = args.tenant ?? process.env.BENCH_TENANT ?? 'bench'
+
+const config = loadConfig({
+  port: 0,
+  jobs: { enabled: false },
+  logLevel: 'error',
+  tenants: { [tenantId]: { name: 'Bench', modules: benchModules } },
+  database: { url }
+})
+const platform = await createPlatform(config)
+const running = await startServer(platform)
+const { token } = await platform.credentials.create({ tenantId, kind: 'api_key', name: 'benchmark key' })
+// Forked by run.ts the key travels over IPC only; run by hand it is printed for curl/autocannon.
+process.stdout.write(process.send ? `service listening ${running.url}\n` : `listening ${running.url}\ntoken ${token}\n`)
+
+let stopping = false
+async function stop() {
+  if (stopping) return
+  stopping = true
+  running.server.closeAllConnections()
+  await running.close().catch(() => undefined)
+  // process.exit (not a signal death) so --cpu-prof writes its profile.
+  process.exit(0)
+}
+process.on('SIGTERM', () => void stop())
+process.on('SIGINT', () => void stop())
+if (process.send) {
+  process.on('message', (msg: { type?: string }) => {
+    if (msg?.type === 'cpu') process.send!({ type: 'cpu', usage: process.cpuUsage() })
+    if (msg?.type === 'stop') void stop()
+  })
+  process.on('disconnect', () => void stop())
+  process.send({ type: 'ready', url: running.url, token })
+}
