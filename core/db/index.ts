@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import knexFactory from 'knex'
 import pg from 'pg'
 import type { AppConfig } from '../config.ts'
@@ -23,25 +22,6 @@ export interface Database {
 }
 
 export type Queryable = pg.Pool | pg.PoolClient
-
-const preparedNames = new Map<string, string>()
-const maxPrepared = 256
-
-/**
- * Runs a knex builder on a pool or client. Each distinct SQL text (one per filter
- * shape) becomes a named prepared statement, so PostgreSQL plans it once per
- * connection; past a fixed number of shapes, statements run unnamed.
- */
-export async function run<T = any>(db: Queryable, builder: { toSQL(): { toNative(): { sql: string; bindings: readonly unknown[] } } }): Promise<T[]> {
-  const { sql: text, bindings } = builder.toSQL().toNative()
-  let name = preparedNames.get(text)
-  if (!name && preparedNames.size < maxPrepared) {
-    name = `q${createHash('sha1').update(text).digest('hex').slice(0, 16)}`
-    preparedNames.set(text, name)
-  }
-  const { rows } = await db.query(name ? { name, text, values: bindings as unknown[] } : { text, values: bindings as unknown[] })
-  return rows as T[]
-}
 
 /** Runs fn inside a transaction on one client; rolls back on any error. */
 export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {

@@ -2,7 +2,8 @@ import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
 import { assertCan, can, canFire } from '../../core/auth/permissions.ts'
 import type { Principal } from '../../core/auth/principal.ts'
-import { run, sql, transaction } from '../../core/db/index.ts'
+import { sql, transaction } from '../../core/db/index.ts'
+import { ShapedQuery } from '../../core/db/shaped-query.ts'
 import { problems, type FieldProblem } from '../../core/errors/index.ts'
 import { fieldToFilter, sqlOperators, type Operator } from '../../core/modules/derive/filters.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
@@ -130,15 +131,14 @@ export class RecordsService {
     assertCan(principal, module, 'read')
     const limit = q.limit ?? this.o.defaultLimit
 
-    const builder = sql('records as r')
-      .select(sql.raw(`${repo.recordColumns}, ${repo.updatedAtExact}`))
-      .where('r.tenant_id', principal.tenantId)
-      .andWhere('r.module_key', module.definition.key)
+    const select = new ShapedQuery('records.find', () => sql('records as r').select(sql.raw(`${repo.recordColumns}, ${repo.updatedAtExact}`)))
+      .add('tenant', [principal.tenantId], (b) => b.where('r.tenant_id', principal.tenantId))
+      .add('module', [module.definition.key], (b) => b.andWhere('r.module_key', module.definition.key))
     // A cursor is bound to its tenant, module and filters.
     const scopeParts: unknown[] = [principal.tenantId, module.definition.key]
     // Sync clients ask for deleted records too, so that deletions reach them.
     if (q.includeDeleted) scopeParts.push('includeDeleted')
-    else builder.whereNull('r.deleted_at')
+    else select.add('live', [], (b) => b.whereNull('r.deleted_at'))
     if (q.state) {
       const states = q.state.split(',').map((s) => s.trim())
       const unknown = states.filter((s) => !module.states.has(s))
@@ -146,16 +146,16 @@ export class RecordsService {
         const allowed = [...module.states.keys()]
         throw validationError([{ pointer: '/state', field: 'state', code: 'enum', detail: `must be one of: ${allowed.join(', ')} (got ${unknown.join(', ')})`, allowed }])
       }
-      builder.whereIn('r.state', states)
+      select.add(`state:${states.length}`, states, (b) => b.whereIn('r.state', states))
       scopeParts.push(['state', states])
     }
     if (q.updatedSince) {
-      builder.where('r.updated_at', '>=', q.updatedSince)
-      scopeParts.push(['updatedSince', q.updatedSince])
+      const since = q.updatedSince
+      select.add('updatedSince', [since], (b) => b.where('r.updated_at', '>=', since))
+      scopeParts.push(['updatedSince', since])
     }
     for (const [key, condition] of Object.entries(q.payload ?? {})) {
-      const filter = this.payloadFilter(module, key, condition)
-      for (const c of filter) builder.whereRaw(c.sql, c.bindings as any[])
+      for (const c of this.payloadFilter(module, key, condition)) select.add(c.sql, c.bindings, (b) => b.whereRaw(c.sql, c.bindings as any[]))
       scopeParts.push(['payload', key, condition])
     }
     // updatedSince pages in change order (incremental sync); otherwise in creation order.
@@ -163,13 +163,12 @@ export class RecordsService {
     const scope = JSON.stringify(scopeParts)
     if (q.cursor) {
       const pos = this.o.cursors.decode(q.cursor, scope)
-      if (byUpdate) builder.whereRaw('(r.updated_at, r.seq) > (?::timestamptz, ?)', [pos[0] as string, pos[1] as number])
-      else builder.where('r.seq', '>', pos[0] as number)
+      if (byUpdate) select.add('after:updated', [pos[0], pos[1]], (b) => b.whereRaw('(r.updated_at, r.seq) > (?::timestamptz, ?)', [pos[0] as string, pos[1] as number]))
+      else select.add('after:seq', [pos[0]], (b) => b.where('r.seq', '>', pos[0] as number))
     }
-    if (byUpdate) builder.orderBy([{ column: 'r.updated_at' }, { column: 'r.seq' }])
-    else builder.orderBy('r.seq')
-    builder.limit(limit + 1)
-    const rows = await run<repo.RecordRow>(this.o.pool, builder)
+    select.add(byUpdate ? 'order:updated' : 'order:seq', [], (b) => (byUpdate ? b.orderBy([{ column: 'r.updated_at' }, { column: 'r.seq' }]) : b.orderBy('r.seq')))
+    select.add('limit', [limit + 1], (b) => b.limit(limit + 1))
+    const rows = await select.run<repo.RecordRow>(this.o.pool)
     const page = rows.slice(0, limit)
     const last = page[page.length - 1]
     const nextCursor = rows.length > limit && last ? this.o.cursors.encode(scope, byUpdate ? [last.updated_at_exact, last.seq] : [last.seq]) : null
