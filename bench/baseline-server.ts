@@ -23,7 +23,7 @@ import pg from 'pg'
 import { loadConfig } from '../core/config.ts'
 import { loadModules } from '../core/modules/registry.ts'
 import { diffPayload } from '../plugins/records/records.payload.ts'
-import { insertRecord, recordColumns, selectLive, toRecord, updatedAtExact, type RecordRow } from '../plugins/records/records.repository.ts'
+import { insertRecord, recordColumns, selectLive, toRecord, type RecordRow } from '../plugins/records/records.repository.ts'
 
 // Same type parsing as core/db/index.ts (bigint counters as numbers).
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => (v === null ? null : Number(v)))
@@ -53,7 +53,7 @@ const prefix = '/api/v1/records'
 
 const listSql = {
   name: 'baseline-list',
-  text: `SELECT ${recordColumns}, ${updatedAtExact} FROM records AS r WHERE r.tenant_id = $1 AND r.module_key = $2 AND r.deleted_at IS NULL ORDER BY r.seq ASC LIMIT $3`
+  text: `SELECT ${recordColumns} FROM records AS r WHERE r.tenant_id = $1 AND r.module_key = $2 AND r.deleted_at IS NULL ORDER BY r.seq ASC LIMIT $3`
 }
 
 function send(res: http.ServerResponse, status: number, body: unknown) {

@@ -131,7 +131,10 @@ export class RecordsService {
     assertCan(principal, module, 'read')
     const limit = q.limit ?? this.o.defaultLimit
 
-    const select = new ShapedQuery('records.find', () => sql('records as r').select(sql.raw(`${repo.recordColumns}, ${repo.updatedAtExact}`)))
+    // updatedSince pages in change order (incremental sync); otherwise in creation order.
+    const byUpdate = !!q.updatedSince
+    const columns = byUpdate ? `${repo.recordColumns}, ${repo.updatedAtExact}` : repo.recordColumns
+    const select = new ShapedQuery(byUpdate ? 'records.find.by-update' : 'records.find', () => sql('records as r').select(sql.raw(columns)))
       .add('tenant', [principal.tenantId], (b) => b.where('r.tenant_id', principal.tenantId))
       .add('module', [module.definition.key], (b) => b.andWhere('r.module_key', module.definition.key))
     // A cursor is bound to its tenant, module and filters.
@@ -158,8 +161,6 @@ export class RecordsService {
       for (const c of this.payloadFilter(module, key, condition)) select.add(c.sql, c.bindings, (b) => b.whereRaw(c.sql, c.bindings as any[]))
       scopeParts.push(['payload', key, condition])
     }
-    // updatedSince pages in change order (incremental sync); otherwise in creation order.
-    const byUpdate = !!q.updatedSince
     const scope = JSON.stringify(scopeParts)
     if (q.cursor) {
       const pos = this.o.cursors.decode(q.cursor, scope)
