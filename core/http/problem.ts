@@ -23,7 +23,7 @@ export const problemResponses = (errorsUrl: () => string): Middleware => async (
   try {
     await next()
     if (ctx.status === 404 && ctx.body === undefined) {
-      throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}. See /api/docs/spec.json for the routes this service offers.`)
+      throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.`)
     }
   } catch (caught) {
     const traceId: string = ctx.state.traceId ?? 'unknown'
@@ -31,7 +31,7 @@ export const problemResponses = (errorsUrl: () => string): Middleware => async (
     const path = ctx.originalUrl.split('?')[0]
     const methodNotAllowed = !(err instanceof ApiError) && toProblem(err, traceId, '').body.status === 405
     // An unknown `<id>:<operation>` reaches Feathers as a method the service lacks: it is no route at all.
-    if (methodNotAllowed && path !== ctx.path) err = problems.notFound('route.not_found', `No route ${ctx.method} ${path}. See /api/docs/spec.json for the routes this service offers.`)
+    if (methodNotAllowed && path !== ctx.path) err = problems.notFound('route.not_found', `No route ${ctx.method} ${path}.`)
     const { body, headers, internal } = toProblem(err, traceId, errorsUrl())
     if (methodNotAllowed && path === ctx.path) {
       // Feathers names its own method ("update"); the client needs the HTTP verbs.
