@@ -24,6 +24,7 @@ import { loadConfig } from '../core/config.ts'
 import { loadModules } from '../core/modules/registry.ts'
 import { diffPayload } from '../plugins/records/records.payload.ts'
 import { insertRecord, recordColumns, selectLive, toRecord, type RecordRow } from '../plugins/records/records.repository.ts'
+import { serveAsChild } from './common.ts'
 
 // Same type parsing as core/db/index.ts (bigint counters as numbers).
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => (v === null ? null : Number(v)))
@@ -134,23 +135,11 @@ await new Promise((resolve) => server.once('listening', resolve))
 const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 process.stdout.write(process.send ? `baseline listening ${url}\n` : `listening ${url}\n`)
 
-let stopping = false
-async function stop() {
-  if (stopping) return
-  stopping = true
-  server.closeAllConnections()
-  server.close()
-  await pool.end().catch(() => undefined)
-  // process.exit (not a signal death) so --cpu-prof writes its profile.
-  process.exit(0)
-}
-process.on('SIGTERM', () => void stop())
-process.on('SIGINT', () => void stop())
-if (process.send) {
-  process.on('message', (msg: { type?: string }) => {
-    if (msg?.type === 'cpu') process.send!({ type: 'cpu', usage: process.cpuUsage() })
-    if (msg?.type === 'stop') void stop()
-  })
-  process.on('disconnect', () => void stop())
-  process.send({ type: 'ready', url })
-}
+serveAsChild(
+  async () => {
+    server.closeAllConnections()
+    server.close()
+    await pool.end()
+  },
+  { url }
+)

@@ -11,7 +11,7 @@
 import { parseArgs } from 'node:util'
 import { createPlatform, startServer } from '../core/app.ts'
 import { loadConfig } from '../core/config.ts'
-import { benchModules } from './common.ts'
+import { benchModules, serveAsChild } from './common.ts'
 
 const { values: args } = parseArgs({ options: { 'database-url': { type: 'string' }, tenant: { type: 'string' } } })
 const url = args['database-url'] ?? process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL
@@ -31,22 +31,10 @@ const { token } = await platform.credentials.create({ tenantId, kind: 'api_key',
 // Forked by run.ts the key travels over IPC only; run by hand it is printed for curl/autocannon.
 process.stdout.write(process.send ? `service listening ${running.url}\n` : `listening ${running.url}\ntoken ${token}\n`)
 
-let stopping = false
-async function stop() {
-  if (stopping) return
-  stopping = true
-  running.server.closeAllConnections()
-  await running.close().catch(() => undefined)
-  // process.exit (not a signal death) so --cpu-prof writes its profile.
-  process.exit(0)
-}
-process.on('SIGTERM', () => void stop())
-process.on('SIGINT', () => void stop())
-if (process.send) {
-  process.on('message', (msg: { type?: string }) => {
-    if (msg?.type === 'cpu') process.send!({ type: 'cpu', usage: process.cpuUsage() })
-    if (msg?.type === 'stop') void stop()
-  })
-  process.on('disconnect', () => void stop())
-  process.send({ type: 'ready', url: running.url, token })
-}
+serveAsChild(
+  async () => {
+    running.server.closeAllConnections()
+    await running.close()
+  },
+  { url: running.url, token }
+)
