@@ -1,3 +1,4 @@
+import { problems } from '../errors/index.ts'
 import type { CredentialKind } from './tokens.ts'
 
 export interface Actor {
@@ -15,6 +16,15 @@ export interface Principal {
   /** 'all' for tenant API keys and system actions; otherwise the roles held now. */
   roles: 'all' | readonly string[]
   scopes?: readonly string[]
+}
+
+/**
+ * The principal a service call carries. The app-wide authenticate hook sets it for
+ * every external call and refuses internal calls without one; services read it here.
+ */
+export function requirePrincipal(params: { principal?: Principal }, what: string): Principal {
+  if (!params.principal) throw problems.forbidden('auth.internal_without_principal', `${what} without a principal.`)
+  return params.principal
 }
 
 /** An explicit, named internal action (CLI, jobs): never implied by a missing provider. */

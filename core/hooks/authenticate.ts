@@ -1,7 +1,6 @@
 import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { CredentialStore } from '../auth/credentials.ts'
-import type { Principal } from '../auth/principal.ts'
-import { problems } from '../errors/index.ts'
+import { requirePrincipal, type Principal } from '../auth/principal.ts'
 
 /**
  * Around hook on every service: an external call (params.provider set) is
@@ -12,8 +11,8 @@ export const authenticate = (credentials: CredentialStore) => async (context: Ho
   const params = context.params as { provider?: string; principal?: Principal; headers?: Record<string, string | undefined> }
   if (params.provider) {
     params.principal = await credentials.authenticate(params.headers?.authorization)
-  } else if (!params.principal) {
-    throw problems.forbidden('auth.internal_without_principal', `Internal call to ${context.path}.${context.method} without a principal.`)
+  } else {
+    requirePrincipal(params, `Internal call to ${context.path}.${context.method}`)
   }
   await next()
 }

@@ -1,7 +1,7 @@
 import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
 import { assertCan } from '../../core/auth/permissions.ts'
-import type { Principal } from '../../core/auth/principal.ts'
+import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { problems } from '../../core/errors/index.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
@@ -29,8 +29,7 @@ export class AuditLogService {
   }
 
   async find(params: AuditParams) {
-    const principal = params.principal
-    if (!principal) throw problems.forbidden('auth.internal_without_principal', 'An audit-log call needs a principal.')
+    const principal = requirePrincipal(params, 'An audit-log call')
     const query = { ...(params.query ?? {}) }
     assertValid<AuditLogQuery>(this.validateQuery, query)
     if (query.recordId) {

@@ -1,7 +1,6 @@
 import type { Params } from '@feathersjs/feathers'
 import { assertCan } from '../../core/auth/permissions.ts'
-import type { Principal } from '../../core/auth/principal.ts'
-import { problems } from '../../core/errors/index.ts'
+import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { fieldToFilter } from '../../core/modules/derive/filters.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
@@ -28,8 +27,7 @@ export class ModulesService {
   constructor(private readonly tenants: TenantDirectory) {}
 
   private principal(params: ModuleParams): Principal {
-    if (!params.principal) throw problems.forbidden('auth.internal_without_principal', 'A modules call needs a principal.')
-    return params.principal
+    return requirePrincipal(params, 'A modules call')
   }
 
   async find(params: ModuleParams) {

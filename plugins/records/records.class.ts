@@ -1,7 +1,7 @@
 import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
 import { assertCan, can, canFire } from '../../core/auth/permissions.ts'
-import type { Principal } from '../../core/auth/principal.ts'
+import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { sql, transaction } from '../../core/db/index.ts'
 import { ShapedQuery } from '../../core/db/shaped-query.ts'
 import { problems, type FieldProblem } from '../../core/errors/index.ts'
@@ -57,8 +57,7 @@ export class RecordsService {
   }
 
   private principal(params: RecordParams): Principal {
-    if (!params.principal) throw problems.forbidden('auth.internal_without_principal', 'A records call needs a principal.')
-    return params.principal
+    return requirePrincipal(params, 'A records call')
   }
 
   private notFound(id: string) {
