@@ -31,6 +31,13 @@ const formatCheckers = {
   'date-time': dataAjv.compile({ type: 'string', format: 'date-time' })
 }
 
+const uuidShape = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** Whether `value` is a UUID in its canonical text form (record, user and token ids). */
+export function isUuid(value: unknown): value is string {
+  return typeof value === 'string' && uuidShape.test(value)
+}
+
 /** Whether `value` is a valid date or date-time by the same rules as payloads (list filters use it). */
 export function isFormat(format: keyof typeof formatCheckers, value: string): boolean {
   return formatCheckers[format](value)

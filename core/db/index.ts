@@ -9,6 +9,9 @@ import { migrateLatest } from './migrate.ts'
 // Timestamps are left as Date: Agenda shares this pool and expects them; API SQL formats its own.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => (v === null ? null : Number(v)))
 
+/** SQL rendering a timestamptz column as the API's ISO 8601 UTC text with milliseconds and `Z`. */
+export const isoUtc = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
 /** The query builder: knex compiles, the app's one pg pool runs (shared with Agenda). */
 export const sql = knexFactory({ client: 'pg' })
 

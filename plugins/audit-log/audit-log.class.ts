@@ -3,6 +3,7 @@ import type pg from 'pg'
 import { assertCan } from '../../core/auth/permissions.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { problems } from '../../core/errors/index.ts'
+import { isoUtc as iso } from '../../core/db/index.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
@@ -12,8 +13,6 @@ import { auditLogQueryValidator, type AuditLogQuery } from './audit-log.schema.t
 interface AuditParams extends Params<AuditLogQuery> {
   principal?: Principal
 }
-
-const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
 /**
  * The audit log: every change to every record, including soft-deleted ones.

@@ -1,6 +1,6 @@
 import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
-import { assertCan, can, canFire } from '../../core/auth/permissions.ts'
+import { assertCan, canFire } from '../../core/auth/permissions.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { sql, transaction } from '../../core/db/index.ts'
 import { ShapedQuery } from '../../core/db/shaped-query.ts'
@@ -9,7 +9,7 @@ import { fieldToFilter, sqlOperators, type Operator } from '../../core/modules/d
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
-import { assertValid, fieldProblems, validationError } from '../../core/validation.ts'
+import { assertValid, isUuid, validationError } from '../../core/validation.ts'
 import * as repo from './records.repository.ts'
 import { diffPayload, hasValue, mergePatch } from './records.payload.ts'
 import {
@@ -45,8 +45,6 @@ export interface RecordsOptions {
   defaultLimit: number
   maxLimit: number
 }
-
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** The one records operation: REST, bulk, GraphQL and internal callers all come through here. */
 export class RecordsService {
@@ -205,7 +203,7 @@ export class RecordsService {
 
   async get(id: string, params: RecordParams): Promise<RecordOut> {
     const principal = this.principal(params)
-    if (!uuid.test(String(id))) throw this.notFound(String(id))
+    if (!isUuid(id)) throw this.notFound(String(id))
     const row = await repo.selectLive(this.o.pool, principal.tenantId, id)
     const module = this.moduleOf(principal, row, id)
     assertCan(principal, module, 'read')
@@ -249,7 +247,7 @@ export class RecordsService {
     change: (row: repo.RecordRow, module: RegisteredModule, principal: Principal, client: pg.PoolClient) => Promise<Omit<repo.RecordChange, 'tenantId' | 'id' | 'actor'> | null>
   ): Promise<RecordOut> {
     const principal = this.principal(params)
-    if (!uuid.test(String(id))) throw this.notFound(String(id))
+    if (!isUuid(id)) throw this.notFound(String(id))
     return transaction(this.o.pool, async (client) => {
       const row = await repo.lockLive(client, principal.tenantId, id)
       const module = this.moduleOf(principal, row, id)

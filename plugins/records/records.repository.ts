@@ -1,11 +1,10 @@
 import type pg from 'pg'
 import type { Actor } from '../../core/auth/principal.ts'
-import type { Queryable } from '../../core/db/index.ts'
+import { isoUtc as iso, type Queryable } from '../../core/db/index.ts'
 import type { RecordOut } from './records.schema.ts'
 
 /** SQL of the records service. Hot statements are named so PostgreSQL keeps their plans. */
 
-const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 export const recordColumns = `r.id, r.module_key, r.module_version, r.number, r.state, r.version, r.payload,
   ${iso('r.created_at')} AS created_at, ${iso('r.updated_at')} AS updated_at, r.created_by, r.updated_by,
   ${iso('r.deleted_at')} AS deleted_at, r.deleted_by, r.seq`

@@ -1,4 +1,4 @@
-import { isFormat } from '../../validation.ts'
+import { isFormat, isUuid } from '../../validation.ts'
 import type { FieldDefinition, FieldType } from '../types.ts'
 
 /** How a top-level payload field is filtered in list queries: its SQL expression and value parser. */
@@ -14,7 +14,6 @@ export type Operator = 'eq' | 'ne' | 'in' | 'gt' | 'gte' | 'lt' | 'lte'
 const equality: readonly Operator[] = ['eq', 'ne', 'in']
 const ordered: readonly Operator[] = ['eq', 'ne', 'in', 'gt', 'gte', 'lt', 'lte']
 const text = (key: string) => `(payload->>'${key}')`
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const asText: FilterSpec['parse'] = (raw) => ({ value: raw })
 const asNumber = (integer: boolean): FilterSpec['parse'] => (raw) => {
@@ -53,8 +52,8 @@ export const fieldToFilter: { [T in FieldType]: FilterSpec | null } = {
     }
   },
   multipleChoice: null,
-  user: { operators: equality, expr: text, parse: (raw) => (uuid.test(raw) ? { value: raw.toLowerCase() } : { error: 'must be a user id (UUID)' }) },
-  recordRef: { operators: equality, expr: text, parse: (raw) => (uuid.test(raw) ? { value: raw.toLowerCase() } : { error: 'must be a record id (UUID)' }) },
+  user: { operators: equality, expr: text, parse: (raw) => (isUuid(raw) ? { value: raw.toLowerCase() } : { error: 'must be a user id (UUID)' }) },
+  recordRef: { operators: equality, expr: text, parse: (raw) => (isUuid(raw) ? { value: raw.toLowerCase() } : { error: 'must be a record id (UUID)' }) },
   group: null,
   location: null
 }
