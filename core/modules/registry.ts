@@ -26,6 +26,8 @@ export interface RegisteredModule {
   fields: ReadonlyMap<string, FieldDefinition>
   states: ReadonlyMap<string, WorkflowState>
   transitions: ReadonlyMap<string, WorkflowTransition>
+  /** Per transition: the payload fields its guard needs (the target state's `requires` plus the transition's own). */
+  guards: ReadonlyMap<string, readonly string[]>
 }
 
 function deepFreeze<T>(o: T): T {
@@ -69,7 +71,13 @@ export class ModuleRegistry {
       numberPattern: compilePattern(definition.numberPattern),
       fields: new Map(definition.fields.map((f) => [f.key, f])),
       states: new Map(definition.workflow.states.map((s) => [s.key, s])),
-      transitions: new Map(definition.workflow.transitions.map((t) => [t.key, t]))
+      transitions: new Map(definition.workflow.transitions.map((t) => [t.key, t])),
+      guards: new Map(
+        definition.workflow.transitions.map((t) => {
+          const target = definition.workflow.states.find((s) => s.key === t.to)
+          return [t.key, Object.freeze([...new Set([...(target?.requires ?? []), ...(t.requires ?? [])])])]
+        })
+      )
     }
     this.modules.set(definition.key, entry)
     return entry

@@ -49,7 +49,7 @@ export interface RecordsOptions {
 /** The one records operation: REST, bulk, GraphQL and internal callers all come through here. */
 export class RecordsService {
   private readonly validateQuery
-  private readonly firableCache = new Map<string, Array<{ key: string; label: string; to: string; requires: string[] }>>()
+  private readonly firableCache = new Map<string, Array<{ key: string; label: string; to: string; requires: readonly string[] }>>()
   constructor(private readonly o: RecordsOptions) {
     this.validateQuery = recordQueryValidator(o.maxLimit)
   }
@@ -88,17 +88,11 @@ export class RecordsService {
     if (!list) {
       list = module.definition.workflow.transitions
         .filter((t) => t.from.includes(state) && canFire(principal, module, t))
-        .map((t) => ({ key: t.key, label: t.label ?? t.key, to: t.to, requires: [...new Set([...(module.states.get(t.to)?.requires ?? []), ...(t.requires ?? [])])] }))
+        .map((t) => ({ key: t.key, label: t.label ?? t.key, to: t.to, requires: module.guards.get(t.key)! }))
       if (this.firableCache.size > 10_000) this.firableCache.clear()
       this.firableCache.set(key, list)
     }
     return list
-  }
-
-  private missingFor(module: RegisteredModule, transitionKey: string, payload: Record<string, unknown>): string[] {
-    const t = module.transitions.get(transitionKey)!
-    const required = [...(module.states.get(t.to)?.requires ?? []), ...(t.requires ?? [])]
-    return [...new Set(required)].filter((f) => !hasValue(payload[f]))
   }
 
   /**
@@ -111,8 +105,8 @@ export class RecordsService {
     const problemsFound: FieldProblem[] = []
     for (const f of module.definition.fields) {
       if (f.type !== 'recordRef' || typeof payload[f.key] !== 'string' || (changed && !changed.has(f.key))) continue
-      const found = await repo.existingRefs(db, principal.tenantId, f.module, [payload[f.key] as string])
-      if (!found.size || !this.o.tenants.get(principal.tenantId)?.modules.has(f.module)) {
+      const installed = !!this.o.tenants.get(principal.tenantId)?.modules.has(f.module)
+      if (!installed || !(await repo.existingRefs(db, principal.tenantId, f.module, [payload[f.key] as string])).size) {
         problemsFound.push({ pointer: `/payload/${f.key}`, field: `payload.${f.key}`, code: 'reference', detail: `must be the id of a live ${f.module} record of this tenant` })
       }
     }
@@ -305,7 +299,7 @@ export class RecordsService {
       const payload = mergePatch(row.payload, patch)
       const changes = diffPayload(row.payload, payload)
       if (changes.length) await this.checkPayload(principal, module, payload, client, new Set(changes.map((c) => c.field)))
-      const missing = this.missingFor(module, t.key, payload)
+      const missing = module.guards.get(t.key)!.filter((f) => !hasValue(payload[f]))
       if (missing.length) {
         throw validationError(
           missing.map((f) => ({ pointer: `/payload/${f}`, field: `payload.${f}`, code: 'guard', detail: `is required to enter state "${t.to}" by transition "${t.key}"` }))
