@@ -1,3 +1,4 @@
+import { FeathersError } from '@feathersjs/errors'
 import feathersPackage from '@feathersjs/feathers'
 import type { Middleware, ParameterizedContext } from 'koa'
 import { ApiError, toProblem, problems } from '../errors/index.ts'
@@ -29,7 +30,8 @@ export const problemResponses = (errorsUrl: () => string): Middleware => async (
     const traceId: string = ctx.state.traceId ?? 'unknown'
     let err = caught
     const path = ctx.originalUrl.split('?')[0]
-    const methodNotAllowed = !(err instanceof ApiError) && toProblem(err, traceId, '').body.status === 405
+    // Feathers' own MethodNotAllowed (a service lacking the method the verb maps to).
+    const methodNotAllowed = err instanceof FeathersError && !(err instanceof ApiError) && err.code === 405
     // An unknown `<id>:<operation>` reaches Feathers as a method the service lacks: it is no route at all.
     if (methodNotAllowed && path !== ctx.path) err = problems.notFound('route.not_found', `No route ${ctx.method} ${path}.`)
     const { body, headers, internal } = toProblem(err, traceId, errorsUrl())
