@@ -62,11 +62,47 @@ export class CredentialStore {
 
   constructor(private readonly pool: pg.Pool) {}
 
-  async listen() {
-    this.listener = await this.pool.connect()
-    this.listener.on('notification', (msg) => this.forget(msg.payload))
-    this.listener.on('error', (err) => logger.warn('credential listener failed; cache falls back to its time limit', { error: err.message }))
-    await this.listener.query(`LISTEN ${credentialsChannel}`)
+  private closed = false
+  private retryTimer?: NodeJS.Timeout
+
+  /**
+   * Listens for revocations from every instance. If the listening connection drops,
+   * it reconnects with backoff and empties the cache, since NOTIFYs sent meanwhile
+   * were missed.
+   */
+  async listen(attempt = 0): Promise<void> {
+    this.closed = false
+    try {
+      const client = await this.pool.connect()
+      this.listener = client
+      client.on('notification', (msg) => this.forget(msg.payload))
+      const lost = (err?: Error) => {
+        if (this.listener !== client) return
+        this.listener = undefined
+        client.release(err ?? true)
+        if (this.closed) return
+        logger.warn('credential listener lost; reconnecting', { error: err?.message })
+        this.retry(0)
+      }
+      client.on('error', lost)
+      client.on('end', () => lost())
+      await client.query(`LISTEN ${credentialsChannel}`)
+      if (attempt > 0) this.cache.clear()
+    } catch (err) {
+      if (attempt === 0 && !this.retryTimer) throw err
+      logger.warn('credential listener could not reconnect', { error: (err as Error).message })
+      this.retry(attempt)
+    }
+  }
+
+  private retry(attempt: number) {
+    if (this.closed) return
+    const delay = Math.min(30_000, 250 * 2 ** attempt)
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined
+      void this.listen(attempt + 1)
+    }, delay)
+    this.retryTimer.unref()
   }
 
   private forget(id: string | undefined) {
@@ -74,10 +110,13 @@ export class CredentialStore {
   }
 
   async close() {
-    if (this.listener) {
-      await this.listener.query(`UNLISTEN ${credentialsChannel}`).catch(() => undefined)
-      this.listener.release()
-      this.listener = undefined
+    this.closed = true
+    clearTimeout(this.retryTimer)
+    const client = this.listener
+    this.listener = undefined
+    if (client) {
+      await client.query(`UNLISTEN ${credentialsChannel}`).catch(() => undefined)
+      client.release()
     }
   }
 
