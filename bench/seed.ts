@@ -114,7 +114,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const tenantId = values.tenant ?? defaultTenant
   const { createPlatform } = await import('../core/app.ts')
   // Migrate and create the tenant with its modules, exactly as the service start does.
-  const platform = await createPlatform(loadConfig({ jobs: { enabled: false }, logLevel: 'error', tenants: { [tenantId]: { name: 'Bench', modules: benchModules } }, database: { url } }))
+  const platform = await createPlatform(loadConfig({ jobs: { enabled: false }, logLevel: 'error', tenants: { [tenantId]: { name: 'Bench', modules: benchModules } }, database: { url } }), { limiter: false })
   await platform.db.close()
   const r = await seedIncidents(url, { tenantId, count: Number(values.count ?? 100_000) })
   process.stdout.write(`seeded ${r.count} incident records for tenant ${tenantId} in ${r.ms} ms (last number ${r.lastNumber})\n`)

@@ -5,6 +5,11 @@ import { koa, rest } from '@feathersjs/koa'
 import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
 import { CredentialStore } from './auth/credentials.ts'
+import { SessionStore } from './auth/sessions.ts'
+import { UserDirectory } from './auth/users.ts'
+import { createLimiter } from './limits/limiter.ts'
+import { identify, rejectBadCredentials } from './http/identify.ts'
+import { rateLimit } from './http/rate-limit.ts'
 import type { AppConfig } from './config.ts'
 import type { App, Platform } from './declarations.ts'
 import { openDatabase } from './db/index.ts'
@@ -34,7 +39,7 @@ async function platformSecret(pool: Platform['db']['pool'], name: string): Promi
  * stops here), database (migrated), tenants synced from config, credentials.
  * Returns `createdTenants`: tenants this start-up created.
  */
-export async function createPlatform(config: AppConfig): Promise<Platform & { createdTenants: string[] }> {
+export async function createPlatform(config: AppConfig, options: { limiter?: boolean } = {}): Promise<Platform & { createdTenants: string[] }> {
   logger.setLevel(config.logLevel)
   const registry = await loadModules(config.modules)
   const db = await openDatabase(config)
@@ -43,8 +48,12 @@ export async function createPlatform(config: AppConfig): Promise<Platform & { cr
     const tenants = new TenantDirectory(db.pool, registry)
     await tenants.load()
     const credentials = new CredentialStore(db.pool)
+    const users = new UserDirectory(db.pool, tenants)
+    const sessions = new SessionStore(db.pool, config.sessions)
     const cursors = new CursorCodec(await platformSecret(db.pool, 'cursor-signing'))
-    return { config, db, registry, tenants, credentials, cursors, createdTenants }
+    const limiter = options.limiter === false ? undefined : await createLimiter({ redisUrl: config.redis.url, prefix: config.redis.prefix })
+    const limitsFor = (tenantId: string | undefined) => ({ ...config.limits, ...(tenantId ? config.tenants[tenantId]?.limits : undefined) })
+    return { config, db, registry, tenants, credentials, users, sessions, limiter, cursors, limitsFor, createdTenants }
   } catch (err) {
     await db.close()
     throw err
@@ -59,6 +68,9 @@ export function createApp(platform: Platform): App {
   app.use(traceId())
   app.use(problemResponses(() => app.get('errorsUrl')))
   app.use(errorPages())
+  app.use(identify(platform.credentials, platform.sessions))
+  if (platform.limiter) app.use(rateLimit(platform.limiter, (p) => platform.limitsFor(p?.tenantId).requestsPerMinute))
+  app.use(rejectBadCredentials)
   app.use(jsonBody(platform.config.http.maxJsonBytes, [/^\/api\/modules\/[^/]+\/bulk$/]))
   app.use(colonMethods([recordsPath]))
   app.configure(rest())
@@ -84,7 +96,10 @@ export async function startServer(platform: Platform): Promise<RunningServer> {
   const url = `http://${platform.config.host}:${port}`
   if (!platform.config.errors.baseUrl) app.set('errorsUrl', `${platform.config.publicUrl ?? url}/errors`)
   const agenda = platform.config.jobs.enabled
-    ? await startJobs(platform.db.pool, [{ name: 'idempotency.purge', every: '1 hour', run: async () => ({ removed: await purgeExpiredKeys(platform.db.pool) }) }])
+    ? await startJobs(platform.db.pool, [
+        { name: 'idempotency.purge', every: '1 hour', run: async () => ({ removed: await purgeExpiredKeys(platform.db.pool) }) },
+        { name: 'sessions.purge', every: '1 hour', run: async () => ({ removed: await platform.sessions.purgeExpired() }) }
+      ])
     : undefined
   return {
     app,
@@ -95,6 +110,7 @@ export async function startServer(platform: Platform): Promise<RunningServer> {
       await agenda?.drain(10_000)
       await app.teardown()
       await platform.credentials.close()
+      await platform.limiter?.close()
       await platform.db.close()
     }
   }

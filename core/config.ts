@@ -4,10 +4,28 @@ import { resolve } from 'node:path'
 import { createRequire } from 'node:module'
 import { projectRoot } from './paths.ts'
 
+const LimitsConfig = Type.Object(
+  {
+    /** Requests per credential in any 60-second window (sliding). */
+    requestsPerMinute: Type.Integer({ minimum: 1 }),
+    /** Bulk loads running at once per tenant. */
+    bulkConcurrency: Type.Integer({ minimum: 1 }),
+    /** Export jobs running at once per tenant. */
+    exportConcurrency: Type.Integer({ minimum: 1 }),
+    /** Signed upload URLs per credential per minute. */
+    attachmentUrlsPerMinute: Type.Integer({ minimum: 1 }),
+    /** Password attempts per user name and per client address per minute. */
+    signInAttemptsPerMinute: Type.Integer({ minimum: 1 })
+  },
+  { additionalProperties: false }
+)
+
 const TenantConfig = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1 })),
-    modules: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9-]*$' }), { uniqueItems: true })
+    modules: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9-]*$' }), { uniqueItems: true }),
+    /** Enterprise plans: any of the limits, raised (or lowered) for this tenant. */
+    limits: Type.Optional(Type.Partial(LimitsConfig))
   },
   { additionalProperties: false }
 )
@@ -37,6 +55,16 @@ export const configSchema = Type.Object({
   idempotency: Type.Object({
     retentionHours: Type.Number({ exclusiveMinimum: 0 }),
     inFlightTimeoutSeconds: Type.Number({ exclusiveMinimum: 0 })
+  }),
+  redis: Type.Object({
+    /** Shares rate-limit windows and concurrency slots across instances; memory when null. */
+    url: Type.Union([Type.String(), Type.Null()]),
+    prefix: Type.String()
+  }),
+  limits: LimitsConfig,
+  sessions: Type.Object({
+    ttlHours: Type.Number({ exclusiveMinimum: 0 }),
+    idleMinutes: Type.Number({ exclusiveMinimum: 0 })
   }),
   errors: Type.Object({ baseUrl: Type.Union([Type.String(), Type.Null()]) }),
   jobs: Type.Object({ enabled: Type.Boolean() }),

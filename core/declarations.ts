@@ -1,5 +1,8 @@
 import type { Application as FeathersKoa } from '@feathersjs/koa'
 import type { CredentialStore } from './auth/credentials.ts'
+import type { SessionStore } from './auth/sessions.ts'
+import type { UserDirectory } from './auth/users.ts'
+import type { Limiter } from './limits/limiter.ts'
 import type { AppConfig } from './config.ts'
 import type { Database } from './db/index.ts'
 import type { ModuleRegistry } from './modules/registry.ts'
@@ -13,7 +16,13 @@ export interface Platform {
   registry: ModuleRegistry
   tenants: TenantDirectory
   credentials: CredentialStore
+  users: UserDirectory
+  sessions: SessionStore
+  /** Rate-limit windows and concurrency slots (Redis when configured); absent in the CLI. */
+  limiter?: Limiter
   cursors: CursorCodec
+  /** The limits that apply to a tenant: the defaults with its enterprise overrides. */
+  limitsFor(tenantId: string | undefined): AppConfig['limits']
 }
 
 export interface Settings {

@@ -1,10 +1,11 @@
 import type pg from 'pg'
 import { problems } from '../errors/index.ts'
 import { logger } from '../logger.ts'
+import { announceAccessChange, credentialsChannel } from './changes.ts'
 import type { Principal } from './principal.ts'
+import { effectiveRolesSql } from './users.ts'
 import { generateToken, hashToken, sameHash, tokenKind, type CredentialKind } from './tokens.ts'
 
-export const credentialsChannel = 'records_credentials_changed'
 const cacheMs = 30_000
 const touchEveryMs = 60_000
 
@@ -16,8 +17,13 @@ interface CredentialRow {
   secret_hash: Buffer
   user_id: string | null
   scopes: string[] | null
+  roles: string[] | null
   expires_at: Date | null
   revoked_at: Date | null
+  /** Personal tokens: the issuing user, whose current roles bound the token. */
+  user_name: string | null
+  user_active: boolean | null
+  user_roles: string[] | null
 }
 
 interface CacheEntry {
@@ -32,6 +38,11 @@ export interface CredentialInfo {
   kind: CredentialKind
   name: string
   prefix: string
+  /** The issuing user of a personal token. */
+  userId: string | null
+  scopes: string[] | null
+  roles: string[] | null
+  createdBy: unknown
   createdAt: string
   lastUsedAt: string | null
   expiresAt: string | null
@@ -45,6 +56,10 @@ const toInfo = (r: any): CredentialInfo => ({
   kind: r.kind,
   name: r.name,
   prefix: r.prefix,
+  userId: r.user_id ?? null,
+  scopes: r.scopes ?? null,
+  roles: r.roles ?? null,
+  createdBy: r.created_by ?? null,
   createdAt: iso(r.created_at)!,
   lastUsedAt: iso(r.last_used_at),
   expiresAt: iso(r.expires_at),
@@ -105,8 +120,10 @@ export class CredentialStore {
     this.retryTimer.unref()
   }
 
-  private forget(id: string | undefined) {
-    for (const [key, entry] of this.cache) if (entry.row?.id === id) this.cache.delete(key)
+  private forget(payload: string | undefined) {
+    const [kind, id] = [payload?.slice(0, 1), payload?.slice(2)]
+    const matches = (row: CredentialRow) => (kind === 'c' ? row.id === id : kind === 'u' ? row.user_id === id : row.tenant_id === id)
+    for (const [key, entry] of this.cache) if (entry.row && matches(entry.row)) this.cache.delete(key)
   }
 
   async close() {
@@ -121,12 +138,12 @@ export class CredentialStore {
   }
 
   /** Issues a token; the only moment its secret exists outside the caller's hands. */
-  async create(input: { tenantId: string; kind: CredentialKind; name: string; userId?: string; scopes?: string[]; expiresAt?: string | null; createdBy?: unknown }) {
+  async create(input: { tenantId: string; kind: CredentialKind; name: string; userId?: string | null; scopes?: string[] | null; roles?: string[] | null; expiresAt?: string | null; createdBy?: unknown }) {
     const { token, hash, prefix } = generateToken(input.kind)
     const { rows } = await this.pool.query(
-      `INSERT INTO credentials (tenant_id, kind, name, prefix, secret_hash, user_id, scopes, expires_at, created_by)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
-      [input.tenantId, input.kind, input.name, prefix, hash, input.userId ?? null, input.scopes ?? null, input.expiresAt ?? null, JSON.stringify(input.createdBy ?? null)]
+      `INSERT INTO credentials (tenant_id, kind, name, prefix, secret_hash, user_id, scopes, roles, expires_at, created_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
+      [input.tenantId, input.kind, input.name, prefix, hash, input.userId ?? null, input.scopes ?? null, input.roles ?? null, input.expiresAt ?? null, JSON.stringify(input.createdBy ?? null)]
     )
     return { token, credential: toInfo(rows[0]) }
   }
@@ -138,21 +155,33 @@ export class CredentialStore {
     )
     if (rows[0]) {
       // This instance forgets it at once; the NOTIFY reaches the others (and arrives here later).
-      this.forget(rows[0].id)
-      await this.pool.query('SELECT pg_notify($1, $2)', [credentialsChannel, id])
+      this.forget(`c:${rows[0].id}`)
+      await announceAccessChange(this.pool, { credentialId: rows[0].id })
     }
     return rows[0] ? toInfo(rows[0]) : undefined
   }
 
-  async list(tenantId: string): Promise<CredentialInfo[]> {
-    const { rows } = await this.pool.query('SELECT * FROM credentials WHERE tenant_id = $1 ORDER BY created_at, id', [tenantId])
+  /** A tenant's tokens, newest last; only those of one user when `userId` is given. */
+  async list(tenantId: string, filter: { userId?: string } = {}): Promise<CredentialInfo[]> {
+    const { rows } = filter.userId
+      ? await this.pool.query('SELECT * FROM credentials WHERE tenant_id = $1 AND user_id = $2 ORDER BY created_at, id', [tenantId, filter.userId])
+      : await this.pool.query('SELECT * FROM credentials WHERE tenant_id = $1 ORDER BY created_at, id', [tenantId])
     return rows.map(toInfo)
+  }
+
+  async get(tenantId: string, id: string): Promise<CredentialInfo | undefined> {
+    if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined
+    const { rows } = await this.pool.query('SELECT * FROM credentials WHERE tenant_id = $1 AND id = $2', [tenantId, id])
+    return rows[0] ? toInfo(rows[0]) : undefined
   }
 
   private async lookup(hash: Buffer): Promise<CredentialRow | null> {
     const { rows } = await this.pool.query({
       name: 'credential-by-hash',
-      text: 'SELECT tenant_id, id, kind, name, secret_hash, user_id, scopes, expires_at, revoked_at FROM credentials WHERE secret_hash = $1',
+      text: `SELECT c.tenant_id, c.id, c.kind, c.name, c.secret_hash, c.user_id, c.scopes, c.roles, c.expires_at, c.revoked_at,
+                    u.user_name, u.active AS user_active, CASE WHEN u.id IS NULL THEN NULL ELSE ${effectiveRolesSql} END AS user_roles
+               FROM credentials c LEFT JOIN users u ON u.tenant_id = c.tenant_id AND u.id = c.user_id
+              WHERE c.secret_hash = $1`,
       values: [hash]
     })
     return rows[0] ?? null
@@ -175,6 +204,7 @@ export class CredentialStore {
     if (!row || !principal) throw problems.unauthenticated('auth.invalid', 'The bearer token is unknown.')
     if (row.revoked_at) throw problems.unauthenticated('auth.revoked', 'The bearer token has been revoked.')
     if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw problems.unauthenticated('auth.expired', `The bearer token expired at ${row.expires_at.toISOString()}.`)
+    if (row.kind === 'personal' && !row.user_active) throw problems.unauthenticated('auth.user_inactive', 'The user behind this personal access token is deactivated or gone.')
     this.touch(row)
     return principal
   }
@@ -187,15 +217,7 @@ export class CredentialStore {
     const hash = hashToken(token)
     const row = await this.lookup(hash)
     if (!row || !sameHash(row.secret_hash, hash)) return { row: null, principal: null, at: Date.now() }
-    const principal: Principal = {
-      tenantId: row.tenant_id,
-      credentialId: row.id,
-      kind: row.kind,
-      actor: { type: row.kind === 'api_key' ? 'api-key' : row.kind === 'personal' ? 'user' : 'service-account', id: row.kind === 'personal' && row.user_id ? row.user_id : row.id, name: row.name },
-      roles: row.kind === 'api_key' ? 'all' : [],
-      scopes: row.scopes ?? undefined
-    }
-    return { row, principal, at: Date.now() }
+    return { row, principal: principalOf(row), at: Date.now() }
   }
 
   private touch(row: CredentialRow) {
@@ -206,4 +228,21 @@ export class CredentialStore {
       .query('UPDATE credentials SET last_used_at = now() WHERE tenant_id = $1 AND id = $2', [row.tenant_id, row.id])
       .catch((err) => logger.warn('could not record token use', { error: err.message }))
   }
+}
+
+/**
+ * What a token acts as. API key: the tenant. Personal token: its user, with the
+ * user's roles as they are now (the cache is dropped when they change), narrowed by
+ * the token's scopes if it has any. Service account: its scopes, and its roles if it
+ * was given some (otherwise the tenant's rights within those scopes).
+ */
+function principalOf(row: CredentialRow): Principal {
+  const base = { tenantId: row.tenant_id, credentialId: row.id, kind: row.kind }
+  if (row.kind === 'personal') {
+    return { ...base, actor: { type: 'user', id: row.user_id!, name: row.user_name ?? row.name }, userId: row.user_id!, roles: row.user_roles ?? [], scopes: row.scopes ?? 'all' }
+  }
+  if (row.kind === 'service_account') {
+    return { ...base, actor: { type: 'service-account', id: row.id, name: row.name }, roles: row.roles ?? 'all', scopes: row.scopes ?? [] }
+  }
+  return { ...base, actor: { type: 'api-key', id: row.id, name: row.name }, roles: 'all', scopes: row.scopes ?? 'all' }
 }

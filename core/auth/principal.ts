@@ -1,4 +1,5 @@
 import { problems } from '../errors/index.ts'
+import type { Scopes } from './scopes.ts'
 import type { CredentialKind } from './tokens.ts'
 
 export interface Actor {
@@ -10,12 +11,24 @@ export interface Actor {
 /** Who is calling, for which tenant, with which rights. Every service call carries one. */
 export interface Principal {
   tenantId: string
+  /** The token or session behind the call (rate limits and idempotency keys are per credential). */
   credentialId: string
-  kind: CredentialKind | 'system'
+  kind: CredentialKind | 'session' | 'system'
   actor: Actor
+  /** The user behind a personal token or a session. */
+  userId?: string
   /** 'all' for tenant API keys and system actions; otherwise the roles held now. */
   roles: 'all' | readonly string[]
-  scopes?: readonly string[]
+  /** 'all' unless the token was narrowed to scopes (always narrowed for service accounts). */
+  scopes: Scopes
+}
+
+/** The built-in tenant role that manages users, groups and every token of the tenant. */
+export const adminRole = 'admin'
+
+/** Whether the principal administers its tenant (API keys act as the tenant). */
+export function isAdmin(p: Principal): boolean {
+  return p.roles === 'all' || p.roles.includes(adminRole)
 }
 
 /**
@@ -29,5 +42,5 @@ export function requirePrincipal(params: { principal?: Principal }, what: string
 
 /** An explicit, named internal action (CLI, jobs): never implied by a missing provider. */
 export function systemPrincipal(tenantId: string, name: string): Principal {
-  return { tenantId, credentialId: '00000000-0000-0000-0000-000000000000', kind: 'system', actor: { type: 'system', id: name, name }, roles: 'all' }
+  return { tenantId, credentialId: '00000000-0000-0000-0000-000000000000', kind: 'system', actor: { type: 'system', id: name, name }, roles: 'all', scopes: 'all' }
 }

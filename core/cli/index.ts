@@ -5,22 +5,36 @@ import type { Platform } from '../declarations.ts'
 import { migrateLatest } from '../db/migrate.ts'
 import { openDatabase } from '../db/index.ts'
 import { ModuleDefinitionError } from '../modules/validate.ts'
+import { describeError, identityCommand } from './identity.ts'
 
 const usage = `records: admin CLI of the records platform (works with or without the server running)
 
   records migrate                                   bring the database schema up to date
   records tenant list                               tenants and their installed modules
-  records token create --tenant ID --type api-key --name LABEL [--expires ISO-8601]
+
+  records user create --tenant ID --username NAME [--display-name TEXT] [--email ADDR] [--roles R1,R2] [--password-stdin]
+                                                    create a user; with --password-stdin the password is read from stdin
+  records user list --tenant ID                     users with their direct and effective roles
+  records user password --tenant ID --user NAME --password-stdin
+  records user deactivate|activate --tenant ID --user NAME
+  records role list --tenant ID                     roles this tenant can grant (admin + module roles)
+  records role grant|revoke --tenant ID --user NAME --role ROLE
+  records group create --tenant ID --name NAME [--roles R1,R2]
+  records group add|remove --tenant ID --group NAME --user NAME
+  records group list --tenant ID
+
+  records token create --tenant ID --type api-key|personal|service-account --name LABEL
+                       [--user NAME] [--scopes S1,S2] [--roles R1,R2] [--expires ISO-8601]
                                                     issue a token; it is printed once, alone on the last line
+                                                    (personal needs --user; service-account needs --scopes)
   records token list --tenant ID                    tokens of a tenant (prefix, name, state; never the secret)
   records token revoke TOKEN-ID                     revoke a token; it fails with 401 from the next call on
+  records scopes                                    the scope names tokens can carry
 
 Database: DATABASE_URL, or the embedded PostgreSQL in ./data (started if needed).`
 
-const types: Record<string, 'api_key'> = { 'api-key': 'api_key' }
-
 async function withPlatform<T>(fn: (p: Platform) => Promise<T>): Promise<T> {
-  const platform = await createPlatform(loadConfig({ logLevel: process.env.LOG_LEVEL ? undefined : 'warn' } as any))
+  const platform = await createPlatform(loadConfig({ logLevel: process.env.LOG_LEVEL ? undefined : 'warn' } as any), { limiter: false })
   try {
     return await fn(platform)
   } finally {
@@ -42,6 +56,15 @@ async function main(argv: string[]) {
       type: { type: 'string' },
       name: { type: 'string' },
       expires: { type: 'string' },
+      username: { type: 'string' },
+      user: { type: 'string' },
+      'display-name': { type: 'string' },
+      email: { type: 'string' },
+      roles: { type: 'string' },
+      role: { type: 'string' },
+      group: { type: 'string' },
+      scopes: { type: 'string' },
+      'password-stdin': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -67,25 +90,6 @@ async function main(argv: string[]) {
     })
     return
   }
-  if (area === 'token' && action === 'create') {
-    const kind = types[values.type ?? '']
-    if (!kind) fail(`--type must be one of: ${Object.keys(types).join(', ')} (personal and service-account tokens need users and scopes: see the identity issue)`)
-    if (!values.tenant) fail('--tenant is required')
-    if (!values.name) fail('--name is required')
-    if (values.expires && Number.isNaN(Date.parse(values.expires))) fail('--expires must be an ISO 8601 date-time')
-    await withPlatform(async (p) => {
-      if (!p.tenants.get(values.tenant!)) fail(`no tenant "${values.tenant}" (see: records tenant list)`)
-      const { token, credential } = await p.credentials.create({
-        tenantId: values.tenant!,
-        kind,
-        name: values.name!,
-        expiresAt: values.expires ? new Date(values.expires).toISOString() : null,
-        createdBy: { type: 'system', id: 'cli', name: 'records CLI' }
-      })
-      process.stdout.write(`Created ${values.type} ${credential.id} "${credential.name}" for tenant ${credential.tenantId}${credential.expiresAt ? `, expires ${credential.expiresAt}` : ''}.\nThe token is shown once:\n${token}\n`)
-    })
-    return
-  }
   if (area === 'token' && action === 'list') {
     if (!values.tenant) fail('--tenant is required')
     await withPlatform(async (p) => {
@@ -105,11 +109,14 @@ async function main(argv: string[]) {
     })
     return
   }
+  if (['user', 'role', 'group', 'token', 'scopes'].includes(area)) {
+    const done = await withPlatform((p) => identityCommand(p, area, action, arg, values, (line) => process.stdout.write(line + '\n'), fail))
+    if (done) return
+  }
   fail(`unknown command "${positionals.join(' ')}"\n\n${usage}`)
 }
 
 main(process.argv.slice(2)).catch((err) => {
-  if (err instanceof ModuleDefinitionError) process.stderr.write(`records: ${err.message}\n`)
-  else process.stderr.write(`records: ${err?.message ?? err}\n`)
+  process.stderr.write(`records: ${err instanceof ModuleDefinitionError ? err.message : describeError(err)}\n`)
   process.exit(1)
 })

@@ -1,8 +1,12 @@
 import knexFactory, { type Knex } from 'knex'
 import * as initial from './migrations/001-initial.ts'
+import * as identity from './migrations/002-identity.ts'
 
 /** Versioned migrations, in order. Add a file and a row; never edit a released one. */
-const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }]> = [['001-initial', initial]]
+const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }]> = [
+  ['001-initial', initial],
+  ['002-identity', identity]
+]
 
 const source: Knex.MigrationSource<string> = {
   getMigrations: async () => migrations.map(([name]) => name),

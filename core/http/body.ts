@@ -5,10 +5,12 @@ const jsonTypes = ['application/json', 'application/merge-patch+json', 'applicat
 
 /**
  * Reads JSON bodies of POST/PATCH/PUT with a size cap. A body with another media type
- * is refused with 415; a streaming route (bulk) declares itself and reads its own body.
+ * is refused with 415; a streaming route (bulk) declares itself and reads its own body,
+ * and the browser pages (outside /api/) read their own form bodies.
  */
 export const jsonBody = (maxBytes: number, streamingPaths: RegExp[] = []): Middleware => async (ctx, next) => {
-  if (!['POST', 'PATCH', 'PUT'].includes(ctx.method) || streamingPaths.some((p) => p.test(ctx.path))) return next()
+  // Only the API takes JSON; the browser pages read their own form bodies.
+  if (!['POST', 'PATCH', 'PUT'].includes(ctx.method) || !ctx.path.startsWith('/api/') || streamingPaths.some((p) => p.test(ctx.path))) return next()
   const length = Number(ctx.get('content-length') || 0)
   const chunked = ctx.get('transfer-encoding') !== ''
   if (!length && !chunked) {

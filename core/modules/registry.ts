@@ -24,6 +24,8 @@ export interface RegisteredModule {
   validatePayload: ValidateFunction
   numberPattern: NumberPattern
   fields: ReadonlyMap<string, FieldDefinition>
+  /** Top-level fields with an access rule (field-level permissions). */
+  restrictedFields: readonly FieldDefinition[]
   states: ReadonlyMap<string, WorkflowState>
   transitions: ReadonlyMap<string, WorkflowTransition>
   /** Per transition: the payload fields its guard needs (the target state's `requires` plus the transition's own). */
@@ -70,6 +72,7 @@ export class ModuleRegistry {
       validatePayload,
       numberPattern: compilePattern(definition.numberPattern),
       fields: new Map(definition.fields.map((f) => [f.key, f])),
+      restrictedFields: definition.fields.filter((f) => f.access),
       states: new Map(definition.workflow.states.map((s) => [s.key, s])),
       transitions: new Map(definition.workflow.transitions.map((t) => [t.key, t])),
       guards: new Map(

@@ -22,11 +22,21 @@ export interface ChoiceOption {
   label?: string
 }
 
+/**
+ * Field-level rule: only these roles see (read) or change (write) the field; write
+ * defaults to read. Tenant API keys act as the tenant and are not restricted.
+ */
+export interface FieldAccess {
+  read: string[]
+  write?: string[]
+}
+
 interface FieldBase {
   key: string
   label?: string
   description?: string
   required?: boolean
+  access?: FieldAccess
 }
 
 export type FieldDefinition = FieldBase &
@@ -73,6 +83,12 @@ export interface Workflow {
   transitions: WorkflowTransition[]
 }
 
+/**
+ * A row-level condition: `createdBy: 'self'` matches records the caller created;
+ * `{ field, equals: 'self' }` matches records whose top-level user field names the caller.
+ */
+export type RowCondition = { createdBy: 'self' } | { field: string; equals: 'self' }
+
 export const moduleActions = ['read', 'create', 'update', 'delete', 'export', 'attachments', 'transition:*'] as const
 
 export interface ModuleDefinition {
@@ -84,6 +100,11 @@ export interface ModuleDefinition {
   workflow: Workflow
   /** Role -> actions: read, create, update, delete, export, attachments, transition:<key> or transition:*. */
   permissions: Record<string, string[]>
+  /**
+   * Row-level rules: role -> conditions, any of which lets that role see a record.
+   * A role without an entry sees every record its permissions let it read.
+   */
+  rowAccess?: Record<string, RowCondition[]>
   /** e.g. `INC-{YYYY}-{seq:5}`; tokens: {YYYY} {YY} {MM} {DD} {seq:N}. */
   numberPattern: string
 }

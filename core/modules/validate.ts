@@ -60,6 +60,14 @@ function checkFields(fields: unknown, path: string, fail: (where: string, proble
         }
         break
     }
+    if (field.access !== undefined) {
+      const a = field.access as unknown
+      const roleList = (v: unknown) => Array.isArray(v) && v.length > 0 && v.every((r) => typeof r === 'string' && r !== '')
+      if (!isObject(a) || !roleList(a.read) || (a.write !== undefined && !roleList(a.write))) {
+        fail(where, 'access must be { read: [roles...], write?: [roles...] } with at least one role in each list')
+      }
+      if (nested) fail(where, 'access rules apply to top-level fields only')
+    }
     for (const bound of ['minimum', 'maximum', 'maxLength', 'minItems', 'maxItems'] as const) {
       const v = (field as any)[bound]
       if (v !== undefined && typeof v !== 'number') fail(where, `${bound} must be a number`)
@@ -111,6 +119,29 @@ export function validateModuleDefinition(def: unknown, packageName: string): ass
     for (const a of actions) {
       if (typeof a !== 'string' || !actionPattern.test(a)) fail(`permissions.${role}`, `unknown action ${JSON.stringify(a)}`)
       if (a.startsWith('transition:') && a !== 'transition:*' && !transitions.has(a.slice(11))) fail(`permissions.${role}`, `names unknown transition "${a.slice(11)}"`)
+    }
+  }
+  const roles = new Set(Object.keys(m.permissions))
+  for (const f of m.fields) {
+    for (const r of [...(f.access?.read ?? []), ...(f.access?.write ?? [])]) {
+      if (!roles.has(r)) fail(`field "${f.key}"`, `access names role "${r}", which the module's permissions do not declare`)
+    }
+  }
+  if (m.rowAccess !== undefined) {
+    if (!isObject(m.rowAccess)) fail('rowAccess', 'must map role names to lists of conditions')
+    for (const [role, conditions] of Object.entries(m.rowAccess)) {
+      const where = `rowAccess.${role}`
+      if (!roles.has(role)) fail(where, 'names a role the module\'s permissions do not declare')
+      if (!Array.isArray(conditions) || conditions.length === 0) fail(where, 'must list at least one condition')
+      for (const c of conditions as unknown[]) {
+        if (isObject(c) && c.createdBy === 'self' && Object.keys(c).length === 1) continue
+        if (isObject(c) && c.equals === 'self' && typeof c.field === 'string' && Object.keys(c).length === 2) {
+          const field = m.fields.find((f) => f.key === c.field)
+          if (!field || field.type !== 'user') fail(where, `condition field "${c.field}" must be a top-level field of type user`)
+          continue
+        }
+        fail(where, `unknown condition ${JSON.stringify(c)}; use { "createdBy": "self" } or { "field": "<user field>", "equals": "self" }`)
+      }
     }
   }
   if (typeof m.numberPattern !== 'string') fail('numberPattern', 'must be a string such as "INC-{YYYY}-{seq:5}"')

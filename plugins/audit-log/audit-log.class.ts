@@ -1,13 +1,14 @@
 import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
-import { assertCan } from '../../core/auth/permissions.ts'
+import { assertCan, hiddenFields, redactActivity, rowRule } from '../../core/auth/access.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { problems } from '../../core/errors/index.ts'
 import { isoUtc as iso } from '../../core/db/index.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
-import { selectAny, toRecord } from '../records/records.repository.ts'
+import { view } from '../records/records.class.ts'
+import { selectAny } from '../records/records.repository.ts'
 import { auditLogQueryValidator, type AuditLogQuery } from './audit-log.schema.ts'
 
 interface AuditParams extends Params<AuditLogQuery> {
@@ -34,9 +35,11 @@ export class AuditLogService {
     if (query.recordId) {
       const row = await selectAny(this.o.pool, principal.tenantId, query.recordId)
       const module = row && this.o.tenants.get(principal.tenantId)?.modules.get(row.module_key)
-      if (!row || !module) throw problems.notFound('record.not_found', `No record ${query.recordId} for this tenant, live or deleted.`)
+      const notFound = () => problems.notFound('record.not_found', `No record ${query.recordId} for this tenant, live or deleted.`)
+      if (!row || !module) throw notFound()
       assertCan(principal, module, 'read')
-      const { activity, ...record } = toRecord(row)
+      if (rowRule(principal, module)?.test(row) === false) throw notFound()
+      const { activity, ...record } = view(principal, module, row)
       return { record, items: activity ?? [], nextCursor: null }
     }
     if (!query.moduleKey) {
@@ -44,19 +47,23 @@ export class AuditLogService {
     }
     const module = this.o.tenants.module(principal.tenantId, query.moduleKey)
     assertCan(principal, module, 'read')
+    const rule = rowRule(principal, module)
     const limit = query.limit ?? this.o.defaultLimit
-    const scope = JSON.stringify(['audit', principal.tenantId, query.moduleKey, query.action ?? null])
+    const scope = JSON.stringify(['audit', principal.tenantId, query.moduleKey, query.action ?? null, rule ? [rule.key, rule.bindings] : null])
     const after = query.cursor ? Number(this.o.cursors.decode(query.cursor, scope)[0]) : 0
     const values: unknown[] = [principal.tenantId, query.moduleKey, after, limit + 1]
     if (query.action) values.push(query.action)
+    // The row rule is written with ? placeholders over `records r`; number them after the others.
+    let i = 0
+    const ruleSql = rule ? `AND ${rule.sql.replace(/\?/g, () => `$${values.push(rule.bindings[i++])}`)}` : ''
     const { rows } = await this.o.pool.query(
       `SELECT a.id, ${iso('a.at')} AS at, a.actor, a.action, a.changes, a.transition, a.comment, a.record_id AS "recordId", r.number AS "recordNumber"
          FROM record_activity a JOIN records r ON r.tenant_id = a.tenant_id AND r.id = a.record_id
-        WHERE a.tenant_id = $1 AND r.module_key = $2 AND a.id > $3 ${query.action ? 'AND a.action = $5' : ''}
+        WHERE a.tenant_id = $1 AND r.module_key = $2 AND a.id > $3 ${query.action ? 'AND a.action = $5' : ''} ${ruleSql}
         ORDER BY a.id LIMIT $4`,
       values
     )
-    const items = rows.slice(0, limit)
+    const items = redactActivity(rows.slice(0, limit), hiddenFields(principal, module))
     const nextCursor = rows.length > limit ? this.o.cursors.encode(scope, [items[items.length - 1].id]) : null
     return { items, nextCursor, limit }
   }

@@ -1,5 +1,6 @@
 import type { Params } from '@feathersjs/feathers'
-import { assertCan } from '../../core/auth/permissions.ts'
+import { assertScope, seesModule } from '../../core/auth/access.ts'
+import { problems } from '../../core/errors/index.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { fieldToFilter } from '../../core/modules/derive/filters.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
@@ -32,15 +33,17 @@ export class ModulesService {
 
   async find(params: ModuleParams) {
     const principal = this.principal(params)
+    assertScope(principal, 'modules:read')
     const tenant = this.tenants.get(principal.tenantId)
-    const items = [...(tenant?.modules.values() ?? [])].sort((a, b) => a.definition.key.localeCompare(b.definition.key)).map(summary)
+    const items = [...(tenant?.modules.values() ?? [])].filter((m) => seesModule(principal, m)).sort((a, b) => a.definition.key.localeCompare(b.definition.key)).map(summary)
     return { items }
   }
 
   async get(key: string, params: ModuleParams) {
     const principal = this.principal(params)
+    assertScope(principal, 'modules:read')
     const m = this.tenants.module(principal.tenantId, String(key))
-    assertCan(principal, m, 'read')
+    if (!seesModule(principal, m)) throw problems.forbidden('permission.denied', `None of this credential's roles has rights in module "${m.definition.key}".`, { missing: 'read' })
     const d = m.definition
     return {
       ...summary(m),
@@ -48,6 +51,7 @@ export class ModulesService {
       schema: m.schema,
       workflow: d.workflow,
       permissions: d.permissions,
+      rowAccess: d.rowAccess ?? {},
       package: { name: d.packageName }
     }
   }

@@ -1,6 +1,6 @@
 import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
-import { assertCan, canFire } from '../../core/auth/permissions.ts'
+import { assertCan, assertWritable, canFire, hiddenFields, redactActivity, redactPayload, rowRule } from '../../core/auth/access.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { sql, transaction } from '../../core/db/index.ts'
 import { ShapedQuery } from '../../core/db/shaped-query.ts'
@@ -66,11 +66,14 @@ export class RecordsService {
   private moduleOf(principal: Principal, row: repo.RecordRow | undefined, id: string): RegisteredModule {
     const m = row && this.o.tenants.get(principal.tenantId)?.modules.get(row.module_key)
     if (!m) throw this.notFound(id)
+    assertCan(principal, m, 'read')
+    // A record outside the caller's row-level rule does not exist for it.
+    if (rowRule(principal, m)?.test(row) === false) throw this.notFound(id)
     return m
   }
 
   private present(principal: Principal, module: RegisteredModule, row: repo.RecordRow): RecordOut {
-    const out = repo.toRecord(row)
+    const out = view(principal, module, row)
     out.attachments = []
     out.availableTransitions = this.firable(principal, module, row.state).map((t) => ({
       key: t.key,
@@ -121,6 +124,8 @@ export class RecordsService {
     const module = this.o.tenants.module(principal.tenantId, q.moduleKey)
     assertCan(principal, module, 'read')
     const limit = q.limit ?? this.o.defaultLimit
+    const rule = rowRule(principal, module)
+    const hidden = hiddenFields(principal, module)
 
     // updatedSince pages in change order (incremental sync); otherwise in creation order.
     const byUpdate = !!q.updatedSince
@@ -130,6 +135,10 @@ export class RecordsService {
       .add('module', [module.definition.key], (b) => b.andWhere('r.module_key', module.definition.key))
     // A cursor is bound to its tenant, module and filters.
     const scopeParts: unknown[] = [principal.tenantId, module.definition.key]
+    if (rule) {
+      select.add(`row:${rule.key}`, rule.bindings, (b) => b.whereRaw(rule.sql, rule.bindings))
+      scopeParts.push(['row', rule.key, rule.bindings])
+    }
     // Sync clients ask for deleted records too, so that deletions reach them.
     if (q.includeDeleted) scopeParts.push('includeDeleted')
     else select.add('live', [], (b) => b.whereNull('r.deleted_at'))
@@ -149,6 +158,8 @@ export class RecordsService {
       scopeParts.push(['updatedSince', since])
     }
     for (const [key, condition] of Object.entries(q.payload ?? {})) {
+      // Filtering on a field one may not read would reveal it a bit at a time.
+      if (hidden.has(key)) assertWritable(principal, module, [key])
       for (const c of this.payloadFilter(module, key, condition)) select.add(c.sql, c.bindings, (b) => b.whereRaw(c.sql, c.bindings as any[]))
       scopeParts.push(['payload', key, condition])
     }
@@ -164,7 +175,7 @@ export class RecordsService {
     const page = rows.slice(0, limit)
     const last = page[page.length - 1]
     const nextCursor = rows.length > limit && last ? this.o.cursors.encode(scope, byUpdate ? [last.updated_at_exact, last.seq] : [last.seq]) : null
-    return { items: page.map(repo.toRecord), nextCursor, limit }
+    return { items: page.map((row) => view(principal, module, row, hidden)), nextCursor, limit }
   }
 
   private payloadFilter(module: RegisteredModule, key: string, condition: unknown): Array<{ sql: string; bindings: unknown[] }> {
@@ -200,7 +211,6 @@ export class RecordsService {
     if (!isUuid(id)) throw this.notFound(String(id))
     const row = await repo.selectLive(this.o.pool, principal.tenantId, id)
     const module = this.moduleOf(principal, row, id)
-    assertCan(principal, module, 'read')
     return this.present(principal, module, row!)
   }
 
@@ -210,6 +220,7 @@ export class RecordsService {
     const module = this.o.tenants.module(principal.tenantId, data.moduleKey)
     assertCan(principal, module, 'create')
     const payload = data.payload as Record<string, unknown>
+    assertWritable(principal, module, Object.keys(payload))
     await this.checkPayload(principal, module, payload, this.o.pool)
     const { prefix, suffix, width } = module.numberPattern.render(new Date())
     const input: repo.NewRecord = {
@@ -245,7 +256,6 @@ export class RecordsService {
     return transaction(this.o.pool, async (client) => {
       const row = await repo.lockLive(client, principal.tenantId, id)
       const module = this.moduleOf(principal, row, id)
-      assertCan(principal, module, 'read')
       const ifMatch = params.headers?.['if-match']
       if (ifMatch !== undefined && ifMatch.trim() !== '*') {
         const wanted = ifMatch.split(',').map((v) => v.trim().replace(/^W\//, '').replace(/"/g, ''))
@@ -256,7 +266,7 @@ export class RecordsService {
       const c = await change(row!, module, principal, client)
       if (c) await repo.updateRecord(client, { ...c, tenantId: principal.tenantId, id, actor: principal.actor })
       const current = c?.delete ? await repo.selectAny(client, principal.tenantId, id) : await repo.selectLive(client, principal.tenantId, id)
-      const result = c?.delete ? repo.toRecord(current!) : this.present(principal, module, current!)
+      const result = c?.delete ? view(principal, module, current!) : this.present(principal, module, current!)
       await params.idempotency?.complete(client, result)
       return result
     })
@@ -267,6 +277,7 @@ export class RecordsService {
     assertValid<RecordPatch>(recordPatchValidator, data)
     return this.change(String(id), params, async (row, module, principal, client) => {
       assertCan(principal, module, 'update')
+      assertWritable(principal, module, Object.keys(data.payload as Record<string, unknown>))
       const payload = mergePatch(row.payload, data.payload as Record<string, unknown>)
       const changes = diffPayload(row.payload, payload)
       if (!changes.length) return null
@@ -295,7 +306,10 @@ export class RecordsService {
         throw problems.forbidden('workflow.self_approval', `Transition "${t.key}" may not be fired by the record's creator.`)
       }
       const patch = (data.payload ?? {}) as Record<string, unknown>
-      if (Object.keys(patch).length) assertCan(principal, module, 'update')
+      if (Object.keys(patch).length) {
+        assertCan(principal, module, 'update')
+        assertWritable(principal, module, Object.keys(patch))
+      }
       const payload = mergePatch(row.payload, patch)
       const changes = diffPayload(row.payload, payload)
       if (changes.length) await this.checkPayload(principal, module, payload, client, new Set(changes.map((c) => c.field)))
@@ -318,3 +332,12 @@ export class RecordsService {
   }
 }
 
+
+/** A record as the principal may see it: hidden fields absent from the payload and from the activity. */
+export function view(principal: Principal, module: RegisteredModule, row: repo.RecordRow, hidden = hiddenFields(principal, module)): RecordOut {
+  const out = repo.toRecord(row)
+  if (!hidden.size) return out
+  out.payload = redactPayload(out.payload as Record<string, unknown>, hidden)
+  if (out.activity) out.activity = redactActivity(out.activity, hidden)
+  return out
+}

@@ -42,5 +42,9 @@ export default defineModule({
     'safety-manager': ['read', 'create', 'update', 'delete', 'export', 'attachments', 'transition:*'],
     'action-owner': ['read', 'update', 'attachments', 'transition:start', 'transition:complete'],
     auditor: ['read', 'export']
+  },
+  // An action owner works on the actions assigned to them.
+  rowAccess: {
+    'action-owner': [{ field: 'owner', equals: 'self' }]
   }
 })

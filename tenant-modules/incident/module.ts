@@ -29,7 +29,8 @@ export default defineModule({
       options: ['head', 'eyes', 'neck', 'back', 'arms', 'hands', 'legs', 'feet', 'internal']
     },
     { key: 'lostTimeDays', type: 'number', label: 'Lost time (days)', minimum: 0 },
-    { key: 'medicalDetails', type: 'longText', label: 'Medical details' },
+    // Health data: only occupational health staff see or write it.
+    { key: 'medicalDetails', type: 'longText', label: 'Medical details', access: { read: ['health-officer'] } },
     { key: 'immediateActions', type: 'longText', label: 'Immediate actions taken' },
     { key: 'investigationLead', type: 'user', label: 'Investigation lead' },
     { key: 'rootCause', type: 'longText', label: 'Root cause' },
@@ -59,5 +60,10 @@ export default defineModule({
     'health-officer': ['read', 'update'],
     reporter: ['read', 'create', 'attachments'],
     auditor: ['read', 'export']
+  },
+  // Reporters see what they reported; investigators the incidents they lead.
+  rowAccess: {
+    reporter: [{ createdBy: 'self' }],
+    investigator: [{ field: 'investigationLead', equals: 'self' }]
   }
 })

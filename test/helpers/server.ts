@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { createPlatform, startServer, type RunningServer } from '../../core/app.ts'
 import { loadConfig, type AppConfig, type DeepPartial } from '../../core/config.ts'
 import type { Platform } from '../../core/declarations.ts'
@@ -37,7 +38,18 @@ export const defaultTenants = {
 /** Starts the real service on a fresh database, listening on a free loopback port. */
 export async function startTestServer(overrides: DeepPartial<AppConfig> & Record<string, unknown> = {}): Promise<TestServer> {
   const db = await freshDatabase()
-  const config = loadConfig({ port: 0, jobs: { enabled: false }, logLevel: 'error', tenants: defaultTenants, ...overrides, database: { url: db.url, ...(overrides.database ?? {}) } })
+  const config = loadConfig({
+    port: 0,
+    jobs: { enabled: false },
+    logLevel: 'error',
+    tenants: defaultTenants,
+    ...overrides,
+    // Suites send thousands of requests with one key; the rate-limit tests set their own limit.
+    limits: { requestsPerMinute: 1_000_000, ...(overrides.limits ?? {}) },
+    // Each server counts in its own Redis namespace unless a test shares one on purpose.
+    redis: { prefix: `test:${randomUUID()}:`, ...(overrides.redis ?? {}) },
+    database: { url: db.url, ...(overrides.database ?? {}) }
+  } as any)
   const platform = await createPlatform(config)
   const running = await startServer(platform)
   const keys: Record<string, string> = {}

@@ -1,0 +1,85 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import type pg from 'pg'
+import { effectiveRolesSql } from './users.ts'
+import type { Principal } from './principal.ts'
+
+/** The session cookie: HttpOnly, SameSite=Lax, Secure, path /. Its value is 256 random bits. */
+export const sessionCookie = 'records_session'
+
+export interface Session {
+  principal: Principal
+  csrfToken: string
+  expiresAt: Date
+}
+
+const hash = (value: string) => createHash('sha256').update(value).digest()
+
+/**
+ * Browser sessions after a password sign-in. Stored by hash; the user's roles are read
+ * fresh on every request (a removed role or a deactivation takes effect at once).
+ * Sessions end after `ttlHours`, or after `idleMinutes` without a request.
+ */
+export class SessionStore {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly o: { ttlHours: number; idleMinutes: number }
+  ) {}
+
+  async create(tenantId: string, userId: string): Promise<{ cookieValue: string; csrfToken: string; expiresAt: Date }> {
+    const cookieValue = randomBytes(32).toString('base64url')
+    const csrfToken = randomBytes(32).toString('base64url')
+    const { rows } = await this.pool.query(
+      `INSERT INTO sessions (tenant_id, id, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(hours => $5)) RETURNING expires_at`,
+      [tenantId, hash(cookieValue), userId, csrfToken, this.o.ttlHours]
+    )
+    return { cookieValue, csrfToken, expiresAt: rows[0].expires_at }
+  }
+
+  /** The live session behind a cookie value, or undefined (unknown, expired, idle too long, user deactivated). */
+  async resolve(cookieValue: string | undefined): Promise<Session | undefined> {
+    if (!cookieValue || cookieValue.length > 100) return undefined
+    const { rows } = await this.pool.query({
+      name: 'session-by-id',
+      text: `UPDATE sessions s SET last_seen_at = now()
+               FROM users u
+              WHERE s.id = $1 AND u.tenant_id = s.tenant_id AND u.id = s.user_id AND u.active
+                AND s.expires_at > now() AND s.last_seen_at > now() - make_interval(mins => $2)
+          RETURNING s.tenant_id, s.user_id, s.csrf_token, s.expires_at, u.user_name, u.display_name, ${effectiveRolesSql} AS roles`,
+      values: [hash(cookieValue), this.o.idleMinutes]
+    })
+    const r = rows[0]
+    if (!r) return undefined
+    return {
+      principal: {
+        tenantId: r.tenant_id,
+        // Idempotency keys and rate limits of a browser are the user's.
+        credentialId: r.user_id,
+        kind: 'session',
+        actor: { type: 'user', id: r.user_id, name: r.display_name ?? r.user_name },
+        userId: r.user_id,
+        roles: r.roles,
+        scopes: 'all'
+      },
+      csrfToken: r.csrf_token,
+      expiresAt: r.expires_at
+    }
+  }
+
+  async destroy(cookieValue: string | undefined) {
+    if (cookieValue) await this.pool.query('DELETE FROM sessions WHERE id = $1', [hash(cookieValue)])
+  }
+
+  /** Removes sessions past their end; run by the sessions.purge job. */
+  async purgeExpired(): Promise<number> {
+    const { rowCount } = await this.pool.query(`DELETE FROM sessions WHERE expires_at <= now() OR last_seen_at <= now() - make_interval(mins => $1)`, [this.o.idleMinutes])
+    return rowCount ?? 0
+  }
+}
+
+/** Constant-time comparison of a submitted CSRF token with the session's. */
+export function csrfMatches(expected: string, given: unknown): boolean {
+  if (typeof given !== 'string') return false
+  const a = Buffer.from(expected)
+  const b = Buffer.from(given)
+  return a.length === b.length && timingSafeEqual(a, b)
+}

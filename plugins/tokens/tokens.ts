@@ -1,0 +1,17 @@
+import type { HookContext, NextFunction } from '@feathersjs/feathers'
+import type { App } from '../../core/declarations.ts'
+import { TokensService } from './tokens.class.ts'
+import { tokensMethods, tokensPath } from './tokens.shared.ts'
+
+/** A created token is in this response only: 201, and no cache may keep it. */
+const noStore = async (context: HookContext, next: NextFunction) => {
+  await next()
+  context.http = { ...context.http, status: context.method === 'create' ? 201 : context.http?.status, headers: { ...context.http?.headers, 'Cache-Control': 'no-store' } }
+}
+
+/** Tokens of the caller's tenant: API keys, personal access tokens, service-account tokens. */
+export function tokens(app: App) {
+  const { credentials, users, tenants } = app.get('platform')
+  app.use(tokensPath, new TokensService({ credentials, users, tenants }), { methods: [...tokensMethods] })
+  app.service(tokensPath).hooks({ around: { all: [noStore] } })
+}
