@@ -1,6 +1,6 @@
 import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
-import { assertCan, assertWritable, canFire, hiddenFields, redactActivity, redactPayload, rowRule } from '../../core/auth/access.ts'
+import { assertCan, assertScope, assertWritable, canFire, hiddenFields, redactActivity, redactPayload, rowRule } from '../../core/auth/access.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { sql, transaction } from '../../core/db/index.ts'
 import { ShapedQuery } from '../../core/db/shaped-query.ts'
@@ -299,6 +299,7 @@ export class RecordsService {
         const possible = module.definition.workflow.transitions.filter((x) => x.from.includes(row.state)).map((x) => x.key)
         throw problems.conflict('transition.not_allowed', `Transition "${t.key}" cannot be fired from state "${row.state}" (it starts from ${t.from.join(', ')}). From "${row.state}" the workflow allows: ${possible.join(', ') || 'nothing'}.`, { currentState: row.state, allowedTransitions: possible })
       }
+      assertScope(principal, 'records:transition', module.definition.key)
       if (!canFire(principal, module, t)) {
         throw problems.forbidden('permission.denied', `This credential may not fire transition "${t.key}"${t.roles?.length ? `; it needs one of the roles ${t.roles.join(', ')}` : ''}.`, { missing: `transition:${t.key}` })
       }

@@ -1,0 +1,75 @@
+import feathers from '@feathersjs/feathers'
+import t from 'tap'
+import { userWithToken } from '../helpers/identity.ts'
+import { incidentPayload, startTestServer } from '../helpers/server.ts'
+
+const server = await startTestServer()
+t.teardown(() => server.close())
+
+// An action owner has rights in corrective actions only: no read right on incidents.
+const outsider = await userWithToken(server, 'acme', ['action-owner'])
+const incident = (await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: incidentPayload({ title: 'Solvent spill in bay 7' }) } })).body
+// Another user's token, for the token endpoints (their 404 echoes the id asked for).
+const someToken = (await server.request('GET', '/api/v1/tokens')).body.items[0].id
+const secrets = [incident.id, incident.number, 'Solvent spill in bay 7']
+
+const { getServiceOptions } = feathers
+
+type Call = { method: string; path: string; body?: unknown; expect: number[] }
+
+/**
+ * Every method of every registered service, as the outsider would call it over HTTP,
+ * aimed at the incident. The test fails if a service gains a method not listed here.
+ */
+const calls: Record<string, Call[]> = {
+  'api/v1/records.find': [
+    { method: 'GET', path: '/api/v1/records?moduleKey=incident', expect: [403] },
+    { method: 'GET', path: '/api/v1/records?moduleKey=incident&includeDeleted=true', expect: [403] },
+    { method: 'GET', path: `/api/v1/records?moduleKey=incident&updatedSince=2000-01-01T00:00:00Z`, expect: [403] }
+  ],
+  'api/v1/records.get': [{ method: 'GET', path: `/api/v1/records/${incident.id}`, expect: [403] }],
+  'api/v1/records.create': [{ method: 'POST', path: '/api/v1/records', body: { moduleKey: 'incident', payload: incidentPayload() }, expect: [403] }],
+  'api/v1/records.patch': [{ method: 'PATCH', path: `/api/v1/records/${incident.id}`, body: { payload: { title: 'x' } }, expect: [403] }],
+  'api/v1/records.transition': [{ method: 'POST', path: `/api/v1/records/${incident.id}:transition`, body: { transition: 'dismiss' }, expect: [403] }],
+  'api/v1/records.remove': [{ method: 'DELETE', path: `/api/v1/records/${incident.id}`, expect: [403] }],
+  'api/v1/modules.find': [{ method: 'GET', path: '/api/v1/modules', expect: [200] }],
+  'api/v1/modules.get': [{ method: 'GET', path: '/api/v1/modules/incident', expect: [403] }],
+  'api/v1/audit-log.find': [
+    { method: 'GET', path: `/api/v1/audit-log?recordId=${incident.id}`, expect: [403] },
+    { method: 'GET', path: '/api/v1/audit-log?moduleKey=incident', expect: [403] }
+  ],
+  'api/v1/tokens.find': [{ method: 'GET', path: '/api/v1/tokens?all=true', expect: [200] }],
+  'api/v1/tokens.get': [{ method: 'GET', path: `/api/v1/tokens/${someToken}`, expect: [404] }],
+  'api/v1/tokens.create': [{ method: 'POST', path: '/api/v1/tokens', body: { type: 'service-account', name: 'x', scopes: ['records:read:incident'] }, expect: [403] }],
+  'api/v1/tokens.remove': [{ method: 'DELETE', path: `/api/v1/tokens/${someToken}`, expect: [404] }],
+  'api/v1/me.find': [{ method: 'GET', path: '/api/v1/me', expect: [200] }]
+}
+
+t.test('the list covers every method of every registered service', async (t) => {
+  const app = server.running.app as any
+  const all = Object.keys(app.services).flatMap((path: string) => (getServiceOptions(app.service(path))?.methods ?? []).map((m: string) => `${path}.${m}`))
+  t.same([...all].sort(), Object.keys(calls).sort(), 'one entry per service method')
+})
+
+t.test('a user without the read right on incidents gets nothing about one from any endpoint', async (t) => {
+  for (const [name, list] of Object.entries(calls)) {
+    for (const c of list) {
+      const res = await server.request(c.method, c.path, { token: outsider.token, body: c.body })
+      t.ok(c.expect.includes(res.status), `${name} ${c.method} ${c.path}: ${res.status}`)
+      for (const s of secrets) t.notOk(res.text.includes(s), `${name} ${c.method} ${c.path}: reveals nothing of the incident`)
+    }
+  }
+  const modules = await server.request('GET', '/api/v1/modules', { token: outsider.token })
+  t.same(modules.body.items.map((m: any) => m.key), ['corrective-action'], 'only modules where the user has rights are listed')
+  const me = await server.request('GET', '/api/v1/me', { token: outsider.token })
+  t.same(Object.keys(me.body.modules), ['corrective-action'])
+})
+
+t.test('and nothing changed', async (t) => {
+  const now = await server.request('GET', `/api/v1/records/${incident.id}`)
+  t.equal(now.status, 200)
+  t.equal(now.body.version, 1)
+  t.equal(now.body.state, 'reported')
+  const count = await server.platform.db.pool.query("SELECT count(*)::int AS n FROM records WHERE tenant_id = 'acme' AND module_key = 'incident'")
+  t.equal(count.rows[0].n, 1, 'no incident was created')
+})
