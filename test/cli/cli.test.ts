@@ -67,3 +67,74 @@ t.test('migrate reports an up-to-date schema', async (t) => {
   const { stdout } = await records('migrate')
   t.equal(stdout.trim(), 'Schema is up to date.')
 })
+
+/** Runs the CLI with `input` on stdin. */
+function recordsWithInput(input: string, ...args: string[]) {
+  return new Promise<{ stdout: string; stderr: string; code: number | null }>((resolve) => {
+    const child = execFile(process.execPath, ['bin/records.js', ...args], { cwd: projectRoot, env: { ...process.env, DATABASE_URL: server.platform.db.url } }, (err, stdout, stderr) =>
+      resolve({ stdout, stderr, code: err ? ((err as any).code ?? 1) : 0 })
+    )
+    child.stdin!.end(input)
+  })
+}
+
+const lastLine = (stdout: string) => stdout.trimEnd().split('\n').at(-1)!
+
+t.test('an operator creates a user with a password, grants roles and issues a personal token that acts as that user', async (t) => {
+  const created = await recordsWithInput('correct horse battery staple\n', 'user', 'create', '--tenant', 'acme', '--username', 'maria', '--display-name', 'Maria Lopez', '--roles', 'reporter', '--password-stdin')
+  t.equal(created.code, 0, created.stderr)
+  t.match(created.stdout, /^Created user [0-9a-f-]{36} "maria" in tenant acme; roles: reporter; can sign in\./)
+  t.ok(await server.platform.users.checkPassword('acme', 'maria', 'correct horse battery staple'), 'the password from stdin works')
+
+  const issued = await records('token', 'create', '--tenant', 'acme', '--type', 'personal', '--user', 'maria', '--name', 'laptop')
+  const token = lastLine(issued.stdout)
+  t.match(token, /^svc_p_[0-9A-Za-z]{40}$/)
+  const me = await server.request('GET', '/api/v1/me', { token })
+  t.equal(me.body.actor.name, 'maria')
+  t.same(me.body.roles, ['reporter'])
+
+  const granted = await records('role', 'grant', '--tenant', 'acme', '--user', 'maria', '--role', 'safety-manager')
+  t.match(granted.stdout, /effective reporter, safety-manager/)
+  const deadline = Date.now() + 3000
+  let roles: string[] = []
+  while (Date.now() < deadline && roles.length < 2) roles = (await server.request('GET', '/api/v1/me', { token })).body.roles
+  t.same(roles, ['reporter', 'safety-manager'], 'the running server sees the new role at once')
+
+  await records('role', 'revoke', '--tenant', 'acme', '--user', 'maria', '--role', 'safety-manager')
+  await records('group', 'create', '--tenant', 'acme', '--name', 'Auditors', '--roles', 'auditor')
+  const added = await records('group', 'add', '--tenant', 'acme', '--group', 'Auditors', '--user', 'maria')
+  t.match(added.stdout, /effective roles now auditor, reporter/)
+  const listed = await records('user', 'list', '--tenant', 'acme')
+  t.match(listed.stdout, /\tmaria\tactive\troles reporter\tgroups Auditors\teffective auditor,reporter/)
+})
+
+t.test('issues service-account tokens with scopes and refuses what the tokens service refuses', async (t) => {
+  const issued = await records('token', 'create', '--tenant', 'acme', '--type', 'service-account', '--name', 'erp', '--scopes', 'records:read:incident,modules:read')
+  t.match(issued.stdout, /\(scopes records:read:incident, modules:read\)/)
+  const token = lastLine(issued.stdout)
+  t.match(token, /^sa_[0-9A-Za-z]{40}$/)
+  t.equal((await server.request('GET', '/api/v1/records?moduleKey=incident', { token })).status, 200)
+  const refused = await server.request('POST', '/api/v1/records', { token, body: { moduleKey: 'incident', payload: {} } })
+  t.equal(refused.body.missingScope, 'records:write')
+
+  const noScopes = await records('token', 'create', '--tenant', 'acme', '--type', 'service-account', '--name', 'erp').then(() => undefined, (e) => e)
+  t.equal(noScopes.code, 1)
+  t.match(noScopes.stderr, /scopes a service-account token needs at least one scope/)
+  const badRole = await records('role', 'grant', '--tenant', 'acme', '--user', 'maria', '--role', 'pilot').then(() => undefined, (e) => e)
+  t.match(badRole.stderr, /unknown role pilot; roles of this tenant: action-owner, admin, auditor/)
+  const noUser = await records('token', 'create', '--tenant', 'acme', '--type', 'personal', '--name', 'x', '--user', 'ghost').then(() => undefined, (e) => e)
+  t.match(noUser.stderr, /No user "ghost"/)
+  const weak = await recordsWithInput('short\n', 'user', 'create', '--tenant', 'acme', '--username', 'weak', '--password-stdin')
+  t.equal(weak.code, 1)
+  t.match(weak.stderr, /password must be at least 12 characters/)
+})
+
+t.test('lists the roles a tenant can grant and the scope names', async (t) => {
+  const roles = await records('role', 'list', '--tenant', 'initech')
+  t.match(roles.stdout, /^admin\tmanages users/m)
+  t.match(roles.stdout, /^reporter\tincident: read create attachments$/m)
+  t.notMatch(roles.stdout, /action-owner/, 'only roles of installed modules')
+  const scopes = await records('scopes')
+  t.match(scopes.stdout, /^records:read\[:<moduleKey>\]\t/m)
+  t.match(scopes.stdout, /^scim\t/m)
+})
