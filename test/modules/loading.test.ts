@@ -60,6 +60,12 @@ const cases: Array<{ name: string; where: string; problem: RegExp; breakIt(d: De
   { name: 'a duplicate field key', where: 'field "title"', problem: /is declared twice/, breakIt: (d) => void d.fields.push({ key: 'title', type: 'text' }) },
   { name: 'a field inside a group of unknown type', where: 'field "items.label"', problem: /unknown type "txt"/, breakIt: (d) => void (d.fields[4].fields[0].type = 'txt') },
   { name: 'a permission naming an unknown transition', where: 'permissions.editor', problem: /unknown transition "approve"/, breakIt: (d) => void d.permissions.editor.push('transition:approve') },
+  { name: 'a field access rule naming an undeclared role', where: 'field "note"', problem: /access names role "medic", which the module's permissions do not declare/, breakIt: (d) => void (d.fields[2].access = { read: ['medic'] }) },
+  { name: 'a field access rule without roles', where: 'field "note"', problem: /access must be \{ read: \[roles...\]/, breakIt: (d) => void (d.fields[2].access = { read: [] }) },
+  { name: 'a field access rule inside a group', where: 'field "items.label"', problem: /access rules apply to top-level fields only/, breakIt: (d) => void (d.fields[4].fields[0].access = { read: ['editor'] }) },
+  { name: 'a row rule for an undeclared role', where: 'rowAccess.viewer', problem: /names a role the module's permissions do not declare/, breakIt: (d) => void (d.rowAccess = { viewer: [{ createdBy: 'self' }] }) },
+  { name: 'a row rule on a field that is not a user field', where: 'rowAccess.editor', problem: /condition field "title" must be a top-level field of type user/, breakIt: (d) => void (d.rowAccess = { editor: [{ field: 'title', equals: 'self' }] }) },
+  { name: 'an unknown row condition', where: 'rowAccess.editor', problem: /unknown condition \{"team":"mine"\}/, breakIt: (d) => void (d.rowAccess = { editor: [{ team: 'mine' }] }) },
   { name: 'a host range the core version does not satisfy', where: 'package.json "records-module".host', problem: new RegExp(`">=2\\.0\\.0" does not accept this platform version ${coreVersion.replace(/\./g, '\\.')}`), breakIt: () => undefined, host: '>=2.0.0' }
 ]
 
