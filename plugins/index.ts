@@ -3,7 +3,8 @@ import { auditLog } from './audit-log/audit-log.ts'
 import { me } from './me/me.ts'
 import { modules } from './modules/modules.ts'
 import { records } from './records/records.ts'
+import { settings } from './settings/settings.ts'
 import { tokens } from './tokens/tokens.ts'
 
 /** Every feature, in the order it is configured. */
-export const plugins: Array<(app: App) => void> = [records, modules, auditLog, tokens, me]
+export const plugins: Array<(app: App) => void> = [records, modules, auditLog, tokens, me, settings]

@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa'
 import { ApiError, problems } from '../errors/index.ts'
+import { readCapped } from './read-capped.ts'
 
 const jsonTypes = ['application/json', 'application/merge-patch+json', 'application/problem+json']
 
@@ -26,30 +27,12 @@ export const jsonBody = (maxBytes: number, streamingPaths: RegExp[] = []): Middl
     ctx.set('Connection', 'close')
     throw new ApiError('payload-too-large', 'request.too_large', `The body is ${length} bytes; at most ${maxBytes} bytes are accepted.`)
   }
-  const chunks: Buffer[] = []
-  // Not `for await`: leaving that loop early destroys the request, and with it the socket,
-  // so a client streaming a chunked body would see a reset instead of the 413.
-  const tooLarge = await new Promise<boolean>((resolve, reject) => {
-    let size = 0
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size <= maxBytes) return void chunks.push(chunk)
-      ctx.req.off('data', onData)
-      ctx.req.resume()
-      resolve(true)
-    }
-    ctx.req.on('data', onData)
-    ctx.req.once('end', () => resolve(false))
-    ctx.req.once('error', reject)
-    ctx.req.once('close', () => {
-      if (!ctx.req.complete) reject(problems.badRequest('request.aborted', 'The request body ended before it was complete.'))
-    })
-  })
-  if (tooLarge) {
+  const body = await readCapped(ctx.req, maxBytes, () => problems.badRequest('request.aborted', 'The request body ended before it was complete.'))
+  if (!body) {
     ctx.set('Connection', 'close')
     throw new ApiError('payload-too-large', 'request.too_large', `The body exceeds ${maxBytes} bytes.`)
   }
-  const text = Buffer.concat(chunks).toString('utf8')
+  const text = body.toString('utf8')
   if (text.trim() === '') {
     ctx.request.body = undefined
     return next()
