@@ -13,7 +13,12 @@ async function main() {
     const existing = await platform.credentials.list('demo')
     if (!existing.length) {
       const { token } = await platform.credentials.create({ tenantId: 'demo', kind: 'api_key', name: 'demo key (printed at first start)', createdBy: { type: 'system', id: 'start-up', name: 'start-up' } })
-      process.stdout.write(`\nCreated tenant "demo" with modules ${config.tenants.demo?.modules.join(', ')}.\nIts API key (shown once, keep it):\n${token}\n\n`)
+      process.stdout.write(
+        `\nCreated tenant "demo" with modules ${config.tenants.demo?.modules.join(', ')}.\n` +
+          `To sign in at ${running.url}/sign-in, create a user first:\n` +
+          `  npx records user create --tenant demo --username you --roles admin,safety-manager --password-stdin\n` +
+          `Its API key (shown once, keep it):\n${token}\n\n`
+      )
     }
   }
   logger.info(`records service listening on ${running.url}`, { database: platform.db.embedded ? 'embedded' : 'external' })
