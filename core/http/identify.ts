@@ -31,7 +31,10 @@ export const identify = (credentials: CredentialStore, sessions: SessionStore): 
       }
     }
   }
-  if (ctx.state.principal && !ctx.state.authError) ctx.feathers = { ...ctx.feathers, principal: ctx.state.principal } as typeof ctx.feathers
+  if (ctx.state.principal && !ctx.state.authError) {
+    // A browser script reads its CSRF token from GET /api/v1/me (other origins cannot: no CORS).
+    ctx.feathers = { ...ctx.feathers, principal: ctx.state.principal, csrfToken: ctx.state.session?.csrfToken } as typeof ctx.feathers
+  }
   await next()
 }
 

@@ -12,7 +12,7 @@ import { meMethods, mePath } from './me.shared.ts'
 export class MeService {
   constructor(private readonly platform: Platform) {}
 
-  async find(params: Params & { principal?: Principal }) {
+  async find(params: Params & { principal?: Principal; csrfToken?: string }) {
     const p = requirePrincipal(params, 'A me call')
     const tenant = this.platform.tenants.get(p.tenantId)!
     const modules: Record<string, string[]> = {}
@@ -31,7 +31,9 @@ export class MeService {
       roles: p.roles,
       scopes: p.scopes,
       modules,
-      rateLimit: { requestsPerMinute: this.platform.limitsFor(p.tenantId).requestsPerMinute }
+      rateLimit: { requestsPerMinute: this.platform.limitsFor(p.tenantId).requestsPerMinute },
+      // Only for a browser session: what its scripts send as X-CSRF-Token on writes.
+      ...(p.kind === 'session' && params.csrfToken ? { csrfToken: params.csrfToken } : {})
     }
   }
 }

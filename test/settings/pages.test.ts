@@ -283,6 +283,8 @@ t.test('with the session cookie, GET /api/v1/me works but a write without X-CSRF
   const me = await server.request('GET', '/api/v1/me', { token: null, headers })
   t.equal(me.status, 200)
   t.equal(me.body.credential.type, 'session')
+  t.equal(me.body.csrfToken, csrf, 'a page script learns the CSRF token from /api/v1/me')
+  t.notOk('csrfToken' in (await server.request('GET', '/api/v1/me')).body, 'a bearer token has none')
   const body = { type: 'personal', name: 'from a script' }
   const noHeader = await server.request('POST', '/api/v1/tokens', { token: null, headers, body })
   t.equal(noHeader.status, 403)
