@@ -14,7 +14,7 @@ import type { AppConfig } from './config.ts'
 import type { App, Platform } from './declarations.ts'
 import { openDatabase } from './db/index.ts'
 import { authenticate } from './hooks/authenticate.ts'
-import { jsonBody } from './http/body.ts'
+import { jsonBody, passBodyStream } from './http/body.ts'
 import { colonMethods } from './http/custom-methods.ts'
 import { errorPages } from './http/error-pages.ts'
 import { problemResponses } from './http/problem.ts'
@@ -26,6 +26,7 @@ import { CursorCodec } from './pagination/cursor.ts'
 import { syncTenants, TenantDirectory } from './tenancy/tenants.ts'
 import { plugins } from '../plugins/index.ts'
 import { recordsPath } from '../plugins/records/records.shared.ts'
+import { bulkPathPattern } from '../plugins/bulk/bulk.shared.ts'
 import { purgeExpiredKeys } from '../plugins/idempotency/idempotency.ts'
 
 async function platformSecret(pool: Platform['db']['pool'], name: string): Promise<Buffer> {
@@ -71,7 +72,8 @@ export function createApp(platform: Platform): App {
   app.use(identify(platform.credentials, platform.sessions))
   if (platform.limiter) app.use(rateLimit(platform.limiter, (p) => platform.limitsFor(p?.tenantId).requestsPerMinute))
   app.use(rejectBadCredentials)
-  app.use(jsonBody(platform.config.http.maxJsonBytes, [/^\/api\/modules\/[^/]+\/bulk$/]))
+  app.use(jsonBody(platform.config.http.maxJsonBytes, [bulkPathPattern]))
+  app.use(passBodyStream([bulkPathPattern]))
   app.use(colonMethods([recordsPath]))
   app.configure(rest())
   app.hooks({ around: { all: [authenticate(platform.credentials)] } })

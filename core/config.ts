@@ -62,6 +62,14 @@ export const configSchema = Type.Object({
     prefix: Type.String()
   }),
   limits: LimitsConfig,
+  bulk: Type.Object({
+    /** Rows per call; rows past it get an error outcome each. */
+    maxRows: Type.Integer({ minimum: 1 }),
+    /** Rows per transaction. */
+    batchSize: Type.Integer({ minimum: 1 }),
+    /** A batch is written at the latest this long after its first row arrived (first outcomes stream early). */
+    flushAfterMs: Type.Integer({ minimum: 1 })
+  }),
   sessions: Type.Object({
     ttlHours: Type.Number({ exclusiveMinimum: 0 }),
     idleMinutes: Type.Number({ exclusiveMinimum: 0 })

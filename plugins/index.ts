@@ -1,5 +1,6 @@
 import type { App } from '../core/declarations.ts'
 import { auditLog } from './audit-log/audit-log.ts'
+import { bulk } from './bulk/bulk.ts'
 import { me } from './me/me.ts'
 import { modules } from './modules/modules.ts'
 import { records } from './records/records.ts'
@@ -7,4 +8,4 @@ import { settings } from './settings/settings.ts'
 import { tokens } from './tokens/tokens.ts'
 
 /** Every feature, in the order it is configured. */
-export const plugins: Array<(app: App) => void> = [records, modules, auditLog, tokens, me, settings]
+export const plugins: Array<(app: App) => void> = [records, bulk, modules, auditLog, tokens, me, settings]

@@ -44,3 +44,9 @@ export const jsonBody = (maxBytes: number, streamingPaths: RegExp[] = []): Middl
   }
   return next()
 }
+
+/** Hands the unread request body of a streaming route to its service as `params.bodyStream`. */
+export const passBodyStream = (streamingPaths: RegExp[]): Middleware => async (ctx, next) => {
+  if (ctx.method === 'POST' && streamingPaths.some((p) => p.test(ctx.path))) ctx.feathers = { ...ctx.feathers, bodyStream: ctx.req } as typeof ctx.feathers
+  return next()
+}

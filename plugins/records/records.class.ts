@@ -11,6 +11,7 @@ import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, isUuid, validationError } from '../../core/validation.ts'
 import * as repo from './records.repository.ts'
+import { referenceProblems } from './records.checks.ts'
 import { diffPayload, hasValue, mergePatch } from './records.payload.ts'
 import {
   recordCreateValidator,
@@ -105,15 +106,8 @@ export class RecordsService {
    */
   private async checkPayload(principal: Principal, module: RegisteredModule, payload: Record<string, unknown>, db: pg.Pool | pg.PoolClient, changed?: ReadonlySet<string>) {
     assertValid(module.validatePayload, payload, '/payload')
-    const problemsFound: FieldProblem[] = []
-    for (const f of module.definition.fields) {
-      if (f.type !== 'recordRef' || typeof payload[f.key] !== 'string' || (changed && !changed.has(f.key))) continue
-      const installed = !!this.o.tenants.get(principal.tenantId)?.modules.has(f.module)
-      if (!installed || !(await repo.existingRefs(db, principal.tenantId, f.module, [payload[f.key] as string])).size) {
-        problemsFound.push({ pointer: `/payload/${f.key}`, field: `payload.${f.key}`, code: 'reference', detail: `must be the id of a live ${f.module} record of this tenant` })
-      }
-    }
-    if (problemsFound.length) throw validationError(problemsFound)
+    const [found] = await referenceProblems(db, this.o.tenants, principal.tenantId, module, [{ payload, changed }])
+    if (found.length) throw validationError(found)
   }
 
   async find(params: RecordParams): Promise<RecordPage> {
@@ -233,16 +227,24 @@ export class RecordsService {
       numberWidth: width,
       state: module.definition.workflow.initial,
       payload,
+      externalRef: data.externalRef ?? null,
       actor: principal.actor,
       changes: diffPayload({}, payload)
     }
     const idem = params.idempotency
-    if (!idem) return this.present(principal, module, await repo.insertRecord(this.o.pool, input))
-    return transaction(this.o.pool, async (client) => {
-      const result = this.present(principal, module, await repo.insertRecord(client, input))
-      await idem.complete(client, result)
-      return result
-    })
+    try {
+      if (!idem) return this.present(principal, module, await repo.insertRecord(this.o.pool, input))
+      return await transaction(this.o.pool, async (client) => {
+        const result = this.present(principal, module, await repo.insertRecord(client, input))
+        await idem.complete(client, result)
+        return result
+      })
+    } catch (err) {
+      if (repo.isExternalRefClash(err)) {
+        throw problems.conflict('record.external_ref_taken', `A live ${module.definition.key} record already has externalRef "${data.externalRef}". Update it, or load it through the bulk endpoint, which upserts by externalRef.`)
+      }
+      throw err
+    }
   }
 
   /** Locks the record, checks If-Match, applies `change` and returns the record as it now is. */

@@ -7,7 +7,7 @@ import type { RecordOut } from './records.schema.ts'
 
 export const recordColumns = `r.id, r.module_key, r.module_version, r.number, r.state, r.version, r.payload,
   ${iso('r.created_at')} AS created_at, ${iso('r.updated_at')} AS updated_at, r.created_by, r.updated_by,
-  ${iso('r.deleted_at')} AS deleted_at, r.deleted_by, r.seq`
+  ${iso('r.deleted_at')} AS deleted_at, r.deleted_by, r.seq, r.external_ref`
 /**
  * updated_at at full (microsecond) precision, for the position of an updatedSince cursor:
  * the ISO columns stop at milliseconds, and a cursor at a truncated instant sorts before
@@ -33,6 +33,7 @@ export interface RecordRow {
   deleted_at: string | null
   deleted_by: Actor | null
   seq: number
+  external_ref: string | null
   /** Only in list queries that page by change (see updatedAtExact). */
   updated_at_exact?: string
   activity?: any[]
@@ -52,6 +53,7 @@ export function toRecord(row: RecordRow): RecordOut {
     createdBy: row.created_by,
     updatedBy: row.updated_by
   }
+  if (row.external_ref !== null && row.external_ref !== undefined) out.externalRef = row.external_ref
   if (row.deleted_at) {
     out.deletedAt = row.deleted_at
     out.deletedBy = row.deleted_by ?? undefined
@@ -100,6 +102,7 @@ export interface NewRecord {
   numberWidth: number
   state: string
   payload: Record<string, unknown>
+  externalRef?: string | null
   actor: Actor
   changes: unknown[]
 }
@@ -117,8 +120,8 @@ export async function insertRecord(db: Queryable, r: NewRecord): Promise<RecordR
         ON CONFLICT (tenant_id, module_key, scope) DO UPDATE SET value = record_sequences.value + 1
         RETURNING value::text AS v),
       r AS (
-        INSERT INTO records (tenant_id, module_key, module_version, number, state, payload, created_by, updated_by)
-        SELECT $1, $2, $4, $5 || CASE WHEN length(seq.v) >= $6 THEN seq.v ELSE lpad(seq.v, $6, '0') END || $7, $8, $9, $10, $10 FROM seq
+        INSERT INTO records (tenant_id, module_key, module_version, number, state, payload, created_by, updated_by, external_ref)
+        SELECT $1, $2, $4, $5 || CASE WHEN length(seq.v) >= $6 THEN seq.v ELSE lpad(seq.v, $6, '0') END || $7, $8, $9, $10, $10, $12 FROM seq
         RETURNING *),
       a AS (
         INSERT INTO record_activity (tenant_id, record_id, actor, action, changes)
@@ -128,10 +131,13 @@ export async function insertRecord(db: Queryable, r: NewRecord): Promise<RecordR
         json_build_array(json_build_object('id', a.id, 'at', ${iso('a.at')}, 'actor', a.actor, 'action', a.action,
           'changes', a.changes, 'transition', a.transition, 'comment', a.comment)) AS activity
       FROM r, a`,
-    values: [r.tenantId, r.moduleKey, r.numberScope, r.moduleVersion, r.numberPrefix, r.numberWidth, r.numberSuffix, r.state, r.payload, r.actor, JSON.stringify(r.changes)]
+    values: [r.tenantId, r.moduleKey, r.numberScope, r.moduleVersion, r.numberPrefix, r.numberWidth, r.numberSuffix, r.state, r.payload, r.actor, JSON.stringify(r.changes), r.externalRef ?? null]
   })
   return rows[0]
 }
+
+/** Whether a database error is the clash of two live records of a module on one external reference. */
+export const isExternalRefClash = (err: unknown) => (err as { constraint?: string }).constraint === 'records_live_external_ref'
 
 export interface RecordChange {
   tenantId: string

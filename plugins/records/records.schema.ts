@@ -34,6 +34,7 @@ export const recordSchema = Type.Object(
     state: Type.String({ description: 'Current workflow state' }),
     version: Type.Integer({ description: 'Increments on every change; send it back in If-Match' }),
     payload: Type.Record(Type.String(), Type.Unknown()),
+    externalRef: Type.Optional(Type.String({ description: 'The source system\'s reference, unique among the module\'s live records; bulk upserts match on it' })),
     createdAt: Type.String({ format: 'date-time' }),
     updatedAt: Type.String({ format: 'date-time' }),
     createdBy: Type.Ref(actorSchema),
@@ -50,8 +51,14 @@ export const recordSchema = Type.Object(
 )
 export type RecordOut = Static<typeof recordSchema>
 
+export const externalRefSchema = Type.String({ minLength: 1, maxLength: 200, pattern: '^\\S(.*\\S)?$', description: 'The source system\'s reference for the record (no leading or trailing spaces)' })
+
 export const recordCreateSchema = Type.Object(
-  { moduleKey: Type.String({ minLength: 1 }), payload: Type.Object({}, { additionalProperties: true }) },
+  {
+    moduleKey: Type.String({ minLength: 1 }),
+    payload: Type.Object({}, { additionalProperties: true }),
+    externalRef: Type.Optional(externalRefSchema)
+  },
   { $id: 'RecordCreate', additionalProperties: false }
 )
 export type RecordCreate = Static<typeof recordCreateSchema>

@@ -15,7 +15,7 @@ const secrets = [incident.id, incident.number, 'Solvent spill in bay 7']
 
 const { getServiceOptions } = feathers
 
-type Call = { method: string; path: string; body?: unknown; expect: number[] }
+type Call = { method: string; path: string; body?: unknown; raw?: string; headers?: Record<string, string>; expect: number[] }
 
 /**
  * Every method of every registered service, as the outsider would call it over HTTP,
@@ -32,6 +32,10 @@ const calls: Record<string, Call[]> = {
   'api/v1/records.patch': [{ method: 'PATCH', path: `/api/v1/records/${incident.id}`, body: { payload: { title: 'x' } }, expect: [403] }],
   'api/v1/records.transition': [{ method: 'POST', path: `/api/v1/records/${incident.id}:transition`, body: { transition: 'dismiss' }, expect: [403] }],
   'api/v1/records.remove': [{ method: 'DELETE', path: `/api/v1/records/${incident.id}`, expect: [403] }],
+  'api/modules/:moduleKey/bulk.create': [
+    { method: 'POST', path: '/api/modules/incident/bulk', raw: JSON.stringify({ payload: incidentPayload(), externalRef: 'X' }) + '\n', headers: { 'content-type': 'application/x-ndjson' }, expect: [403] },
+    { method: 'POST', path: '/api/modules/incident/bulk?dryRun=true', raw: JSON.stringify({ payload: incidentPayload() }) + '\n', headers: { 'content-type': 'application/x-ndjson' }, expect: [403] }
+  ],
   'api/v1/modules.find': [{ method: 'GET', path: '/api/v1/modules', expect: [200] }],
   'api/v1/modules.get': [{ method: 'GET', path: '/api/v1/modules/incident', expect: [403] }],
   'api/v1/audit-log.find': [
@@ -54,7 +58,7 @@ t.test('the list covers every method of every registered service', async (t) => 
 t.test('a user without the read right on incidents gets nothing about one from any endpoint', async (t) => {
   for (const [name, list] of Object.entries(calls)) {
     for (const c of list) {
-      const res = await server.request(c.method, c.path, { token: outsider.token, body: c.body })
+      const res = await server.request(c.method, c.path, { token: outsider.token, body: c.body, raw: c.raw, headers: c.headers })
       t.ok(c.expect.includes(res.status), `${name} ${c.method} ${c.path}: ${res.status}`)
       for (const s of secrets) t.notOk(res.text.includes(s), `${name} ${c.method} ${c.path}: reveals nothing of the incident`)
     }

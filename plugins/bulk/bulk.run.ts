@@ -1,0 +1,302 @@
+import { once } from 'node:events'
+import { PassThrough } from 'node:stream'
+import type pg from 'pg'
+import { assertCan, assertWritable, rowRule } from '../../core/auth/access.ts'
+import type { Principal } from '../../core/auth/principal.ts'
+import { ApiError, problems } from '../../core/errors/index.ts'
+import type { Lease } from '../../core/limits/limiter.ts'
+import { logger } from '../../core/logger.ts'
+import type { RegisteredModule } from '../../core/modules/registry.ts'
+import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
+import { fieldProblems, validationError } from '../../core/validation.ts'
+import { referenceProblems } from '../records/records.checks.ts'
+import { diffPayload, mergePatch } from '../records/records.payload.ts'
+import { updateRecord, type RecordRow } from '../records/records.repository.ts'
+import { endBulkKey, lineHash, renewBulkKey, type BulkKey } from './bulk.idempotency.ts'
+import { splitLines, type RawLine } from './bulk.lines.ts'
+import * as repo from './bulk.repository.ts'
+import { bulkLineValidator } from './bulk.schema.ts'
+
+/** How long a bulk call holds its concurrency slot without finishing a batch (a crashed instance's slot frees itself). */
+export const leaseMs = 5 * 60_000
+
+export interface BulkOptions {
+  pool: pg.Pool
+  tenants: TenantDirectory
+  maxRows: number
+  maxLineBytes: number
+  batchSize: number
+  /** A batch is written at the latest this long after its first row arrived. */
+  flushAfterMs: number
+  inFlightTimeoutSeconds: number
+}
+
+/** One input row on its way: parsed and checked, or already failed. */
+interface Row {
+  line: number
+  hash?: Buffer
+  externalRef?: string
+  payload?: Record<string, unknown>
+  outcome?: Outcome
+}
+
+export type Outcome =
+  | { line: number; externalRef?: string; status: 'created' | 'updated' | 'unchanged'; id: string; number: string; version: number; replayed?: true }
+  | { line: number; externalRef?: string; status: 'valid'; action: 'create' | 'update' | 'none' }
+  | { line: number; externalRef?: string; status: 'error'; problem: Record<string, unknown>; replayed?: true }
+
+/** A per-row problem: the public part of an ApiError (status, code, detail and its extras). */
+function rowProblem(err: unknown): Record<string, unknown> {
+  if (err instanceof ApiError) return { status: err.code, code: err.problemCode, detail: err.message, ...err.extra }
+  throw err
+}
+
+const errorOutcome = (row: Pick<Row, 'line' | 'externalRef'>, problem: Record<string, unknown>): Outcome => ({
+  line: row.line,
+  ...(row.externalRef !== undefined ? { externalRef: row.externalRef } : {}),
+  status: 'error',
+  problem
+})
+
+/**
+ * One bulk call: reads NDJSON rows as they arrive, writes them in batches (one
+ * transaction each, numbering, activity and stored outcomes included) and streams one
+ * outcome per row, in input order, once its batch has committed: an outcome a client
+ * has seen is durable, and a cut-off call leaves only whole batches behind.
+ */
+export class BulkRun {
+  readonly out = new PassThrough()
+  private batch: Row[] = []
+  private timer?: NodeJS.Timeout
+  private chain: Promise<void> = Promise.resolve()
+  private pending = 0
+  private stopped = false
+  private failure?: unknown
+  private readonly counts = { rows: 0, created: 0, updated: 0, unchanged: 0, valid: 0, errors: 0, replayed: 0 }
+
+  constructor(
+    private readonly o: BulkOptions,
+    private readonly principal: Principal,
+    private readonly module: RegisteredModule,
+    private readonly dryRun: boolean,
+    private readonly key: BulkKey | undefined,
+    private readonly lease: Lease | undefined
+  ) {
+    // Koa destroys the response body when the client goes away: stop reading then.
+    this.out.on('close', () => (this.stopped = true))
+  }
+
+  /** Runs the call to its end; never throws (a failure becomes the last line). */
+  async run(input: AsyncIterable<Buffer>) {
+    let complete = false
+    try {
+      for await (const raw of splitLines(input, this.o.maxLineBytes)) {
+        if (this.stopped || this.failure) break
+        const row = this.parse(raw)
+        if (!row) continue
+        this.batch.push(row)
+        if (this.batch.length === 1) this.timer = setTimeout(() => void this.flush(), this.o.flushAfterMs)
+        if (this.batch.length >= this.o.batchSize) await this.flush()
+        // Never more than two batches ahead of the database.
+        if (this.pending >= 2) await this.chain
+      }
+      complete = !this.stopped && !this.failure
+      await this.flush()
+    } catch (err) {
+      // The upload broke off (client gone) or the body could not be read.
+      if (!this.stopped) logger.warn('bulk input ended early', { error: (err as Error).message })
+    } finally {
+      clearTimeout(this.timer)
+      await this.chain
+    }
+    complete &&= !this.failure && !this.stopped
+    const summary = { summary: { ...this.counts, dryRun: this.dryRun, complete } }
+    if (this.failure) {
+      const problem = this.failure instanceof ApiError ? rowProblem(this.failure) : { status: 500, code: 'internal.error', detail: 'The service failed while loading; rows acknowledged above are stored, the rest were not loaded. Retry with the same Idempotency-Key to continue.' }
+      await this.emit([{ problem }])
+    }
+    await this.emit([summary])
+    if (this.key) await endBulkKey(this.o.pool, this.key, complete ? summary : undefined).catch((err) => logger.warn('could not end bulk key', { error: err.message }))
+    await this.lease?.release().catch(() => undefined)
+    this.out.end()
+  }
+
+  private parse(raw: RawLine): Row | undefined {
+    if (raw.bytes && raw.bytes.length === 0) return undefined
+    if (raw.bytes && raw.bytes.every((b) => b === 0x20 || b === 0x09)) return undefined
+    const line = raw.number
+    this.counts.rows++
+    const hash = this.key && raw.bytes ? lineHash(raw.bytes) : undefined
+    if (this.counts.rows > this.o.maxRows) {
+      return { line, outcome: errorOutcome({ line }, { status: 413, code: 'bulk.row_limit', detail: `A bulk call takes at most ${this.o.maxRows} rows; this is row ${this.counts.rows}. It was not loaded: send it in another call.` }) }
+    }
+    if (raw.tooLong) return { line, outcome: errorOutcome({ line }, { status: 413, code: 'row.too_large', detail: `The line is longer than ${this.o.maxLineBytes} bytes.` }) }
+    let value: unknown
+    try {
+      value = JSON.parse(raw.bytes!.toString('utf8'))
+    } catch (err) {
+      return { line, hash, outcome: errorOutcome({ line }, { status: 400, code: 'row.malformed_json', detail: `The line is not valid JSON: ${(err as Error).message}` }) }
+    }
+    const ref = typeof (value as { externalRef?: unknown })?.externalRef === 'string' ? (value as { externalRef: string }).externalRef : undefined
+    if (!bulkLineValidator(value)) {
+      const list = fieldProblems(bulkLineValidator.errors)
+      return { line, hash, externalRef: ref, outcome: errorOutcome({ line, externalRef: ref }, rowProblem(validationError(list))) }
+    }
+    const v = value as { payload: Record<string, unknown>; externalRef?: string }
+    return { line, hash, externalRef: v.externalRef, payload: v.payload }
+  }
+
+  /** Hands the current batch to the writer chain (one batch at a time, in order). */
+  private flush(): Promise<void> {
+    clearTimeout(this.timer)
+    const rows = this.batch
+    if (!rows.length) return this.chain
+    this.batch = []
+    this.pending++
+    this.chain = this.chain.then(async () => {
+      try {
+        if (!this.failure) await this.emit(await this.write(rows))
+      } catch (err) {
+        this.failure = err
+        logger.error('bulk batch failed', { error: (err as Error)?.stack ?? String(err) })
+      } finally {
+        this.pending--
+      }
+    })
+    return this.chain
+  }
+
+  private async emit(lines: unknown[]) {
+    if (this.out.destroyed) return
+    const text = lines.map((l) => JSON.stringify(l)).join('\n') + '\n'
+    if (!this.out.write(text)) await Promise.race([once(this.out, 'drain'), once(this.out, 'close')])
+  }
+
+  /** Checks, writes and returns the outcomes of one batch, in input order. */
+  private async write(rows: Row[]): Promise<Outcome[]> {
+    await this.replay(rows)
+    const client = await this.o.pool.connect()
+    try {
+      await client.query('BEGIN')
+      const refs = rows.filter((r) => !r.outcome && r.externalRef !== undefined)
+      // Rows are applied in order; a reference repeated within the batch waits for its first row.
+      for (const segment of segments(rows.filter((r) => !r.outcome))) await this.apply(client, segment, refs.length > 0)
+      if (this.key && !this.dryRun) {
+        await repo.storeOutcomes(client, this.key, rows.filter((r) => r.hash && !(r.outcome as { replayed?: true }).replayed && !(r.outcome?.status === 'error' && r.outcome.problem.code === 'idempotency.line_changed')).map((r) => ({ line: r.line, lineHash: r.hash!, outcome: r.outcome })))
+        await renewBulkKey(client, this.key, this.o.inFlightTimeoutSeconds)
+      }
+      await client.query(this.dryRun ? 'ROLLBACK' : 'COMMIT')
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined)
+      throw err
+    } finally {
+      client.release()
+    }
+    await this.lease?.extend(leaseMs).catch(() => undefined)
+    return rows.map((r) => this.count(r.outcome!))
+  }
+
+  private count(o: Outcome): Outcome {
+    if ((o as { replayed?: true }).replayed) this.counts.replayed++
+    if (o.status === 'error') this.counts.errors++
+    else if (o.status === 'valid') this.counts.valid++
+    else this.counts[o.status]++
+    return o
+  }
+
+  /** Rows sent before under this key and number are answered from the store, not written again. */
+  private async replay(rows: Row[]) {
+    if (!this.key || this.dryRun) return
+    const stored = await repo.storedOutcomes(this.o.pool, this.key, rows.map((r) => r.line))
+    for (const r of rows) {
+      const s = stored.get(r.line)
+      if (!s) continue
+      if (r.hash && s.hash.equals(r.hash)) r.outcome = { ...s.outcome, replayed: true }
+      else r.outcome = errorOutcome(r, { status: 422, code: 'idempotency.line_changed', detail: `Line ${r.line} differs from the line ${r.line} first sent with this Idempotency-Key; it was not loaded. Use a new key for new data.` })
+    }
+  }
+
+  /** Writes rows whose external references are distinct: updates of matched records, one insert for the rest. */
+  private async apply(client: pg.PoolClient, rows: Row[], upserts: boolean) {
+    const { principal, module } = this
+    const key = module.definition.key
+    const existing = new Map<string, RecordRow>()
+    if (upserts) {
+      await repo.lockExternalRefs(client, principal.tenantId, key)
+      const refs = rows.filter((r) => r.externalRef !== undefined).map((r) => r.externalRef!)
+      if (refs.length) for (const rec of await repo.lockByExternalRefs(client, principal.tenantId, key, refs)) existing.set(rec.external_ref!, rec)
+    }
+    const rule = rowRule(principal, module)
+    type Plan = { row: Row; payload: Record<string, unknown>; current?: RecordRow; changed?: ReadonlySet<string> }
+    const plans: Plan[] = []
+    for (const row of rows) {
+      const current = row.externalRef !== undefined ? existing.get(row.externalRef) : undefined
+      try {
+        if (current && rule?.test(current) === false) {
+          throw problems.conflict('record.external_ref_taken', `A live ${key} record has externalRef "${row.externalRef}", and this credential may not change it.`)
+        }
+        assertCan(principal, module, current ? 'update' : 'create')
+        assertWritable(principal, module, Object.keys(row.payload!))
+        const payload = current ? mergePatch(current.payload, row.payload!) : row.payload!
+        if (!module.validatePayload(payload)) throw validationError(fieldProblems(module.validatePayload.errors, '/payload'))
+        const changed = current ? new Set(diffPayload(current.payload, payload).map((c) => c.field)) : undefined
+        plans.push({ row, payload, current, changed })
+      } catch (err) {
+        row.outcome = errorOutcome(row, rowProblem(err))
+      }
+    }
+    const refProblems = await referenceProblems(client, this.o.tenants, principal.tenantId, module, plans.map((p) => ({ payload: p.payload, changed: p.changed })))
+    const ok = plans.filter((p, i) => {
+      if (!refProblems[i].length) return true
+      p.row.outcome = errorOutcome(p.row, rowProblem(validationError(refProblems[i])))
+      return false
+    })
+
+    for (const p of ok.filter((p) => p.current)) {
+      const current = p.current!
+      const changes = diffPayload(current.payload, p.payload)
+      if (changes.length) await updateRecord(client, { tenantId: principal.tenantId, id: current.id, payload: p.payload, state: current.state, actor: principal.actor, action: 'updated', changes })
+      p.row.outcome = this.done(p.row, changes.length ? 'updated' : 'unchanged', current.id, current.number, current.version + (changes.length ? 1 : 0))
+    }
+
+    const creates = ok.filter((p) => !p.current)
+    if (!creates.length) return
+    const { prefix, suffix, width } = module.numberPattern.render(new Date())
+    const first = await repo.reserveNumbers(client, principal.tenantId, key, `${prefix}{seq}${suffix}`, creates.length)
+    const numbered = creates.map((p, i) => ({ p, number: `${prefix}${String(first + i).padStart(width, '0')}${suffix}` }))
+    const inserted = await repo.insertMany(client, {
+      tenantId: principal.tenantId,
+      moduleKey: key,
+      moduleVersion: module.definition.version,
+      state: module.definition.workflow.initial,
+      actor: principal.actor,
+      rows: numbered.map(({ p, number }) => ({ number, payload: p.payload, external_ref: p.row.externalRef ?? null, changes: diffPayload({}, p.payload) }))
+    })
+    const ids = new Map(inserted.map((r) => [r.number, r.id]))
+    for (const { p, number } of numbered) p.row.outcome = this.done(p.row, 'created', ids.get(number)!, number, 1)
+  }
+
+  private done(row: Row, status: 'created' | 'updated' | 'unchanged', id: string, number: string, version: number): Outcome {
+    const ref = row.externalRef !== undefined ? { externalRef: row.externalRef } : {}
+    if (this.dryRun) return { line: row.line, ...ref, status: 'valid', action: status === 'created' ? 'create' : status === 'updated' ? 'update' : 'none' }
+    return { line: row.line, ...ref, status, id, number, version }
+  }
+}
+
+/** Splits rows into runs in which no external reference repeats, keeping order. */
+function segments(rows: Row[]): Row[][] {
+  const out: Row[][] = []
+  let current: Row[] = []
+  let seen = new Set<string>()
+  for (const r of rows) {
+    if (r.externalRef !== undefined && seen.has(r.externalRef)) {
+      out.push(current)
+      current = []
+      seen = new Set()
+    }
+    if (r.externalRef !== undefined) seen.add(r.externalRef)
+    current.push(r)
+  }
+  if (current.length) out.push(current)
+  return out
+}

@@ -1,0 +1,32 @@
+import type { HookContext, NextFunction } from '@feathersjs/feathers'
+import type { App } from '../../core/declarations.ts'
+import { BulkService } from './bulk.class.ts'
+import { bulkMethods, bulkPath } from './bulk.shared.ts'
+
+/** The outcome stream is NDJSON, never cached; 200 once the call is accepted (each row then has its own status). */
+const streamHeaders = async (context: HookContext, next: NextFunction) => {
+  await next()
+  context.http = { status: 200, headers: { 'Content-Type': 'application/x-ndjson; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' } }
+}
+
+/** Bulk loading of a module's records from NDJSON. */
+export function bulk(app: App) {
+  const { db, tenants, limiter, config, limitsFor } = app.get('platform')
+  app.use(
+    bulkPath,
+    new BulkService({
+      pool: db.pool,
+      tenants,
+      limiter,
+      concurrencyFor: (tenantId) => limitsFor(tenantId).bulkConcurrency,
+      maxRows: config.bulk.maxRows,
+      maxLineBytes: config.http.maxJsonBytes,
+      batchSize: config.bulk.batchSize,
+      flushAfterMs: config.bulk.flushAfterMs,
+      retentionHours: config.idempotency.retentionHours,
+      inFlightTimeoutSeconds: config.idempotency.inFlightTimeoutSeconds
+    }),
+    { methods: [...bulkMethods] }
+  )
+  app.service(bulkPath).hooks({ around: { create: [streamHeaders] } })
+}
