@@ -146,6 +146,11 @@ export class RecordsService {
       select.add(`state:${states.length}`, states, (b) => b.whereIn('r.state', states))
       scopeParts.push(['state', states])
     }
+    if (q.externalRef) {
+      const ref = q.externalRef
+      select.add('externalRef', [ref], (b) => b.where('r.external_ref', ref))
+      scopeParts.push(['externalRef', ref])
+    }
     if (q.updatedSince) {
       const since = q.updatedSince
       select.add('updatedSince', [since], (b) => b.where('r.updated_at', '>=', since))

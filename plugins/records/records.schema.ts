@@ -88,7 +88,8 @@ export const recordQuerySchema = (maxLimit: number) =>
       state: Type.Optional(Type.String({ minLength: 1, description: 'Workflow state, or several separated by commas' })),
       updatedSince: Type.Optional(Type.String({ format: 'date-time', description: 'Only records changed at or after this instant, oldest change first' })),
       payload: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Record(Type.String(), Type.String())]))),
-      includeDeleted: Type.Optional(Type.Boolean({ description: 'Also return soft-deleted records (with deletedAt); for incremental sync with updatedSince' }))
+      includeDeleted: Type.Optional(Type.Boolean({ description: 'Also return soft-deleted records (with deletedAt); for incremental sync with updatedSince' })),
+      externalRef: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The record with this source-system reference' }))
     },
     { title: 'RecordQuery', additionalProperties: false }
   )

@@ -78,6 +78,8 @@ t.test('rows with a known externalRef update that record (JSON merge patch); unc
   t.equal(record.body.payload.title, 'after')
   t.equal(record.body.payload.site, 'Leeds DC', 'fields not sent are kept')
   t.same(record.body.activity.map((a: any) => a.action), ['created', 'updated'])
+  const byRef = await server.request('GET', '/api/v1/records?moduleKey=incident&externalRef=SYNC-1')
+  t.same(byRef.body.items.map((r: any) => r.id), [id], 'a list finds a record by its externalRef')
   const single = await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: incidentPayload(), externalRef: 'SYNC-1' } })
   t.equal(single.status, 409, 'a single create may not take a live record\'s externalRef')
   t.equal(single.body.code, 'record.external_ref_taken')
