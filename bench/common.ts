@@ -1,4 +1,11 @@
-/** What the benchmark scripts share: the tenant, its modules and the create payload. */
+/**
+ * What the benchmark scripts share: the tenant, its modules and the create payload; the
+ * child side of a server process (serveAsChild); and the parent side that run.ts and
+ * bulk.ts both use: a fresh database, server children, PostgreSQL backend CPU, tables.
+ */
+import { fork, type ChildProcess } from 'node:child_process'
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs'
+import pg from 'pg'
 
 export const defaultTenant = 'bench'
 export const benchModules = ['incident', 'corrective-action', 'inspection']
@@ -21,7 +28,8 @@ export function median(values: number[]): number {
 }
 
 /**
- * Runs a benchmark server as a child of run.ts: answers CPU-usage requests, stops on
+ * Runs a benchmark server as a child of run.ts or bulk.ts: answers CPU-usage ('cpu') and
+ * memory ('mem': peak and current resident set size, both KiB) requests, stops on
  * 'stop', SIGTERM/SIGINT or a lost parent, and exits through process.exit so that
  * --cpu-prof can write its profile. `ready` is sent to the parent once listening.
  */
@@ -38,9 +46,155 @@ export function serveAsChild(close: () => Promise<void>, ready: Record<string, u
   if (process.send) {
     process.on('message', (msg: { type?: string }) => {
       if (msg?.type === 'cpu') process.send!({ type: 'cpu', usage: process.cpuUsage() })
+      if (msg?.type === 'mem') process.send!({ type: 'mem', maxRSS: process.resourceUsage().maxRSS, rss: Math.round(process.memoryUsage.rss() / 1024) })
       if (msg?.type === 'stop') void stop()
     })
     process.on('disconnect', () => void stop())
     process.send({ type: 'ready', ...ready })
   }
+}
+
+// ---------------------------------------------------------------- parent side
+
+/** A fresh database for one benchmark run (DATABASE_URL's server, else the embedded cluster in data/test). */
+export interface BenchDatabase {
+  url: string
+  name: string
+  where: 'embedded' | 'DATABASE_URL'
+  /** Drops the database (unless `keep`) and stops the embedded cluster if this process started it. */
+  close(options?: { keep?: boolean; log?: (line: string) => void }): Promise<void>
+}
+
+/** Creates the run's database as the tests do (`records_test_<pid>_<hex>`). */
+export async function benchDatabase(): Promise<BenchDatabase> {
+  // Imported here, not at the top: the server children import this file too and need neither.
+  const { startEmbedded } = await import('../core/db/embedded.ts')
+  const { freshDatabase } = await import('../test/helpers/database.ts')
+  // freshDatabase would start the embedded cluster too; starting it here tells us whether we must stop it at the end.
+  const embedded = process.env.DATABASE_URL
+    ? undefined
+    : await startEmbedded({ dataDir: 'data/test', port: Number(process.env.EMBEDDED_TEST_PG_PORT ?? 54339), database: 'postgres' })
+  const db = await freshDatabase()
+  const name = new URL(db.url).pathname.slice(1)
+  return {
+    url: db.url,
+    name,
+    where: embedded ? 'embedded' : 'DATABASE_URL',
+    async close({ keep = false, log = () => undefined } = {}) {
+      if (!keep) await db.drop().catch((err) => log(`could not drop ${name}: ${err.message}`))
+      else log(`kept database ${db.url}`)
+      if (embedded?.startedHere) await embedded.stop().catch(() => undefined)
+    }
+  }
+}
+
+/** `SHOW server_version` of the server holding `url`. */
+export async function postgresVersion(url: string): Promise<string> {
+  const c = new pg.Client({ connectionString: url })
+  await c.connect()
+  try {
+    return (await c.query('SHOW server_version')).rows[0].server_version
+  } finally {
+    await c.end()
+  }
+}
+
+/** A benchmark server running as a child process (serveAsChild on its side). */
+export interface ChildServer<N extends string = string> {
+  name: N
+  child: ChildProcess
+  url: string
+  token?: string
+  /** CPU microseconds (user + system) the child has used so far. */
+  cpu(): Promise<number>
+  /** The child's peak (`process.resourceUsage().maxRSS`) and current resident set size, KiB. */
+  mem(): Promise<{ maxRSS: number; rss: number }>
+  stop(): Promise<void>
+}
+
+/**
+ * Forks `script` under tsx and resolves once it sends `ready`. With `cpuProfDir`, node
+ * writes a CPU profile per thread (the main thread and tsx's loader thread) there on exit.
+ */
+export function startChild<N extends string>(name: N, script: string, args: string[], cwd: string, options: { cpuProfDir?: string } = {}): Promise<ChildServer<N>> {
+  const execArgv = ['--import', 'tsx']
+  if (options.cpuProfDir) {
+    mkdirSync(options.cpuProfDir, { recursive: true })
+    execArgv.push('--cpu-prof', '--cpu-prof-dir', options.cpuProfDir)
+  }
+  const child = fork(script, args, { cwd, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  // Answers come back in the order asked, per message type.
+  const waiting = new Map<string, Array<(msg: any) => void>>()
+  const ask = <T>(type: string, pick: (msg: any) => T) =>
+    new Promise<T>((done) => {
+      waiting.set(type, [...(waiting.get(type) ?? []), (msg) => done(pick(msg))])
+      child.send({ type })
+    })
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start within 180 s`)), 180_000)
+    child.once('exit', (code, signal) => reject(new Error(`${name} exited before it was ready (code ${code}, signal ${signal})`)))
+    child.on('message', (msg: any) => {
+      if (msg?.type !== 'ready') {
+        waiting.get(msg?.type)?.shift()?.(msg)
+        return
+      }
+      clearTimeout(timer)
+      resolve({
+        name,
+        child,
+        url: msg.url,
+        token: msg.token,
+        cpu: () => ask('cpu', (m) => m.usage.user + m.usage.system),
+        mem: () => ask('mem', (m) => ({ maxRSS: m.maxRSS, rss: m.rss })),
+        async stop() {
+          if (child.exitCode !== null || child.signalCode !== null) return
+          child.send({ type: 'stop' })
+          const killer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+          await exited
+          clearTimeout(killer)
+        }
+      })
+    })
+  })
+}
+
+const clockTick = 100 // USER_HZ on Linux
+/** CPU microseconds used so far by the backends connected to `database`, by pid (empty where /proc is unreadable). */
+export function pgBackendCpu(database: string): Map<number, number> {
+  const out = new Map<number, number>()
+  let pids: string[] = []
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d))
+  } catch {
+    return out
+  }
+  for (const pid of pids) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      if (!cmd.startsWith('postgres: ') || !cmd.includes(` ${database} `)) continue
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      out.set(Number(pid), ((Number(fields[11]) + Number(fields[12])) * 1e6) / clockTick)
+    } catch {
+      /* gone */
+    }
+  }
+  return out
+}
+
+/** CPU microseconds the backends used between two pgBackendCpu readings (backends that started in between count from 0). */
+export function cpuDelta(before: Map<number, number>, after: Map<number, number>): number {
+  let sum = 0
+  for (const [pid, us] of after) sum += us - (before.get(pid) ?? 0)
+  return sum
+}
+
+export const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
+
+/** A plain-text table: first row the header, first column left-aligned, the rest right-aligned. */
+export function table(rows: string[][]): string {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')
+  return [line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n')
 }

@@ -16,17 +16,13 @@
  * into bench/results/profiles/), --service-root DIR (run DIR/bench/service-server.ts, e.g. a
  * patched scratch copy of the project, against the same baseline), --keep-db.
  */
-import { fork, type ChildProcess } from 'node:child_process'
 import { cpus, loadavg } from 'node:os'
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import autocannon, { type Request, type Result } from 'autocannon'
-import pg from 'pg'
-import { startEmbedded, type EmbeddedServer } from '../core/db/embedded.ts'
 import { projectRoot } from '../core/paths.ts'
-import { freshDatabase } from '../test/helpers/database.ts'
-import { createPayload, defaultTenant, median } from './common.ts'
+import { benchDatabase, cpuDelta, createPayload, defaultTenant, fmt, median, pgBackendCpu, postgresVersion, startChild as forkServer, table, type ChildServer } from './common.ts'
 import { randomRecordIds, seedIncidents } from './seed.ts'
 
 const { values: opt } = parseArgs({
@@ -58,87 +54,11 @@ const profileStamp = new Date().toISOString().replace(/[:.]/g, '-')
 
 // ---------------------------------------------------------------- child processes
 
-interface ServerProcess {
-  name: 'service' | 'baseline'
-  child: ChildProcess
-  url: string
-  token?: string
-  cpu(): Promise<number>
-  stop(): Promise<void>
-}
+type ServerProcess = ChildServer<'service' | 'baseline'>
 
 function startChild(name: ServerProcess['name'], script: string, args: string[], cwd: string): Promise<ServerProcess> {
-  const execArgv = ['--import', 'tsx']
-  if (opt['cpu-prof']) {
-    // One folder per server: node writes a profile per thread (the main thread and tsx's loader thread).
-    const dir = join(resultsDir, 'profiles', `${profileStamp}-${name}`)
-    mkdirSync(dir, { recursive: true })
-    execArgv.push('--cpu-prof', '--cpu-prof-dir', dir)
-  }
-  const child = fork(script, args, { cwd, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  let waiting: ((us: number) => void) | undefined
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start within 180 s`)), 180_000)
-    child.once('exit', (code, signal) => reject(new Error(`${name} exited before it was ready (code ${code}, signal ${signal})`)))
-    child.on('message', (msg: any) => {
-      if (msg?.type === 'cpu') {
-        waiting?.(msg.usage.user + msg.usage.system)
-        waiting = undefined
-      }
-      if (msg?.type !== 'ready') return
-      clearTimeout(timer)
-      resolve({
-        name,
-        child,
-        url: msg.url,
-        token: msg.token,
-        cpu: () =>
-          new Promise<number>((done) => {
-            waiting = done
-            child.send({ type: 'cpu' })
-          }),
-        async stop() {
-          if (child.exitCode !== null || child.signalCode !== null) return
-          child.send({ type: 'stop' })
-          const killer = setTimeout(() => child.kill('SIGKILL'), 15_000)
-          await exited
-          clearTimeout(killer)
-        }
-      })
-    })
-  })
-}
-
-// ---------------------------------------------------------------- PostgreSQL CPU (Linux /proc)
-
-const clockTick = 100 // USER_HZ on Linux
-/** CPU microseconds used so far by the backends connected to `database` (0 where /proc is unreadable). */
-function pgBackendCpu(database: string): Map<number, number> {
-  const out = new Map<number, number>()
-  let pids: string[] = []
-  try {
-    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d))
-  } catch {
-    return out
-  }
-  for (const pid of pids) {
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
-      if (!cmd.startsWith('postgres: ') || !cmd.includes(` ${database} `)) continue
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      out.set(Number(pid), ((Number(fields[11]) + Number(fields[12])) * 1e6) / clockTick)
-    } catch {
-      /* gone */
-    }
-  }
-  return out
-}
-function cpuDelta(before: Map<number, number>, after: Map<number, number>): number {
-  let sum = 0
-  for (const [pid, us] of after) sum += us - (before.get(pid) ?? 0)
-  return sum
+  // One folder per server: node writes a profile per thread (the main thread and tsx's loader thread).
+  return forkServer(name, script, args, cwd, { cpuProfDir: opt['cpu-prof'] ? join(resultsDir, 'profiles', `${profileStamp}-${name}`) : undefined })
 }
 
 // ---------------------------------------------------------------- scenarios
@@ -245,13 +165,6 @@ async function sanityCheck(servers: ServerProcess[], list: Scenario[], ids: stri
 
 // ---------------------------------------------------------------- report
 
-const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
-function table(rows: string[][]): string {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
-  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')
-  return [line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n')
-}
-
 // ---------------------------------------------------------------- main
 
 async function main() {
@@ -265,17 +178,12 @@ async function main() {
       `${settings.repeats} repeat(s), ${settings.records} records${opt.quick ? ' (quick)' : ''}`
   )
 
-  let embedded: EmbeddedServer | undefined
-  if (!process.env.DATABASE_URL) {
-    // freshDatabase would start it too; starting it here tells us whether we must stop it at the end.
-    embedded = await startEmbedded({ dataDir: 'data/test', port: Number(process.env.EMBEDDED_TEST_PG_PORT ?? 54339), database: 'postgres' })
-  }
-  const db = await freshDatabase()
-  const database = new URL(db.url).pathname.slice(1)
+  const db = await benchDatabase()
+  const database = db.name
   const servers: ServerProcess[] = []
   let pgVersion = ''
   try {
-    log(`database: ${database} on ${embedded ? 'the embedded cluster (data/test)' : 'DATABASE_URL'}`)
+    log(`database: ${database} on ${db.where === 'embedded' ? 'the embedded cluster (data/test)' : 'DATABASE_URL'}`)
     const serviceRoot = resolve(opt['service-root'] ?? projectRoot)
     const service = await startChild('service', join(serviceRoot, 'bench', 'service-server.ts'), ['--database-url', db.url, '--tenant', defaultTenant], serviceRoot)
     servers.push(service)
@@ -289,10 +197,7 @@ async function main() {
     servers.push(baseline)
     log(`baseline: ${baseline.url}`)
 
-    const c = new pg.Client({ connectionString: db.url })
-    await c.connect()
-    pgVersion = (await c.query('SHOW server_version')).rows[0].server_version
-    await c.end()
+    pgVersion = await postgresVersion(db.url)
 
     const only = opt.only ? opt.only.split(',').map((s) => s.trim()) : undefined
     const list = scenarios(ids).filter((s) => !only || only.includes(s.key))
@@ -353,7 +258,7 @@ async function main() {
       cpus: cpus().length,
       cpuModel: cpus()[0]?.model,
       postgres: pgVersion,
-      database: embedded ? 'embedded' : 'DATABASE_URL',
+      database: db.where,
       records: seeded.count,
       loadAverageBefore: loadBefore,
       loadAverageAfter: loadavg()[0]
@@ -384,9 +289,7 @@ async function main() {
     process.stdout.write(`results: ${file}\n`)
   } finally {
     for (const s of servers.reverse()) await s.stop().catch(() => undefined)
-    if (!opt['keep-db']) await db.drop().catch((err) => log(`could not drop ${database}: ${err.message}`))
-    else log(`kept database ${db.url}`)
-    if (embedded?.startedHere) await embedded.stop().catch(() => undefined)
+    await db.close({ keep: opt['keep-db'], log })
   }
 }
 
