@@ -16,21 +16,15 @@ export async function reserveNumbers(client: pg.PoolClient, tenantId: string, mo
   return Number(rows[0].value) - count + 1
 }
 
-export interface NewRow {
-  number: string
-  payload: Record<string, unknown>
-  external_ref: string | null
-  changes: unknown[]
-}
-
 /**
  * Inserts a batch of records and their `created` activity in one statement, from one
- * JSON parameter (cheaper to send than one array parameter per column). Returns id
+ * JSON array of `{ number, payload, external_ref, changes }` (cheaper to send than one
+ * array parameter per column). Returns id
  * and number of each, in no particular order: numbers are unique, so they map back.
  */
 export async function insertMany(
   client: pg.PoolClient,
-  r: { tenantId: string; moduleKey: string; moduleVersion: string; state: string; actor: Actor; rows: NewRow[] }
+  r: { tenantId: string; moduleKey: string; moduleVersion: string; state: string; actor: Actor; rowsJson: string }
 ): Promise<Array<{ id: string; number: string }>> {
   const { rows } = await client.query({
     name: 'bulk-insert',
@@ -44,7 +38,7 @@ export async function insertMany(
         INSERT INTO record_activity (tenant_id, record_id, actor, action, changes)
         SELECT r.tenant_id, r.id, $6, 'created', input.changes FROM r JOIN input USING (number))
       SELECT id, number FROM r`,
-    values: [r.tenantId, r.moduleKey, r.moduleVersion, r.state, JSON.stringify(r.rows), r.actor]
+    values: [r.tenantId, r.moduleKey, r.moduleVersion, r.state, r.rowsJson, r.actor]
   })
   return rows
 }

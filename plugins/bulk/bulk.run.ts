@@ -37,6 +37,8 @@ interface Row {
   hash?: Buffer
   externalRef?: string
   payload?: Record<string, unknown>
+  /** The row checked as a new record while earlier batches are in the database: its problem, or its JSON ready to insert. */
+  asNew?: { problem: Record<string, unknown> } | { payloadJson: string; changesJson: string }
   outcome?: Outcome
 }
 
@@ -69,6 +71,8 @@ export class BulkRun {
   private batch: Row[] = []
   private timer?: NodeJS.Timeout
   private chain: Promise<void> = Promise.resolve()
+  /** The chain up to the batch before the latest: awaited to keep at most one batch waiting. */
+  private beforeLast: Promise<void> = Promise.resolve()
   private pending = 0
   private stopped = false
   private failure?: unknown
@@ -96,9 +100,9 @@ export class BulkRun {
         if (!row) continue
         this.batch.push(row)
         if (this.batch.length === 1) this.timer = setTimeout(() => void this.flush(), this.o.flushAfterMs)
-        if (this.batch.length >= this.o.batchSize) await this.flush()
-        // Never more than two batches ahead of the database.
-        if (this.pending >= 2) await this.chain
+        if (this.batch.length >= this.o.batchSize) void this.flush()
+        // The next batch is checked while the last one is in the database; never more than that.
+        if (this.pending >= 2) await this.beforeLast
       }
       complete = !this.stopped && !this.failure
       await this.flush()
@@ -143,7 +147,19 @@ export class BulkRun {
       return { line, hash, externalRef: ref, outcome: errorOutcome({ line, externalRef: ref }, rowProblem(validationError(list))) }
     }
     const v = value as { payload: Record<string, unknown>; externalRef?: string }
-    return { line, hash, externalRef: v.externalRef, payload: v.payload }
+    return { line, hash, externalRef: v.externalRef, payload: v.payload, asNew: this.checkAsNew(v.payload) }
+  }
+
+  /** Everything a create needs that does not depend on the database: rights, field rules, schema, the activity diff. */
+  private checkAsNew(payload: Record<string, unknown>): Row['asNew'] {
+    try {
+      assertCan(this.principal, this.module, 'create')
+      assertWritable(this.principal, this.module, Object.keys(payload))
+      if (!this.module.validatePayload(payload)) throw validationError(fieldProblems(this.module.validatePayload.errors, '/payload'))
+      return { payloadJson: JSON.stringify(payload), changesJson: JSON.stringify(diffPayload({}, payload)) }
+    } catch (err) {
+      return { problem: rowProblem(err) }
+    }
   }
 
   /** Hands the current batch to the writer chain (one batch at a time, in order). */
@@ -153,6 +169,7 @@ export class BulkRun {
     if (!rows.length) return this.chain
     this.batch = []
     this.pending++
+    this.beforeLast = this.chain
     this.chain = this.chain.then(async () => {
       try {
         if (!this.failure) await this.emit(await this.write(rows))
@@ -232,17 +249,21 @@ export class BulkRun {
     for (const row of rows) {
       const current = row.externalRef !== undefined ? existing.get(row.externalRef) : undefined
       try {
-        if (current && rule?.test(current) === false) {
+        if (!current) {
+          if ('problem' in row.asNew!) throw row.asNew.problem
+          plans.push({ row, payload: row.payload! })
+          continue
+        }
+        if (rule?.test(current) === false) {
           throw problems.conflict('record.external_ref_taken', `A live ${key} record has externalRef "${row.externalRef}", and this credential may not change it.`)
         }
-        assertCan(principal, module, current ? 'update' : 'create')
+        assertCan(principal, module, 'update')
         assertWritable(principal, module, Object.keys(row.payload!))
-        const payload = current ? mergePatch(current.payload, row.payload!) : row.payload!
+        const payload = mergePatch(current.payload, row.payload!)
         if (!module.validatePayload(payload)) throw validationError(fieldProblems(module.validatePayload.errors, '/payload'))
-        const changed = current ? new Set(diffPayload(current.payload, payload).map((c) => c.field)) : undefined
-        plans.push({ row, payload, current, changed })
+        plans.push({ row, payload, current, changed: new Set(diffPayload(current.payload, payload).map((c) => c.field)) })
       } catch (err) {
-        row.outcome = errorOutcome(row, rowProblem(err))
+        row.outcome = errorOutcome(row, err instanceof Error ? rowProblem(err) : (err as Record<string, unknown>))
       }
     }
     const refProblems = await referenceProblems(client, this.o.tenants, principal.tenantId, module, plans.map((p) => ({ payload: p.payload, changed: p.changed })))
@@ -270,7 +291,13 @@ export class BulkRun {
       moduleVersion: module.definition.version,
       state: module.definition.workflow.initial,
       actor: principal.actor,
-      rows: numbered.map(({ p, number }) => ({ number, payload: p.payload, external_ref: p.row.externalRef ?? null, changes: diffPayload({}, p.payload) }))
+      // Built from the JSON prepared per row in checkAsNew: no object is serialised twice.
+      rowsJson: `[${numbered
+        .map(({ p, number }) => {
+          const ready = p.row.asNew as { payloadJson: string; changesJson: string }
+          return `{"number":${JSON.stringify(number)},"payload":${ready.payloadJson},"external_ref":${JSON.stringify(p.row.externalRef ?? null)},"changes":${ready.changesJson}}`
+        })
+        .join(',')}]`
     })
     const ids = new Map(inserted.map((r) => [r.number, r.id]))
     for (const { p, number } of numbered) p.row.outcome = this.done(p.row, 'created', ids.get(number)!, number, 1)
