@@ -4,8 +4,8 @@ import { recordColumns, type RecordRow } from '../records/records.repository.ts'
 
 /** SQL of bulk loading: whole batches per statement, never a statement per row. */
 
-/** Reserves `count` numbers of a counter; returns the first. The counter row stays locked until the batch commits, so numbers have no gaps. */
-export async function reserveNumbers(client: pg.PoolClient, tenantId: string, moduleKey: string, scope: string, count: number): Promise<number> {
+/** Reserves `count` numbers of a counter; returns the first. Inside a transaction the counter row stays locked until it ends. */
+export async function reserveNumbers(client: pg.Pool | pg.PoolClient, tenantId: string, moduleKey: string, scope: string, count: number): Promise<number> {
   const { rows } = await client.query({
     name: 'bulk-reserve-numbers',
     text: `INSERT INTO record_sequences (tenant_id, module_key, scope, value) VALUES ($1, $2, $3, $4)

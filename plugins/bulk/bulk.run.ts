@@ -71,8 +71,11 @@ export class BulkRun {
   private batch: Row[] = []
   private timer?: NodeJS.Timeout
   private chain: Promise<void> = Promise.resolve()
-  /** The chain up to the batch before the latest: awaited to keep at most one batch waiting. */
-  private beforeLast: Promise<void> = Promise.resolve()
+  /** Stage one (stored outcomes, numbers), in input order. */
+  private prepared: Promise<unknown> = Promise.resolve()
+  /** Every transaction handed on so far, settled. */
+  private written: Promise<unknown> = Promise.resolve()
+  private waiters: Array<() => void> = []
   private pending = 0
   private stopped = false
   private failure?: unknown
@@ -101,8 +104,8 @@ export class BulkRun {
         this.batch.push(row)
         if (this.batch.length === 1) this.timer = setTimeout(() => void this.flush(), this.o.flushAfterMs)
         if (this.batch.length >= this.o.batchSize) void this.flush()
-        // The next batch is checked while the last one is in the database; never more than that.
-        if (this.pending >= 2) await this.beforeLast
+        // Rows are checked while earlier batches are in the database; never more than three batches on their way.
+        await this.below(4)
       }
       complete = !this.stopped && !this.failure
       await this.flush()
@@ -162,25 +165,51 @@ export class BulkRun {
     }
   }
 
-  /** Hands the current batch to the writer chain (one batch at a time, in order). */
+  /**
+   * Hands the current batch on. Three stages: in input order, stored outcomes are looked
+   * up and (for batches that only create) references checked and numbers reserved; then
+   * the transaction, where create-only batches may overlap the next one (a second
+   * database backend); then, in input order again, the outcomes are sent. Batches with
+   * upserts or a dry run wait for every earlier write and run whole in one transaction.
+   */
   private flush(): Promise<void> {
     clearTimeout(this.timer)
     const rows = this.batch
     if (!rows.length) return this.chain
     this.batch = []
     this.pending++
-    this.beforeLast = this.chain
+    const createsOnly = !this.dryRun && rows.every((r) => r.outcome || r.externalRef === undefined)
+    const earlierWrites = this.written
+    const ready = this.prepared.then(async () => {
+      if (this.failure) return undefined
+      await this.replay(rows)
+      if (!createsOnly) {
+        await earlierWrites
+        return undefined
+      }
+      return this.numberCreates(rows)
+    })
+    this.prepared = ready.catch(() => undefined)
+    const written = ready.then((numbered) => (this.failure ? undefined : numbered ? this.writeCreates(rows, numbered) : this.write(rows)))
+    this.written = Promise.all([earlierWrites, written.catch(() => undefined)])
     this.chain = this.chain.then(async () => {
       try {
-        if (!this.failure) await this.emit(await this.write(rows))
+        const outcomes = await written
+        if (outcomes && !this.failure) await this.emit(outcomes)
       } catch (err) {
-        this.failure = err
+        this.failure ??= err
         logger.error('bulk batch failed', { error: (err as Error)?.stack ?? String(err) })
       } finally {
         this.pending--
+        for (const wake of this.waiters.splice(0)) wake()
       }
     })
     return this.chain
+  }
+
+  /** Resolves once fewer than `n` batches are on their way. */
+  private async below(n: number) {
+    while (this.pending >= n) await new Promise<void>((resolve) => this.waiters.push(resolve))
   }
 
   private async emit(lines: unknown[]) {
@@ -189,28 +218,84 @@ export class BulkRun {
     if (!this.out.write(text)) await Promise.race([once(this.out, 'drain'), once(this.out, 'close')])
   }
 
-  /** Checks, writes and returns the outcomes of one batch, in input order. */
+  /** Outcomes of this batch that belong in the store for its Idempotency-Key (not replays, not refused changed lines). */
+  private toStore(rows: Row[]) {
+    return rows
+      .filter((r) => r.hash && !(r.outcome as { replayed?: true }).replayed && !(r.outcome?.status === 'error' && r.outcome.problem.code === 'idempotency.line_changed'))
+      .map((r) => ({ line: r.line, lineHash: r.hash!, outcome: r.outcome }))
+  }
+
+  /** Checks, writes and returns the outcomes of one batch, in input order, all in one transaction. */
   private async write(rows: Row[]): Promise<Outcome[]> {
-    await this.replay(rows)
-    const client = await this.o.pool.connect()
-    try {
-      await client.query('BEGIN')
+    await transactionOn(this.o.pool, this.dryRun, async (client) => {
       const refs = rows.filter((r) => !r.outcome && r.externalRef !== undefined)
       // Rows are applied in order; a reference repeated within the batch waits for its first row.
       for (const segment of segments(rows.filter((r) => !r.outcome))) await this.apply(client, segment, refs.length > 0)
       if (this.key && !this.dryRun) {
-        await repo.storeOutcomes(client, this.key, rows.filter((r) => r.hash && !(r.outcome as { replayed?: true }).replayed && !(r.outcome?.status === 'error' && r.outcome.problem.code === 'idempotency.line_changed')).map((r) => ({ line: r.line, lineHash: r.hash!, outcome: r.outcome })))
+        await repo.storeOutcomes(client, this.key, this.toStore(rows))
         await renewBulkKey(client, this.key, this.o.inFlightTimeoutSeconds)
       }
-      await client.query(this.dryRun ? 'ROLLBACK' : 'COMMIT')
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined)
-      throw err
-    } finally {
-      client.release()
-    }
+    })
     await this.lease?.extend(leaseMs).catch(() => undefined)
     return rows.map((r) => this.count(r.outcome!))
+  }
+
+  /**
+   * A create-only batch before its transaction, in input order: rows that fail their
+   * checks or references get their outcome, the others their numbers (reserved and
+   * committed at once, so batches number in input order yet write in parallel; a batch
+   * that then fails in the database leaves a gap).
+   */
+  private async numberCreates(rows: Row[]): Promise<Array<{ row: Row; number: string }>> {
+    const { principal, module } = this
+    const candidates: Row[] = []
+    for (const row of rows) {
+      if (row.outcome) continue
+      if ('problem' in row.asNew!) row.outcome = errorOutcome(row, row.asNew.problem)
+      else candidates.push(row)
+    }
+    const refProblems = await referenceProblems(this.o.pool, this.o.tenants, principal.tenantId, module, candidates.map((r) => ({ payload: r.payload! })))
+    const ok = candidates.filter((row, i) => {
+      if (!refProblems[i].length) return true
+      row.outcome = errorOutcome(row, rowProblem(validationError(refProblems[i])))
+      return false
+    })
+    if (!ok.length) return []
+    const { prefix, suffix, width } = module.numberPattern.render(new Date())
+    const first = await repo.reserveNumbers(this.o.pool, principal.tenantId, module.definition.key, `${prefix}{seq}${suffix}`, ok.length)
+    return ok.map((row, i) => ({ row, number: `${prefix}${String(first + i).padStart(width, '0')}${suffix}` }))
+  }
+
+  private async writeCreates(rows: Row[], numbered: Array<{ row: Row; number: string }>): Promise<Outcome[]> {
+    await transactionOn(this.o.pool, false, async (client) => {
+      if (numbered.length) await this.insert(client, numbered)
+      if (this.key) {
+        await repo.storeOutcomes(client, this.key, this.toStore(rows))
+        await renewBulkKey(client, this.key, this.o.inFlightTimeoutSeconds)
+      }
+    })
+    await this.lease?.extend(leaseMs).catch(() => undefined)
+    return rows.map((r) => this.count(r.outcome!))
+  }
+
+  /** Inserts numbered new records (JSON prepared per row in checkAsNew) and sets their outcomes. */
+  private async insert(client: pg.PoolClient, numbered: Array<{ row: Row; number: string }>) {
+    const { principal, module } = this
+    const inserted = await repo.insertMany(client, {
+      tenantId: principal.tenantId,
+      moduleKey: module.definition.key,
+      moduleVersion: module.definition.version,
+      state: module.definition.workflow.initial,
+      actor: principal.actor,
+      rowsJson: `[${numbered
+        .map(({ row, number }) => {
+          const ready = row.asNew as { payloadJson: string; changesJson: string }
+          return `{"number":${JSON.stringify(number)},"payload":${ready.payloadJson},"external_ref":${JSON.stringify(row.externalRef ?? null)},"changes":${ready.changesJson}}`
+        })
+        .join(',')}]`
+    })
+    const ids = new Map(inserted.map((r) => [r.number, r.id]))
+    for (const { row, number } of numbered) row.outcome = this.done(row, 'created', ids.get(number)!, number, 1)
   }
 
   private count(o: Outcome): Outcome {
@@ -284,23 +369,7 @@ export class BulkRun {
     if (!creates.length) return
     const { prefix, suffix, width } = module.numberPattern.render(new Date())
     const first = await repo.reserveNumbers(client, principal.tenantId, key, `${prefix}{seq}${suffix}`, creates.length)
-    const numbered = creates.map((p, i) => ({ p, number: `${prefix}${String(first + i).padStart(width, '0')}${suffix}` }))
-    const inserted = await repo.insertMany(client, {
-      tenantId: principal.tenantId,
-      moduleKey: key,
-      moduleVersion: module.definition.version,
-      state: module.definition.workflow.initial,
-      actor: principal.actor,
-      // Built from the JSON prepared per row in checkAsNew: no object is serialised twice.
-      rowsJson: `[${numbered
-        .map(({ p, number }) => {
-          const ready = p.row.asNew as { payloadJson: string; changesJson: string }
-          return `{"number":${JSON.stringify(number)},"payload":${ready.payloadJson},"external_ref":${JSON.stringify(p.row.externalRef ?? null)},"changes":${ready.changesJson}}`
-        })
-        .join(',')}]`
-    })
-    const ids = new Map(inserted.map((r) => [r.number, r.id]))
-    for (const { p, number } of numbered) p.row.outcome = this.done(p.row, 'created', ids.get(number)!, number, 1)
+    await this.insert(client, creates.map((p, i) => ({ row: p.row, number: `${prefix}${String(first + i).padStart(width, '0')}${suffix}` })))
   }
 
   private done(row: Row, status: 'created' | 'updated' | 'unchanged', id: string, number: string, version: number): Outcome {
@@ -326,4 +395,19 @@ function segments(rows: Row[]): Row[][] {
   }
   if (current.length) out.push(current)
   return out
+}
+
+/** Runs `fn` in a transaction on its own connection; rolled back instead of committed when `rollback` (dry run). */
+async function transactionOn(pool: pg.Pool, rollback: boolean, fn: (client: pg.PoolClient) => Promise<void>) {
+  const client = await pool.connect()
+  try {
+    await client.query('BEGIN')
+    await fn(client)
+    await client.query(rollback ? 'ROLLBACK' : 'COMMIT')
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined)
+    throw err
+  } finally {
+    client.release()
+  }
 }
