@@ -119,7 +119,7 @@ export class BulkRun {
     complete &&= !this.failure && !this.stopped
     const summary = { summary: { ...this.counts, dryRun: this.dryRun, complete } }
     if (this.failure) {
-      const problem = this.failure instanceof ApiError ? rowProblem(this.failure) : { status: 500, code: 'internal.error', detail: 'The service failed while loading; rows acknowledged above are stored, the rest were not loaded. Retry with the same Idempotency-Key to continue.' }
+      const problem = this.failure instanceof ApiError ? rowProblem(this.failure) : { status: 500, code: 'internal.error', detail: 'The service failed while loading: rows reported created or updated above are stored; the rest, and lines without an outcome, were not loaded. Retry with the same Idempotency-Key to continue.' }
       await this.emit([{ problem }])
     }
     await this.emit([summary])
@@ -194,17 +194,25 @@ export class BulkRun {
     this.written = Promise.all([earlierWrites, written.catch(() => undefined)])
     this.chain = this.chain.then(async () => {
       try {
+        // A batch already under way when an earlier one failed still reports what it committed.
         const outcomes = await written
-        if (outcomes && !this.failure) await this.emit(outcomes)
+        if (outcomes) await this.emit(outcomes)
       } catch (err) {
         this.failure ??= err
         logger.error('bulk batch failed', { error: (err as Error)?.stack ?? String(err) })
+        await this.emit(rows.map((r) => this.count(this.failedRow(r))))
       } finally {
         this.pending--
         for (const wake of this.waiters.splice(0)) wake()
       }
     })
     return this.chain
+  }
+
+  /** The outcome of a row whose batch failed in the database: its own earlier verdict if it had one (a replay, a row error), else not loaded. */
+  private failedRow(r: Row): Outcome {
+    if (r.outcome && ((r.outcome as { replayed?: true }).replayed || (r.outcome.status === 'error' && r.outcome.problem.code !== 'bulk.not_loaded'))) return r.outcome
+    return errorOutcome(r, { status: 503, code: 'bulk.not_loaded', detail: 'The batch holding this row failed in the database and was rolled back; the row was not loaded. Send it again (with the same Idempotency-Key, a retry continues where this call stopped).' })
   }
 
   /** Resolves once fewer than `n` batches are on their way. */

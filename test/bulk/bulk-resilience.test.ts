@@ -104,3 +104,48 @@ t.test('an outcome is sent only once its batch is committed', async (t) => {
   t.equal(lines.length, 10)
   t.equal((await loaded('WAIT')).length, 9)
 })
+
+t.test('batches written at once still number and answer in input order', async (t) => {
+  const res = await bulkCall(server.url, path, key, ndjson(rows(95, 'ORD')))
+  const outcomes = res.lines.slice(0, 95)
+  t.same(outcomes.map((l: any) => l.line), Array.from({ length: 95 }, (_, i) => i + 1), 'outcomes in line order')
+  const numbers = outcomes.map((l: any) => Number(l.number.split('-')[2]))
+  t.ok(numbers.every((n: number, i: number) => i === 0 || n === numbers[i - 1] + 1), 'numbers consecutive in line order across ten batches')
+  const stored = await loaded('ORD')
+  t.same(stored.map((r) => r.external_ref), outcomes.map((l: any) => l.externalRef), 'and stored in that order')
+})
+
+t.test('a batch that fails in the database ends the call with a problem line; earlier batches stay, nothing of the failed one is written', async (t) => {
+  // Take the number the third batch will get, so its insert fails on the unique number.
+  const { rows: seq } = await pool.query("SELECT scope, value FROM record_sequences WHERE tenant_id = 'acme' AND module_key = 'incident'")
+  const prefix = seq[0].scope.replace('{seq}', '')
+  const blocked = `${prefix}${String(Number(seq[0].value) + 25).padStart(5, '0')}`
+  await pool.query(
+    `INSERT INTO records (tenant_id, module_key, module_version, number, state, payload, created_by, updated_by) VALUES ('acme', 'incident', '1.0.0', $1, 'reported', '{}', '{"type":"system","id":"t","name":"t"}', '{"type":"system","id":"t","name":"t"}')`,
+    [blocked]
+  )
+  const res = await bulkCall(server.url, path, key, ndjson(rows(45, 'FAIL')), { 'Idempotency-Key': 'failing-call' })
+  t.equal(res.status, 200)
+  const outcomes = res.lines.filter((l: any) => l.line)
+  t.same(outcomes.slice(0, 20).map((l: any) => l.status), Array(20).fill('created'), 'the two batches before the failed one were acknowledged')
+  t.same(outcomes.slice(20, 30).map((l: any) => l.problem?.code), Array(10).fill('bulk.not_loaded'), 'each row of the failed batch says it was not loaded')
+  t.same(outcomes.map((l: any) => l.line), Array.from({ length: outcomes.length }, (_, i) => i + 1), 'outcomes stay in line order; lines after them were not read')
+  t.match(res.lines.at(-2), { problem: { status: 500, code: 'internal.error' } })
+  t.match(res.lines.at(-1), { summary: { complete: false } })
+  const created = outcomes.filter((l: any) => l.status === 'created')
+  t.equal(res.lines.at(-1).summary.created, created.length)
+  const stored = await loaded('FAIL')
+  t.same(stored.map((r) => r.external_ref), created.map((l: any) => l.externalRef), 'exactly the rows reported created are stored (batches already under way included)')
+  t.ok(stored.every((r) => r.activity === 1))
+  const key_ = await pool.query("SELECT state, locked_until <= now() AS free FROM idempotency_keys WHERE key = 'failing-call'")
+  t.same(key_.rows[0], { state: 'in_flight', free: true }, 'the key is released for a retry to continue')
+
+  await pool.query("DELETE FROM records WHERE tenant_id = 'acme' AND number = $1", [blocked])
+  const retry = await bulkCall(server.url, path, key, ndjson(rows(45, 'FAIL')), { 'Idempotency-Key': 'failing-call' })
+  const storedLines = new Set(created.map((l: any) => l.line))
+  const retried = retry.lines.slice(0, 45)
+  t.ok(retried.filter((l: any) => storedLines.has(l.line)).every((l: any) => l.replayed === true), 'the retry replays what was stored')
+  t.ok(retried.filter((l: any) => !storedLines.has(l.line)).every((l: any) => l.status === 'created' && !l.replayed), 'and loads the rest')
+  t.match(retry.lines.at(-1), { summary: { rows: 45, created: 45, complete: true } })
+  t.equal((await loaded('FAIL')).length, 45, 'no duplicates')
+})
