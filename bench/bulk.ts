@@ -18,7 +18,7 @@
  * (profiles the measured service into bench/results/profiles/), --keep-db.
  */
 import { cpus, loadavg } from 'node:os'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
@@ -27,7 +27,7 @@ import { loadModules } from '../core/modules/registry.ts'
 import { projectRoot } from '../core/paths.ts'
 import { copyLoad, type CopyRows } from './bulk-copy.ts'
 import { bulkLoad, firstOutcomeMs, type Target } from './bulk-load.ts'
-import { benchDatabase, cpuDelta, defaultTenant, fmt, median, pgBackendCpu, postgresVersion, startChild, table, type ChildServer } from './common.ts'
+import { benchDatabase, cpuDelta, prepareRun, defaultTenant, fmt, median, pgBackendCpu, postgresVersion, startChild, table, type ChildServer } from './common.ts'
 
 const { values: opt } = parseArgs({
   options: {
@@ -120,11 +120,7 @@ async function rssAt(url: string, perCall: number, rows: number) {
 }
 
 async function main() {
-  process.chdir(projectRoot)
-  mkdirSync(resultsDir, { recursive: true })
-  const startedAt = new Date()
-  const loadBefore = loadavg()[0]
-  if (loadBefore > 0.5 * cpus().length) log(`warning: load average ${loadBefore.toFixed(2)} on ${cpus().length} CPU(s) before start: other work on this machine will skew the figures`)
+  const { startedAt, loadBefore } = prepareRun(resultsDir, log)
   log(`bulk benchmark: ${settings.rows} rows per repeat in calls of ${settings.perCall}, ${settings.repeats} repeat(s)${opt.quick ? ' (quick)' : ''}`)
 
   const db = await benchDatabase()

@@ -5,7 +5,9 @@
  */
 import { fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs'
+import { cpus, loadavg } from 'node:os'
 import pg from 'pg'
+import { projectRoot } from '../core/paths.ts'
 
 export const defaultTenant = 'bench'
 export const benchModules = ['incident', 'corrective-action', 'inspection']
@@ -197,4 +199,13 @@ export function table(rows: string[][]): string {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
   const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')
   return [line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n')
+}
+
+/** Start of a benchmark run: works from the project root, makes the results folder, warns when the machine is already busy. */
+export function prepareRun(resultsDir: string, log: (line: string) => void): { startedAt: Date; loadBefore: number } {
+  process.chdir(projectRoot)
+  mkdirSync(resultsDir, { recursive: true })
+  const loadBefore = loadavg()[0]
+  if (loadBefore > 0.5 * cpus().length) log(`warning: load average ${loadBefore.toFixed(2)} on ${cpus().length} CPU(s) before start: other work on this machine will skew the figures`)
+  return { startedAt: new Date(), loadBefore }
 }

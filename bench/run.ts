@@ -17,12 +17,12 @@
  * patched scratch copy of the project, against the same baseline), --keep-db.
  */
 import { cpus, loadavg } from 'node:os'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import autocannon, { type Request, type Result } from 'autocannon'
 import { projectRoot } from '../core/paths.ts'
-import { benchDatabase, cpuDelta, createPayload, defaultTenant, fmt, median, pgBackendCpu, postgresVersion, startChild as forkServer, table, type ChildServer } from './common.ts'
+import { benchDatabase, cpuDelta, prepareRun, createPayload, defaultTenant, fmt, median, pgBackendCpu, postgresVersion, startChild as forkServer, table, type ChildServer } from './common.ts'
 import { randomRecordIds, seedIncidents } from './seed.ts'
 
 const { values: opt } = parseArgs({
@@ -168,11 +168,7 @@ async function sanityCheck(servers: ServerProcess[], list: Scenario[], ids: stri
 // ---------------------------------------------------------------- main
 
 async function main() {
-  process.chdir(projectRoot)
-  mkdirSync(resultsDir, { recursive: true })
-  const startedAt = new Date()
-  const loadBefore = loadavg()[0]
-  if (loadBefore > 0.5 * cpus().length) log(`warning: load average ${loadBefore.toFixed(2)} on ${cpus().length} CPU(s) before start: other work on this machine will skew the figures`)
+  const { startedAt, loadBefore } = prepareRun(resultsDir, log)
   log(
     `benchmark: ${settings.connections} connections, ${settings.warmup} s warm-up + ${settings.duration} s per run, ` +
       `${settings.repeats} repeat(s), ${settings.records} records${opt.quick ? ' (quick)' : ''}`

@@ -4,7 +4,7 @@ import { assertCan, assertScope, assertWritable, canFire, hiddenFields, redactAc
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { sql, transaction } from '../../core/db/index.ts'
 import { ShapedQuery } from '../../core/db/shaped-query.ts'
-import { problems, type FieldProblem } from '../../core/errors/index.ts'
+import { problems } from '../../core/errors/index.ts'
 import { fieldToFilter, sqlOperators, type Operator } from '../../core/modules/derive/filters.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
