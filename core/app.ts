@@ -8,6 +8,7 @@ import { CredentialStore } from './auth/credentials.ts'
 import { SessionStore } from './auth/sessions.ts'
 import { UserDirectory } from './auth/users.ts'
 import { createLimiter } from './limits/limiter.ts'
+import { createStorage } from './storage/index.ts'
 import { identify, rejectBadCredentials } from './http/identify.ts'
 import { rateLimit } from './http/rate-limit.ts'
 import type { AppConfig } from './config.ts'
@@ -26,6 +27,8 @@ import { CursorCodec } from './pagination/cursor.ts'
 import { syncTenants, TenantDirectory } from './tenancy/tenants.ts'
 import { plugins } from '../plugins/index.ts'
 import { recordsPath } from '../plugins/records/records.shared.ts'
+import { attachmentsPath } from '../plugins/attachments/attachments.shared.ts'
+import { purgePendingAttachments } from '../plugins/attachments/attachments.ts'
 import { bulkPathPattern } from '../plugins/bulk/bulk.shared.ts'
 import { purgeExpiredKeys } from '../plugins/idempotency/idempotency.ts'
 
@@ -53,8 +56,10 @@ export async function createPlatform(config: AppConfig, options: { limiter?: boo
     const sessions = new SessionStore(db.pool, config.sessions)
     const cursors = new CursorCodec(await platformSecret(db.pool, 'cursor-signing'))
     const limiter = options.limiter === false ? undefined : await createLimiter({ redisUrl: config.redis.url, prefix: config.redis.prefix })
+    const urls = { public: config.publicUrl ?? `http://${config.host}:${config.port}` }
+    const storage = await createStorage(config, await platformSecret(db.pool, 'storage-signing'), () => urls.public)
     const limitsFor = (tenantId: string | undefined) => ({ ...config.limits, ...(tenantId ? config.tenants[tenantId]?.limits : undefined) })
-    return { config, db, registry, tenants, credentials, users, sessions, limiter, cursors, limitsFor, createdTenants }
+    return { config, db, registry, tenants, credentials, users, sessions, limiter, cursors, storage, urls, limitsFor, createdTenants }
   } catch (err) {
     await db.close()
     throw err
@@ -74,7 +79,7 @@ export function createApp(platform: Platform): App {
   app.use(rejectBadCredentials)
   app.use(jsonBody(platform.config.http.maxJsonBytes, [bulkPathPattern]))
   app.use(passBodyStream([bulkPathPattern]))
-  app.use(colonMethods([recordsPath]))
+  app.use(colonMethods([recordsPath, attachmentsPath]))
   app.configure(rest())
   app.hooks({ around: { all: [authenticate(platform.credentials)] } })
   for (const plugin of plugins) app.configure(plugin)
@@ -97,10 +102,12 @@ export async function startServer(platform: Platform): Promise<RunningServer> {
   const { port } = server.address() as AddressInfo
   const url = `http://${platform.config.host}:${port}`
   if (!platform.config.errors.baseUrl) app.set('errorsUrl', `${platform.config.publicUrl ?? url}/errors`)
+  platform.urls.public = platform.config.publicUrl ?? url
   const agenda = platform.config.jobs.enabled
     ? await startJobs(platform.db.pool, [
         { name: 'idempotency.purge', every: '1 hour', run: async () => ({ removed: await purgeExpiredKeys(platform.db.pool) }) },
-        { name: 'sessions.purge', every: '1 hour', run: async () => ({ removed: await platform.sessions.purgeExpired() }) }
+        { name: 'sessions.purge', every: '1 hour', run: async () => ({ removed: await platform.sessions.purgeExpired() }) },
+        { name: 'attachments.purge', every: '1 hour', run: async () => ({ removed: await purgePendingAttachments(platform) }) }
       ])
     : undefined
   return {
@@ -113,6 +120,7 @@ export async function startServer(platform: Platform): Promise<RunningServer> {
       await app.teardown()
       await platform.credentials.close()
       await platform.limiter?.close()
+      await platform.storage.close?.()
       await platform.db.close()
     }
   }

@@ -62,6 +62,26 @@ export const configSchema = Type.Object({
     prefix: Type.String()
   }),
   limits: LimitsConfig,
+  attachments: Type.Object({
+    driver: Type.Union([Type.Literal('local'), Type.Literal('s3')]),
+    /** Largest file accepted, in bytes. */
+    maxBytes: Type.Integer({ minimum: 1 }),
+    /** Content types accepted (exact, or `type/*`). */
+    contentTypes: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
+    uploadUrlSeconds: Type.Integer({ minimum: 1 }),
+    downloadUrlSeconds: Type.Integer({ minimum: 1 }),
+    /** Pending uploads older than this are removed by the attachments.purge job. */
+    pendingHours: Type.Number({ exclusiveMinimum: 0 }),
+    local: Type.Object({ dir: Type.String({ minLength: 1 }) }),
+    s3: Type.Object({
+      endpoint: Type.Union([Type.String(), Type.Null()]),
+      region: Type.String(),
+      bucket: Type.String(),
+      accessKeyId: Type.Union([Type.String(), Type.Null()]),
+      secretAccessKey: Type.Union([Type.String(), Type.Null()]),
+      forcePathStyle: Type.Boolean()
+    })
+  }),
   bulk: Type.Object({
     /** Rows per call; rows past it get an error outcome each. */
     maxRows: Type.Integer({ minimum: 1 }),

@@ -3,6 +3,7 @@ import type { CredentialStore } from './auth/credentials.ts'
 import type { SessionStore } from './auth/sessions.ts'
 import type { UserDirectory } from './auth/users.ts'
 import type { Limiter } from './limits/limiter.ts'
+import type { StorageDriver } from './storage/driver.ts'
 import type { AppConfig } from './config.ts'
 import type { Database } from './db/index.ts'
 import type { ModuleRegistry } from './modules/registry.ts'
@@ -21,6 +22,10 @@ export interface Platform {
   /** Rate-limit windows and concurrency slots (Redis when configured); absent in the CLI. */
   limiter?: Limiter
   cursors: CursorCodec
+  /** Where attachment bytes live (local disk or S3). */
+  storage: StorageDriver
+  /** The service's public base URL (known for certain once it listens). */
+  urls: { public: string }
   /** The limits that apply to a tenant: the defaults with its enterprise overrides. */
   limitsFor(tenantId: string | undefined): AppConfig['limits']
 }

@@ -1,6 +1,8 @@
 import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
 import { assertCan, hiddenFields, redactActivity, rowRule } from '../../core/auth/access.ts'
+import { hasScope } from '../../core/auth/scopes.ts'
+import type { StorageDriver } from '../../core/storage/driver.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { problems } from '../../core/errors/index.ts'
 import { isoUtc as iso } from '../../core/db/index.ts'
@@ -23,7 +25,7 @@ interface AuditParams extends Params<AuditLogQuery> {
 export class AuditLogService {
   private readonly validateQuery
   constructor(
-    private readonly o: { pool: pg.Pool; tenants: TenantDirectory; cursors: CursorCodec; defaultLimit: number; maxLimit: number }
+    private readonly o: { pool: pg.Pool; tenants: TenantDirectory; cursors: CursorCodec; defaultLimit: number; maxLimit: number; storage: StorageDriver; downloadUrlSeconds: number }
   ) {
     this.validateQuery = auditLogQueryValidator(o.maxLimit)
   }
@@ -40,6 +42,16 @@ export class AuditLogService {
       assertCan(principal, module, 'read')
       if (rowRule(principal, module)?.test(row) === false) throw notFound()
       const { activity, ...record } = view(principal, module, row)
+      // The audit log is where a deleted record's files stay reachable: each comes with a short-lived download URL.
+      if (hasScope(principal.scopes, 'attachments:read', module.definition.key)) {
+        const expiresAt = new Date(Date.now() + this.o.downloadUrlSeconds * 1000)
+        record.attachments = await Promise.all(
+          (record.attachments ?? []).map(async (a: any) => ({
+            ...a,
+            download: await this.o.storage.signDownload({ key: `${principal.tenantId}/${row.id}/${a.id}`, contentType: a.contentType, fileName: a.fileName, expiresAt })
+          }))
+        )
+      }
       return { record, items: activity ?? [], nextCursor: null }
     }
     if (!query.moduleKey) {

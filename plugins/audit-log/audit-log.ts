@@ -3,8 +3,8 @@ import { AuditLogService } from './audit-log.class.ts'
 import { auditLogMethods, auditLogPath } from './audit-log.shared.ts'
 
 export function auditLog(app: App) {
-  const { db, tenants, cursors, config } = app.get('platform')
-  app.use(auditLogPath, new AuditLogService({ pool: db.pool, tenants, cursors, defaultLimit: config.pagination.defaultLimit, maxLimit: config.pagination.maxLimit }), {
+  const { db, tenants, cursors, config, storage } = app.get('platform')
+  app.use(auditLogPath, new AuditLogService({ pool: db.pool, tenants, cursors, defaultLimit: config.pagination.defaultLimit, maxLimit: config.pagination.maxLimit, storage, downloadUrlSeconds: config.attachments.downloadUrlSeconds }), {
     methods: [...auditLogMethods]
   })
 }

@@ -75,7 +75,7 @@ export class RecordsService {
 
   private present(principal: Principal, module: RegisteredModule, row: repo.RecordRow): RecordOut {
     const out = view(principal, module, row)
-    out.attachments = []
+    out.attachments ??= []
     out.availableTransitions = this.firable(principal, module, row.state).map((t) => ({
       key: t.key,
       label: t.label,

@@ -18,6 +18,12 @@ const activityJson = `coalesce((SELECT json_agg(json_build_object('id', a.id, 'a
   'changes', a.changes, 'transition', a.transition, 'comment', a.comment) ORDER BY a.id)
   FROM record_activity a WHERE a.tenant_id = r.tenant_id AND a.record_id = r.id), '[]'::json) AS activity`
 
+/** Ready attachments of a record, as its metadata shows them (pending uploads are not part of the record yet). */
+export const attachmentColumns = (x: string) => `json_build_object('id', ${x}.id, 'fileName', ${x}.file_name, 'contentType', ${x}.content_type, 'size', ${x}.size,
+  'sha256', encode(${x}.sha256, 'hex'), 'uploadedBy', ${x}.uploaded_by, 'uploadedAt', ${iso(`${x}.uploaded_at`)})`
+const attachmentsJson = `coalesce((SELECT json_agg(${attachmentColumns('x')} ORDER BY x.uploaded_at, x.id)
+  FROM attachments x WHERE x.tenant_id = r.tenant_id AND x.record_id = r.id AND x.state = 'ready'), '[]'::json) AS attachments`
+
 export interface RecordRow {
   id: string
   module_key: string
@@ -37,6 +43,7 @@ export interface RecordRow {
   /** Only in list queries that page by change (see updatedAtExact). */
   updated_at_exact?: string
   activity?: any[]
+  attachments?: any[]
 }
 
 export function toRecord(row: RecordRow): RecordOut {
@@ -59,6 +66,7 @@ export function toRecord(row: RecordRow): RecordOut {
     out.deletedBy = row.deleted_by ?? undefined
   }
   if (row.activity) out.activity = row.activity
+  if (row.attachments) out.attachments = row.attachments
   return out
 }
 
@@ -66,7 +74,7 @@ export function toRecord(row: RecordRow): RecordOut {
 export async function selectLive(db: Queryable, tenantId: string, id: string): Promise<RecordRow | undefined> {
   const { rows } = await db.query({
     name: 'records-get-live',
-    text: `SELECT ${recordColumns}, ${activityJson} FROM records r WHERE r.tenant_id = $1 AND r.id = $2 AND r.deleted_at IS NULL`,
+    text: `SELECT ${recordColumns}, ${activityJson}, ${attachmentsJson} FROM records r WHERE r.tenant_id = $1 AND r.id = $2 AND r.deleted_at IS NULL`,
     values: [tenantId, id]
   })
   return rows[0]
@@ -76,7 +84,7 @@ export async function selectLive(db: Queryable, tenantId: string, id: string): P
 export async function selectAny(db: Queryable, tenantId: string, id: string): Promise<RecordRow | undefined> {
   const { rows } = await db.query({
     name: 'records-get-any',
-    text: `SELECT ${recordColumns}, ${activityJson} FROM records r WHERE r.tenant_id = $1 AND r.id = $2`,
+    text: `SELECT ${recordColumns}, ${activityJson}, ${attachmentsJson} FROM records r WHERE r.tenant_id = $1 AND r.id = $2`,
     values: [tenantId, id]
   })
   return rows[0]

@@ -11,7 +11,12 @@ const outsider = await userWithToken(server, 'acme', ['action-owner'])
 const incident = (await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: incidentPayload({ title: 'Solvent spill in bay 7' }) } })).body
 // Another user's token, for the token endpoints (their 404 echoes the id asked for).
 const someToken = (await server.request('GET', '/api/v1/tokens')).body.items[0].id
-const secrets = [incident.id, incident.number, 'Solvent spill in bay 7']
+// An attachment of the incident, uploaded by the tenant's key.
+const attachmentBody = Buffer.from('%PDF-1.4 secret report')
+const upload = (await server.request('POST', '/api/v1/attachments', { body: { recordId: incident.id, fileName: 'secret-report.pdf', contentType: 'application/pdf', size: attachmentBody.length } })).body
+await fetch(upload.upload.url, { method: 'PUT', headers: upload.upload.headers, body: new Uint8Array(attachmentBody) })
+const incidentAttachment = upload.id
+const secrets = ['secret-report.pdf', incident.id, incident.number, 'Solvent spill in bay 7']
 
 const { getServiceOptions } = feathers
 
@@ -36,6 +41,11 @@ const calls: Record<string, Call[]> = {
     { method: 'POST', path: '/api/modules/incident/bulk', raw: JSON.stringify({ payload: incidentPayload(), externalRef: 'X' }) + '\n', headers: { 'content-type': 'application/x-ndjson' }, expect: [403] },
     { method: 'POST', path: '/api/modules/incident/bulk?dryRun=true', raw: JSON.stringify({ payload: incidentPayload() }) + '\n', headers: { 'content-type': 'application/x-ndjson' }, expect: [403] }
   ],
+  'api/v1/attachments.create': [
+    { method: 'POST', path: '/api/v1/attachments', body: { recordId: incident.id, fileName: 'a.pdf', contentType: 'application/pdf', size: 10 }, expect: [403] }
+  ],
+  'api/v1/attachments.get': [{ method: 'GET', path: `/api/v1/attachments/${incidentAttachment}`, expect: [403] }],
+  'api/v1/attachments.complete': [{ method: 'POST', path: `/api/v1/attachments/${incidentAttachment}:complete`, expect: [403] }],
   'api/v1/modules.find': [{ method: 'GET', path: '/api/v1/modules', expect: [200] }],
   'api/v1/modules.get': [{ method: 'GET', path: '/api/v1/modules/incident', expect: [403] }],
   'api/v1/audit-log.find': [

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
 import { createPlatform, startServer, type RunningServer } from '../../core/app.ts'
 import { loadConfig, type AppConfig, type DeepPartial } from '../../core/config.ts'
@@ -38,6 +41,7 @@ export const defaultTenants = {
 /** Starts the real service on a fresh database, listening on a free loopback port. */
 export async function startTestServer(overrides: DeepPartial<AppConfig> & Record<string, unknown> = {}): Promise<TestServer> {
   const db = await freshDatabase()
+  const attachmentsDir = mkdtempSync(join(tmpdir(), 'records-test-files-'))
   const config = loadConfig({
     port: 0,
     jobs: { enabled: false },
@@ -48,6 +52,8 @@ export async function startTestServer(overrides: DeepPartial<AppConfig> & Record
     limits: { requestsPerMinute: 1_000_000, ...(overrides.limits ?? {}) },
     // Each server counts in its own Redis namespace unless a test shares one on purpose.
     redis: { prefix: `test:${randomUUID()}:`, ...(overrides.redis ?? {}) },
+    // And keeps attachment files in its own folder, removed with it.
+    attachments: { ...((overrides as any).attachments ?? {}), local: { dir: attachmentsDir, ...((overrides as any).attachments?.local ?? {}) } },
     database: { url: db.url, ...(overrides.database ?? {}) }
   } as any)
   const platform = await createPlatform(config)
@@ -84,6 +90,7 @@ export async function startTestServer(overrides: DeepPartial<AppConfig> & Record
     async close() {
       await running.close()
       await db.drop()
+      rmSync(attachmentsDir, { recursive: true, force: true })
     }
   }
 }

@@ -1,0 +1,2 @@
+export const attachmentsPath = 'api/v1/attachments'
+export const attachmentsMethods = ['create', 'get', 'complete'] as const
