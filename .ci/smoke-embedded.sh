@@ -62,6 +62,23 @@ code=$(api "$base/api/v1/records?moduleKey=incident")
 expect "$code" 200 "list"
 expect "$(jq '.items | length' "$work/body")" 1 "items listed"
 
+# An attachment through the local driver's signed URLs, and a bulk load of two rows.
+printf 'smoke test attachment\n' > "$work/file.txt"
+code=$(api -X POST "$base/api/v1/attachments" -d "{\"recordId\":\"$id\",\"fileName\":\"note.txt\",\"contentType\":\"text/plain\",\"size\":$(stat -c %s "$work/file.txt"),\"sha256\":\"$(sha256sum "$work/file.txt" | cut -d' ' -f1)\"}")
+expect "$code" 201 "attachment upload URL"
+upload_url=$(jq -r .upload.url "$work/body")
+attachment=$(jq -r .id "$work/body")
+code=$(curl -s -o "$work/body" -w '%{http_code}' -X PUT -H 'Content-Type: text/plain' --data-binary @"$work/file.txt" "$upload_url")
+expect "$code" 200 "attachment upload"
+code=$(api "$base/api/v1/attachments/$attachment")
+expect "$code" 200 "attachment download URL"
+curl -s -o "$work/downloaded.txt" "$(jq -r .download.url "$work/body")"
+cmp -s "$work/file.txt" "$work/downloaded.txt" || { echo "smoke: downloaded attachment differs"; exit 1; }
+printf '%s\n%s\n' '{"payload":{"title":"Bulk 1","description":"d","occurredAt":"2026-11-20T08:30:00Z","site":"CI","category":"near-miss","severity":"low"}}' '{"payload":{"title":"Bulk 2"}}' > "$work/rows.ndjson"
+code=$(curl -s -o "$work/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $key" -H 'Content-Type: application/x-ndjson' --data-binary @"$work/rows.ndjson" "$base/api/modules/incident/bulk")
+expect "$code" 200 "bulk load"
+expect "$(tail -1 "$work/body" | jq -c '[.summary.created, .summary.errors]')" "[1,1]" "bulk outcomes"
+
 stop
 [ ! -f "$(cluster_home)/pg/postmaster.pid" ] || { echo "smoke: embedded PostgreSQL still running after a clean stop"; exit 1; }
 
@@ -81,4 +98,4 @@ start
 code=$(api "$base/api/v1/records/$id")
 expect "$code" 200 "record survives a crash"
 stop
-echo "smoke: embedded default OK (private clone, start, walk-through, restart, crash recovery)"
+echo "smoke: embedded default OK (private clone, start, walk-through, attachment, bulk, restart, crash recovery)"
