@@ -29,6 +29,7 @@ import { plugins } from '../plugins/index.ts'
 import { recordsPath } from '../plugins/records/records.shared.ts'
 import { attachmentsPath } from '../plugins/attachments/attachments.shared.ts'
 import { purgePendingAttachments } from '../plugins/attachments/attachments.ts'
+import { exportJobs } from '../plugins/exports/exports.ts'
 import { bulkPathPattern } from '../plugins/bulk/bulk.shared.ts'
 import { purgeExpiredKeys } from '../plugins/idempotency/idempotency.ts'
 
@@ -59,7 +60,10 @@ export async function createPlatform(config: AppConfig, options: { limiter?: boo
     const urls = { public: config.publicUrl ?? `http://${config.host}:${config.port}` }
     const storage = await createStorage(config, await platformSecret(db.pool, 'storage-signing'), () => urls.public)
     const limitsFor = (tenantId: string | undefined) => ({ ...config.limits, ...(tenantId ? config.tenants[tenantId]?.limits : undefined) })
-    return { config, db, registry, tenants, credentials, users, sessions, limiter, cursors, storage, urls, limitsFor, createdTenants }
+    const enqueue = async () => {
+      throw new Error('jobs can be enqueued once the server has started')
+    }
+    return { config, db, registry, tenants, credentials, users, sessions, limiter, cursors, storage, urls, limitsFor, enqueue, createdTenants }
   } catch (err) {
     await db.close()
     throw err
@@ -103,13 +107,18 @@ export async function startServer(platform: Platform): Promise<RunningServer> {
   const url = `http://${platform.config.host}:${port}`
   if (!platform.config.errors.baseUrl) app.set('errorsUrl', `${platform.config.publicUrl ?? url}/errors`)
   platform.urls.public = platform.config.publicUrl ?? url
-  const agenda = platform.config.jobs.enabled
-    ? await startJobs(platform.db.pool, [
-        { name: 'idempotency.purge', every: '1 hour', run: async () => ({ removed: await purgeExpiredKeys(platform.db.pool) }) },
-        { name: 'sessions.purge', every: '1 hour', run: async () => ({ removed: await platform.sessions.purgeExpired() }) },
-        { name: 'attachments.purge', every: '1 hour', run: async () => ({ removed: await purgePendingAttachments(platform) }) }
-      ])
-    : undefined
+  const jobs = [
+    { name: 'idempotency.purge', every: '1 hour', run: async () => ({ removed: await purgeExpiredKeys(platform.db.pool) }) },
+    { name: 'sessions.purge', every: '1 hour', run: async () => ({ removed: await platform.sessions.purgeExpired() }) },
+    { name: 'attachments.purge', every: '1 hour', run: async () => ({ removed: await purgePendingAttachments(platform) }) },
+    ...exportJobs(app, platform)
+  ]
+  let agenda = platform.config.jobs.enabled ? await startJobs(platform.db.pool, jobs, { process: true, processEverySeconds: platform.config.jobs.processEverySeconds }) : undefined
+  // An instance that runs no jobs still enqueues them (for instances that do), on a scheduler started on first use.
+  platform.enqueue = async (name, data) => {
+    agenda ??= await startJobs(platform.db.pool, jobs, { process: false })
+    await agenda.now(name, data)
+  }
   return {
     app,
     server,

@@ -82,6 +82,16 @@ export const configSchema = Type.Object({
       forcePathStyle: Type.Boolean()
     })
   }),
+  exports: Type.Object({
+    /** Hours a finished export file can be downloaded before the exports.purge job removes it. */
+    fileHours: Type.Number({ exclusiveMinimum: 0 }),
+    /** Attempts before a job is failed (a job whose process died is picked up again). */
+    maxAttempts: Type.Integer({ minimum: 1 }),
+    /** How long a running job's lock holds without renewal; after it, another instance takes the job over. */
+    lockSeconds: Type.Integer({ minimum: 1 }),
+    /** Rows read per page from the records service. */
+    pageSize: Type.Integer({ minimum: 1 })
+  }),
   bulk: Type.Object({
     /** Rows per call; rows past it get an error outcome each. */
     maxRows: Type.Integer({ minimum: 1 }),
@@ -95,7 +105,7 @@ export const configSchema = Type.Object({
     idleMinutes: Type.Number({ exclusiveMinimum: 0 })
   }),
   errors: Type.Object({ baseUrl: Type.Union([Type.String(), Type.Null()]) }),
-  jobs: Type.Object({ enabled: Type.Boolean() }),
+  jobs: Type.Object({ enabled: Type.Boolean(), processEverySeconds: Type.Number({ exclusiveMinimum: 0 }) }),
   logLevel: Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error'), Type.Literal('silent')])
 })
 

@@ -1,6 +1,7 @@
 import type { App } from '../core/declarations.ts'
 import { attachments } from './attachments/attachments.ts'
 import { auditLog } from './audit-log/audit-log.ts'
+import { exportsPlugin } from './exports/exports.ts'
 import { bulk } from './bulk/bulk.ts'
 import { me } from './me/me.ts'
 import { modules } from './modules/modules.ts'
@@ -9,4 +10,4 @@ import { settings } from './settings/settings.ts'
 import { tokens } from './tokens/tokens.ts'
 
 /** Every feature, in the order it is configured. */
-export const plugins: Array<(app: App) => void> = [records, bulk, attachments, modules, auditLog, tokens, me, settings]
+export const plugins: Array<(app: App) => void> = [records, bulk, attachments, exportsPlugin, modules, auditLog, tokens, me, settings]

@@ -39,6 +39,8 @@ export interface StorageDriver {
   stat(key: string): Promise<{ size: number } | undefined>
   /** SHA-256 of a stored object, read from storage (used to verify a declared checksum). */
   sha256(key: string): Promise<Buffer>
+  /** Stores a file the service produced itself (an export) under `key`, from a local path. */
+  putFile(key: string, path: string, contentType: string): Promise<{ size: number }>
   /** Removes an object; no error when it does not exist. */
   delete(key: string): Promise<void>
   close?(): Promise<void>

@@ -1,12 +1,12 @@
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto'
 import { createReadStream } from 'node:fs'
-import { mkdir, rename, rm, stat } from 'node:fs/promises'
+import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { projectRoot } from '../paths.ts'
 import type { DownloadSpec, SignedRequest, StorageDriver, UploadSpec } from './driver.ts'
 
-/** Storage keys the platform makes: tenant slug, then two UUIDs. Anything else is refused before touching the disk. */
-const keyShape = /^[a-z][a-z0-9-]{0,62}\/[0-9a-f-]{36}\/[0-9a-f-]{36}$/
+/** Storage keys the platform makes: tenant slug, record UUID (or `exports`), then a UUID. Anything else is refused before touching the disk. */
+const keyShape = /^[a-z][a-z0-9-]{0,62}\/([0-9a-f-]{36}|exports)\/[0-9a-f-]{36}$/
 
 export interface LocalGrant {
   method: 'PUT' | 'GET'
@@ -100,6 +100,13 @@ export class LocalStorage implements StorageDriver {
     const target = this.path(key)
     await mkdir(dirname(target), { recursive: true })
     await rename(temp, target)
+  }
+
+  async putFile(key: string, path: string): Promise<{ size: number }> {
+    const target = this.path(key)
+    await mkdir(dirname(target), { recursive: true })
+    await copyFile(path, target)
+    return { size: (await stat(target)).size }
   }
 
   async stat(key: string): Promise<{ size: number } | undefined> {

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto'
+import { createReadStream } from 'node:fs'
+import { stat } from 'node:fs/promises'
 import {
   DeleteObjectCommand,
   GetObjectCommand,
@@ -101,6 +103,12 @@ export function createS3Driver(config: S3StorageConfig): StorageDriver {
       // In Node the body is a readable stream: hash it chunk by chunk, never the whole object in memory.
       for await (const chunk of object.Body as AsyncIterable<Uint8Array>) hash.update(chunk)
       return hash.digest()
+    },
+
+    async putFile(key: string, path: string, contentType: string) {
+      const { size } = await stat(path)
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: createReadStream(path), ContentLength: size, ContentType: contentType }))
+      return { size }
     },
 
     async delete(key: string) {

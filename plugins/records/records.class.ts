@@ -29,6 +29,8 @@ export interface RecordParams extends Params<RecordQuery> {
   principal?: Principal
   headers?: Record<string, string | undefined>
   route?: { id?: string }
+  /** Internal only (exports): answer with the number of matching records, no page. */
+  countOnly?: boolean
   /** Set by the idempotency hook: stores the response inside the write's own transaction. */
   idempotency?: { complete(db: pg.PoolClient, body: unknown): Promise<void> }
 }
@@ -37,6 +39,8 @@ export interface RecordPage {
   items: RecordOut[]
   nextCursor: string | null
   limit: number
+  /** With params.countOnly. */
+  total?: number
 }
 
 export interface RecordsOptions {
@@ -124,7 +128,11 @@ export class RecordsService {
     // updatedSince pages in change order (incremental sync); otherwise in creation order.
     const byUpdate = !!q.updatedSince
     const columns = byUpdate ? `${repo.recordColumns}, ${repo.updatedAtExact}` : repo.recordColumns
-    const select = new ShapedQuery(byUpdate ? 'records.find.by-update' : 'records.find', () => sql('records as r').select(sql.raw(columns)))
+    // Internal callers (exports) may ask for the count of the same selection instead of a page.
+    const countOnly = params.countOnly === true && !params.provider
+    const select = countOnly
+      ? new ShapedQuery('records.count', () => sql('records as r').select(sql.raw('count(*)::int AS total')))
+      : new ShapedQuery(byUpdate ? 'records.find.by-update' : 'records.find', () => sql('records as r').select(sql.raw(columns)))
       .add('tenant', [principal.tenantId], (b) => b.where('r.tenant_id', principal.tenantId))
       .add('module', [module.definition.key], (b) => b.andWhere('r.module_key', module.definition.key))
     // A cursor is bound to its tenant, module and filters.
@@ -167,6 +175,10 @@ export class RecordsService {
       const pos = this.o.cursors.decode(q.cursor, scope)
       if (byUpdate) select.add('after:updated', [pos[0], pos[1]], (b) => b.whereRaw('(r.updated_at, r.seq) > (?::timestamptz, ?)', [pos[0] as string, pos[1] as number]))
       else select.add('after:seq', [pos[0]], (b) => b.where('r.seq', '>', pos[0] as number))
+    }
+    if (countOnly) {
+      const [{ total }] = await select.run<{ total: number }>(this.o.pool)
+      return { items: [], nextCursor: null, limit, total }
     }
     select.add(byUpdate ? 'order:updated' : 'order:seq', [], (b) => (byUpdate ? b.orderBy([{ column: 'r.updated_at' }, { column: 'r.seq' }]) : b.orderBy('r.seq')))
     select.add('limit', [limit + 1], (b) => b.limit(limit + 1))

@@ -16,6 +16,8 @@ const attachmentBody = Buffer.from('%PDF-1.4 secret report')
 const upload = (await server.request('POST', '/api/v1/attachments', { body: { recordId: incident.id, fileName: 'secret-report.pdf', contentType: 'application/pdf', size: attachmentBody.length } })).body
 await fetch(upload.upload.url, { method: 'PUT', headers: upload.upload.headers, body: new Uint8Array(attachmentBody) })
 const incidentAttachment = upload.id
+// An export of incidents made by the tenant's key (it stays queued: this server runs no jobs).
+const incidentExport = (await server.request('POST', '/api/v1/exports', { body: { moduleKey: 'incident', format: 'csv' } })).body.id
 const secrets = ['secret-report.pdf', incident.id, incident.number, 'Solvent spill in bay 7']
 
 const { getServiceOptions } = feathers
@@ -46,6 +48,8 @@ const calls: Record<string, Call[]> = {
   ],
   'api/v1/attachments.get': [{ method: 'GET', path: `/api/v1/attachments/${incidentAttachment}`, expect: [403] }],
   'api/v1/attachments.complete': [{ method: 'POST', path: `/api/v1/attachments/${incidentAttachment}:complete`, expect: [403] }],
+  'api/v1/exports.create': [{ method: 'POST', path: '/api/v1/exports', body: { moduleKey: 'incident', format: 'csv' }, expect: [403] }],
+  'api/v1/exports.get': [{ method: 'GET', path: `/api/v1/exports/${incidentExport}`, expect: [404] }],
   'api/v1/modules.find': [{ method: 'GET', path: '/api/v1/modules', expect: [200] }],
   'api/v1/modules.get': [{ method: 'GET', path: '/api/v1/modules/incident', expect: [403] }],
   'api/v1/audit-log.find': [

@@ -1,0 +1,76 @@
+import type { Writable } from 'node:stream'
+import type { CellValue, ColumnSpec } from '../modules/derive/columns.ts'
+import type { RenderInput } from './render.ts'
+
+/**
+ * Text a spreadsheet would read as a formula gets a leading `'` (OWASP CSV injection guidance).
+ * Only strings pass through here, so typed numbers such as -2 stay as they are.
+ */
+export function inertText(s: string): string {
+  return /^[=+\-@\t\r]/.test(s) ? `'${s}` : s
+}
+
+/** Resolves once `out` wants more data; rejects when it has failed or closed. */
+export function drained(out: Writable): Promise<void> {
+  if (out.errored || out.destroyed) return Promise.reject(out.errored ?? new Error('The export output was closed'))
+  if (!out.writableNeedDrain) return Promise.resolve()
+  return waitFor(out, 'drain')
+}
+
+/** Resolves when `out` has flushed everything after its end ('finish'), whoever ends it. */
+export function outputFinished(out: Writable): Promise<void> {
+  if (out.writableFinished) return Promise.resolve()
+  if (out.errored || out.destroyed) return Promise.reject(out.errored ?? new Error('The export output was closed'))
+  return waitFor(out, 'finish')
+}
+
+function waitFor(out: Writable, event: 'drain' | 'finish'): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const settle = (err?: Error) => {
+      out.off(event, onEvent)
+      out.off('error', onError)
+      out.off('close', onClose)
+      if (err) reject(err)
+      else resolve()
+    }
+    const onEvent = () => settle()
+    const onError = (err: Error) => settle(err)
+    const onClose = () => (event === 'finish' && out.writableFinished ? settle() : settle(new Error(`The export output closed before '${event}'`)))
+    out.on(event, onEvent)
+    out.on('error', onError)
+    out.on('close', onClose)
+  })
+}
+
+/** A cell as RFC 4180 text: ISO dates, `true`/`false`, plain numbers, inert and quoted strings. */
+export function csvField(c: CellValue, kind: ColumnSpec['kind']): string {
+  if (c === null || c === undefined) return ''
+  let s: string
+  if (c instanceof Date) s = kind === 'date' ? c.toISOString().slice(0, 10) : c.toISOString()
+  else if (typeof c === 'number') s = String(c)
+  else if (typeof c === 'boolean') s = c ? 'true' : 'false'
+  else s = inertText(String(c))
+  return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s
+}
+
+const flushAt = 64 * 1024
+
+/** RFC 4180 CSV (CRLF, UTF-8, optional BOM), written in ~64 KB chunks that wait for 'drain'. */
+export async function renderCsv(input: RenderInput, out: Writable): Promise<{ rows: number }> {
+  const { columns } = input
+  let buffer = (input.csvBom ? '\uFEFF' : '') + columns.map((c) => csvField(c.header, 'text')).join(',') + '\r\n'
+  let rows = 0
+  for await (const record of input.rows) {
+    buffer += columns.map((c) => csvField(c.get(record), c.kind)).join(',') + '\r\n'
+    rows++
+    if (buffer.length >= flushAt) {
+      const more = out.write(buffer, 'utf8')
+      buffer = ''
+      if (!more) await drained(out)
+    }
+  }
+  const done = outputFinished(out)
+  out.end(buffer, 'utf8')
+  await done
+  return { rows }
+}

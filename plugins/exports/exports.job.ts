@@ -1,0 +1,136 @@
+import { createWriteStream } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { finished } from 'node:stream/promises'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { hiddenFields } from '../../core/auth/access.ts'
+import type { App, Platform } from '../../core/declarations.ts'
+import { ApiError } from '../../core/errors/index.ts'
+import { render } from '../../core/exports/render.ts'
+import type { JobContext } from '../../core/jobs/index.ts'
+import type { Lease } from '../../core/limits/limiter.ts'
+import { logger } from '../../core/logger.ts'
+import { exportColumns } from '../../core/modules/derive/columns.ts'
+import type { RecordPage } from '../records/records.class.ts'
+import { recordsPath } from '../records/records.shared.ts'
+import * as repo from './exports.repository.ts'
+import { exportContentTypes } from './exports.shared.ts'
+
+/** The list filters as label/value pairs for the report header. */
+function describeFilters(filters: Record<string, unknown>): Array<[string, string]> {
+  const out: Array<[string, string]> = []
+  for (const [k, v] of Object.entries(filters)) {
+    if (k === 'payload' && v && typeof v === 'object') {
+      for (const [field, cond] of Object.entries(v as Record<string, unknown>)) {
+        if (typeof cond === 'string') out.push([field, cond])
+        else for (const [op, value] of Object.entries(cond as Record<string, string>)) out.push([`${field} ${op}`, value])
+      }
+    } else out.push([k, String(v)])
+  }
+  return out
+}
+
+/**
+ * `exports.render`: runs one export with the requester's rights as recorded. It waits
+ * (status queued, in creation order) for one of the tenant's concurrent-export slots,
+ * reads the records page by page through the records service (same filters, row rule
+ * and hidden fields as the list endpoint), streams them into the renderer and stores
+ * the file. Safe to run again: a run whose process died is picked up when its lock
+ * expires, counted as another attempt, and rendered from the start.
+ */
+export async function renderExport(app: App, platform: Platform, data: { tenantId?: unknown; exportId?: unknown }, job: JobContext) {
+  const tenantId = String(data.tenantId)
+  const id = String(data.exportId)
+  const { pool } = platform.db
+  const o = platform.config.exports
+  let row = await repo.selectExport(pool, tenantId, id)
+  if (!row || (row.status !== 'queued' && row.status !== 'running')) return { skipped: row?.status ?? 'missing' }
+  if (row.attempts >= o.maxAttempts) {
+    await repo.markFailed(pool, tenantId, id, { status: 500, code: 'export.attempts_exhausted', detail: `The export was started ${row.attempts} times without finishing.` })
+    return { failed: 'attempts' }
+  }
+  const lockMs = o.lockSeconds * 1000
+  let lease: Lease | undefined
+  if (platform.limiter) {
+    const limit = platform.limitsFor(tenantId).exportConcurrency
+    for (let waited = 0; ; waited++) {
+      // First in, first out: an export waits while an older one of its tenant is still queued.
+      if (row.status !== 'queued' || (await repo.olderQueued(pool, tenantId, id)) === 0) {
+        const slot = await platform.limiter.acquire(`exports:${tenantId}`, limit, lockMs)
+        if (slot.lease) {
+          lease = slot.lease
+          break
+        }
+      }
+      await sleep(200)
+      if (waited % 25 === 0) await job.touch()
+    }
+  }
+  const temp = join(tmpdir(), `records-export-${tenantId}-${id}.${row.format}`)
+  const records = app.service(recordsPath)
+  try {
+    const module = platform.tenants.module(tenantId, row.module_key)
+    const principal = row.principal
+    const query = { ...row.filters, moduleKey: row.module_key }
+    const { total } = (await records.find({ principal, countOnly: true, query } as any)) as RecordPage
+    row = (await repo.markRunning(pool, tenantId, id, total ?? 0)) ?? row
+    const columns = exportColumns(module, { hidden: hiddenFields(principal, module), only: row.columns ?? undefined })
+    let done = 0
+    let reported = Date.now()
+    async function* rows() {
+      let cursor: string | null = null
+      do {
+        const page = (await records.find({ principal, query: { ...query, limit: o.pageSize, ...(cursor ? { cursor } : {}) } } as any)) as RecordPage
+        for (const r of page.items) yield { number: r.number, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, createdBy: r.createdBy, payload: r.payload as Record<string, unknown> }
+        done += page.items.length
+        if (Date.now() - reported > 500) {
+          reported = Date.now()
+          await repo.setProgress(pool, tenantId, id, done)
+          await job.touch()
+          await lease?.extend(lockMs)
+        }
+        cursor = page.nextCursor
+      } while (cursor)
+    }
+    const out = createWriteStream(temp)
+    const tenant = platform.tenants.get(tenantId)!
+    const result = await render(
+      row.format,
+      {
+        title: `${module.definition.title} export`,
+        tenantName: tenant.name,
+        moduleTitle: module.definition.title,
+        filters: describeFilters(row.filters),
+        generatedAt: new Date(),
+        columns,
+        rows: rows(),
+        csvBom: row.options.csvBom
+      },
+      out
+    )
+    if (!out.writableFinished) await finished(out)
+    const key = `${tenantId}/exports/${id}`
+    const { size } = await platform.storage.putFile(key, temp, exportContentTypes[row.format])
+    await repo.markSucceeded(pool, tenantId, id, { rows: result.rows, key, size, fileHours: o.fileHours })
+    return { rows: result.rows, size }
+  } catch (err) {
+    const problem = err instanceof ApiError ? { status: err.code, code: err.problemCode, detail: err.message, ...err.extra } : { status: 500, code: 'export.failed', detail: 'The export could not be produced; nothing was stored. Start a new one, and quote the export id if it fails again.' }
+    if (!(err instanceof ApiError)) logger.error('export failed', { tenantId, exportId: id, error: (err as Error)?.stack ?? String(err) })
+    await repo.markFailed(pool, tenantId, id, problem)
+    return { failed: problem.code }
+  } finally {
+    await lease?.release().catch(() => undefined)
+    await rm(temp, { force: true })
+  }
+}
+
+/** `exports.purge`: finished exports past their expiry lose their file and become `expired`. */
+export async function purgeExpiredExports(platform: Platform): Promise<number> {
+  const due = await repo.expiredFiles(platform.db.pool)
+  for (const e of due) {
+    await platform.storage.delete(e.file_key)
+    await repo.markExpired(platform.db.pool, e.tenant_id, e.id)
+  }
+  return due.length
+}

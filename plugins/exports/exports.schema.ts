@@ -1,0 +1,27 @@
+import { Type, type Static } from '@feathersjs/typebox'
+import { dataAjv } from '../../core/validation.ts'
+import { exportFormats } from './exports.shared.ts'
+
+export const exportDataSchema = Type.Object(
+  {
+    moduleKey: Type.String({ minLength: 1 }),
+    format: Type.Union(exportFormats.map((f) => Type.Literal(f))),
+    filters: Type.Optional(
+      Type.Object(
+        {
+          state: Type.Optional(Type.String({ minLength: 1 })),
+          updatedSince: Type.Optional(Type.String({ format: 'date-time' })),
+          externalRef: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+          includeDeleted: Type.Optional(Type.Boolean()),
+          payload: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Record(Type.String(), Type.String())])))
+        },
+        { additionalProperties: false, description: 'The list endpoint\'s filters' }
+      )
+    ),
+    columns: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true, maxItems: 200, description: 'Column keys in order: number, state, createdAt, updatedAt, createdBy and top-level fields' })),
+    csvBom: Type.Optional(Type.Boolean({ description: 'CSV only: start with a UTF-8 byte order mark (for Excel)' }))
+  },
+  { $id: 'ExportCreate', additionalProperties: false }
+)
+export type ExportData = Static<typeof exportDataSchema>
+export const exportDataValidator = dataAjv.compile(exportDataSchema)

@@ -1,0 +1,9 @@
+export const exportsPath = 'api/v1/exports'
+export const exportsMethods = ['create', 'get'] as const
+export const exportFormats = ['csv', 'xlsx', 'pdf'] as const
+export type ExportFormat = (typeof exportFormats)[number]
+export const exportContentTypes: Record<ExportFormat, string> = {
+  csv: 'text/csv; charset=utf-8',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  pdf: 'application/pdf'
+}

@@ -1,0 +1,214 @@
+import { execFileSync, spawn } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import ExcelJS from 'exceljs'
+import t from 'tap'
+import { createPlatform, startServer } from '../../core/app.ts'
+import { loadConfig } from '../../core/config.ts'
+import { projectRoot } from '../../core/paths.ts'
+import { userWithToken } from '../helpers/identity.ts'
+import { bulkCall, ndjson } from '../helpers/ndjson.ts'
+import { incidentPayload, startTestServer, type TestServer } from '../helpers/server.ts'
+
+const server = await startTestServer({ jobs: { enabled: true, processEverySeconds: 1 }, exports: { lockSeconds: 3, pageSize: 50 } } as any)
+t.teardown(async () => {
+  await server.close()
+  // Agenda leaves a referenced timer behind job runs (see test/idempotency/purge-job.test.ts).
+  setTimeout(() => process.exit(), 200).unref()
+})
+const pool = server.platform.db.pool
+const work = mkdtempSync(join(tmpdir(), 'records-exports-'))
+
+// 40 incidents: every fourth is high severity; one carries a formula; one has medical details.
+const rows = Array.from({ length: 40 }, (_, i) => ({
+  payload: incidentPayload({
+    title: i === 3 ? '=HYPERLINK("http://evil.example","click")' : `Incident ${i + 1}, "quoted"`,
+    severity: i % 4 === 3 ? 'high' : 'low',
+    injuredPeople: i,
+    ...(i === 7 ? { medicalDetails: 'Fractured wrist' } : {})
+  })
+}))
+await bulkCall(server.url, '/api/modules/incident/bulk', server.keys.acme, ndjson(rows))
+
+async function runExport(body: Record<string, unknown>, token = server.keys.acme, srv: TestServer = server) {
+  const created = await srv.request('POST', '/api/v1/exports', { token, body })
+  if (created.status !== 202) throw new Error(`export answered ${created.status} ${created.text}`)
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    const job = await srv.request('GET', `/api/v1/exports/${created.body.id}`, { token })
+    if (['succeeded', 'failed'].includes(job.body.status) || Date.now() > deadline) return { created, job: job.body }
+    await sleep(100)
+  }
+}
+const download = async (job: any) => Buffer.from(await (await fetch(job.download.url)).arrayBuffer())
+
+/** RFC 4180 parser for the test: quoted fields, doubled quotes, CRLF. */
+function parseCsv(text: string): string[][] {
+  const out: string[][] = []
+  let row: string[] = []
+  let cell = ''
+  let quoted = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') (cell += '"'), i++
+      else if (c === '"') quoted = false
+      else cell += c
+    } else if (c === '"') quoted = true
+    else if (c === ',') row.push(cell), (cell = '')
+    else if (c === '\r' && text[i + 1] === '\n') row.push(cell), out.push(row), (row = []), (cell = ''), i++
+    else cell += c
+  }
+  if (cell || row.length) row.push(cell), out.push(row)
+  return out
+}
+
+t.test('a CSV export with filters is produced, parsed back and matches the records', async (t) => {
+  const { created, job } = await runExport({ moduleKey: 'incident', format: 'csv', filters: { payload: { severity: 'high' } }, csvBom: true })
+  t.equal(created.status, 202)
+  t.equal(created.headers.get('location'), `/api/v1/exports/${created.body.id}`)
+  t.match(created.body, { status: 'queued', format: 'csv', moduleKey: 'incident' })
+  t.equal(job.status, 'succeeded')
+  t.same(job.progress, { rowsDone: 10, rowsTotal: 10 })
+  t.match(job.file, { name: /^incident-export-\d{4}-\d{2}-\d{2}\.csv$/, contentType: 'text/csv; charset=utf-8' })
+  t.ok(Date.parse(job.expiresAt) > Date.now())
+  const bytes = await download(job)
+  t.same([...bytes.subarray(0, 3)], [0xef, 0xbb, 0xbf], 'the BOM asked for')
+  const table = parseCsv(bytes.subarray(3).toString('utf8'))
+  const header = table[0]
+  t.same(header.slice(0, 5), ['Number', 'State', 'Created', 'Updated', 'Created by'])
+  t.equal(table.length - 1, 10, 'one line per matching record')
+  const list = (await server.request('GET', '/api/v1/records?moduleKey=incident&payload[severity]=high&limit=200')).body.items
+  t.same(table.slice(1).map((r) => r[0]), list.map((r: any) => r.number), 'the same records, in the same order')
+  const title = header.indexOf('Title')
+  const formula = table.find((r) => r[title].includes('HYPERLINK'))!
+  t.equal(formula[title], `'=HYPERLINK("http://evil.example","click")`, 'a formula comes out inert')
+  t.ok(table.slice(1).every((r) => r[header.indexOf('Severity')] === 'high'))
+})
+
+t.test('hidden fields are never exported, and asking for them is refused', async (t) => {
+  const manager = await userWithToken(server, 'acme', ['safety-manager'])
+  const { job } = await runExport({ moduleKey: 'incident', format: 'csv' }, manager.token)
+  const text = (await download(job)).toString('utf8')
+  t.notMatch(text, /Medical details|Fractured wrist/, 'no column, no value')
+  t.match(text, /Incident 8/)
+  const asked = await server.request('POST', '/api/v1/exports', { token: manager.token, body: { moduleKey: 'incident', format: 'csv', columns: ['number', 'medicalDetails'] } })
+  t.equal(asked.status, 403)
+  t.equal(asked.body.code, 'field.forbidden')
+  const unknownColumn = await server.request('POST', '/api/v1/exports', { token: manager.token, body: { moduleKey: 'incident', format: 'csv', columns: ['number', 'colour'] } })
+  t.equal(unknownColumn.status, 400)
+  t.match(unknownColumn.body.detail, /colour/)
+  const health = await userWithToken(server, 'acme', ['health-officer'])
+  const noExport = await server.request('POST', '/api/v1/exports', { token: health.token, body: { moduleKey: 'incident', format: 'csv' } })
+  t.equal(noExport.status, 403, 'a role without the export action')
+  t.equal((await server.request('GET', `/api/v1/exports/${job.id}`, { token: server.keys.globex })).status, 404, 'another tenant')
+  const reporter = await userWithToken(server, 'acme', ['reporter'])
+  t.equal((await server.request('GET', `/api/v1/exports/${job.id}`, { token: reporter.token })).status, 404, 'someone else\'s export')
+  const bad = await server.request('POST', '/api/v1/exports', { body: { moduleKey: 'incident', format: 'csv', filters: { payload: { severity: 'huge' } } } })
+  t.equal(bad.status, 400, 'filters are validated as for the list')
+  const docx = await server.request('POST', '/api/v1/exports', { body: { moduleKey: 'incident', format: 'docx' } })
+  t.equal(docx.status, 400)
+})
+
+t.test('an XLSX export opens in exceljs with typed cells and a frozen header', async (t) => {
+  const { job } = await runExport({ moduleKey: 'incident', format: 'xlsx', columns: ['number', 'createdAt', 'title', 'injuredPeople', 'severity'] })
+  t.equal(job.status, 'succeeded')
+  const file = join(work, 'export.xlsx')
+  writeFileSync(file, await download(job))
+  const book = new ExcelJS.Workbook()
+  await book.xlsx.readFile(file)
+  const sheet = book.worksheets[0]
+  t.same((sheet.getRow(1).values as unknown[]).slice(1), ['Number', 'Created', 'Title', 'People injured', 'Severity'])
+  t.equal(sheet.rowCount, 41)
+  t.match(sheet.views[0], { state: 'frozen', ySplit: 1 })
+  const second = sheet.getRow(2)
+  t.type(second.getCell(4).value, 'number', 'numbers are numbers')
+  t.ok(second.getCell(2).value instanceof Date, 'dates are dates')
+})
+
+t.test('a PDF export is a readable report with its records', async (t) => {
+  const { job } = await runExport({ moduleKey: 'incident', format: 'pdf', filters: { payload: { severity: 'high' } } })
+  t.equal(job.status, 'succeeded')
+  const file = join(work, 'export.pdf')
+  writeFileSync(file, await download(job))
+  const text = execFileSync('pdftotext', ['-layout', file, '-']).toString('utf8')
+  t.match(text, /Incident export/)
+  t.match(text, /Acme Chemicals/)
+  t.match(text, /severity/)
+  t.match(text, /Page 1/)
+  const list = (await server.request('GET', '/api/v1/records?moduleKey=incident&payload[severity]=high&limit=200')).body.items
+  for (const r of list) t.match(text, r.number, `lists ${r.number}`)
+  if (process.env.EXPORT_PNG_DIR) execFileSync('pdftoppm', ['-png', '-r', '80', '-f', '1', '-l', '1', file, join(process.env.EXPORT_PNG_DIR, 'export-page')])
+})
+
+t.test('a sixth concurrent export waits in the queue, with its position, then runs', async (t) => {
+  const limiter = server.platform.limiter!
+  const held = []
+  for (let i = 0; i < 5; i++) held.push((await limiter.acquire('exports:acme', 5, 60_000)).lease!)
+  const a = await server.request('POST', '/api/v1/exports', { body: { moduleKey: 'incident', format: 'csv' } })
+  const b = await server.request('POST', '/api/v1/exports', { body: { moduleKey: 'incident', format: 'csv' } })
+  t.equal(a.status, 202, 'queued, not refused')
+  await sleep(800)
+  const waitingA = (await server.request('GET', `/api/v1/exports/${a.body.id}`)).body
+  const waitingB = (await server.request('GET', `/api/v1/exports/${b.body.id}`)).body
+  t.match(waitingA, { status: 'queued', queuePosition: 1 })
+  t.match(waitingB, { status: 'queued', queuePosition: 2 })
+  await held[0].release()
+  const deadline = Date.now() + 10_000
+  let status = ''
+  while (Date.now() < deadline && status !== 'succeeded') {
+    status = (await server.request('GET', `/api/v1/exports/${a.body.id}`)).body.status
+    await sleep(100)
+  }
+  t.equal(status, 'succeeded', 'the first in the queue ran once a slot was free')
+  for (const l of held.slice(1)) await l.release()
+  let statusB = ''
+  while (Date.now() < deadline + 10_000 && statusB !== 'succeeded') {
+    statusB = (await server.request('GET', `/api/v1/exports/${b.body.id}`)).body.status
+    await sleep(100)
+  }
+  t.equal(statusB, 'succeeded')
+})
+
+t.test('an export survives the death of the process running it and finishes once', async (t) => {
+  // An API instance that runs no jobs, a worker process that does, on a database of their own.
+  const api = await startTestServer({ jobs: { enabled: false } } as any)
+  t.teardown(() => api.close())
+  const many = Array.from({ length: 6000 }, (_, i) => ({ payload: incidentPayload({ title: `row ${i}` }) }))
+  await bulkCall(api.url, '/api/modules/incident/bulk', api.keys.acme, ndjson(many))
+  // Two rows a page: slow enough to be caught part-way.
+  const config = { tenants: api.platform.config.tenants, exports: { lockSeconds: 3, pageSize: 2 }, attachments: api.platform.config.attachments, jobs: { processEverySeconds: 1 } }
+  const worker = spawn(process.execPath, ['--import', 'tsx', 'test/exports/fixtures/worker.ts'], {
+    cwd: projectRoot,
+    env: { ...process.env, DATABASE_URL: api.platform.db.url, WORKER_CONFIG: JSON.stringify(config) },
+    stdio: ['ignore', 'pipe', 'inherit']
+  })
+  t.teardown(() => worker.kill('SIGKILL'))
+  await new Promise<void>((resolve) => worker.stdout!.on('data', (d) => String(d).includes('ready') && resolve()))
+
+  const created = await api.request('POST', '/api/v1/exports', { body: { moduleKey: 'incident', format: 'csv' } })
+  let job: any
+  for (const until = Date.now() + 20_000; Date.now() < until; await sleep(50)) {
+    job = (await api.request('GET', `/api/v1/exports/${created.body.id}`)).body
+    if (job.status === 'running' && job.progress.rowsDone > 0 && job.progress.rowsDone < 5000) break
+  }
+  t.match(job, { status: 'running', attempts: 1 }, 'the worker is part-way through')
+  t.ok(job.progress.rowsDone < 6000, `killed at ${job.progress.rowsDone} of ${job.progress.rowsTotal} rows`)
+  worker.kill('SIGKILL')
+
+  // A new instance with jobs on: once the dead worker's lock expires, it takes the job over.
+  const next = await startServer(await createPlatform(loadConfig({ ...config, port: 0, logLevel: 'error', jobs: { enabled: true, processEverySeconds: 1 }, database: { url: api.platform.db.url } } as any)))
+  t.teardown(() => next.close())
+  for (const until = Date.now() + 30_000; Date.now() < until; await sleep(200)) {
+    job = (await api.request('GET', `/api/v1/exports/${created.body.id}`)).body
+    if (job.status === 'succeeded' || job.status === 'failed') break
+  }
+  t.match(job, { status: 'succeeded', attempts: 2, progress: { rowsDone: 6000, rowsTotal: 6000 } }, 'finished by the new instance, on its second attempt')
+  const lines = parseCsv((await download(job)).toString('utf8'))
+  t.equal(lines.length - 1, 6000, 'every record once')
+  t.equal(new Set(lines.slice(1).map((l) => l[0])).size, 6000, 'no duplicates')
+  const { rows: agendaRows } = await api.platform.db.pool.query("SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'exports.render' AND last_finished_at IS NOT NULL")
+  t.equal(agendaRows[0].n, 1, 'the job finished once')
+})
