@@ -31,6 +31,7 @@ const renderers: Record<ExportFormat, Renderer> = { csv: renderCsv, xlsx: render
 export async function render(format: ExportFormat, input: RenderInput, out: Writable): Promise<{ rows: number }> {
   const renderer = renderers[format]
   if (!renderer) throw new Error(`Unknown export format "${String(format)}"; allowed: ${Object.keys(renderers).join(', ')}`)
+  if (!input.columns.length) throw new Error('An export needs at least one column')
   try {
     return await renderer(input, out)
   } catch (err) {

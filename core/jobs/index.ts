@@ -25,7 +25,10 @@ export interface JobDefinition {
  */
 export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: { process: boolean; processEverySeconds?: number } = { process: true }): Promise<Agenda> {
   // New jobs arrive by NOTIFY; the periodic scan is what finds jobs whose lock expired (a dead instance's).
-  const agenda = new Agenda({ backend: new PostgresBackend({ pool, tableName: 'agenda_jobs' }), processEvery: `${options.processEverySeconds ?? 30} seconds` } as any)
+  const backend = new PostgresBackend({ pool, tableName: 'agenda_jobs' })
+  // The LISTEN connection reconnects by itself; unheard, its 'error' event would end the process.
+  backend.notificationChannel?.on('error', (err: Error) => logger.warn('job notification channel error; reconnecting', { error: err.message }))
+  const agenda = new Agenda({ backend, processEvery: `${options.processEverySeconds ?? 30} seconds` } as any)
   agenda.on('error', (err) => logger.error('job scheduler error', { error: err.message }))
   agenda.on('fail', (err: any, job: any) => logger.error('job failed', { job: job?.attrs?.name, error: err?.message ?? String(err) }))
   for (const job of jobs) {

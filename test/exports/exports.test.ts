@@ -8,6 +8,7 @@ import t from 'tap'
 import { createPlatform, startServer } from '../../core/app.ts'
 import { loadConfig } from '../../core/config.ts'
 import { projectRoot } from '../../core/paths.ts'
+import { purgeExpiredExports } from '../../plugins/exports/exports.job.ts'
 import { userWithToken } from '../helpers/identity.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer, type TestServer } from '../helpers/server.ts'
@@ -143,6 +144,18 @@ t.test('a PDF export is a readable report with its records', async (t) => {
   if (process.env.EXPORT_PNG_DIR) execFileSync('pdftoppm', ['-png', '-r', '80', '-f', '1', '-l', '1', file, join(process.env.EXPORT_PNG_DIR, 'export-page')])
 })
 
+t.test('an export file expires: the purge job removes it and the job says expired', async (t) => {
+  const { job } = await runExport({ moduleKey: 'incident', format: 'csv', columns: ['number'] })
+  const url = job.download.url
+  t.equal((await fetch(url)).status, 200)
+  await pool.query("UPDATE export_jobs SET expires_at = now() - interval '1 minute' WHERE tenant_id = 'acme' AND id = $1", [job.id])
+  t.ok((await purgeExpiredExports(server.platform)) >= 1)
+  const after = (await server.request('GET', `/api/v1/exports/${job.id}`)).body
+  t.equal(after.status, 'expired')
+  t.notOk('download' in after, 'no download any more')
+  t.equal((await fetch(url)).status, 404, 'the file is gone')
+})
+
 t.test('a sixth concurrent export waits in the queue, with its position, then runs', async (t) => {
   const limiter = server.platform.limiter!
   const held = []
@@ -200,7 +213,6 @@ t.test('an export survives the death of the process running it and finishes once
 
   // A new instance with jobs on: once the dead worker's lock expires, it takes the job over.
   const next = await startServer(await createPlatform(loadConfig({ ...config, port: 0, logLevel: 'error', jobs: { enabled: true, processEverySeconds: 1 }, database: { url: api.platform.db.url } } as any)))
-  t.teardown(() => next.close())
   for (const until = Date.now() + 30_000; Date.now() < until; await sleep(200)) {
     job = (await api.request('GET', `/api/v1/exports/${created.body.id}`)).body
     if (job.status === 'succeeded' || job.status === 'failed') break
@@ -211,4 +223,6 @@ t.test('an export survives the death of the process running it and finishes once
   t.equal(new Set(lines.slice(1).map((l) => l[0])).size, 6000, 'no duplicates')
   const { rows: agendaRows } = await api.platform.db.pool.query("SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'exports.render' AND last_finished_at IS NOT NULL")
   t.equal(agendaRows[0].n, 1, 'the job finished once')
+  // Before the database is dropped under it.
+  await next.close()
 })
