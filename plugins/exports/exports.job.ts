@@ -78,20 +78,27 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
     const columns = exportColumns(module, { hidden: hiddenFields(principal, module), only: row.columns ?? undefined })
     let done = 0
     let reported = Date.now()
+    const page = (cursor: string | null) => {
+      const p = records.find({ principal, query: { ...query, limit: o.pageSize, ...(cursor ? { cursor } : {}) } } as any) as Promise<RecordPage>
+      // A page fetched ahead for a render that has already failed must not become an unhandled rejection.
+      p.catch(() => undefined)
+      return p
+    }
     async function* rows() {
-      let cursor: string | null = null
-      do {
-        const page = (await records.find({ principal, query: { ...query, limit: o.pageSize, ...(cursor ? { cursor } : {}) } } as any)) as RecordPage
-        for (const r of page.items) yield { number: r.number, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, createdBy: r.createdBy, payload: r.payload as Record<string, unknown> }
-        done += page.items.length
+      // The next page is read while the current one is rendered: two pages in memory at most.
+      let next: Promise<RecordPage> | undefined = page(null)
+      while (next) {
+        const current: RecordPage = await next
+        next = current.nextCursor ? page(current.nextCursor) : undefined
+        for (const r of current.items) yield { number: r.number, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, createdBy: r.createdBy, payload: r.payload as Record<string, unknown> }
+        done += current.items.length
         if (Date.now() - reported > 500) {
           reported = Date.now()
           await repo.setProgress(pool, tenantId, id, done)
           await job.touch()
           await lease?.extend(lockMs)
         }
-        cursor = page.nextCursor
-      } while (cursor)
+      }
     }
     const out = createWriteStream(temp)
     const tenant = platform.tenants.get(tenantId)!
