@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import ExcelJS from 'exceljs'
 import t from 'tap'
+import { parseCsv } from '../helpers/csv.ts'
 import { createPlatform, startServer } from '../../core/app.ts'
 import { loadConfig } from '../../core/config.ts'
 import { projectRoot } from '../../core/paths.ts'
@@ -44,27 +45,6 @@ async function runExport(body: Record<string, unknown>, token = server.keys.acme
   }
 }
 const download = async (job: any) => Buffer.from(await (await fetch(job.download.url)).arrayBuffer())
-
-/** RFC 4180 parser for the test: quoted fields, doubled quotes, CRLF. */
-function parseCsv(text: string): string[][] {
-  const out: string[][] = []
-  let row: string[] = []
-  let cell = ''
-  let quoted = false
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') (cell += '"'), i++
-      else if (c === '"') quoted = false
-      else cell += c
-    } else if (c === '"') quoted = true
-    else if (c === ',') row.push(cell), (cell = '')
-    else if (c === '\r' && text[i + 1] === '\n') row.push(cell), out.push(row), (row = []), (cell = ''), i++
-    else cell += c
-  }
-  if (cell || row.length) row.push(cell), out.push(row)
-  return out
-}
 
 t.test('a CSV export with filters is produced, parsed back and matches the records', async (t) => {
   const { created, job } = await runExport({ moduleKey: 'incident', format: 'csv', filters: { payload: { severity: 'high' } }, csvBom: true })
