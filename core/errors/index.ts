@@ -42,6 +42,11 @@ export const problems = {
   unprocessable: (code: string, detail: string) => new ApiError('unprocessable', code, detail)
 }
 
+/** The public part of a domain error, for problems carried inside a larger answer (bulk row outcomes, failed export jobs). */
+export function problemFields(err: ApiError): Record<string, unknown> {
+  return { status: err.code, code: err.problemCode, detail: err.message, ...err.extra }
+}
+
 export interface ProblemBody {
   type: string
   title: string

@@ -45,3 +45,8 @@ export interface StorageDriver {
   delete(key: string): Promise<void>
   close?(): Promise<void>
 }
+
+/** Where an attachment's bytes live, in every driver. */
+export const attachmentKey = (tenantId: string, recordId: string, attachmentId: string) => `${tenantId}/${recordId}/${attachmentId}`
+/** Where an export's file lives. */
+export const exportKey = (tenantId: string, exportId: string) => `${tenantId}/exports/${exportId}`

@@ -6,7 +6,8 @@ import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { ApiError, problems } from '../../core/errors/index.ts'
 import type { Limiter } from '../../core/limits/limiter.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
-import type { StorageDriver } from '../../core/storage/driver.ts'
+import { attachmentKey, type StorageDriver } from '../../core/storage/driver.ts'
+import { attachmentsPath } from './attachments.shared.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, isUuid, validationError } from '../../core/validation.ts'
 import { selectAny } from '../records/records.repository.ts'
@@ -89,11 +90,11 @@ export class AttachmentsService {
     assertScope(principal, 'attachments:write', module.definition.key)
     await this.countUrl(principal)
     const id = randomUUID()
-    const key = `${principal.tenantId}/${data.recordId}/${id}`
+    const key = attachmentKey(principal.tenantId, data.recordId, id)
     const sha256 = data.sha256 ? Buffer.from(data.sha256, 'hex') : null
     const row = await repo.insertAttachment(this.o.pool, { tenantId: principal.tenantId, id, recordId: data.recordId, fileName: data.fileName, contentType: data.contentType, size: data.size, sha256, driver: this.o.storage.name, key, actor: principal.actor })
     const upload = await this.o.storage.signUpload({ key, contentType: data.contentType, size: data.size, sha256: sha256 ?? undefined, expiresAt: new Date(Date.now() + this.o.uploadUrlSeconds * 1000) })
-    return { ...repo.toAttachment(row), upload, complete: { method: 'POST', url: `/${'api/v1/attachments'}/${id}:complete` } }
+    return { ...repo.toAttachment(row), upload, complete: { method: 'POST', url: `/${attachmentsPath}/${id}:complete` } }
   }
 
   /** The attachment's metadata and a short-lived download URL; pending ones are 409. */

@@ -2,7 +2,7 @@ import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
 import { assertCan, hiddenFields, redactActivity, rowRule } from '../../core/auth/access.ts'
 import { hasScope } from '../../core/auth/scopes.ts'
-import type { StorageDriver } from '../../core/storage/driver.ts'
+import { attachmentKey, type StorageDriver } from '../../core/storage/driver.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { problems } from '../../core/errors/index.ts'
 import { isoUtc as iso } from '../../core/db/index.ts'
@@ -48,7 +48,7 @@ export class AuditLogService {
         record.attachments = await Promise.all(
           (record.attachments ?? []).map(async (a: any) => ({
             ...a,
-            download: await this.o.storage.signDownload({ key: `${principal.tenantId}/${row.id}/${a.id}`, contentType: a.contentType, fileName: a.fileName, expiresAt })
+            download: await this.o.storage.signDownload({ key: attachmentKey(principal.tenantId, row.id, a.id), contentType: a.contentType, fileName: a.fileName, expiresAt })
           }))
         )
       }

@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream'
 import type pg from 'pg'
 import { assertCan, assertWritable, rowRule } from '../../core/auth/access.ts'
 import type { Principal } from '../../core/auth/principal.ts'
-import { ApiError, problems } from '../../core/errors/index.ts'
+import { ApiError, problemFields, problems } from '../../core/errors/index.ts'
 import type { Lease } from '../../core/limits/limiter.ts'
 import { logger } from '../../core/logger.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
@@ -49,7 +49,7 @@ export type Outcome =
 
 /** A per-row problem: the public part of an ApiError (status, code, detail and its extras). */
 function rowProblem(err: unknown): Record<string, unknown> {
-  if (err instanceof ApiError) return { status: err.code, code: err.problemCode, detail: err.message, ...err.extra }
+  if (err instanceof ApiError) return problemFields(err)
   throw err
 }
 

@@ -6,8 +6,9 @@ import { finished } from 'node:stream/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { hiddenFields } from '../../core/auth/access.ts'
 import type { App, Platform } from '../../core/declarations.ts'
-import { ApiError } from '../../core/errors/index.ts'
+import { ApiError, problemFields } from '../../core/errors/index.ts'
 import { render } from '../../core/exports/render.ts'
+import { exportKey } from '../../core/storage/driver.ts'
 import type { JobContext } from '../../core/jobs/index.ts'
 import type { Lease } from '../../core/limits/limiter.ts'
 import { logger } from '../../core/logger.ts'
@@ -117,15 +118,15 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
       out
     )
     if (!out.writableFinished) await finished(out)
-    const key = `${tenantId}/exports/${id}`
+    const key = exportKey(tenantId, id)
     const { size } = await platform.storage.putFile(key, temp, exportContentTypes[row.format])
     await repo.markSucceeded(pool, tenantId, id, { rows: result.rows, key, size, fileHours: o.fileHours })
     return { rows: result.rows, size }
   } catch (err) {
-    const problem = err instanceof ApiError ? { status: err.code, code: err.problemCode, detail: err.message, ...err.extra } : { status: 500, code: 'export.failed', detail: 'The export could not be produced; nothing was stored. Start a new one, and quote the export id if it fails again.' }
+    const problem = err instanceof ApiError ? problemFields(err) : { status: 500, code: 'export.failed', detail: 'The export could not be produced; nothing was stored. Start a new one, and quote the export id if it fails again.' }
     if (!(err instanceof ApiError)) logger.error('export failed', { tenantId, exportId: id, error: (err as Error)?.stack ?? String(err) })
     await repo.markFailed(pool, tenantId, id, problem)
-    return { failed: problem.code }
+    return { failed: problem.code as string }
   } finally {
     await lease?.release().catch(() => undefined)
     await rm(temp, { force: true })
