@@ -115,11 +115,20 @@ export interface ChildServer<N extends string = string> {
 }
 
 /**
- * Forks `script` under tsx and resolves once it sends `ready`. With `cpuProfDir`, node
+ * The V8 flags `npm start` gives the service (package.json `scripts.start`, e.g. the heap
+ * cap), so service children run with the same heap settings as the real thing.
+ */
+export function startScriptNodeFlags(): string[] {
+  const start: string = JSON.parse(readFileSync(`${projectRoot}/package.json`, 'utf8')).scripts.start
+  return start.split(/\s+/).filter((t) => /^--max-[a-z-]+=\d+$/.test(t))
+}
+
+/**
+ * Forks `script` under tsx, with `npm start`'s heap flags, and resolves once it sends `ready`. With `cpuProfDir`, node
  * writes a CPU profile per thread (the main thread and tsx's loader thread) there on exit.
  */
 export function startChild<N extends string>(name: N, script: string, args: string[], cwd: string, options: { cpuProfDir?: string } = {}): Promise<ChildServer<N>> {
-  const execArgv = ['--import', 'tsx']
+  const execArgv = ['--import', 'tsx', ...startScriptNodeFlags()]
   if (options.cpuProfDir) {
     mkdirSync(options.cpuProfDir, { recursive: true })
     execArgv.push('--cpu-prof', '--cpu-prof-dir', options.cpuProfDir)

@@ -1,8 +1,5 @@
 import type { Writable } from 'node:stream'
 import type { ExportColumn, ExportRecord } from '../modules/derive/columns.ts'
-import { renderCsv } from './render-csv.ts'
-import { renderPdf } from './render-pdf.ts'
-import { renderXlsx } from './render-xlsx.ts'
 
 export type ExportFormat = 'csv' | 'xlsx' | 'pdf'
 
@@ -22,17 +19,26 @@ export interface RenderInput {
 
 export type Renderer = (input: RenderInput, out: Writable) => Promise<{ rows: number }>
 
-const renderers: Record<ExportFormat, Renderer> = { csv: renderCsv, xlsx: renderXlsx, pdf: renderPdf }
+/**
+ * Each renderer is loaded on its first use: exceljs and pdfkit together hold some 40 MiB,
+ * which a service that never renders that format should not carry.
+ */
+const renderers: Record<ExportFormat, () => Promise<Renderer>> = {
+  csv: async () => (await import('./render-csv.ts')).renderCsv,
+  xlsx: async () => (await import('./render-xlsx.ts')).renderXlsx,
+  pdf: async () => (await import('./render-pdf.ts')).renderPdf
+}
 
 /**
  * Streams the rows into `out` in one format and ends `out`; resolves with the row count once
  * everything is handed to `out`. On failure `out` is destroyed (its content is unusable).
  */
 export async function render(format: ExportFormat, input: RenderInput, out: Writable): Promise<{ rows: number }> {
-  const renderer = renderers[format]
-  if (!renderer) throw new Error(`Unknown export format "${String(format)}"; allowed: ${Object.keys(renderers).join(', ')}`)
+  const load = renderers[format]
+  if (!load) throw new Error(`Unknown export format "${String(format)}"; allowed: ${Object.keys(renderers).join(', ')}`)
   if (!input.columns.length) throw new Error('An export needs at least one column')
   try {
+    const renderer = await load()
     return await renderer(input, out)
   } catch (err) {
     // No error argument: an 'error' event nobody listens to would crash the process.
