@@ -4,6 +4,7 @@ import { feathers } from '@feathersjs/feathers'
 import { koa, rest } from '@feathersjs/koa'
 import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
+import type { Middleware } from 'koa'
 import { CredentialStore } from './auth/credentials.ts'
 import { SessionStore } from './auth/sessions.ts'
 import { UserDirectory } from './auth/users.ts'
@@ -71,8 +72,14 @@ export async function createPlatform(config: AppConfig, options: { limiter?: boo
 }
 
 /** The Feathers app on Koa, with the middleware order made explicit here. */
-export function createApp(platform: Platform): App {
+export interface AppOptions {
+  /** Middleware placed before all others (the tests' OpenAPI contract checker). */
+  outermost?: (app: App) => Middleware[]
+}
+
+export function createApp(platform: Platform, options: AppOptions = {}): App {
   const app = koa(feathers()) as unknown as App
+  for (const m of options.outermost?.(app) ?? []) app.use(m)
   app.set('platform', platform)
   app.set('errorsUrl', platform.config.errors.baseUrl ?? `${platform.config.publicUrl ?? `http://${platform.config.host}:${platform.config.port}`}/errors`)
   app.use(traceId())
@@ -98,8 +105,8 @@ export interface RunningServer {
 }
 
 /** Starts listening (and the job scheduler when enabled); close() stops all of it in order. */
-export async function startServer(platform: Platform): Promise<RunningServer> {
-  const app = createApp(platform)
+export async function startServer(platform: Platform, options: AppOptions = {}): Promise<RunningServer> {
+  const app = createApp(platform, options)
   await platform.credentials.listen()
   const server = await app.listen(platform.config.port, platform.config.host)
   if (!server.listening) await once(server, 'listening')

@@ -8,6 +8,7 @@ import type { AppConfig } from './config.ts'
 import type { Database } from './db/index.ts'
 import type { ModuleRegistry } from './modules/registry.ts'
 import type { CursorCodec } from './pagination/cursor.ts'
+import type { OpenApiDocuments } from './openapi/document.ts'
 import type { TenantDirectory } from './tenancy/tenants.ts'
 
 /** What every plugin reads from the app: built once at start-up. */
@@ -36,6 +37,8 @@ export interface Settings {
   platform: Platform
   /** Base of problem `type` URIs, known once the server listens. */
   errorsUrl: string
+  /** The OpenAPI documents (plugins/api-docs), for the contract checker of the tests. */
+  openapi?: OpenApiDocuments
 }
 
 export type App = FeathersKoa<any, Settings>

@@ -6,6 +6,7 @@ import { createPlatform, startServer, type RunningServer } from '../../core/app.
 import { loadConfig, type AppConfig, type DeepPartial } from '../../core/config.ts'
 import type { Platform } from '../../core/declarations.ts'
 import { freshDatabase } from './database.ts'
+import { contractMiddleware, type Violation } from '../../core/openapi/contract.ts'
 
 export interface Reply<T = any> {
   status: number
@@ -29,6 +30,8 @@ export interface TestServer {
   /** Tenant id -> an API key of that tenant, created at start. */
   keys: Record<string, string>
   request<T = any>(method: string, path: string, options?: RequestOptions): Promise<Reply<T>>
+  /** Responses that broke the OpenAPI document; close() throws if there are any. */
+  violations: Violation[]
   close(): Promise<void>
 }
 
@@ -57,7 +60,9 @@ export async function startTestServer(overrides: DeepPartial<AppConfig> & Record
     database: { url: db.url, ...(overrides.database ?? {}) }
   } as any)
   const platform = await createPlatform(config)
-  const running = await startServer(platform)
+  // Every response this server sends is checked against its OpenAPI document (core/openapi/contract.ts).
+  const violations: Violation[] = []
+  const running = await startServer(platform, { outermost: (app) => [contractMiddleware(() => app.get('openapi'), (v) => violations.push(v))] })
   const keys: Record<string, string> = {}
   for (const tenantId of Object.keys(config.tenants)) {
     keys[tenantId] = (await platform.credentials.create({ tenantId, kind: 'api_key', name: `${tenantId} test key` })).token
@@ -87,10 +92,16 @@ export async function startTestServer(overrides: DeepPartial<AppConfig> & Record
       }
       return { status: res.status, headers: res.headers, body: parsed as any, text }
     },
+    violations,
     async close() {
       await running.close()
       await db.drop()
       rmSync(attachmentsDir, { recursive: true, force: true })
+      if (violations.length) {
+        const seen = new Set<string>()
+        const lines = violations.map((v) => `${v.method} ${v.path} → ${v.status}: ${v.message}`).filter((l) => !seen.has(l) && seen.add(l))
+        throw new Error(`${violations.length} response(s) broke the OpenAPI document:\n${lines.slice(0, 40).join('\n')}`)
+      }
     }
   }
 }

@@ -1,0 +1,94 @@
+import { pascal, toDocumentSchema, type DocContext, type JsonSchema } from '../../openapi/builder.ts'
+import type { RegisteredModule } from '../registry.ts'
+import { samplePayload } from './sample.ts'
+
+/** `$ref`s to the component schemas one module adds to its tenant's OpenAPI document. */
+export interface ModuleRefs {
+  key: string
+  name: string
+  payload: JsonSchema
+  payloadPatch: JsonSchema
+  state: JsonSchema
+  transition: JsonSchema
+  record: JsonSchema
+  create: JsonSchema
+  /** A valid payload with the required fields, for examples. */
+  example: Record<string, unknown>
+}
+
+const exampleId = '0b7e6f3a-5c2d-4e1f-8a9b-7c6d5e4f3a2b'
+
+/** Drops `required` (and `additionalProperties: false`) at every object level: a patch or a redacted read. */
+function loosen(schema: JsonSchema, nullable: boolean): JsonSchema {
+  if (Array.isArray(schema)) return schema.map((s) => loosen(s, nullable))
+  if (!schema || typeof schema !== 'object') return schema
+  const out: JsonSchema = {}
+  for (const [k, v] of Object.entries(schema)) {
+    if (k === 'required' || k === 'additionalProperties') continue
+    if (k === 'properties') {
+      // Merge patch: `null` removes a key. Reads: nested values are as stored.
+      out.properties = Object.fromEntries(Object.entries(v as JsonSchema).map(([p, s]) => [p, nullable ? { anyOf: [s, { type: 'null' }] } : s]))
+    } else out[k] = v
+  }
+  return out
+}
+
+/**
+ * One module's schemas in the tenant document, all from the module definition the validators
+ * use: the payload is `registered.schema` (built by `fieldToSchema`, the one derivation table),
+ * so the document types exactly what `POST /api/v1/records` accepts.
+ */
+export function describeModule(ctx: DocContext, m: RegisteredModule): ModuleRefs {
+  const d = m.definition
+  const name = pascal(d.key)
+  const payloadSchema = toDocumentSchema(m.schema)
+  const payload = ctx.ref({ ...payloadSchema, title: `${d.title} payload`, description: `The payload of a ${d.title} record (module \`${d.key}\` ${d.version}), as create validates it.` }, `${name}Payload`)
+  const payloadPatch = ctx.ref({ ...loosen(payloadSchema, true), type: 'object', title: `${d.title} payload changes`, description: 'JSON merge patch of the payload: the keys sent replace the stored ones, `null` removes one; the result is validated as a whole.' }, `${name}PayloadPatch`)
+  const payloadOut = ctx.ref(
+    { ...loosen(payloadSchema, false), type: 'object', title: `${d.title} payload (read)`, description: 'The stored payload. Fields the caller may not read are left out, and a record stored under an earlier module version may lack newer fields.' },
+    `${name}PayloadRead`
+  )
+  const state = ctx.ref(
+    { type: 'string', title: `${d.title} state`, enum: d.workflow.states.map((s) => s.key), description: d.workflow.states.map((s) => `\`${s.key}\`${s.label ? ` (${s.label})` : ''}${s.final ? ', final' : ''}${s.requires?.length ? `, requires ${s.requires.join(', ')}` : ''}`).join('; ') + `. Initial: \`${d.workflow.initial}\`.` },
+    `${name}State`
+  )
+  const transition = ctx.ref(
+    {
+      type: 'string',
+      title: `${d.title} transition`,
+      enum: d.workflow.transitions.map((t) => t.key),
+      description: d.workflow.transitions.map((t) => `\`${t.key}\`: ${t.from.join(' | ')} → ${t.to}${t.roles?.length ? ` (roles: ${t.roles.join(', ')})` : ''}${t.forbidSelf ? ', not by the record\'s creator' : ''}`).join('; ')
+    },
+    `${name}Transition`
+  )
+  const record = ctx.ref(
+    {
+      title: `${d.title} record`,
+      allOf: [
+        { $ref: '#/components/schemas/Record' },
+        {
+          type: 'object',
+          properties: {
+            moduleKey: { const: d.key },
+            state,
+            payload: payloadOut,
+            availableTransitions: { type: 'array', items: { type: 'object', properties: { key: transition } } }
+          }
+        }
+      ]
+    },
+    `${name}Record`
+  )
+  const create = ctx.ref(
+    {
+      type: 'object',
+      title: `${d.title} record to create`,
+      required: ['moduleKey', 'payload'],
+      properties: { moduleKey: { const: d.key }, payload, externalRef: { $ref: '#/components/schemas/ExternalRef' } },
+      additionalProperties: false
+    },
+    `${name}RecordCreate`
+  )
+  const example = samplePayload(d.fields, { recordIds: new Proxy({}, { get: () => exampleId }), userId: exampleId }, false)
+  return { key: d.key, name, payload, payloadPatch, state, transition, record, create, example }
+}

@@ -1,0 +1,201 @@
+import type { TSchema } from '@feathersjs/typebox'
+import type { AppConfig } from '../config.ts'
+import { problemKinds, type ProblemKind } from '../errors/kinds.ts'
+import type { RegisteredModule } from '../modules/registry.ts'
+
+/** A JSON Schema as it appears in the document (plain JSON, `$ref`s into `#/components/schemas`). */
+export type JsonSchema = Record<string, any>
+export type Json = Record<string, any>
+
+/**
+ * What a feature describes about itself: its tag and paths. Each plugin has one
+ * `describe` function (`plugins/<name>/<name>.openapi.ts`); `core/openapi/document.ts`
+ * puts them together, generic or for one tenant's modules.
+ */
+export interface Fragment {
+  tags: Array<{ name: string; description: string }>
+  paths: Record<string, Record<string, Json>>
+}
+export type Describe = (ctx: DocContext) => Fragment
+
+/** Collects named schemas into `components.schemas` while fragments are built. */
+export class DocContext {
+  readonly schemas: Record<string, JsonSchema> = {}
+
+  constructor(
+    readonly config: AppConfig,
+    /** The tenant's modules the caller may see; empty in the generic document. */
+    readonly modules: RegisteredModule[],
+    readonly tenant?: { id: string; name: string }
+  ) {}
+
+  /**
+   * A `$ref` to `schema` under `name` (default: its TypeBox `$id` or `title`), registering
+   * it once. Named schemas it references by `$id` (TypeBox `Type.Ref`) must be passed too.
+   */
+  ref(schema: TSchema | JsonSchema, name?: string): JsonSchema {
+    const key = name ?? (schema as JsonSchema).$id ?? (schema as JsonSchema).title
+    if (!key) throw new Error('ref() needs a name for a schema without $id or title')
+    if (!this.schemas[key]) this.schemas[key] = toDocumentSchema(schema)
+    return { $ref: `#/components/schemas/${key}` }
+  }
+
+  /** Registers schemas only referenced by `$id` inside others (TypeBox `Type.Ref`). */
+  define(...schemas: Array<TSchema | JsonSchema>) {
+    for (const s of schemas) this.ref(s)
+  }
+}
+
+/**
+ * A TypeBox schema as plain OpenAPI 3.1 JSON Schema: TypeBox's symbols dropped,
+ * `$id` removed (components are named by key) and `{ $ref: 'Actor' }` pointed at
+ * `#/components/schemas/Actor`.
+ */
+export function toDocumentSchema(schema: TSchema | JsonSchema): JsonSchema {
+  const walk = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(walk)
+    if (!v || typeof v !== 'object') return v
+    const out: Json = {}
+    for (const [k, x] of Object.entries(v)) {
+      if (k === '$id') continue
+      if (k === '$ref' && typeof x === 'string' && !x.startsWith('#')) out.$ref = `#/components/schemas/${x}`
+      else out[k] = walk(x)
+    }
+    return out
+  }
+  return walk(JSON.parse(JSON.stringify(schema))) as JsonSchema
+}
+
+/** Component names of the problem responses, one per status. */
+export const problemResponseNames: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  405: 'MethodNotAllowed',
+  409: 'Conflict',
+  412: 'PreconditionFailed',
+  413: 'PayloadTooLarge',
+  415: 'UnsupportedMediaType',
+  422: 'Unprocessable',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable'
+}
+
+/** The kinds of problem a status can carry, for its response description. */
+export function kindsOfStatus(status: number): ProblemKind[] {
+  return (Object.entries(problemKinds) as Array<[ProblemKind, { status: number }]>).filter(([, k]) => k.status === status).map(([kind]) => kind)
+}
+
+export interface ResponseSpec {
+  description: string
+  /** JSON body schema (or a `$ref`); omit for an empty body. */
+  schema?: JsonSchema
+  contentType?: string
+  /** Extra headers: names of `components.headers` entries. */
+  headers?: string[]
+  example?: unknown
+}
+
+export interface OperationSpec {
+  operationId: string
+  tag: string
+  summary: string
+  description?: string
+  /** The scope the credential needs (`records:read`); `''`: any valid credential; `null`: no credential needed. */
+  scope: string | null
+  /** The operation works without a credential too (and answers more with one). */
+  optionalAuth?: boolean
+  parameters?: Json[]
+  body?: { schema: JsonSchema; contentType?: string; example?: unknown; examples?: Record<string, { summary: string; value: unknown }>; description?: string; required?: boolean }
+  responses: Record<number, ResponseSpec>
+  /** Problem statuses beyond those every authenticated call can get (400, 401, 403, 429, 500). */
+  problems?: number[]
+  /** Accepts `Idempotency-Key`; a replay carries `Idempotent-Replayed: true`. */
+  idempotent?: boolean
+}
+
+/** Statuses every call through the API can answer with a problem. */
+const commonProblems = [400, 429, 500]
+const authenticatedProblems = [401, 403]
+
+/** One operation object: security with its scope, standard headers, every problem response. */
+export function operation(spec: OperationSpec): Json {
+  const parameters = [...(spec.parameters ?? [])]
+  if (spec.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' })
+  const responses: Json = {}
+  const rateHeaders = { 'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' }, 'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' }, 'X-RateLimit-Reset': { $ref: '#/components/headers/X-RateLimit-Reset' } }
+  for (const [status, r] of Object.entries(spec.responses)) {
+    const headers: Json = { ...rateHeaders, 'X-Trace-Id': { $ref: '#/components/headers/X-Trace-Id' } }
+    for (const h of r.headers ?? []) headers[h] = { $ref: `#/components/headers/${h}` }
+    if (spec.idempotent && Number(status) < 300) headers['Idempotent-Replayed'] = { $ref: '#/components/headers/Idempotent-Replayed' }
+    responses[status] = {
+      description: r.description,
+      headers,
+      ...(r.schema ? { content: { [r.contentType ?? 'application/json']: { schema: r.schema, ...(r.example !== undefined ? { example: r.example } : {}) } } } : {})
+    }
+  }
+  const problems = new Set([...commonProblems, ...(spec.scope !== null && !spec.optionalAuth ? authenticatedProblems : []), ...(spec.optionalAuth ? [401] : []), ...(spec.problems ?? [])])
+  for (const status of [...problems].sort()) {
+    const name = problemResponseNames[status]
+    if (!name) throw new Error(`no problem response for status ${status}`)
+    responses[status] = { $ref: `#/components/responses/${name}` }
+  }
+  const scopes = spec.scope ? [spec.scope] : []
+  const security = spec.scope === null ? [] : [{ bearerAuth: scopes }, { sessionCookie: scopes }, ...(spec.optionalAuth ? [{}] : [])]
+  return {
+    operationId: spec.operationId,
+    tags: [spec.tag],
+    summary: spec.summary,
+    ...(spec.description ? { description: spec.description } : {}),
+    security,
+    ...(parameters.length ? { parameters } : {}),
+    ...(spec.body
+      ? {
+          requestBody: {
+            required: spec.body.required ?? true,
+            ...(spec.body.description ? { description: spec.body.description } : {}),
+            content: {
+              [spec.body.contentType ?? 'application/json']: {
+                schema: spec.body.schema,
+                ...(spec.body.example !== undefined ? { example: spec.body.example } : {}),
+                ...(spec.body.examples ? { examples: spec.body.examples } : {})
+              }
+            }
+          }
+        }
+      : {}),
+    responses
+  }
+}
+
+/** A path parameter. */
+export const pathParam = (name: string, description: string, schema: JsonSchema = { type: 'string' }, example?: unknown): Json => ({ name, in: 'path', required: true, description, schema, ...(example !== undefined ? { example } : {}) })
+
+/** A query parameter; objects use the `deepObject` style (`payload[severity]=high`). */
+export const queryParam = (name: string, description: string, schema: JsonSchema, options: { required?: boolean; example?: unknown } = {}): Json => ({
+  name,
+  in: 'query',
+  required: options.required ?? false,
+  description,
+  schema,
+  ...(schema.type === 'object' ? { style: 'deepObject', explode: true } : {}),
+  ...(options.example !== undefined ? { example: options.example } : {})
+})
+
+/** `limit` and `cursor`, as every list endpoint takes them. */
+export function pageParams(config: AppConfig): Json[] {
+  return [
+    queryParam('limit', `Page size, 1 to ${config.pagination.maxLimit}; default ${config.pagination.defaultLimit}.`, { type: 'integer', minimum: 1, maximum: config.pagination.maxLimit, default: config.pagination.defaultLimit }),
+    queryParam('cursor', 'The `nextCursor` of the previous page, with the same filters.', { type: 'string', minLength: 1 })
+  ]
+}
+
+/** PascalCase of a module key, for component names: `corrective-action` → `CorrectiveAction`. */
+export const pascal = (key: string) =>
+  key
+    .split(/[^a-zA-Z0-9]+/)
+    .filter(Boolean)
+    .map((w) => w[0].toUpperCase() + w.slice(1))
+    .join('')

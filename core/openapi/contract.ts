@@ -1,0 +1,170 @@
+import { Readable, Transform } from 'node:stream'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormatsModule from 'ajv-formats'
+import type { Middleware } from 'koa'
+import type { Json } from './builder.ts'
+import type { OpenApiDocuments } from './document.ts'
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void
+
+export interface Violation {
+  method: string
+  path: string
+  status: number
+  message: string
+}
+
+interface Route {
+  template: string
+  pattern: RegExp
+}
+
+interface Compiled {
+  ajv: Ajv2020
+  routes: Route[]
+}
+
+/** `~` and `/` escaped for a JSON pointer segment. */
+const pointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1')
+
+/** `/api/v1/records/{id}:transition` → a regex; a parameter never spans `/` or `:`. */
+function routeOf(template: string): Route {
+  const source = template
+    .split(/(\{[^}]+\})/)
+    .map((part) => (part.startsWith('{') ? '([^/:]+)' : part.replace(/[.*+?^$()|[\]\\]/g, '\\$&')))
+    .join('')
+  return { template, pattern: new RegExp(`^${source}$`) }
+}
+
+/**
+ * Checks responses against an OpenAPI 3.1 document: the path and method are an operation,
+ * the status is one of its responses, the content type is documented, and the body (each
+ * line of an NDJSON stream) validates against the schema. Used by the test suite on every
+ * response it receives, so the document cannot drift from the code.
+ */
+export class ContractChecker {
+  private readonly compiled = new WeakMap<Json, Compiled>()
+
+  private compile(doc: Json): Compiled {
+    let c = this.compiled.get(doc)
+    if (!c) {
+      const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true })
+      addFormats(ajv)
+      ajv.addSchema(doc, 'doc')
+      // Literal paths before templated ones, so `/api/docs/spec.json` never counts as a `{param}`.
+      const routes = Object.keys(doc.paths ?? {})
+        .sort((a, b) => (a.includes('{') ? 1 : 0) - (b.includes('{') ? 1 : 0))
+        .map(routeOf)
+      c = { ajv, routes }
+      this.compiled.set(doc, c)
+    }
+    return c
+  }
+
+  /** The response object (its `$ref` followed) and its JSON pointer in the document, or a reason. */
+  private response(doc: Json, method: string, path: string, status: number): { at: string; response: Json } | { error: string } {
+    const { routes } = this.compile(doc)
+    const route = routes.find((r) => r.pattern.test(path))
+    if (!route) {
+      if (status === 404 || status === 405) return { at: '#/components/responses/NotFound', response: doc.components.responses.NotFound }
+      return { error: `no path of the document matches ${path}` }
+    }
+    const verb = method === 'HEAD' ? 'get' : method.toLowerCase()
+    const op = doc.paths[route.template][verb]
+    if (!op) {
+      // Any problem body will do: NotFound's schema is the Problem schema.
+      if (status === 405 || status === 404) return { at: '#/components/responses/NotFound', response: doc.components.responses.NotFound }
+      return { error: `${route.template} has no ${verb} operation` }
+    }
+    const key = [String(status), `${String(status)[0]}XX`, 'default'].find((k) => op.responses[k])
+    if (!key) return { error: `${verb.toUpperCase()} ${route.template} does not document status ${status} (documents ${Object.keys(op.responses).join(', ')})` }
+    let at = `#/paths/${pointer(route.template)}/${verb}/responses/${key}`
+    let response = op.responses[key]
+    if (response.$ref) {
+      at = response.$ref
+      response = at.split('/').slice(1).reduce((o: Json, seg: string) => o[seg.replace(/~1/g, '/').replace(/~0/g, '~')], doc)
+    }
+    return { at, response }
+  }
+
+  /**
+   * The violations of one response; for a stream of `application/x-ndjson`, a replacement
+   * stream that checks each line as it passes and reports through `onLate`.
+   */
+  check(doc: Json, r: { method: string; path: string; status: number; contentType: string; body: unknown }, onLate: (v: Violation) => void): { violations: Violation[]; body?: unknown } {
+    const v = (message: string): Violation => ({ method: r.method, path: r.path, status: r.status, message })
+    const found = this.response(doc, r.method, r.path, r.status)
+    if ('error' in found) return { violations: [v(found.error)] }
+    const content: Json | undefined = found.response.content
+    const empty = r.body === undefined || r.body === null || r.body === '' || r.method === 'HEAD'
+    if (!content) return { violations: empty || r.status === 304 ? [] : [v(`${found.at} documents no body, but one was sent (${r.contentType})`)] }
+    if (r.method === 'HEAD') return { violations: [] }
+    const type = r.contentType.split(';')[0].trim().toLowerCase()
+    const mediaKey = Object.keys(content).find((k) => k.toLowerCase() === type)
+    if (!mediaKey) return { violations: [v(`content type ${type || '(none)'} is not documented at ${found.at} (documents ${Object.keys(content).join(', ')})`)] }
+    if (!content[mediaKey].schema) return { violations: [] }
+    const validate = this.compile(doc).ajv.getSchema(`doc${found.at}/content/${pointer(mediaKey)}/schema`)
+    if (!validate) return { violations: [v(`cannot compile the schema at ${found.at}`)] }
+    const failures = (value: unknown, where: string) => (validate(value) ? [] : [v(`${where} breaks ${found.at}: ${JSON.stringify(validate.errors?.slice(0, 3))}`)])
+
+    if (r.body instanceof Readable) {
+      if (type !== 'application/x-ndjson') return { violations: [] }
+      // Each NDJSON line is one value of the documented schema; check them as they stream.
+      let rest = ''
+      let line = 0
+      const checkLine = (text: string) => {
+        line++
+        if (!text.trim()) return
+        try {
+          for (const f of failures(JSON.parse(text), `NDJSON line ${line}`)) onLate(f)
+        } catch {
+          onLate(v(`NDJSON line ${line} is not JSON`))
+        }
+      }
+      const tee = new Transform({
+        transform(chunk, _enc, done) {
+          const lines = (rest + chunk.toString('utf8')).split('\n')
+          rest = lines.pop()!
+          lines.forEach(checkLine)
+          done(null, chunk)
+        },
+        flush(done) {
+          if (rest) checkLine(rest)
+          done()
+        }
+      })
+      r.body.on('error', (err) => tee.destroy(err))
+      return { violations: [], body: r.body.pipe(tee) }
+    }
+    if (Buffer.isBuffer(r.body)) return { violations: [] }
+    let value = r.body
+    if (typeof value === 'string') {
+      if (!/json/.test(type)) return { violations: [] }
+      try {
+        value = JSON.parse(value)
+      } catch {
+        return { violations: [v('the body is not JSON')] }
+      }
+    } else value = JSON.parse(JSON.stringify(value))
+    return { violations: failures(value, 'the body') }
+  }
+}
+
+/**
+ * Koa middleware (outermost) that checks every `/api/` response against the caller's document
+ * and hands each violation to `report`.
+ */
+export function contractMiddleware(documents: () => OpenApiDocuments | undefined, report: (v: Violation) => void): Middleware {
+  const checker = new ContractChecker()
+  return async (ctx, next) => {
+    await next()
+    // The path as the client sent it: `colonMethods` rewrites `{id}:transition` on the way in.
+    const path = ctx.originalUrl.split('?')[0]
+    const docs = documents()
+    if (!docs || !path.startsWith('/api/')) return
+    const { document } = docs.forPrincipal(ctx.state.authError ? undefined : ctx.state.principal)
+    const { violations, body } = checker.check(document, { method: ctx.method, path, status: ctx.status, contentType: ctx.response.get('content-type') || '', body: ctx.body }, report)
+    violations.forEach(report)
+    if (body) ctx.body = body
+  }
+}

@@ -1,0 +1,180 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { AppConfig } from '../config.ts'
+import { problemKinds } from '../errors/kinds.ts'
+import type { RegisteredModule } from '../modules/registry.ts'
+import type { Principal } from '../auth/principal.ts'
+import { projectRoot } from '../paths.ts'
+import { scopeCatalogue } from '../auth/scopes.ts'
+import { sessionCookie } from '../auth/sessions.ts'
+import { DocContext, kindsOfStatus, problemResponseNames, type Describe, type Json } from './builder.ts'
+
+const version: string = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')).version
+
+export interface OpenApiDocuments {
+  /** The generic document, or the one of the caller's tenant and visible modules; built once per key. */
+  forPrincipal(principal?: Principal): { document: Json; etag: string }
+}
+
+export interface DocumentOptions {
+  config: AppConfig
+  describes: Describe[]
+  publicUrl: string
+  errorsUrl: string
+  /** The caller's tenant and the modules it may see; absent for the generic document. */
+  tenant?: { id: string; name: string; modules: RegisteredModule[] }
+}
+
+const problemSchema = {
+  type: 'object',
+  description: 'RFC 7807 problem details. Members beyond the six listed carry details of some codes (e.g. `errors` for `field.invalid`, `missingScope` for `scope.missing`).',
+  required: ['type', 'title', 'status', 'detail', 'code', 'traceId'],
+  properties: {
+    type: { type: 'string', format: 'uri', description: 'The kind of error: `{errors_url}/<kind>`, a short human-readable page.' },
+    title: { type: 'string' },
+    status: { type: 'integer', minimum: 400, maximum: 599 },
+    detail: { type: 'string' },
+    code: { type: 'string', description: 'Machine-readable code, e.g. `field.invalid`, `record.transition_not_allowed`.', examples: ['field.invalid'] },
+    traceId: { type: 'string', description: 'The request in the service logs (also in `X-Trace-Id`).' },
+    errors: {
+      type: 'array',
+      description: 'Validation failures, one per field (code `field.invalid`).',
+      items: { type: 'object', required: ['pointer', 'detail'], properties: { pointer: { type: 'string', description: 'JSON pointer of the failing value' }, detail: { type: 'string' } }, additionalProperties: true }
+    }
+  },
+  additionalProperties: true
+}
+
+function components(o: DocumentOptions): Json {
+  const header = (description: string, schema: Json = { type: 'string' }) => ({ description, schema })
+  const responses: Json = {}
+  for (const [status, name] of Object.entries(problemResponseNames)) {
+    const kinds = kindsOfStatus(Number(status))
+    const headers: Json = { 'X-Trace-Id': { $ref: '#/components/headers/X-Trace-Id' } }
+    if (status === '429' || status === '503') headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' }
+    if (status === '401') headers['WWW-Authenticate'] = { $ref: '#/components/headers/WWW-Authenticate' }
+    if (status === '405') headers.Allow = { $ref: '#/components/headers/Allow' }
+    const first = kinds[0] ?? 'internal'
+    responses[name] = {
+      description: kinds.map((k) => `${problemKinds[k].title} (\`${o.errorsUrl}/${k}\`): ${problemKinds[k].text}`).join(' ') || 'Problem',
+      headers,
+      content: {
+        'application/problem+json': {
+          schema: { $ref: '#/components/schemas/Problem' },
+          example: { type: `${o.errorsUrl}/${first}`, title: problemKinds[first].title, status: Number(status), detail: problemKinds[first].text.split('. ')[0] + '.', code: exampleCodes[first] ?? first, traceId: '8c1f5b2e6a7d4c3b9e0f1a2b3c4d5e6f' }
+        }
+      }
+    }
+  }
+  return {
+    securitySchemes: {
+      bearerAuth: {
+        type: 'http',
+        scheme: 'bearer',
+        description: [
+          'A token from `/settings/api-keys`, `POST /api/v1/tokens` or `records token create`: `svc_k_…` (tenant API key: acts as the tenant), `svc_p_…` (personal access token: acts as its user, optionally narrowed by scopes) or `sa_…` (service account: explicit scopes).',
+          'A token without scopes has every scope; each operation lists the scope it needs, which may be narrowed to one module with a `:<moduleKey>` suffix (`records:read:incident`).',
+          `Scopes: ${Object.entries(scopeCatalogue).map(([s, d]) => `\`${s}\`${d.perModule ? ' (per module)' : ''}: ${d.description}`).join('; ')}.`
+        ].join(' ')
+      },
+      sessionCookie: {
+        type: 'apiKey',
+        in: 'cookie',
+        name: sessionCookie,
+        description: 'A signed-in browser session (`/settings/sign-in`). Writes must also send the session\'s `X-CSRF-Token` (from `GET /api/v1/me`).'
+      }
+    },
+    parameters: {
+      IdempotencyKey: {
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        description: `Makes a retry safe: the first response is stored for ${o.config.idempotency.retentionHours} hours and replayed (with \`Idempotent-Replayed: true\`) for the same key and the same request. 1–255 visible ASCII characters, unique per credential; the same key with another request is 422, while the first is still running 409.`,
+        schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+        example: '5f0c8a52-8d59-4bcb-9d36-2f2c1a9e0c11'
+      },
+      IfMatch: {
+        name: 'If-Match',
+        in: 'header',
+        required: false,
+        description: 'The record `ETag` (its version) the change is based on; a newer version answers 412.',
+        schema: { type: 'string' },
+        example: '"3"'
+      }
+    },
+    headers: {
+      'X-RateLimit-Limit': header('Requests allowed per minute (sliding window) for this credential.', { type: 'integer' }),
+      'X-RateLimit-Remaining': header('Requests left in the current window.', { type: 'integer' }),
+      'X-RateLimit-Reset': header('Epoch second when a request is next allowed once the limit is reached.', { type: 'integer' }),
+      'X-Trace-Id': header('Identifier of the request in the service logs.'),
+      'Retry-After': header('Seconds to wait before retrying.', { type: 'integer' }),
+      'WWW-Authenticate': header('The authentication scheme: `Bearer realm="records"`.'),
+      Allow: header('The methods the path accepts.'),
+      Location: header('The URL of the created resource.'),
+      ETag: header('The record version, for `If-Match`.'),
+      'Idempotent-Replayed': header('`true` when the response is the stored answer to an earlier request with the same `Idempotency-Key`.', { type: 'string', enum: ['true'] }),
+      'Cache-Control': header('Caching directives.'),
+      'Content-Disposition': header('`attachment` with the file name.')
+    },
+    responses,
+    schemas: { Problem: problemSchema }
+  }
+}
+
+const exampleCodes: Record<string, string> = {
+  validation: 'field.invalid',
+  'bad-request': 'request.malformed_json',
+  authentication: 'auth.missing',
+  forbidden: 'scope.missing',
+  'not-found': 'record.not_found',
+  'method-not-allowed': 'method.not_allowed',
+  conflict: 'record.transition_not_allowed',
+  'precondition-failed': 'record.version_mismatch',
+  'payload-too-large': 'request.too_large',
+  'unsupported-media-type': 'request.unsupported_media_type',
+  unprocessable: 'idempotency.key_reused',
+  'rate-limited': 'rate_limit.exceeded',
+  internal: 'internal',
+  unavailable: 'service.unavailable'
+}
+
+/** The OpenAPI 3.1 document: generic, or with one tenant's modules typed in. */
+export function buildDocument(o: DocumentOptions): Json {
+  const ctx = new DocContext(o.config, o.tenant?.modules ?? [], o.tenant ? { id: o.tenant.id, name: o.tenant.name } : undefined)
+  const tags: Json[] = []
+  const paths: Json = {}
+  for (const describe of o.describes) {
+    const f = describe(ctx)
+    tags.push(...f.tags)
+    for (const [path, item] of Object.entries(f.paths)) paths[path] = { ...paths[path], ...item }
+  }
+  const base = components(o)
+  // Only the problem responses some operation uses (the contract checker needs NotFound for unknown routes).
+  const used = JSON.stringify(paths)
+  for (const name of Object.keys(base.responses)) if (name !== 'NotFound' && !used.includes(`#/components/responses/${name}"`)) delete base.responses[name]
+  const usedHeaders = used + JSON.stringify(base.responses)
+  for (const name of Object.keys(base.headers)) if (!usedHeaders.includes(`#/components/headers/${name}"`)) delete base.headers[name]
+  const modules = o.tenant?.modules ?? []
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: o.tenant ? `Records Platform API: ${o.tenant.name}` : 'Records Platform API',
+      version,
+      summary: 'Records, workflows, bulk loads, attachments and exports for quality, environment, health and safety work.',
+      description: [
+        o.tenant
+          ? `This document is for tenant **${o.tenant.name}** (\`${o.tenant.id}\`) and types its modules: ${modules.map((m) => `\`${m.definition.key}\` ${m.definition.version}`).join(', ') || 'none visible to this credential'}.`
+          : 'The generic document. Call `GET /api/docs/spec.json` with a bearer token (or a signed-in session) to get your tenant\'s document, with a typed payload, states and transitions per installed module.',
+        `Errors are RFC 7807 \`application/problem+json\`; each \`type\` is a page under ${o.errorsUrl}. Every response carries \`X-RateLimit-Limit\`, \`-Remaining\`, \`-Reset\` and \`X-Trace-Id\`. Lists are cursor-paginated (\`limit\` up to ${o.config.pagination.maxLimit}, \`cursor\` = the previous \`nextCursor\`).`,
+        'Interactive reference: `/api/docs`. Postman collection: `/api/docs/postman.json`.'
+      ].join('\n\n'),
+      contact: { name: 'Records Platform API', url: `${o.publicUrl}/api/docs` },
+      license: { name: 'Proprietary', url: `${o.publicUrl}/api/docs` }
+    },
+    servers: [{ url: o.publicUrl, description: 'This service' }],
+    security: [{ bearerAuth: [] }, { sessionCookie: [] }],
+    tags,
+    paths,
+    components: { ...base, schemas: { ...base.schemas, ...ctx.schemas } }
+  }
+}

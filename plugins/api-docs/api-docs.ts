@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto'
+import type { Middleware, ParameterizedContext } from 'koa'
+import { seesModule } from '../../core/auth/access.ts'
+import type { App, Platform } from '../../core/declarations.ts'
+import type { Describe, Json } from '../../core/openapi/builder.ts'
+import { buildDocument, type OpenApiDocuments } from '../../core/openapi/document.ts'
+import { describeMe } from '../me/me.openapi.ts'
+import { describeModules } from '../modules/modules.openapi.ts'
+import { describeRecords } from '../records/records.openapi.ts'
+import { describeTokens } from '../tokens/tokens.openapi.ts'
+import { describeApiDocs } from './api-docs.openapi.ts'
+
+export const specPath = '/api/docs/spec.json'
+
+/** Every feature's description, in the order its tag appears in the document. */
+const describes: Describe[] = [describeRecords, describeModules, describeTokens, describeMe, describeApiDocs]
+
+/** Documents cached per tenant + the versions of the modules the caller sees (and the public URL). */
+export function openApiDocuments(app: App, platform: Platform): OpenApiDocuments {
+  const cache = new Map<string, { document: Json; etag: string }>()
+  return {
+    forPrincipal(principal) {
+      const tenant = principal ? platform.tenants.get(principal.tenantId) : undefined
+      const modules = tenant ? [...tenant.modules.values()].filter((m) => seesModule(principal!, m)).sort((a, b) => a.definition.key.localeCompare(b.definition.key)) : []
+      const publicUrl = platform.urls.public
+      const errorsUrl: string = app.get('errorsUrl')
+      const key = JSON.stringify([publicUrl, errorsUrl, tenant?.id ?? null, tenant?.name ?? null, modules.map((m) => m.versionKey)])
+      let hit = cache.get(key)
+      if (!hit) {
+        const document = buildDocument({ config: platform.config, describes, publicUrl, errorsUrl, tenant: tenant ? { id: tenant.id, name: tenant.name, modules } : undefined })
+        hit = { document, etag: `"${createHash('sha256').update(key).update(JSON.stringify(document)).digest('base64url').slice(0, 27)}"` }
+        // A small bound: documents are rebuilt in milliseconds.
+        if (cache.size >= 200) cache.delete(cache.keys().next().value!)
+        cache.set(key, hit)
+      }
+      return hit
+    }
+  }
+}
+
+/**
+ * `GET /api/docs/spec.json`: the caller's document (generic without a credential), with an
+ * ETag for conditional requests. The reference page and the Postman collection use the same.
+ */
+function specRoute(documents: OpenApiDocuments): Middleware {
+  return async (ctx, next) => {
+    if (ctx.path !== specPath || !['GET', 'HEAD'].includes(ctx.method)) return next()
+    const { document, etag } = documents.forPrincipal(ctx.state.principal)
+    ctx.set({ ETag: etag, 'Cache-Control': 'private, no-cache', Vary: 'Authorization, Cookie' })
+    if (ctx.get('if-none-match') === etag) {
+      ctx.status = 304
+      return
+    }
+    ctx.type = 'application/json'
+    ctx.body = document
+  }
+}
+
+export function apiDocs(app: App) {
+  const platform = app.get('platform')
+  const documents = openApiDocuments(app, platform)
+  app.set('openapi', documents)
+  app.use(specRoute(documents))
+}

@@ -1,0 +1,99 @@
+import { operation, pathParam, type DocContext, type Fragment } from '../../core/openapi/builder.ts'
+
+const tag = 'Modules'
+
+export function describeModules(ctx: DocContext): Fragment {
+  const summary = ctx.ref(
+    {
+      type: 'object',
+      title: 'Module summary',
+      required: ['key', 'version', 'title', 'description', 'numberPattern', 'states', 'links'],
+      properties: {
+        key: { type: 'string', examples: ['incident'] },
+        version: { type: 'string', description: 'Semantic version of the installed module package.', examples: ['1.2.0'] },
+        title: { type: 'string' },
+        description: { type: ['string', 'null'] },
+        numberPattern: { type: 'string', description: 'How record numbers are made, e.g. `INC-{YYYY}-{seq:5}`.' },
+        states: { type: 'array', items: { type: 'string' }, description: 'Workflow states in order.' },
+        links: { type: 'object', required: ['schema', 'records'], properties: { schema: { type: 'string' }, records: { type: 'string' } } }
+      }
+    },
+    'ModuleSummary'
+  )
+  const field = {
+    type: 'object',
+    required: ['key', 'type', 'filterable'],
+    description: 'A payload field as the module package declares it (type-specific members such as `options`, `maxLength`, `fields` of a group), plus whether lists can filter on it.',
+    properties: {
+      key: { type: 'string' },
+      type: { type: 'string', enum: ['text', 'longText', 'number', 'integer', 'boolean', 'date', 'datetime', 'singleChoice', 'multipleChoice', 'user', 'recordRef', 'group', 'location'] },
+      label: { type: 'string' },
+      description: { type: 'string' },
+      required: { type: 'boolean' },
+      filterable: { type: 'boolean' }
+    }
+  }
+  const moduleSchema = ctx.ref(
+    {
+      title: 'Module schema',
+      allOf: [
+        summary,
+        {
+          type: 'object',
+          required: ['fields', 'schema', 'workflow', 'permissions', 'rowAccess', 'package'],
+          properties: {
+            fields: { type: 'array', items: field },
+            schema: { type: 'object', description: 'The JSON Schema (2020-12) create validates payloads against.' },
+            workflow: {
+              type: 'object',
+              required: ['initial', 'states', 'transitions'],
+              properties: {
+                initial: { type: 'string' },
+                states: { type: 'array', items: { type: 'object', required: ['key'], properties: { key: { type: 'string' }, label: { type: 'string' }, requires: { type: 'array', items: { type: 'string' } }, final: { type: 'boolean' } } } },
+                transitions: {
+                  type: 'array',
+                  items: {
+                    type: 'object',
+                    required: ['key', 'from', 'to'],
+                    properties: { key: { type: 'string' }, label: { type: 'string' }, from: { type: 'array', items: { type: 'string' } }, to: { type: 'string' }, roles: { type: 'array', items: { type: 'string' } }, requires: { type: 'array', items: { type: 'string' } }, forbidSelf: { type: 'boolean' } }
+                  }
+                }
+              }
+            },
+            permissions: { type: 'object', description: 'Role → module actions (`read`, `create`, `update`, `delete`, `export`, `attachments`, `transition:<key>`).', additionalProperties: { type: 'array', items: { type: 'string' } } },
+            rowAccess: { type: 'object', description: 'Role → the conditions of the rows it sees, any of which admits a row (`{ createdBy: "self" }` or `{ field, equals: "self" }`); roles not listed see every row.', additionalProperties: { type: 'array', items: { type: 'object' } } },
+            package: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } }
+          }
+        }
+      ]
+    },
+    'ModuleSchema'
+  )
+  const keys = ctx.modules.map((m) => m.definition.key)
+  return {
+    tags: [{ name: tag, description: 'The modules installed for the tenant: their fields, workflow and permissions, as the module packages define them.' }],
+    paths: {
+      '/api/v1/modules': {
+        get: operation({
+          operationId: 'listModules',
+          tag,
+          summary: 'List installed modules',
+          description: 'The modules the credential has a role in.',
+          scope: 'modules:read',
+          responses: { 200: { description: 'The installed modules.', schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: summary } } } } }
+        })
+      },
+      '/api/v1/modules/{moduleKey}': {
+        parameters: [pathParam('moduleKey', 'The module key.', keys.length ? { type: 'string', enum: keys } : { type: 'string' }, keys[0] ?? 'incident')],
+        get: operation({
+          operationId: 'getModule',
+          tag,
+          summary: 'Get a module schema: fields, workflow, permissions',
+          scope: 'modules:read',
+          responses: { 200: { description: 'The full module schema.', schema: moduleSchema } },
+          problems: [404]
+        })
+      }
+    }
+  }
+}

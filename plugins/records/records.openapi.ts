@@ -1,0 +1,143 @@
+import { describeModule, type ModuleRefs } from '../../core/modules/derive/openapi.ts'
+import { operation, pageParams, pathParam, queryParam, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
+import { activitySchema, actorSchema, externalRefSchema, fieldChangeSchema, recordCreateSchema, recordPatchSchema, recordSchema, recordTransitionSchema } from './records.schema.ts'
+
+const tag = 'Records'
+const writeProblems = [404, 409, 413, 415, 422]
+
+/** One schema for "any of these modules", discriminated by `moduleKey` when the tenant's modules are known. */
+function perModule(refs: ModuleRefs[], pick: (r: ModuleRefs) => JsonSchema, generic: () => JsonSchema): JsonSchema {
+  if (!refs.length) return generic()
+  if (refs.length === 1) return pick(refs[0])
+  return { oneOf: refs.map(pick), discriminator: { propertyName: 'moduleKey', mapping: Object.fromEntries(refs.map((r) => [r.key, pick(r).$ref])) } }
+}
+
+export function describeRecords(ctx: DocContext): Fragment {
+  ctx.define(actorSchema, fieldChangeSchema, activitySchema)
+  if (ctx.modules.length) ctx.ref(externalRefSchema, 'ExternalRef')
+  ctx.ref(recordSchema)
+  const refs = ctx.modules.map((m) => describeModule(ctx, m))
+  const record = perModule(refs, (r) => r.record, () => ({ $ref: '#/components/schemas/Record' }))
+  const createBody = perModule(refs, (r) => r.create, () => ctx.ref(recordCreateSchema))
+  const patchBody = refs.length
+    ? ctx.ref({ ...JSON.parse(JSON.stringify(recordPatchSchema)), properties: { payload: refs.length === 1 ? refs[0].payloadPatch : { anyOf: refs.map((r) => r.payloadPatch) } } }, 'RecordPatch')
+    : ctx.ref(recordPatchSchema)
+  const transitionBody = refs.length
+    ? ctx.ref(
+        {
+          ...JSON.parse(JSON.stringify(recordTransitionSchema)),
+          properties: { ...JSON.parse(JSON.stringify(recordTransitionSchema.properties)), transition: refs.length === 1 ? refs[0].transition : { anyOf: refs.map((r) => r.transition), description: 'A transition of the record\'s module workflow' } }
+        },
+        'RecordTransition'
+      )
+    : ctx.ref(recordTransitionSchema)
+  const page = ctx.ref(
+    {
+      type: 'object',
+      title: 'Page of records',
+      required: ['items', 'nextCursor', 'limit'],
+      properties: {
+        items: { type: 'array', items: record },
+        nextCursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last page.' },
+        limit: { type: 'integer' }
+      }
+    },
+    'RecordPage'
+  )
+  const moduleKey: JsonSchema = refs.length ? { type: 'string', enum: refs.map((r) => r.key) } : { type: 'string', minLength: 1 }
+  const id = pathParam('id', 'The record id (UUID).', { type: 'string', format: 'uuid' }, '3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60')
+  const ifMatch = { $ref: '#/components/parameters/IfMatch' }
+  const ok = (description: string) => ({ description, schema: record, headers: ['ETag'] })
+  const first = refs[0]
+
+  return {
+    tags: [{ name: tag, description: 'Records of the tenant\'s modules: create, read, change, move through the workflow, soft-delete. Every change is kept in the record\'s activity and the audit log.' }],
+    paths: {
+      '/api/v1/records': {
+        get: operation({
+          operationId: 'listRecords',
+          tag,
+          summary: 'List records of one module',
+          description: 'Newest first (with `updatedSince`: oldest change first, for incremental sync). Filters combine with AND; the caller\'s row rules apply, and fields it may not read are left out and may not be filtered on.',
+          scope: 'records:read',
+          parameters: [
+            queryParam('moduleKey', 'The module whose records to list.', moduleKey, { required: true, example: refs[0]?.key ?? 'incident' }),
+            ...pageParams(ctx.config),
+            queryParam('state', 'Workflow state, or several separated by commas.', { type: 'string', minLength: 1 }),
+            queryParam('updatedSince', 'Only records changed at or after this instant, oldest change first.', { type: 'string', format: 'date-time' }),
+            queryParam('includeDeleted', 'Also return soft-deleted records (with `deletedAt`).', { type: 'boolean' }),
+            queryParam('externalRef', 'The record with this source-system reference.', { type: 'string', minLength: 1, maxLength: 200 }),
+            queryParam(
+              'payload',
+              'Payload field filters: `payload[field]=value` (equals; choice lists: contains), or `payload[field][op]=value` with `gte`, `lte`, `gt`, `lt` for numbers, dates and date-times. `GET /api/v1/modules/{moduleKey}` marks the filterable fields.',
+              { type: 'object', additionalProperties: { anyOf: [{ type: 'string' }, { type: 'object', additionalProperties: { type: 'string' } }] } },
+              { example: { severity: 'high' } }
+            )
+          ],
+          responses: { 200: { description: 'A page of records.', schema: page } },
+          problems: [404]
+        }),
+        post: operation({
+          operationId: 'createRecord',
+          tag,
+          summary: 'Create a record',
+          description: 'The payload is validated against the module schema; the record starts in the workflow\'s initial state and gets the next number of the module\'s pattern.',
+          scope: 'records:write',
+          idempotent: true,
+          body: { schema: createBody, ...(first ? { example: { moduleKey: first.key, payload: first.example } } : {}) },
+          responses: { 201: { description: 'The record was created.', schema: record, headers: ['ETag', 'Location'] } },
+          problems: writeProblems
+        })
+      },
+      '/api/v1/records/{id}': {
+        parameters: [id],
+        get: operation({
+          operationId: 'getRecord',
+          tag,
+          summary: 'Get a record with its activity and attachments',
+          scope: 'records:read',
+          responses: { 200: ok('The record, with `activity` (every change, newest last), `attachments` (metadata; download through `GET /api/v1/attachments/{id}`) and `availableTransitions`.') },
+          problems: [404]
+        }),
+        patch: operation({
+          operationId: 'updateRecord',
+          tag,
+          summary: 'Change some payload fields',
+          description: 'A JSON merge patch of the payload: only the keys sent change, `null` removes a key. Send the `ETag` as `If-Match` to refuse the change if someone else changed the record first.',
+          scope: 'records:write',
+          idempotent: true,
+          parameters: [ifMatch],
+          body: { schema: patchBody, example: { payload: { severity: 'high' } } },
+          responses: { 200: ok('The changed record.') },
+          problems: [...writeProblems, 412]
+        }),
+        delete: operation({
+          operationId: 'deleteRecord',
+          tag,
+          summary: 'Soft-delete a record',
+          description: 'The record leaves lists and answers 404, but stays in the audit log (`GET /api/v1/audit-log?recordId=`) and in lists with `includeDeleted=true`.',
+          scope: 'records:delete',
+          idempotent: true,
+          parameters: [ifMatch],
+          responses: { 200: ok('The record as deleted, with `deletedAt` and `deletedBy`.') },
+          problems: [404, 409, 412, 422]
+        })
+      },
+      '/api/v1/records/{id}:transition': {
+        parameters: [id],
+        post: operation({
+          operationId: 'transitionRecord',
+          tag,
+          summary: 'Move a record through its workflow',
+          description: 'Fires one transition of the module workflow from the record\'s current state, optionally with payload changes and a comment. The target state\'s required fields must then hold values; the caller needs a role allowed to fire it (and, for four-eyes transitions, must not be the record\'s creator).',
+          scope: 'records:transition',
+          idempotent: true,
+          parameters: [ifMatch],
+          body: { schema: transitionBody, example: { transition: first ? ctx.modules[0].definition.workflow.transitions[0]?.key : 'start-investigation', comment: 'Investigating with the site lead.' } },
+          responses: { 200: ok('The record in its new state.') },
+          problems: [...writeProblems, 412]
+        })
+      }
+    }
+  }
+}

@@ -1,0 +1,61 @@
+import { operation, pathParam, queryParam, type DocContext, type Fragment } from '../../core/openapi/builder.ts'
+import { tokenDataSchema, tokenSchema } from './tokens.schema.ts'
+
+const tag = 'Identity'
+
+export function describeTokens(ctx: DocContext): Fragment {
+  const token = ctx.ref(tokenSchema)
+  const created = ctx.ref(
+    { ...JSON.parse(JSON.stringify(tokenSchema)), title: 'Created token', required: [...tokenSchema.required!, 'token'], description: 'The new token, with the full secret in `token`: shown in this response only.' },
+    'CreatedToken'
+  )
+  const noStore = ['Cache-Control']
+  const id = pathParam('id', 'The token id (UUID).', { type: 'string', format: 'uuid' })
+  return {
+    tags: [],
+    paths: {
+      '/api/v1/tokens': {
+        get: operation({
+          operationId: 'listTokens',
+          tag,
+          summary: 'List tokens',
+          description: 'Your own tokens; an admin (or a tenant API key) with `all=true` every token of the tenant. Secrets are never listed, only their prefix.',
+          scope: 'tokens:write',
+          parameters: [queryParam('all', 'Admins: every token of the tenant.', { type: 'boolean' }), queryParam('includeRevoked', 'Also list revoked tokens.', { type: 'boolean' })],
+          responses: { 200: { description: 'The tokens.', schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: token } } }, headers: noStore } }
+        }),
+        post: operation({
+          operationId: 'createToken',
+          tag,
+          summary: 'Create a token',
+          description:
+            'A personal access token (acts as you, optionally narrowed by scopes), a service-account token (scopes required; optional roles) or a tenant API key (admins). A token never creates a wider one. The secret is in this response only (`Cache-Control: no-store`); an `Idempotency-Key` is refused (400), since a replay could not return the secret.',
+          scope: 'tokens:write',
+          body: { schema: ctx.ref(tokenDataSchema), example: { type: 'service-account', name: 'ERP sync', scopes: ['records:read:incident', 'bulk:write:incident'] } },
+          responses: { 201: { description: 'The token, with its secret.', schema: created, headers: noStore } },
+          problems: [413, 415]
+        })
+      },
+      '/api/v1/tokens/{id}': {
+        parameters: [id],
+        get: operation({
+          operationId: 'getToken',
+          tag,
+          summary: 'Get a token',
+          scope: 'tokens:write',
+          responses: { 200: { description: 'The token (without its secret).', schema: token, headers: noStore } },
+          problems: [404]
+        }),
+        delete: operation({
+          operationId: 'revokeToken',
+          tag,
+          summary: 'Revoke a token',
+          description: 'The token answers 401 from its next call, on every instance.',
+          scope: 'tokens:write',
+          responses: { 200: { description: 'The revoked token.', schema: token, headers: noStore } },
+          problems: [404]
+        })
+      }
+    }
+  }
+}
