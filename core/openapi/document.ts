@@ -81,7 +81,7 @@ function components(o: DocumentOptions): Json {
         type: 'apiKey',
         in: 'cookie',
         name: sessionCookie,
-        description: 'A signed-in browser session (`/settings/sign-in`). Writes must also send the session\'s `X-CSRF-Token` (from `GET /api/v1/me`).'
+        description: 'A signed-in browser session (`/sign-in`). Writes must also send the session\'s `X-CSRF-Token` (from `GET /api/v1/me`).'
       }
     },
     parameters: {

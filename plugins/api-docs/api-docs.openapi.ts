@@ -38,7 +38,7 @@ export function describeApiDocs(_ctx: DocContext): Fragment {
           operationId: 'getApiReference',
           tag,
           summary: 'Interactive API reference',
-          description: 'Swagger UI over this document; sign in (`/settings/sign-in`) or authorize with a bearer token to see your tenant\'s modules.',
+          description: 'Swagger UI over this document; sign in (`/sign-in`) or authorize with a bearer token to see your tenant\'s modules.',
           scope: null,
           responses: { 200: { description: 'An HTML page.', schema: { type: 'string' }, contentType: 'text/html' } }
         })

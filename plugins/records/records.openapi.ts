@@ -1,5 +1,5 @@
 import { describeModule, type ModuleRefs } from '../../core/modules/derive/openapi.ts'
-import { operation, pageParams, pathParam, queryParam, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
+import { operation, pageParams, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
 import { activitySchema, actorSchema, externalRefSchema, fieldChangeSchema, recordCreateSchema, recordPatchSchema, recordSchema, recordTransitionSchema } from './records.schema.ts'
 
 const tag = 'Records'
@@ -10,6 +10,12 @@ function perModule(refs: ModuleRefs[], pick: (r: ModuleRefs) => JsonSchema, gene
   if (!refs.length) return generic()
   if (refs.length === 1) return pick(refs[0])
   return { oneOf: refs.map(pick), discriminator: { propertyName: 'moduleKey', mapping: Object.fromEntries(refs.map((r) => [r.key, pick(r).$ref])) } }
+}
+
+/** PATCH takes `application/merge-patch+json` (RFC 7396) as well as `application/json`. */
+function mergePatchToo(op: Json): Json {
+  op.requestBody.content['application/merge-patch+json'] = op.requestBody.content['application/json']
+  return op
 }
 
 export function describeRecords(ctx: DocContext): Fragment {
@@ -99,7 +105,7 @@ export function describeRecords(ctx: DocContext): Fragment {
           responses: { 200: ok('The record, with `activity` (every change, newest last), `attachments` (metadata; download through `GET /api/v1/attachments/{id}`) and `availableTransitions`.') },
           problems: [404]
         }),
-        patch: operation({
+        patch: mergePatchToo(operation({
           operationId: 'updateRecord',
           tag,
           summary: 'Change some payload fields',
@@ -110,7 +116,7 @@ export function describeRecords(ctx: DocContext): Fragment {
           body: { schema: patchBody, example: { payload: { severity: 'high' } } },
           responses: { 200: ok('The changed record.') },
           problems: [...writeProblems, 412]
-        }),
+        })),
         delete: operation({
           operationId: 'deleteRecord',
           tag,
