@@ -27,6 +27,9 @@ interface Compiled {
 /** `~` and `/` escaped for a JSON pointer segment. */
 const pointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1')
 
+/** The value at a local `$ref` (`#/components/...`). */
+const resolve = (doc: Json, ref: string): Json => ref.split('/').slice(1).reduce((o: Json, seg: string) => o[seg.replace(/~1/g, '/').replace(/~0/g, '~')], doc)
+
 /** `/api/v1/records/{id}:transition` → a regex; a parameter never spans `/` or `:`. */
 function routeOf(template: string): Route {
   const source = template
@@ -82,7 +85,7 @@ export class ContractChecker {
     let response = op.responses[key]
     if (response.$ref) {
       at = response.$ref
-      response = at.split('/').slice(1).reduce((o: Json, seg: string) => o[seg.replace(/~1/g, '/').replace(/~0/g, '~')], doc)
+      response = resolve(doc, at)
     }
     return { at, response }
   }
@@ -91,10 +94,14 @@ export class ContractChecker {
    * The violations of one response; for a stream of `application/x-ndjson`, a replacement
    * stream that checks each line as it passes and reports through `onLate`.
    */
-  check(doc: Json, r: { method: string; path: string; status: number; contentType: string; body: unknown }, onLate: (v: Violation) => void): { violations: Violation[]; body?: unknown } {
+  check(doc: Json, r: { method: string; path: string; status: number; contentType: string; headers: Record<string, unknown>; body: unknown }, onLate: (v: Violation) => void): { violations: Violation[]; body?: unknown } {
     const v = (message: string): Violation => ({ method: r.method, path: r.path, status: r.status, message })
     const found = this.response(doc, r.method, r.path, r.status)
     if ('error' in found) return { violations: [v(found.error)] }
+    const missing = Object.entries(found.response.headers ?? {})
+      .filter(([name, h]: [string, any]) => (h.$ref ? resolve(doc, h.$ref) : h).required && r.headers[name.toLowerCase()] === undefined)
+      .map(([name]) => name)
+    if (missing.length) return { violations: [v(`required header(s) ${missing.join(', ')} missing (${found.at})`)] }
     const content: Json | undefined = found.response.content
     const empty = r.body === undefined || r.body === null || r.body === '' || r.method === 'HEAD'
     if (!content) return { violations: empty || r.status === 304 ? [] : [v(`${found.at} documents no body, but one was sent (${r.contentType})`)] }
@@ -163,7 +170,7 @@ export function contractMiddleware(documents: () => OpenApiDocuments | undefined
     const docs = documents()
     if (!docs || !path.startsWith('/api/')) return
     const { document } = docs.forPrincipal(ctx.state.authError ? undefined : ctx.state.principal)
-    const { violations, body } = checker.check(document, { method: ctx.method, path, status: ctx.status, contentType: ctx.response.get('content-type') || '', body: ctx.body }, report)
+    const { violations, body } = checker.check(document, { method: ctx.method, path, status: ctx.status, contentType: ctx.response.get('content-type') || '', headers: ctx.response.headers, body: ctx.body }, report)
     violations.forEach(report)
     if (body) ctx.body = body
   }

@@ -46,7 +46,8 @@ const problemSchema = {
 }
 
 function components(o: DocumentOptions): Json {
-  const header = (description: string, schema: Json = { type: 'string' }) => ({ description, schema })
+  // `required`: the service always sends it where the header is listed (the contract checker holds it to that).
+  const header = (description: string, schema: Json = { type: 'string' }, required = true) => ({ description, required, schema })
   const responses: Json = {}
   for (const [status, name] of Object.entries(problemResponseNames)) {
     const kinds = kindsOfStatus(Number(status))
@@ -112,7 +113,7 @@ function components(o: DocumentOptions): Json {
       Allow: header('The methods the path accepts.'),
       Location: header('The URL of the created resource.'),
       ETag: header('The record version, for `If-Match`.'),
-      'Idempotent-Replayed': header('`true` when the response is the stored answer to an earlier request with the same `Idempotency-Key`.', { type: 'string', enum: ['true'] }),
+      'Idempotent-Replayed': header('`true` when the response is the stored answer to an earlier request with the same `Idempotency-Key`.', { type: 'string', enum: ['true'] }, false),
       'Cache-Control': header('Caching directives.'),
       'Content-Disposition': header('`attachment` with the file name.')
     },
