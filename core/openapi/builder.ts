@@ -93,6 +93,8 @@ export interface ResponseSpec {
   /** JSON body schema (or a `$ref`); omit for an empty body. */
   schema?: JsonSchema
   contentType?: string
+  /** Other content types the same schema is sent as. */
+  alternatives?: string[]
   /** Extra headers: names of `components.headers` entries. */
   headers?: string[]
   example?: unknown
@@ -133,7 +135,13 @@ export function operation(spec: OperationSpec): Json {
     responses[status] = {
       description: r.description,
       headers,
-      ...(r.schema ? { content: { [r.contentType ?? 'application/json']: { schema: r.schema, ...(r.example !== undefined ? { example: r.example } : {}) } } } : {})
+      ...(r.schema
+        ? {
+            content: Object.fromEntries(
+              [r.contentType ?? 'application/json', ...(r.alternatives ?? [])].map((type, i) => [type, { schema: r.schema, ...(r.example !== undefined && i === 0 ? { example: r.example } : {}) }])
+            )
+          }
+        : {})
     }
   }
   const problems = new Set([...commonProblems, ...(spec.scope !== null && !spec.optionalAuth ? authenticatedProblems : []), ...(spec.optionalAuth ? [401] : []), ...(spec.problems ?? [])])

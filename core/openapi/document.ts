@@ -34,7 +34,7 @@ const problemSchema = {
     title: { type: 'string' },
     status: { type: 'integer', minimum: 400, maximum: 599 },
     detail: { type: 'string' },
-    code: { type: 'string', description: 'Machine-readable code, e.g. `field.invalid`, `record.transition_not_allowed`.', examples: ['field.invalid'] },
+    code: { type: 'string', description: 'Machine-readable code, e.g. `field.invalid`, `transition.not_allowed`.', examples: ['field.invalid'] },
     traceId: { type: 'string', description: 'The request in the service logs (also in `X-Trace-Id`).' },
     errors: {
       type: 'array',
@@ -112,7 +112,7 @@ function components(o: DocumentOptions): Json {
       'WWW-Authenticate': header('The authentication scheme: `Bearer realm="records"`.'),
       Allow: header('The methods the path accepts.'),
       Location: header('The URL of the created resource.'),
-      ETag: header('The record version, for `If-Match`.'),
+      ETag: header('The version of the representation; for a record `"<version>"`, to send back in `If-Match`.'),
       'Idempotent-Replayed': header('`true` when the response is the stored answer to an earlier request with the same `Idempotency-Key`.', { type: 'string', enum: ['true'] }, false),
       'Cache-Control': header('Caching directives.'),
       'Content-Disposition': header('`attachment` with the file name.')
@@ -128,14 +128,14 @@ const exampleCodes: Record<string, string> = {
   authentication: 'auth.missing',
   forbidden: 'scope.missing',
   'not-found': 'record.not_found',
-  'method-not-allowed': 'method.not_allowed',
-  conflict: 'record.transition_not_allowed',
+  'method-not-allowed': 'http.method_not_allowed',
+  conflict: 'transition.not_allowed',
   'precondition-failed': 'record.version_mismatch',
   'payload-too-large': 'request.too_large',
   'unsupported-media-type': 'request.unsupported_media_type',
   unprocessable: 'idempotency.key_reused',
   'rate-limited': 'rate_limit.exceeded',
-  internal: 'internal',
+  internal: 'internal.error',
   unavailable: 'service.unavailable'
 }
 

@@ -1,4 +1,4 @@
-import { operation, type DocContext, type Fragment } from '../../core/openapi/builder.ts'
+import { operation, pathParam, type DocContext, type Fragment } from '../../core/openapi/builder.ts'
 
 const tag = 'API description'
 
@@ -31,6 +31,21 @@ export function describeApiDocs(_ctx: DocContext): Fragment {
           scope: '',
           optionalAuth: true,
           responses: { 200: { description: 'The collection, as a download.', schema: { type: 'object', required: ['info', 'item'], properties: { info: { type: 'object' }, item: { type: 'array' } } }, headers: ['Content-Disposition', 'Cache-Control'] } }
+        })
+      },
+      '/api/docs/assets/{file}': {
+        get: operation({
+          operationId: 'getApiReferenceAsset',
+          tag,
+          summary: 'A file of the reference page',
+          description: 'Swagger UI\'s files from its npm package, and the page\'s own start-up script. Cached for a day; the page links them with a version query.',
+          scope: null,
+          parameters: [pathParam('file', 'The file name.', { type: 'string', enum: ['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'favicon-32x32.png', 'favicon-16x16.png', 'init.js'] })],
+          responses: {
+            200: { description: 'The file.', schema: { type: 'string' }, contentType: 'text/javascript', alternatives: ['text/css', 'image/png'], headers: ['ETag', 'Cache-Control'] },
+            304: { description: 'Your copy is current.', headers: ['ETag', 'Cache-Control'] }
+          },
+          problems: [404]
         })
       },
       '/api/docs': {

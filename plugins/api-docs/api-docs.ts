@@ -4,16 +4,21 @@ import { seesModule } from '../../core/auth/access.ts'
 import type { App, Platform } from '../../core/declarations.ts'
 import type { Describe, Json } from '../../core/openapi/builder.ts'
 import { buildDocument, type OpenApiDocuments } from '../../core/openapi/document.ts'
+import { describeAttachments } from '../attachments/attachments.openapi.ts'
+import { describeAuditLog } from '../audit-log/audit-log.openapi.ts'
+import { describeBulk } from '../bulk/bulk.openapi.ts'
+import { describeExports } from '../exports/exports.openapi.ts'
 import { describeMe } from '../me/me.openapi.ts'
 import { describeModules } from '../modules/modules.openapi.ts'
 import { describeRecords } from '../records/records.openapi.ts'
 import { describeTokens } from '../tokens/tokens.openapi.ts'
 import { describeApiDocs } from './api-docs.openapi.ts'
+import { referenceRoutes } from './reference.ts'
 
 export const specPath = '/api/docs/spec.json'
 
 /** Every feature's description, in the order its tag appears in the document. */
-const describes: Describe[] = [describeRecords, describeModules, describeTokens, describeMe, describeApiDocs]
+const describes: Describe[] = [describeRecords, describeBulk, describeAttachments, describeExports, describeModules, describeAuditLog, describeTokens, describeMe, describeApiDocs]
 
 /** Documents cached per tenant + the versions of the modules the caller sees (and the public URL). */
 export function openApiDocuments(app: App, platform: Platform): OpenApiDocuments {
@@ -61,4 +66,5 @@ export function apiDocs(app: App) {
   const documents = openApiDocuments(app, platform)
   app.set('openapi', documents)
   app.use(specRoute(documents))
+  app.use(referenceRoutes({ document: async (ctx: ParameterizedContext) => documents.forPrincipal(ctx.state.principal).document, baseUrl: () => platform.urls.public }))
 }

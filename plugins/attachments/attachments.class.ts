@@ -140,7 +140,9 @@ export class AttachmentsService {
       if (verified.problemCode !== 'attachment.not_uploaded') await this.o.storage.delete(row.storage_key)
       throw verified
     }
-    return repo.toAttachment((await repo.markReady(this.o.pool, principal.tenantId, id, principal.actor)) ?? row)
+    // Another request may have completed it first: answer with the row as it is now, not as read before.
+    const ready = (await repo.markReady(this.o.pool, principal.tenantId, id, principal.actor)) ?? (await repo.selectAttachment(this.o.pool, principal.tenantId, id))
+    return repo.toAttachment(ready ?? row)
   }
 }
 

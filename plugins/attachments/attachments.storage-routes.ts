@@ -26,6 +26,10 @@ const refusals: Record<'tampered' | 'expired' | 'wrong-method', [string, string]
 export const localStorageRoutes = (storage: LocalStorage, pool: pg.Pool): Middleware => async (ctx, next) => {
   const m = ctx.path.match(/^\/storage\/(.+)$/)
   if (!m) return next()
+  // Signed URLs are only ever issued for these; any other method is no use of a signed URL.
+  if (!['GET', 'HEAD', 'PUT'].includes(ctx.method)) {
+    throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on a storage URL; allowed: GET, HEAD, PUT.`, {}, { Allow: 'GET, HEAD, PUT' })
+  }
   let key: string
   try {
     key = decodeURIComponent(m[1])
@@ -92,7 +96,8 @@ export const localStorageRoutes = (storage: LocalStorage, pool: pg.Pool): Middle
     }
     throw err
   }
-  const ready = await repo.markReady(pool, tenantId, id, row.created_by)
+  // Another request may have completed it first: answer with the row as it is now, not as read before.
+  const ready = (await repo.markReady(pool, tenantId, id, row.created_by)) ?? (await repo.selectAttachment(pool, tenantId, id))
   ctx.status = 200
   ctx.body = repo.toAttachment(ready ?? row)
 }

@@ -1,0 +1,131 @@
+import { describeModule } from '../../core/modules/derive/openapi.ts'
+import { operation, queryParam, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
+import { signedDownload } from '../attachments/attachments.openapi.ts'
+import { activitySchema, actorSchema, externalRefSchema, fieldChangeSchema, recordSchema } from '../records/records.schema.ts'
+import { auditLogQuerySchema } from './audit-log.schema.ts'
+
+const tag = 'Audit log'
+
+export function describeAuditLog(ctx: DocContext): Fragment {
+  const { config } = ctx
+  ctx.define(fieldChangeSchema)
+  const actor = ctx.ref(actorSchema)
+  const activity = ctx.ref(activitySchema)
+  const record = ctx.ref(recordSchema)
+  // With the tenant's modules known, the record is typed by its module (told apart by `moduleKey`).
+  let anyRecord: JsonSchema = record
+  if (ctx.modules.length) {
+    ctx.ref(externalRefSchema, 'ExternalRef')
+    const refs = ctx.modules.map((m) => describeModule(ctx, m))
+    anyRecord = refs.length === 1 ? refs[0].record : { oneOf: refs.map((r) => r.record), discriminator: { propertyName: 'moduleKey', mapping: Object.fromEntries(refs.map((r) => [r.key, r.record.$ref])) } }
+  }
+  const attachment = ctx.ref(
+    {
+      type: 'object',
+      title: 'Attachment of a record',
+      description: 'A ready attachment as a record lists it. In the audit log it comes with `download`, a short-lived signed URL, when the credential has `attachments:read`: a deleted record\'s files are reachable only here.',
+      required: ['id', 'fileName', 'contentType', 'size', 'sha256', 'uploadedBy', 'uploadedAt'],
+      properties: {
+        id: { type: 'string', format: 'uuid' },
+        fileName: { type: 'string' },
+        contentType: { type: 'string' },
+        size: { type: 'integer', minimum: 1 },
+        sha256: { type: ['string', 'null'], pattern: '^[0-9a-f]{64}$' },
+        uploadedBy: actor,
+        uploadedAt: { type: 'string', format: 'date-time' },
+        download: signedDownload(ctx)
+      }
+    },
+    'RecordAttachment'
+  )
+  const history = ctx.ref(
+    {
+      type: 'object',
+      title: 'Record history',
+      description: 'One record, live or soft-deleted (`deletedAt`, `deletedBy`): its last state, payload included, and its full activity, oldest first. Fields the caller may not read are left out of both.',
+      required: ['record', 'items', 'nextCursor'],
+      properties: {
+        record: { allOf: [anyRecord, { type: 'object', required: ['attachments'], properties: { attachments: { type: 'array', items: attachment } } }] },
+        items: { type: 'array', items: activity },
+        nextCursor: { type: 'null', description: 'The whole history comes in one answer.' }
+      }
+    },
+    'AuditRecordHistory'
+  )
+  const entry = ctx.ref(
+    {
+      title: 'Audit entry',
+      allOf: [activity, { type: 'object', required: ['recordId', 'recordNumber'], properties: { recordId: { type: 'string', format: 'uuid' }, recordNumber: { type: 'string', examples: ['INC-2026-00042'] } } }]
+    },
+    'AuditEntry'
+  )
+  const page = ctx.ref(
+    {
+      type: 'object',
+      title: 'Page of audit entries',
+      required: ['items', 'nextCursor', 'limit'],
+      properties: {
+        items: { type: 'array', items: entry },
+        nextCursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page (with the same `moduleKey` and `action`); null on the last page.' },
+        limit: { type: 'integer' }
+      }
+    },
+    'AuditEntryPage'
+  )
+
+  const query = auditLogQuerySchema(config.pagination.maxLimit)
+  const keys = ctx.modules.map((m) => m.definition.key)
+  const param = (name: keyof typeof query.properties, description: string, extra: JsonSchema = {}) => {
+    const { description: _, ...schema } = JSON.parse(JSON.stringify(query.properties[name]))
+    return queryParam(name, description, { ...schema, ...extra })
+  }
+  return {
+    tags: [{ name: tag, description: 'Every change to every record, soft-deleted ones included: one record\'s history, or a module\'s activity feed in order.' }],
+    paths: {
+      '/api/v1/audit-log': {
+        get: operation({
+          operationId: 'listAuditLog',
+          tag,
+          summary: 'Read a record\'s history or a module\'s activity',
+          description: [
+            'Give `recordId` or `moduleKey` (400 without either).',
+            '`recordId`: the record, live or deleted, with its payload, attachments (with download URLs) and every activity entry, in one answer. `moduleKey`: the module\'s activity, oldest first, cursor-paginated, optionally one `action`.',
+            'Both need the `read` right on the module, and the caller\'s row rule applies (a record outside it is 404); fields the caller may not read are left out of payloads and changes.'
+          ].join(' '),
+          scope: 'records:read',
+          parameters: [
+            param('recordId', 'One record, live or deleted: its last state and full activity. Takes precedence over `moduleKey`.'),
+            param('moduleKey', 'The activity feed of this module, oldest first.', keys.length ? { enum: keys } : {}),
+            queryParam('action', 'Only entries of this kind (with `moduleKey`).', { type: 'string', enum: ['created', 'updated', 'transitioned', 'deleted'] }),
+            param('limit', `Page size (with \`moduleKey\`), 1 to ${config.pagination.maxLimit}; default ${config.pagination.defaultLimit}.`, { default: config.pagination.defaultLimit }),
+            param('cursor', 'The `nextCursor` of the previous page, with the same `moduleKey` and `action`.')
+          ],
+          responses: {
+            200: {
+              description: 'With `recordId`, the record and its history (`AuditRecordHistory`); with `moduleKey`, a page of entries (`AuditEntryPage`).',
+              schema: { oneOf: [history, page] },
+              example: {
+                items: [
+                  {
+                    id: 4711,
+                    at: '2026-11-22T09:15:00.000Z',
+                    actor: { type: 'user', id: '0b7e6f3a-5c2d-4e1f-8a9b-7c6d5e4f3a2b', name: 'Dana Reyes' },
+                    action: 'transitioned',
+                    changes: [],
+                    transition: { key: 'start-investigation', from: 'reported', to: 'investigating' },
+                    comment: 'Investigating with the site lead.',
+                    recordId: '3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60',
+                    recordNumber: 'INC-2026-00042'
+                  }
+                ],
+                nextCursor: 'eyJ2IjoxfQ',
+                limit: config.pagination.defaultLimit
+              }
+            }
+          },
+          problems: [404]
+        })
+      }
+    }
+  }
+}

@@ -1,0 +1,91 @@
+import { existsSync } from 'node:fs'
+import t from 'tap'
+import { chromium, type Browser, type BrowserContext } from 'playwright-core'
+import { startTestServer } from '../helpers/server.ts'
+
+/**
+ * The reference page of the real service in Debian's headless Chromium: the generic
+ * document for a visitor, the tenant's module operations once authorized with an API key,
+ * and straight away for a signed-in user. Set SCREENSHOT_DIR to keep pictures.
+ */
+const executablePath = '/usr/bin/chromium'
+const args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync']
+
+if (!existsSync(executablePath)) {
+  if (process.env.CI) t.fail(`${executablePath} is missing: CI must install Debian's chromium package (apt-get install -y chromium) for the browser tests.`)
+  else t.plan(0, `${executablePath} is missing; install Debian's chromium package (apt-get install -y chromium) to run the browser tests`)
+} else {
+  await browserTests()
+}
+
+async function browserTests() {
+  const server = await startTestServer()
+  const password = 'correct horse battery staple'
+  await server.platform.users.create('initech', { userName: 'pat', password, roles: ['safety-manager'] })
+  let browser: Browser | undefined
+  t.teardown(async () => {
+    await browser?.close()
+    await server.close()
+  })
+  browser = await chromium.launch({ executablePath, args, timeout: 20_000 })
+  const problems: string[] = []
+  const open = async () => {
+    const context = await browser!.newContext({ baseURL: server.url })
+    context.setDefaultTimeout(15_000)
+    const page = await context.newPage()
+    page.on('pageerror', (e) => problems.push(e.message))
+    page.on('console', (m) => {
+      if (/Content.Security.Policy/i.test(m.text())) problems.push(m.text())
+    })
+    page.on('response', (r) => {
+      if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`)
+    })
+    return { context, page }
+  }
+  const operation = (page: Awaited<ReturnType<typeof open>>['page'], path: string) => page.locator(`.opblock-summary-path[data-path="${path}"]`)
+  const shot = async (page: Awaited<ReturnType<typeof open>>['page'], name: string) => {
+    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/${name}.png`, fullPage: true })
+  }
+  let visitor: BrowserContext | undefined
+
+  await t.test('a visitor sees the generic reference, and authorizing with an API key brings in the tenant\'s modules', async (t) => {
+    const { context, page } = await open()
+    visitor = context
+    await page.goto('/api/docs')
+    await operation(page, '/api/v1/records/{id}:transition').waitFor()
+    t.equal(await operation(page, '/api/modules/{moduleKey}/bulk').count(), 1, 'the generic bulk operation')
+    t.equal(await operation(page, '/api/modules/incident/bulk').count(), 0, 'no tenant module before authorizing')
+    await shot(page, 'reference-generic')
+
+    await page.locator('.scheme-container button.authorize').click()
+    const dialog = page.locator('.modal-ux')
+    await dialog.locator('input[type="text"], input[type="password"]').first().fill(server.keys.acme)
+    await dialog.locator('button.authorize').first().click()
+    await dialog.locator('button.btn-done').first().click()
+    await operation(page, '/api/modules/incident/bulk').waitFor()
+    for (const key of ['corrective-action', 'inspection']) t.equal(await operation(page, `/api/modules/${key}/bulk`).count(), 1, `${key} is one of Acme's modules`)
+    await page.getByText('Records Platform API: Acme Chemicals').first().waitFor()
+    t.pass('the title names the tenant')
+    await shot(page, 'reference-acme')
+  })
+
+  await t.test('a signed-in user gets their tenant\'s reference without authorizing', async (t) => {
+    const { context, page } = await open()
+    await page.goto('/sign-in')
+    await page.getByLabel('Organisation').fill('initech')
+    await page.getByLabel('User name').fill('pat')
+    await page.getByLabel('Password').fill(password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL((u) => u.pathname !== '/sign-in')
+    await page.goto('/api/docs')
+    await operation(page, '/api/modules/incident/bulk').waitFor()
+    t.equal(await operation(page, '/api/modules/inspection/bulk').count(), 0, 'Initech has only incidents')
+    await shot(page, 'reference-initech-session')
+    await context.close()
+  })
+
+  await t.test('the pages ran without errors or CSP violations', async (t) => {
+    await visitor?.close()
+    t.same(problems, [])
+  })
+}
