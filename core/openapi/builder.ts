@@ -200,6 +200,20 @@ export function pageParams(config: AppConfig): Json[] {
   ]
 }
 
+/** A cursor page of `items` (the shape of every list endpoint). */
+export function pageSchema(title: string, items: JsonSchema, cursorNote = ''): JsonSchema {
+  return {
+    type: 'object',
+    title,
+    required: ['items', 'nextCursor', 'limit'],
+    properties: {
+      items: { type: 'array', items },
+      nextCursor: { type: ['string', 'null'], description: `Pass as \`cursor\` for the next page${cursorNote}; null on the last page.` },
+      limit: { type: 'integer' }
+    }
+  }
+}
+
 /** PascalCase of a module key, for component names: `corrective-action` → `CorrectiveAction`. */
 export const pascal = (key: string) =>
   key

@@ -1,5 +1,5 @@
 import { describeModule } from '../../core/modules/derive/openapi.ts'
-import { operation, queryParam, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
+import { operation, pageSchema, queryParam, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
 import { signedDownload } from '../attachments/attachments.openapi.ts'
 import { activitySchema, actorSchema, externalRefSchema, fieldChangeSchema, recordSchema } from '../records/records.schema.ts'
 import { auditLogQuerySchema } from './audit-log.schema.ts'
@@ -59,19 +59,7 @@ export function describeAuditLog(ctx: DocContext): Fragment {
     },
     'AuditEntry'
   )
-  const page = ctx.ref(
-    {
-      type: 'object',
-      title: 'Page of audit entries',
-      required: ['items', 'nextCursor', 'limit'],
-      properties: {
-        items: { type: 'array', items: entry },
-        nextCursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page (with the same `moduleKey` and `action`); null on the last page.' },
-        limit: { type: 'integer' }
-      }
-    },
-    'AuditEntryPage'
-  )
+  const page = ctx.ref(pageSchema('Page of audit entries', entry, ' (with the same `moduleKey` and `action`)'), 'AuditEntryPage')
 
   const query = auditLogQuerySchema(config.pagination.maxLimit)
   const keys = ctx.modules.map((m) => m.definition.key)

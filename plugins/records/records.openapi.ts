@@ -1,5 +1,5 @@
 import { describeModule, type ModuleRefs } from '../../core/modules/derive/openapi.ts'
-import { operation, pageParams, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
+import { operation, pageParams, pageSchema, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
 import { activitySchema, actorSchema, externalRefSchema, fieldChangeSchema, recordCreateSchema, recordPatchSchema, recordSchema, recordTransitionSchema } from './records.schema.ts'
 
 const tag = 'Records'
@@ -37,19 +37,7 @@ export function describeRecords(ctx: DocContext): Fragment {
         'RecordTransition'
       )
     : ctx.ref(recordTransitionSchema)
-  const page = ctx.ref(
-    {
-      type: 'object',
-      title: 'Page of records',
-      required: ['items', 'nextCursor', 'limit'],
-      properties: {
-        items: { type: 'array', items: record },
-        nextCursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last page.' },
-        limit: { type: 'integer' }
-      }
-    },
-    'RecordPage'
-  )
+  const page = ctx.ref(pageSchema('Page of records', record, ' (with the same filters)'), 'RecordPage')
   const moduleKey: JsonSchema = refs.length ? { type: 'string', enum: refs.map((r) => r.key) } : { type: 'string', minLength: 1 }
   const id = pathParam('id', 'The record id (UUID).', { type: 'string', format: 'uuid' }, '3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60')
   const ifMatch = { $ref: '#/components/parameters/IfMatch' }

@@ -1,6 +1,6 @@
-import { existsSync } from 'node:fs'
 import t from 'tap'
-import { chromium, type Browser, type BrowserContext } from 'playwright-core'
+import type { Browser, BrowserContext } from 'playwright-core'
+import { chromiumMissing, launchChromium } from '../helpers/browser.ts'
 import { startTestServer } from '../helpers/server.ts'
 
 /**
@@ -8,15 +8,9 @@ import { startTestServer } from '../helpers/server.ts'
  * document for a visitor, the tenant's module operations once authorized with an API key,
  * and straight away for a signed-in user. Set SCREENSHOT_DIR to keep pictures.
  */
-const executablePath = '/usr/bin/chromium'
-const args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync']
-
-if (!existsSync(executablePath)) {
-  if (process.env.CI) t.fail(`${executablePath} is missing: CI must install Debian's chromium package (apt-get install -y chromium) for the browser tests.`)
-  else t.plan(0, `${executablePath} is missing; install Debian's chromium package (apt-get install -y chromium) to run the browser tests`)
-} else {
-  await browserTests()
-}
+const skip = chromiumMissing((m) => t.fail(m))
+if (skip) t.plan(0, skip)
+else await browserTests()
 
 async function browserTests() {
   const server = await startTestServer()
@@ -27,7 +21,7 @@ async function browserTests() {
     await browser?.close()
     await server.close()
   })
-  browser = await chromium.launch({ executablePath, args, timeout: 20_000 })
+  browser = await launchChromium()
   const problems: string[] = []
   const open = async () => {
     const context = await browser!.newContext({ baseURL: server.url })

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { once } from 'node:events'
 import { get } from 'node:http'
@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { dirname, join } from 'node:path'
 import Koa from 'koa'
 import t, { type Test } from 'tap'
-import { chromium } from 'playwright-core'
+import { chromiumMissing, launchChromium } from '../helpers/browser.ts'
 import { referenceRoutes } from '../../plugins/api-docs/reference.ts'
 import { startTestServer } from '../helpers/server.ts'
 
@@ -17,8 +17,6 @@ import { startTestServer } from '../helpers/server.ts'
  * headless Chromium: Swagger UI renders the document, and authorizing with a bearer token
  * fetches the spec again with it.
  */
-const executablePath = '/usr/bin/chromium'
-const args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync']
 const swaggerDir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))
 const swaggerVersion: string = JSON.parse(readFileSync(join(swaggerDir, 'package.json'), 'utf8')).version
 
@@ -218,12 +216,11 @@ t.test('on the service, the same routes answer from its own document', async (t)
 })
 
 // One parent test, so the root waits for the browser while the HTTP tests above run.
-const missing = !existsSync(executablePath)
-if (missing && process.env.CI) t.fail(`${executablePath} is missing: CI must install Debian's chromium package (apt-get install -y chromium) for the browser tests.`)
-t.test('in headless Chromium', { skip: missing && `${executablePath} is missing; install Debian's chromium package (apt-get install -y chromium) to run the browser tests` }, browserTests)
+const skip = chromiumMissing((m) => t.fail(m))
+t.test('in headless Chromium', { skip }, browserTests)
 
 async function browserTests(t: Test) {
-  const browser = await chromium.launch({ executablePath, args, timeout: 20_000 })
+  const browser = await launchChromium()
   t.teardown(() => browser.close())
   const context = await browser.newContext({ baseURL: url, acceptDownloads: true })
   context.setDefaultTimeout(10_000)

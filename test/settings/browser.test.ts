@@ -1,6 +1,6 @@
-import { existsSync } from 'node:fs'
 import t from 'tap'
-import { chromium, type Browser, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
+import { chromiumMissing, launchChromium } from '../helpers/browser.ts'
 import { startTestServer } from '../helpers/server.ts'
 
 /**
@@ -8,15 +8,9 @@ import { startTestServer } from '../helpers/server.ts'
  * create a token, copy it, use it, revoke it. Set SCREENSHOT_DIR to keep a picture of
  * each page.
  */
-const executablePath = '/usr/bin/chromium'
-const args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync']
-
-if (!existsSync(executablePath)) {
-  if (process.env.CI) t.fail(`${executablePath} is missing: CI must install Debian's chromium package (apt-get install -y chromium) for the browser tests.`)
-  else t.plan(0, `${executablePath} is missing; install Debian's chromium package (apt-get install -y chromium) to run the browser tests`)
-} else {
-  await browserTests()
-}
+const skip = chromiumMissing((m) => t.fail(m))
+if (skip) t.plan(0, skip)
+else await browserTests()
 
 async function browserTests() {
   const server = await startTestServer()
@@ -27,7 +21,7 @@ async function browserTests() {
     await browser?.close()
     await server.close()
   })
-  browser = await chromium.launch({ executablePath, args, timeout: 20_000 })
+  browser = await launchChromium()
   // http://127.0.0.1 directly: Chromium keeps Secure cookies from loopback origins (checked below).
   const context = await browser.newContext({ baseURL: server.url })
   context.setDefaultTimeout(5_000)
