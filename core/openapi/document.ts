@@ -169,8 +169,8 @@ export function buildDocument(o: DocumentOptions): Json {
         `Errors are RFC 7807 \`application/problem+json\`; each \`type\` is a page under ${o.errorsUrl}. Every response carries \`X-RateLimit-Limit\`, \`-Remaining\`, \`-Reset\` and \`X-Trace-Id\`. Lists are cursor-paginated (\`limit\` up to ${o.config.pagination.maxLimit}, \`cursor\` = the previous \`nextCursor\`).`,
         'Interactive reference: `/api/docs`. Postman collection: `/api/docs/postman.json`.'
       ].join('\n\n'),
-      contact: { name: 'Records Platform API', url: `${o.publicUrl}/api/docs` },
-      license: { name: 'Proprietary', url: `${o.publicUrl}/api/docs` }
+      // An SPDX `LicenseRef-` names a licence that is not on the SPDX list.
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' }
     },
     servers: [{ url: o.publicUrl, description: 'This service' }],
     security: [{ bearerAuth: [] }, { sessionCookie: [] }],
