@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import t, { type Test } from 'tap'
-import { createPlatform, startServer } from '../../core/app.ts'
+import { createPlatform } from '../../core/app.ts'
 import { loadConfig } from '../../core/config.ts'
 import { createLimiter } from '../../core/limits/limiter.ts'
-import { startTestServer, type Reply, type TestServer } from '../helpers/server.ts'
+import { assertContract, startCheckedServer, startTestServer, type Reply, type TestServer } from '../helpers/server.ts'
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 
@@ -84,8 +84,11 @@ t.test('two service instances on one Redis share the window of a credential', { 
   t.equal(first.platform.limiter?.backend, 'redis')
   // A second instance: its own process state, the same database and the same Redis.
   const platform = await createPlatform(loadConfig({ ...first.platform.config, port: 0 } as any))
-  const second = await startServer(platform)
-  t.teardown(() => second.close())
+  const second = await startCheckedServer(platform)
+  t.teardown(async () => {
+    await second.close()
+    assertContract(second.violations)
+  })
   const token = first.keys.acme
   const send = (i: number) => {
     const base = i % 2 === 0 ? first.url : second.url

@@ -41,6 +41,24 @@ export const defaultTenants = {
   initech: { name: 'Initech Offices', modules: ['incident'] }
 }
 
+/**
+ * Starts the service with every response it sends checked against its OpenAPI document
+ * (core/openapi/contract.ts); pass `violations` to assertContract() once done.
+ */
+export async function startCheckedServer(platform: Platform): Promise<RunningServer & { violations: Violation[] }> {
+  const violations: Violation[] = []
+  const running = await startServer(platform, { outermost: (app) => [contractMiddleware(() => app.get('openapi'), (v) => violations.push(v))] })
+  return Object.assign(running, { violations })
+}
+
+/** Throws with the distinct violations, if any. */
+export function assertContract(violations: Violation[]) {
+  if (!violations.length) return
+  const seen = new Set<string>()
+  const lines = violations.map((v) => `${v.method} ${v.path} → ${v.status}: ${v.message}`).filter((l) => !seen.has(l) && seen.add(l))
+  throw new Error(`${violations.length} response(s) broke the OpenAPI document:\n${lines.slice(0, 40).join('\n')}`)
+}
+
 /** Starts the real service on a fresh database, listening on a free loopback port. */
 export async function startTestServer(overrides: DeepPartial<AppConfig> & Record<string, unknown> = {}): Promise<TestServer> {
   const db = await freshDatabase()
@@ -60,9 +78,8 @@ export async function startTestServer(overrides: DeepPartial<AppConfig> & Record
     database: { url: db.url, ...(overrides.database ?? {}) }
   } as any)
   const platform = await createPlatform(config)
-  // Every response this server sends is checked against its OpenAPI document (core/openapi/contract.ts).
-  const violations: Violation[] = []
-  const running = await startServer(platform, { outermost: (app) => [contractMiddleware(() => app.get('openapi'), (v) => violations.push(v))] })
+  const running = await startCheckedServer(platform)
+  const { violations } = running
   const keys: Record<string, string> = {}
   for (const tenantId of Object.keys(config.tenants)) {
     keys[tenantId] = (await platform.credentials.create({ tenantId, kind: 'api_key', name: `${tenantId} test key` })).token
@@ -97,11 +114,7 @@ export async function startTestServer(overrides: DeepPartial<AppConfig> & Record
       await running.close()
       await db.drop()
       rmSync(attachmentsDir, { recursive: true, force: true })
-      if (violations.length) {
-        const seen = new Set<string>()
-        const lines = violations.map((v) => `${v.method} ${v.path} → ${v.status}: ${v.message}`).filter((l) => !seen.has(l) && seen.add(l))
-        throw new Error(`${violations.length} response(s) broke the OpenAPI document:\n${lines.slice(0, 40).join('\n')}`)
-      }
+      assertContract(violations)
     }
   }
 }
