@@ -93,6 +93,8 @@ export interface ResponseSpec {
   /** JSON body schema (or a `$ref`); omit for an empty body. */
   schema?: JsonSchema
   contentType?: string
+  /** Raw bytes: the media type object carries no schema (OpenAPI 3.1's way to say "any bytes"). */
+  binary?: boolean
   /** Other content types the same schema is sent as. */
   alternatives?: string[]
   /** Extra headers: names of `components.headers` entries. */
@@ -110,10 +112,12 @@ export interface OperationSpec {
   /** The operation works without a credential too (and answers more with one). */
   optionalAuth?: boolean
   parameters?: Json[]
-  body?: { schema: JsonSchema; contentType?: string; example?: unknown; examples?: Record<string, { summary: string; value: unknown }>; description?: string; required?: boolean }
+  body?: { schema: JsonSchema; binary?: boolean; contentType?: string; example?: unknown; examples?: Record<string, { summary: string; value: unknown }>; description?: string; required?: boolean }
   responses: Record<number, ResponseSpec>
   /** Problem statuses beyond those every authenticated call can get (400, 401, 403, 429, 500). */
   problems?: number[]
+  /** Of those, the ones this operation cannot answer (e.g. 400 for a GET that takes no input). */
+  omitProblems?: number[]
   /** Accepts `Idempotency-Key`; a replay carries `Idempotent-Replayed: true`. */
   idempotent?: boolean
 }
@@ -138,13 +142,14 @@ export function operation(spec: OperationSpec): Json {
       ...(r.schema
         ? {
             content: Object.fromEntries(
-              [r.contentType ?? 'application/json', ...(r.alternatives ?? [])].map((type, i) => [type, { schema: r.schema, ...(r.example !== undefined && i === 0 ? { example: r.example } : {}) }])
+              [r.contentType ?? 'application/json', ...(r.alternatives ?? [])].map((type, i) => [type, r.binary ? {} : { schema: r.schema, ...(r.example !== undefined && i === 0 ? { example: r.example } : {}) }])
             )
           }
         : {})
     }
   }
   const problems = new Set([...commonProblems, ...(spec.scope !== null && !spec.optionalAuth ? authenticatedProblems : []), ...(spec.optionalAuth ? [401] : []), ...(spec.problems ?? [])])
+  for (const s of spec.omitProblems ?? []) problems.delete(s)
   for (const status of [...problems].sort()) {
     const name = problemResponseNames[status]
     if (!name) throw new Error(`no problem response for status ${status}`)
@@ -165,7 +170,7 @@ export function operation(spec: OperationSpec): Json {
             required: spec.body.required ?? true,
             ...(spec.body.description ? { description: spec.body.description } : {}),
             content: {
-              [spec.body.contentType ?? 'application/json']: {
+              [spec.body.contentType ?? 'application/json']: spec.body.binary ? {} : {
                 schema: spec.body.schema,
                 ...(spec.body.example !== undefined ? { example: spec.body.example } : {}),
                 ...(spec.body.examples ? { examples: spec.body.examples } : {})

@@ -1,5 +1,5 @@
 import { actorSchema } from '../records/records.schema.ts'
-import { operation, pathParam, queryParam, toDocumentSchema, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
+import { operation, pathParam, queryParam, toDocumentSchema, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
 import { attachmentDataSchema } from './attachments.schema.ts'
 
 const tag = 'Attachments'
@@ -42,16 +42,6 @@ function signedUpload(ctx: DocContext): JsonSchema {
   )
 }
 
-/** The operation without problem responses it cannot give (of those `operation()` adds to every one). */
-export function without(op: Json, ...statuses: number[]): Json {
-  for (const s of statuses) delete op.responses[s]
-  return op
-}
-
-/** Raw bytes: OpenAPI 3.1 describes them by a media type object without a schema. */
-function bytes(content: Json) {
-  for (const key of Object.keys(content)) content[key] = {}
-}
 
 export function describeAttachments(ctx: DocContext): Fragment {
   const a = ctx.config.attachments
@@ -151,19 +141,17 @@ export function describeAttachments(ctx: DocContext): Fragment {
     },
     '/api/v1/attachments/{id}': {
       parameters: [id],
-      // Nothing in a GET can be malformed: no 400.
-      get: without(
-        operation({
-          operationId: 'getAttachment',
-          tag,
-          summary: 'Get an attachment with a download URL',
-          description: `The metadata and \`download\`, a URL valid ${a.downloadUrlSeconds} s. A pending attachment is 409 \`attachment.pending\`; one of a deleted record is 404 (its files stay reachable through \`GET /api/v1/audit-log?recordId=\`). ${urlLimit}`,
-          scope: 'attachments:read',
-          responses: { 200: { description: 'The ready attachment and its download URL.', schema: withDownload } },
-          problems: [404, 409]
-        }),
-        400
-      )
+      get: operation({
+        operationId: 'getAttachment',
+        tag,
+        summary: 'Get an attachment with a download URL',
+        description: `The metadata and \`download\`, a URL valid ${a.downloadUrlSeconds} s. A pending attachment is 409 \`attachment.pending\`; one of a deleted record is 404 (its files stay reachable through \`GET /api/v1/audit-log?recordId=\`). ${urlLimit}`,
+        scope: 'attachments:read',
+        responses: { 200: { description: 'The ready attachment and its download URL.', schema: withDownload } },
+        problems: [404, 409],
+        // Nothing in a GET by id can be malformed.
+        omitProblems: [400]
+      })
     },
     '/api/v1/attachments/{id}:complete': {
       parameters: [id],
@@ -207,7 +195,7 @@ function storagePaths(ready: JsonSchema): Fragment['paths'] {
     queryParam('sig', 'HMAC-SHA256 (base64url) over the method, key, expiry and every constraint; any change is 403 `storage.signature_invalid`.', { type: 'string' }, { required: true })
   ]
   const refusals =
-    'A URL that was not signed here or was changed is 403 `storage.signature_invalid`, an expired one 403 `storage.url_expired`, another method 403 `storage.wrong_method`. No credential is needed; a request that sends an invalid `Authorization` header is 401 all the same.'
+    'A URL that was not signed here or was changed is 403 `storage.signature_invalid`, an expired one 403 `storage.url_expired`, a GET on an upload URL or a PUT on a download URL 403 `storage.wrong_method` (any other method is 405). No credential is needed; a request that sends an invalid `Authorization` header is 401 all the same.'
   const put = operation({
     operationId: 'uploadStoredFile',
     tag,
@@ -215,11 +203,11 @@ function storagePaths(ready: JsonSchema): Fragment['paths'] {
     description: `The \`upload.url\` of \`POST /api/v1/attachments\`. Send the bytes with exactly the signed \`Content-Type\` (else 403 \`storage.header_mismatch\`). They are counted and hashed on their way to a temporary file: past the declared size the upload stops with 413 \`attachment.too_large\`, a wrong size or checksum is 422 (\`attachment.size_mismatch\`, \`attachment.checksum_mismatch\`), and in each case nothing is kept. A good upload makes the attachment \`ready\` at once. An attachment already ready is 409 \`attachment.already_uploaded\`; one removed (unfinished uploads are purged) is 404. ${refusals}`,
     scope: null,
     parameters: signature('PUT'),
-    body: { schema: {}, contentType: '*/*', description: 'The file\'s bytes, with the signed content type.' },
+    body: { schema: {}, binary: true, contentType: '*/*', description: 'The file\'s bytes, with the signed content type.' },
     responses: { 200: { description: 'The attachment, now ready.', schema: ready } },
-    problems: [401, 403, 404, 409, 413, 422]
+    problems: [401, 403, 404, 409, 413, 422],
+    omitProblems: [400]
   })
-  bytes(put.requestBody.content)
   const get = operation({
     operationId: 'downloadStoredFile',
     tag,
@@ -227,10 +215,10 @@ function storagePaths(ready: JsonSchema): Fragment['paths'] {
     description: `The \`download.url\` of an attachment (\`GET /api/v1/attachments/{id}\`, the audit log) or of a finished export (\`GET /api/v1/exports/{id}\`). The body is the file with its signed content type, \`Content-Disposition: attachment\` with its name, and \`Cache-Control: private, no-store\`; HEAD gives the headers only. A file no longer stored (an expired export) is 404. ${refusals}`,
     scope: null,
     parameters: signature('GET'),
-    responses: { 200: { description: 'The file\'s bytes, with the content type it was uploaded or rendered with.', schema: {}, contentType: '*/*', headers: ['Content-Disposition', 'Cache-Control'] } },
-    problems: [401, 403, 404]
+    responses: { 200: { description: 'The file\'s bytes, with the content type it was uploaded or rendered with.', schema: {}, binary: true, contentType: '*/*', headers: ['Content-Disposition', 'Cache-Control'] } },
+    problems: [401, 403, 404],
+    omitProblems: [400]
   })
-  bytes(get.responses[200].content)
   return {
     '/storage/{tenantId}/{recordId}/{fileId}': {
       parameters: [
@@ -238,8 +226,8 @@ function storagePaths(ready: JsonSchema): Fragment['paths'] {
         pathParam('recordId', 'The record of an attachment (UUID), or `exports` for an export\'s file.', { type: 'string', pattern: '^([0-9a-f-]{36}|exports)$' }, '3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60'),
         pathParam('fileId', 'The attachment or export id (UUID).', { type: 'string', pattern: '^[0-9a-f-]{36}$' }, exampleId)
       ],
-      put: without(put, 400),
-      get: without(get, 400)
+      put,
+      get
     }
   }
 }

@@ -1,6 +1,6 @@
 import { exportColumns } from '../../core/modules/derive/columns.ts'
 import { operation, pascal, pathParam, toDocumentSchema, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
-import { signedDownload, without } from '../attachments/attachments.openapi.ts'
+import { signedDownload } from '../attachments/attachments.openapi.ts'
 import { exportDataSchema } from './exports.schema.ts'
 import { exportContentTypes, exportFormats } from './exports.shared.ts'
 
@@ -197,20 +197,18 @@ export function describeExports(ctx: DocContext): Fragment {
       },
       '/api/v1/exports/{id}': {
         parameters: [pathParam('id', 'The export id (UUID).', { type: 'string', format: 'uuid' }, exampleId)],
-        // Nothing in a GET can be malformed: no 400.
-        get: without(
-          operation({
-            operationId: 'getExport',
-            tag,
-            summary: 'Follow an export',
-            description:
-              'The job in its current state; once `succeeded`, with `file` and a fresh signed `download` URL (a GET needing no credential) until the file expires. An export is visible to whoever asked for it and to tenant admins; to anyone else it is 404.',
-            scope: 'exports:read',
-            responses: { 200: { description: 'The job.', schema: job, example: exampleJob } },
-            problems: [404]
-          }),
-          400
-        )
+        get: operation({
+          operationId: 'getExport',
+          tag,
+          summary: 'Follow an export',
+          description:
+            'The job in its current state; once `succeeded`, with `file` and a fresh signed `download` URL (a GET needing no credential) until the file expires. An export is visible to whoever asked for it and to tenant admins; to anyone else it is 404.',
+          scope: 'exports:read',
+          responses: { 200: { description: 'The job.', schema: job, example: exampleJob } },
+          problems: [404],
+          // Nothing in a GET by id can be malformed.
+          omitProblems: [400]
+        })
       }
     }
   }
