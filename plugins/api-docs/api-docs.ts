@@ -18,7 +18,7 @@ import { referenceRoutes } from './reference.ts'
 export const specPath = '/api/docs/spec.json'
 
 /** Every feature's description, in the order its tag appears in the document. */
-const describes: Describe[] = [describeRecords, describeBulk, describeAttachments, describeExports, describeModules, describeAuditLog, describeTokens, describeMe, describeApiDocs]
+export const describes: Describe[] = [describeRecords, describeBulk, describeAttachments, describeExports, describeModules, describeAuditLog, describeTokens, describeMe, describeApiDocs]
 
 /** Documents cached per tenant + the versions of the modules the caller sees (and the public URL). */
 export function openApiDocuments(app: App, platform: Platform): OpenApiDocuments {
