@@ -39,6 +39,17 @@ function loosen(schema: JsonSchema, nullable: boolean): JsonSchema {
  * so the document types exactly what `POST /api/v1/records` accepts.
  */
 export function describeModule(ctx: DocContext, m: RegisteredModule): ModuleRefs {
+  // Several fragments (records, bulk, exports, audit log) type the same module: derive it once per document.
+  let described = describedIn.get(ctx)
+  if (!described) describedIn.set(ctx, (described = new Map()))
+  let refs = described.get(m.definition.key)
+  if (!refs) described.set(m.definition.key, (refs = derive(ctx, m)))
+  return refs
+}
+
+const describedIn = new WeakMap<DocContext, Map<string, ModuleRefs>>()
+
+function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
   const d = m.definition
   const name = pascal(d.key)
   const payloadSchema = toDocumentSchema(m.schema)
