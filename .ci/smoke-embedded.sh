@@ -62,6 +62,13 @@ code=$(api "$base/api/v1/records?moduleKey=incident")
 expect "$code" 200 "list"
 expect "$(jq '.items | length' "$work/body")" 1 "items listed"
 
+# The tenant's OpenAPI document types its modules; the reference page loads from the npm package.
+code=$(api "$base/api/docs/spec.json")
+expect "$code" 200 "spec.json"
+expect "$(jq -r '.openapi + " " + (.components.schemas.IncidentPayload.required | index("title") | tostring)' "$work/body")" "3.1.0 0" "tenant document"
+code=$(curl -s -o "$work/body" -w '%{http_code}' "$base/api/docs/assets/swagger-ui-bundle.js")
+expect "$code" 200 "reference page assets"
+
 # An attachment through the local driver's signed URLs, and a bulk load of two rows.
 printf 'smoke test attachment\n' > "$work/file.txt"
 code=$(api -X POST "$base/api/v1/attachments" -d "{\"recordId\":\"$id\",\"fileName\":\"note.txt\",\"contentType\":\"text/plain\",\"size\":$(stat -c %s "$work/file.txt"),\"sha256\":\"$(sha256sum "$work/file.txt" | cut -d' ' -f1)\"}")
@@ -98,4 +105,4 @@ start
 code=$(api "$base/api/v1/records/$id")
 expect "$code" 200 "record survives a crash"
 stop
-echo "smoke: embedded default OK (private clone, start, walk-through, attachment, bulk, restart, crash recovery)"
+echo "smoke: embedded default OK (private clone, start, walk-through, OpenAPI, attachment, bulk, restart, crash recovery)"
