@@ -1,6 +1,6 @@
 import { actorSchema } from '../records/records.schema.ts'
 import { operation, pathParam, queryParam, toDocumentSchema, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
-import { attachmentDataSchema } from './attachments.schema.ts'
+import { attachmentDataSchema, attachmentSchema } from './attachments.schema.ts'
 
 const tag = 'Attachments'
 const exampleId = '6a1c2e4f-8b3d-4f5a-9c7e-1d2b3a4c5e6f'
@@ -46,29 +46,8 @@ function signedUpload(ctx: DocContext): JsonSchema {
 export function describeAttachments(ctx: DocContext): Fragment {
   const a = ctx.config.attachments
   const limits = { ...ctx.config.limits, ...(ctx.tenant ? ctx.config.tenants[ctx.tenant.id]?.limits : undefined) }
-  const actor = ctx.ref(actorSchema)
-  const attachment = ctx.ref(
-    {
-      type: 'object',
-      title: 'Attachment',
-      description: 'A file of a record: `pending` until its upload is verified (size, and SHA-256 when declared), then `ready` and part of the record.',
-      required: ['id', 'recordId', 'state', 'fileName', 'contentType', 'size', 'sha256', 'createdBy', 'createdAt', 'uploadedBy', 'uploadedAt'],
-      properties: {
-        id: { type: 'string', format: 'uuid' },
-        recordId: { type: 'string', format: 'uuid' },
-        state: { type: 'string', enum: ['pending', 'ready'] },
-        fileName: { type: 'string' },
-        contentType: { type: 'string' },
-        size: { type: 'integer', minimum: 1, description: 'Bytes, as declared (and verified once ready).' },
-        sha256: { type: ['string', 'null'], pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 as declared; null when none was.' },
-        createdBy: actor,
-        createdAt: { type: 'string', format: 'date-time' },
-        uploadedBy: { oneOf: [actor, { type: 'null' }], description: 'Who completed the upload (with the local driver, whose PUT completes it: who asked for the URL); null while pending.' },
-        uploadedAt: { type: ['string', 'null'], format: 'date-time' }
-      }
-    },
-    'Attachment'
-  )
+  ctx.define(actorSchema)
+  const attachment = ctx.ref(attachmentSchema)
   const create = toDocumentSchema(attachmentDataSchema)
   create.properties.size = { ...create.properties.size, maximum: a.maxBytes }
   create.properties.contentType.description = `Media type; one of ${a.contentTypes.map((t) => `\`${t}\``).join(', ')} (a \`type/*\` entry admits every subtype).`

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@feathersjs/typebox'
 import { dataAjv } from '../../core/validation.ts'
+import { actorSchema } from '../records/records.schema.ts'
 
 export const attachmentDataSchema = Type.Object(
   {
@@ -14,16 +15,24 @@ export const attachmentDataSchema = Type.Object(
 export type AttachmentData = Static<typeof attachmentDataSchema>
 export const attachmentDataValidator = dataAjv.compile(attachmentDataSchema)
 
-export interface AttachmentOut {
-  id: string
-  recordId: string
-  state: 'pending' | 'ready'
-  fileName: string
-  contentType: string
-  size: number
-  sha256: string | null
-  createdBy: unknown
-  createdAt: string
-  uploadedBy: unknown
-  uploadedAt: string | null
-}
+/** An attachment as every answer shows it; the OpenAPI document uses this schema too. */
+export const attachmentSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    recordId: Type.String({ format: 'uuid' }),
+    state: Type.Union([Type.Literal('pending'), Type.Literal('ready')]),
+    fileName: Type.String(),
+    contentType: Type.String(),
+    size: Type.Integer({ minimum: 1, description: 'Bytes, as declared (and verified once ready).' }),
+    sha256: Type.Union([Type.String({ pattern: '^[0-9a-f]{64}$' }), Type.Null()], { description: 'Hex SHA-256 as declared; null when none was.' }),
+    createdBy: Type.Ref(actorSchema),
+    createdAt: Type.String({ format: 'date-time' }),
+    uploadedBy: Type.Union([Type.Ref(actorSchema), Type.Null()], { description: 'Who completed the upload (with the local driver, whose PUT completes it: who asked for the URL); null while pending.' }),
+    uploadedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()])
+  },
+  {
+    $id: 'Attachment',
+    description: 'A file of a record: `pending` until its upload is verified (size, and SHA-256 when declared), then `ready` and part of the record.'
+  }
+)
+export type AttachmentOut = Static<typeof attachmentSchema>
