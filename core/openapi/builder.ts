@@ -205,6 +205,15 @@ export function pageParams(config: AppConfig): Json[] {
   ]
 }
 
+/**
+ * One of several schemas told apart by `property` (`moduleKey`, `status`): the `$ref`s with a
+ * discriminator mapping each value to its schema, or the only one when there is one.
+ */
+export function discriminated(property: string, variants: ReadonlyArray<readonly [value: string, ref: JsonSchema]>, extra: JsonSchema = {}): JsonSchema {
+  if (variants.length === 1 && !Object.keys(extra).length) return variants[0][1]
+  return { ...extra, oneOf: variants.map(([, ref]) => ref), discriminator: { propertyName: property, mapping: Object.fromEntries(variants.map(([value, ref]) => [value, ref.$ref])) } }
+}
+
 /** A cursor page of `items` (the shape of every list endpoint). */
 export function pageSchema(title: string, items: JsonSchema, cursorNote = ''): JsonSchema {
   return {

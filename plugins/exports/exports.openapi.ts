@@ -1,5 +1,5 @@
 import { exportColumns } from '../../core/modules/derive/columns.ts'
-import { operation, pascal, pathParam, toDocumentSchema, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
+import { discriminated, operation, pascal, pathParam, toDocumentSchema, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
 import { signedDownload } from '../attachments/attachments.openapi.ts'
 import { exportDataSchema } from './exports.schema.ts'
 import { exportContentTypes, exportFormats } from './exports.shared.ts'
@@ -96,11 +96,7 @@ export function describeExports(ctx: DocContext): Fragment {
       `${pascal(d.key)}ExportCreate`
     )
   })
-  const body: JsonSchema = !perModule.length
-    ? ctx.ref(data, 'ExportCreate')
-    : perModule.length === 1
-      ? perModule[0]
-      : { oneOf: perModule, discriminator: { propertyName: 'moduleKey', mapping: Object.fromEntries(ctx.modules.map((m, i) => [m.definition.key, perModule[i].$ref])) } }
+  const body: JsonSchema = !perModule.length ? ctx.ref(data, 'ExportCreate') : discriminated('moduleKey', ctx.modules.map((m, i) => [m.definition.key, perModule[i]]))
 
   const problem = ctx.ref(
     {
@@ -145,12 +141,10 @@ export function describeExports(ctx: DocContext): Fragment {
     return [status, ctx.ref({ title: `Export job: ${status}`, description, allOf: [base, { type: 'object', ...rest, properties: { status: { const: status }, ...rest.properties } }] }, `ExportJob${pascal(status)}`)] as const
   })
   const job = ctx.ref(
-    {
+    discriminated('status', variants, {
       title: 'Export job',
-      description: 'queued → running → succeeded → expired, or failed. Poll `GET /api/v1/exports/{id}` until `succeeded` or `failed`.',
-      oneOf: variants.map(([, ref]) => ref),
-      discriminator: { propertyName: 'status', mapping: Object.fromEntries(variants.map(([status, ref]) => [status, ref.$ref])) }
-    },
+      description: 'queued → running → succeeded → expired, or failed. Poll `GET /api/v1/exports/{id}` until `succeeded` or `failed`.'
+    }),
     'ExportJob'
   )
   const first = ctx.modules[0]?.definition
