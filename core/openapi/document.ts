@@ -136,7 +136,7 @@ const exampleCodes: Record<string, string> = {
   unprocessable: 'idempotency.key_reused',
   'rate-limited': 'rate_limit.exceeded',
   internal: 'internal.error',
-  unavailable: 'service.unavailable'
+  unavailable: 'http.unavailable'
 }
 
 /** The OpenAPI 3.1 document: generic, or with one tenant's modules typed in. */

@@ -1,15 +1,14 @@
 import { describeModule } from '../../core/modules/derive/openapi.ts'
-import { operation, pageSchema, queryParam, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
+import { discriminated, operation, pageSchema, queryParam, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
 import { signedDownload } from '../attachments/attachments.openapi.ts'
-import { activitySchema, actorSchema, externalRefSchema, fieldChangeSchema, recordSchema } from '../records/records.schema.ts'
+import { activitySchema, actorSchema, externalRefSchema, fieldChangeSchema, recordAttachmentSchema, recordSchema } from '../records/records.schema.ts'
 import { auditLogQuerySchema } from './audit-log.schema.ts'
 
 const tag = 'Audit log'
 
 export function describeAuditLog(ctx: DocContext): Fragment {
   const { config } = ctx
-  ctx.define(fieldChangeSchema)
-  const actor = ctx.ref(actorSchema)
+  ctx.define(fieldChangeSchema, actorSchema)
   const activity = ctx.ref(activitySchema)
   const record = ctx.ref(recordSchema)
   // With the tenant's modules known, the record is typed by its module (told apart by `moduleKey`).
@@ -17,26 +16,16 @@ export function describeAuditLog(ctx: DocContext): Fragment {
   if (ctx.modules.length) {
     ctx.ref(externalRefSchema, 'ExternalRef')
     const refs = ctx.modules.map((m) => describeModule(ctx, m))
-    anyRecord = refs.length === 1 ? refs[0].record : { oneOf: refs.map((r) => r.record), discriminator: { propertyName: 'moduleKey', mapping: Object.fromEntries(refs.map((r) => [r.key, r.record.$ref])) } }
+    anyRecord = discriminated('moduleKey', refs.map((r) => [r.key, r.record]))
   }
+  ctx.define(recordAttachmentSchema)
   const attachment = ctx.ref(
     {
-      type: 'object',
-      title: 'Attachment of a record',
-      description: 'A ready attachment as a record lists it. In the audit log it comes with `download`, a short-lived signed URL, when the credential has `attachments:read`: a deleted record\'s files are reachable only here.',
-      required: ['id', 'fileName', 'contentType', 'size', 'sha256', 'uploadedBy', 'uploadedAt'],
-      properties: {
-        id: { type: 'string', format: 'uuid' },
-        fileName: { type: 'string' },
-        contentType: { type: 'string' },
-        size: { type: 'integer', minimum: 1 },
-        sha256: { type: ['string', 'null'], pattern: '^[0-9a-f]{64}$' },
-        uploadedBy: actor,
-        uploadedAt: { type: 'string', format: 'date-time' },
-        download: signedDownload(ctx)
-      }
+      title: 'Attachment of a record in the audit log',
+      description: 'In the audit log an attachment comes with `download`, a short-lived signed URL, when the credential has `attachments:read`: a deleted record\'s files are reachable only here.',
+      allOf: [{ $ref: '#/components/schemas/RecordAttachment' }, { type: 'object', properties: { download: signedDownload(ctx) } }]
     },
-    'RecordAttachment'
+    'AuditAttachment'
   )
   const history = ctx.ref(
     {

@@ -1,6 +1,6 @@
 import { describeModule, type ModuleRefs } from '../../core/modules/derive/openapi.ts'
-import { operation, pageParams, pageSchema, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
-import { activitySchema, actorSchema, externalRefSchema, fieldChangeSchema, recordCreateSchema, recordPatchSchema, recordSchema, recordTransitionSchema } from './records.schema.ts'
+import { discriminated, operation, pageParams, pageSchema, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
+import { activitySchema, actorSchema, recordAttachmentSchema, externalRefSchema, fieldChangeSchema, recordCreateSchema, recordPatchSchema, recordSchema, recordTransitionSchema } from './records.schema.ts'
 
 const tag = 'Records'
 const writeProblems = [404, 409, 413, 415, 422]
@@ -8,8 +8,7 @@ const writeProblems = [404, 409, 413, 415, 422]
 /** One schema for "any of these modules", discriminated by `moduleKey` when the tenant's modules are known. */
 function perModule(refs: ModuleRefs[], pick: (r: ModuleRefs) => JsonSchema, generic: () => JsonSchema): JsonSchema {
   if (!refs.length) return generic()
-  if (refs.length === 1) return pick(refs[0])
-  return { oneOf: refs.map(pick), discriminator: { propertyName: 'moduleKey', mapping: Object.fromEntries(refs.map((r) => [r.key, pick(r).$ref])) } }
+  return discriminated('moduleKey', refs.map((r) => [r.key, pick(r)]))
 }
 
 /** PATCH takes `application/merge-patch+json` (RFC 7396) as well as `application/json`. */
@@ -19,7 +18,7 @@ function mergePatchToo(op: Json): Json {
 }
 
 export function describeRecords(ctx: DocContext): Fragment {
-  ctx.define(actorSchema, fieldChangeSchema, activitySchema)
+  ctx.define(actorSchema, fieldChangeSchema, activitySchema, recordAttachmentSchema)
   if (ctx.modules.length) ctx.ref(externalRefSchema, 'ExternalRef')
   ctx.ref(recordSchema)
   const refs = ctx.modules.map((m) => describeModule(ctx, m))

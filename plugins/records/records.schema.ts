@@ -25,6 +25,20 @@ export const activitySchema = Type.Object(
   { $id: 'ActivityEntry' }
 )
 
+/** A ready attachment as its record lists it (`attachmentColumns` in records.repository.ts builds it). */
+export const recordAttachmentSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    fileName: Type.String(),
+    contentType: Type.String(),
+    size: Type.Integer({ minimum: 1 }),
+    sha256: Type.Union([Type.String({ pattern: '^[0-9a-f]{64}$' }), Type.Null()]),
+    uploadedBy: Type.Ref(actorSchema),
+    uploadedAt: Type.String({ format: 'date-time' })
+  },
+  { $id: 'RecordAttachment', description: 'A ready attachment; download it through `GET /api/v1/attachments/{id}`.' }
+)
+
 export const recordSchema = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),
@@ -42,7 +56,7 @@ export const recordSchema = Type.Object(
     deletedAt: Type.Optional(Type.String({ format: 'date-time' })),
     deletedBy: Type.Optional(Type.Ref(actorSchema)),
     activity: Type.Optional(Type.Array(Type.Ref(activitySchema))),
-    attachments: Type.Optional(Type.Array(Type.Unknown())),
+    attachments: Type.Optional(Type.Array(Type.Ref(recordAttachmentSchema))),
     availableTransitions: Type.Optional(
       Type.Array(Type.Object({ key: Type.String(), label: Type.String(), to: Type.String(), missingFields: Type.Array(Type.String()) }))
     )
