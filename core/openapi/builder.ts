@@ -183,6 +183,17 @@ export function operation(spec: OperationSpec): Json {
   }
 }
 
+/** `~` and `/` escaped for one segment of a JSON pointer. */
+export const pointerSegment = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1')
+
+/** The value at a local reference (`#/components/schemas/X`) in `doc`, or undefined. */
+export function resolveLocal(doc: Json, ref: string): any {
+  if (!ref.startsWith('#/')) return undefined
+  let at: any = doc
+  for (const part of ref.slice(2).split('/')) at = at?.[part.replace(/~1/g, '/').replace(/~0/g, '~')]
+  return at
+}
+
 /** A path parameter. */
 export const pathParam = (name: string, description: string, schema: JsonSchema = { type: 'string' }, example?: unknown): Json => ({ name, in: 'path', required: true, description, schema, ...(example !== undefined ? { example } : {}) })
 

@@ -2,7 +2,7 @@ import { Readable, Transform } from 'node:stream'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import type { Middleware } from 'koa'
-import type { Json } from './builder.ts'
+import { pointerSegment, resolveLocal, type Json } from './builder.ts'
 import type { OpenApiDocuments } from './document.ts'
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void
@@ -24,11 +24,7 @@ interface Compiled {
   routes: Route[]
 }
 
-/** `~` and `/` escaped for a JSON pointer segment. */
-const pointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1')
 
-/** The value at a local `$ref` (`#/components/...`). */
-const resolve = (doc: Json, ref: string): Json => ref.split('/').slice(1).reduce((o: Json, seg: string) => o[seg.replace(/~1/g, '/').replace(/~0/g, '~')], doc)
 
 /** `/api/v1/records/{id}:transition` → a regex; a parameter never spans `/` or `:`. */
 function routeOf(template: string): Route {
@@ -81,11 +77,11 @@ export class ContractChecker {
     }
     const key = [String(status), `${String(status)[0]}XX`, 'default'].find((k) => op.responses[k])
     if (!key) return { error: `${verb.toUpperCase()} ${route.template} does not document status ${status} (documents ${Object.keys(op.responses).join(', ')})` }
-    let at = `#/paths/${pointer(route.template)}/${verb}/responses/${key}`
+    let at = `#/paths/${pointerSegment(route.template)}/${verb}/responses/${key}`
     let response = op.responses[key]
     if (response.$ref) {
       at = response.$ref
-      response = resolve(doc, at)
+      response = resolveLocal(doc, at)
     }
     return { at, response }
   }
@@ -99,7 +95,7 @@ export class ContractChecker {
     const found = this.response(doc, r.method, r.path, r.status)
     if ('error' in found) return { violations: [v(found.error)] }
     const missing = Object.entries(found.response.headers ?? {})
-      .filter(([name, h]: [string, any]) => (h.$ref ? resolve(doc, h.$ref) : h).required && r.headers[name.toLowerCase()] === undefined)
+      .filter(([name, h]: [string, any]) => (h.$ref ? resolveLocal(doc, h.$ref) : h).required && r.headers[name.toLowerCase()] === undefined)
       .map(([name]) => name)
     if (missing.length) return { violations: [v(`required header(s) ${missing.join(', ')} missing (${found.at})`)] }
     const content: Json | undefined = found.response.content
@@ -112,7 +108,7 @@ export class ContractChecker {
     const mediaKey = keys.find((k) => k.toLowerCase() === type) ?? keys.find((k) => k === '*/*' || (k.endsWith('/*') && type.startsWith(k.slice(0, -1).toLowerCase())))
     if (!mediaKey) return { violations: [v(`content type ${type || '(none)'} is not documented at ${found.at} (documents ${Object.keys(content).join(', ')})`)] }
     if (!content[mediaKey].schema) return { violations: [] }
-    const validate = this.compile(doc).ajv.getSchema(`doc${found.at}/content/${pointer(mediaKey)}/schema`)
+    const validate = this.compile(doc).ajv.getSchema(`doc${found.at}/content/${pointerSegment(mediaKey)}/schema`)
     if (!validate) return { violations: [v(`cannot compile the schema at ${found.at}`)] }
     const failures = (value: unknown, where: string) => (validate(value) ? [] : [v(`${where} breaks ${found.at}: ${JSON.stringify(validate.errors?.slice(0, 3))}`)])
 

@@ -3,6 +3,7 @@
  * operation, bearer auth from the `token` variable. A pure function of the document, so the
  * same document always gives the same JSON (no generated ids, no clock).
  */
+import { resolveLocal } from './builder.ts'
 
 type Json = Record<string, any>
 
@@ -61,21 +62,13 @@ const untagged = 'Other'
 /** The collection's own variables; a `/{token}:x` path parameter must not shadow them. */
 const reserved = new Set(['baseUrl', 'token'])
 
-/** `#/components/schemas/X` (any local JSON pointer) in `doc`, or undefined. */
-function pointer(doc: Json, ref: string): unknown {
-  if (!ref.startsWith('#/')) return undefined
-  let at: any = doc
-  for (const part of ref.slice(2).split('/')) at = at?.[part.replace(/~1/g, '/').replace(/~0/g, '~')]
-  return at
-}
-
 /** An object with its `$ref` followed (3.1 allows siblings such as `description`: they win). */
 function deref(doc: Json, value: any): any {
   const seen = new Set<string>()
   while (value && typeof value === 'object' && typeof value.$ref === 'string' && !seen.has(value.$ref)) {
     seen.add(value.$ref)
     const { $ref, ...siblings } = value
-    const target = pointer(doc, $ref)
+    const target = resolveLocal(doc, $ref)
     if (!target || typeof target !== 'object') return siblings
     value = { ...(target as Json), ...siblings }
   }
