@@ -114,7 +114,7 @@ export interface OperationSpec {
   parameters?: Json[]
   body?: { schema: JsonSchema; binary?: boolean; contentType?: string; example?: unknown; examples?: Record<string, { summary: string; value: unknown }>; description?: string; required?: boolean }
   responses: Record<number, ResponseSpec>
-  /** Problem statuses beyond those every authenticated call can get (400, 401, 403, 429, 500). */
+  /** Problem statuses beyond those every call gets: 429 and 500; 401 and 403 when authenticated; 400 when it takes input. */
   problems?: number[]
   /** Of those, the ones this operation cannot answer (e.g. 400 for a GET that takes no input). */
   omitProblems?: number[]
@@ -123,7 +123,7 @@ export interface OperationSpec {
 }
 
 /** Statuses every call through the API can answer with a problem. */
-const commonProblems = [400, 429, 500]
+const commonProblems = [429, 500]
 const authenticatedProblems = [401, 403]
 
 /** One operation object: security with its scope, standard headers, every problem response. */
@@ -148,7 +148,10 @@ export function operation(spec: OperationSpec): Json {
         : {})
     }
   }
-  const problems = new Set([...commonProblems, ...(spec.scope !== null && !spec.optionalAuth ? authenticatedProblems : []), ...(spec.optionalAuth ? [401] : []), ...(spec.problems ?? [])])
+  // 400 needs input to be wrong: a body, a query parameter or an Idempotency-Key (path ids that
+  // do not parse are 404, unknown query parameters of a GET by id are ignored).
+  const takesInput = !!spec.body || !!spec.idempotent || parameters.some((p) => p.in === 'query')
+  const problems = new Set([...commonProblems, ...(takesInput ? [400] : []), ...(spec.scope !== null && !spec.optionalAuth ? authenticatedProblems : []), ...(spec.optionalAuth ? [401] : []), ...(spec.problems ?? [])])
   for (const s of spec.omitProblems ?? []) problems.delete(s)
   for (const status of [...problems].sort()) {
     const name = problemResponseNames[status]

@@ -127,9 +127,7 @@ export function describeAttachments(ctx: DocContext): Fragment {
         description: `The metadata and \`download\`, a URL valid ${a.downloadUrlSeconds} s. A pending attachment is 409 \`attachment.pending\`; one of a deleted record is 404 (its files stay reachable through \`GET /api/v1/audit-log?recordId=\`). ${urlLimit}`,
         scope: 'attachments:read',
         responses: { 200: { description: 'The ready attachment and its download URL.', schema: withDownload } },
-        problems: [404, 409],
-        // Nothing in a GET by id can be malformed.
-        omitProblems: [400]
+        problems: [404, 409]
       })
     },
     '/api/v1/attachments/{id}:complete': {
@@ -185,6 +183,7 @@ function storagePaths(ready: JsonSchema): Fragment['paths'] {
     body: { schema: {}, binary: true, contentType: '*/*', description: 'The file\'s bytes, with the signed content type.' },
     responses: { 200: { description: 'The attachment, now ready.', schema: ready } },
     problems: [401, 403, 404, 409, 413, 422],
+    // Query parameters here are the signature: anything wrong with them is 403, never 400.
     omitProblems: [400]
   })
   const get = operation({
@@ -196,6 +195,7 @@ function storagePaths(ready: JsonSchema): Fragment['paths'] {
     parameters: signature('GET'),
     responses: { 200: { description: 'The file\'s bytes, with the content type it was uploaded or rendered with.', schema: {}, binary: true, contentType: '*/*', headers: ['Content-Disposition', 'Cache-Control'] } },
     problems: [401, 403, 404],
+    // Query parameters here are the signature: anything wrong with them is 403, never 400.
     omitProblems: [400]
   })
   return {

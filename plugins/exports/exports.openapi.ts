@@ -199,9 +199,7 @@ export function describeExports(ctx: DocContext): Fragment {
             'The job in its current state; once `succeeded`, with `file` and a fresh signed `download` URL (a GET needing no credential) until the file expires. An export is visible to whoever asked for it and to tenant admins; to anyone else it is 404.',
           scope: 'exports:read',
           responses: { 200: { description: 'The job.', schema: job, example: exampleJob } },
-          problems: [404],
-          // Nothing in a GET by id can be malformed.
-          omitProblems: [400]
+          problems: [404]
         })
       }
     }
