@@ -1,7 +1,7 @@
 import { describeModule } from '../../core/modules/derive/openapi.ts'
 import { discriminated, operation, pageSchema, queryParam, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
 import { signedDownload } from '../attachments/attachments.openapi.ts'
-import { activitySchema, actorSchema, externalRefSchema, fieldChangeSchema, recordAttachmentSchema, recordSchema } from '../records/records.schema.ts'
+import { activitySchema, actorSchema, fieldChangeSchema, recordAttachmentSchema, recordSchema } from '../records/records.schema.ts'
 import { auditLogQuerySchema } from './audit-log.schema.ts'
 
 const tag = 'Audit log'
@@ -14,7 +14,6 @@ export function describeAuditLog(ctx: DocContext): Fragment {
   // With the tenant's modules known, the record is typed by its module (told apart by `moduleKey`).
   let anyRecord: JsonSchema = record
   if (ctx.modules.length) {
-    ctx.ref(externalRefSchema, 'ExternalRef')
     const refs = ctx.modules.map((m) => describeModule(ctx, m))
     anyRecord = discriminated('moduleKey', refs.map((r) => [r.key, r.record]))
   }

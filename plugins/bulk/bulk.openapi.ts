@@ -36,7 +36,7 @@ export function describeBulk(ctx: DocContext): Fragment {
       })
     }
   } else {
-    ctx.ref(externalRefSchema, 'ExternalRef')
+    const externalRef = ctx.ref(externalRefSchema, 'ExternalRef')
     for (const m of ctx.modules) {
       const r = describeModule(ctx, m)
       const line = ctx.ref(
@@ -50,7 +50,7 @@ export function describeBulk(ctx: DocContext): Fragment {
               anyOf: [r.payload, r.payloadPatch],
               description: 'The record payload, as `POST /api/v1/records` takes it; when `externalRef` matches a live record, a JSON merge patch of its payload (the result is validated whole).'
             },
-            externalRef: { $ref: '#/components/schemas/ExternalRef' }
+            externalRef
           },
           additionalProperties: false
         },

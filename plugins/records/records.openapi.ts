@@ -19,11 +19,25 @@ function mergePatchToo(op: Json): Json {
 
 export function describeRecords(ctx: DocContext): Fragment {
   ctx.define(actorSchema, fieldChangeSchema, activitySchema, recordAttachmentSchema)
-  if (ctx.modules.length) ctx.ref(externalRefSchema, 'ExternalRef')
   ctx.ref(recordSchema)
   const refs = ctx.modules.map((m) => describeModule(ctx, m))
   const record = perModule(refs, (r) => r.record, () => ({ $ref: '#/components/schemas/Record' }))
-  const createBody = perModule(refs, (r) => r.create, () => ctx.ref(recordCreateSchema))
+  const externalRef = () => ctx.ref(externalRefSchema, 'ExternalRef')
+  const createBody = perModule(
+    refs,
+    (r) =>
+      ctx.ref(
+        {
+          type: 'object',
+          title: `${r.title} record to create`,
+          required: ['moduleKey', 'payload'],
+          properties: { moduleKey: { const: r.key }, payload: r.payload, externalRef: externalRef() },
+          additionalProperties: false
+        },
+        `${r.name}RecordCreate`
+      ),
+    () => ctx.ref(recordCreateSchema)
+  )
   const patchBody = refs.length
     ? ctx.ref({ ...JSON.parse(JSON.stringify(recordPatchSchema)), properties: { payload: refs.length === 1 ? refs[0].payloadPatch : { anyOf: refs.map((r) => r.payloadPatch) } } }, 'RecordPatch')
     : ctx.ref(recordPatchSchema)

@@ -11,7 +11,7 @@ export interface ModuleRefs {
   state: JsonSchema
   transition: JsonSchema
   record: JsonSchema
-  create: JsonSchema
+  title: string
   /** A valid payload with the required fields, for examples. */
   example: Record<string, unknown>
 }
@@ -90,16 +90,6 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
     },
     `${name}Record`
   )
-  const create = ctx.ref(
-    {
-      type: 'object',
-      title: `${d.title} record to create`,
-      required: ['moduleKey', 'payload'],
-      properties: { moduleKey: { const: d.key }, payload, externalRef: { $ref: '#/components/schemas/ExternalRef' } },
-      additionalProperties: false
-    },
-    `${name}RecordCreate`
-  )
   const example = samplePayload(d.fields, { recordIds: new Proxy({}, { get: () => exampleId }), userId: exampleId }, false)
-  return { key: d.key, name, payload, payloadPatch, state, transition, record, create, example }
+  return { key: d.key, name, title: d.title, payload, payloadPatch, state, transition, record, example }
 }
