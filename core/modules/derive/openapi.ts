@@ -18,19 +18,14 @@ export interface ModuleRefs {
 
 const exampleId = '0b7e6f3a-5c2d-4e1f-8a9b-7c6d5e4f3a2b'
 
-/** Drops `required` (and `additionalProperties: false`) at every object level: a patch or a redacted read. */
+/**
+ * The payload schema with no field required and unknown keys allowed, for a merge patch
+ * (`nullable`: `null` removes a key) or a read (hidden fields left out, older records). Only
+ * the top level: a nested value (a group's rows, a location) is still replaced whole.
+ */
 function loosen(schema: JsonSchema, nullable: boolean): JsonSchema {
-  if (Array.isArray(schema)) return schema.map((s) => loosen(s, nullable))
-  if (!schema || typeof schema !== 'object') return schema
-  const out: JsonSchema = {}
-  for (const [k, v] of Object.entries(schema)) {
-    if (k === 'required' || k === 'additionalProperties') continue
-    if (k === 'properties') {
-      // Merge patch: `null` removes a key. Reads: nested values are as stored.
-      out.properties = Object.fromEntries(Object.entries(v as JsonSchema).map(([p, s]) => [p, nullable ? { anyOf: [s, { type: 'null' }] } : s]))
-    } else out[k] = v
-  }
-  return out
+  const { required: _required, additionalProperties: _additional, properties = {}, ...rest } = schema
+  return { ...rest, properties: Object.fromEntries(Object.entries(properties as JsonSchema).map(([p, s]) => [p, nullable ? { anyOf: [s, { type: 'null' }] } : s])) }
 }
 
 /**
