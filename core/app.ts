@@ -71,12 +71,12 @@ export async function createPlatform(config: AppConfig, options: { limiter?: boo
   }
 }
 
-/** The Feathers app on Koa, with the middleware order made explicit here. */
 export interface AppOptions {
   /** Middleware placed before all others (the tests' OpenAPI contract checker). */
   outermost?: (app: App) => Middleware[]
 }
 
+/** The Feathers app on Koa, with the middleware order made explicit here. */
 export function createApp(platform: Platform, options: AppOptions = {}): App {
   const app = koa(feathers()) as unknown as App
   for (const m of options.outermost?.(app) ?? []) app.use(m)
