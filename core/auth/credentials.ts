@@ -237,7 +237,7 @@ export class CredentialStore {
  * was given some (otherwise the tenant's rights within those scopes).
  */
 function principalOf(row: CredentialRow): Principal {
-  const base = { tenantId: row.tenant_id, credentialId: row.id, kind: row.kind }
+  const base = { tenantId: row.tenant_id, credentialId: row.id, kind: row.kind, ...(row.expires_at ? { expiresAt: row.expires_at.toISOString() } : {}) }
   if (row.kind === 'personal') {
     return { ...base, actor: { type: 'user', id: row.user_id!, name: row.user_name ?? row.name }, userId: row.user_id!, roles: row.user_roles ?? [], scopes: row.scopes ?? 'all' }
   }

@@ -21,6 +21,8 @@ export interface Principal {
   roles: 'all' | readonly string[]
   /** 'all' unless the token was narrowed to scopes (always narrowed for service accounts). */
   scopes: Scopes
+  /** When the credential behind the call stops working (a token's expiry, a session's absolute end); unset if never. */
+  expiresAt?: string
 }
 
 /** The built-in tenant role that manages users, groups and every token of the tenant. */
@@ -29,6 +31,14 @@ export const adminRole = 'admin'
 /** Whether the principal administers its tenant (API keys act as the tenant). */
 export function isAdmin(p: Principal): boolean {
   return p.roles === 'all' || p.roles.includes(adminRole)
+}
+
+/**
+ * Whether the principal acts as the whole tenant: every role and every scope (an unscoped
+ * tenant API key, a system action). Only such a principal may hand that reach on.
+ */
+export function hasTenantReach(p: Principal): boolean {
+  return p.roles === 'all' && p.scopes === 'all'
 }
 
 /**

@@ -59,13 +59,21 @@ export function unknownScopes(requested: readonly string[], moduleKeys: readonly
   })
 }
 
+/**
+ * The scopes of `inner` that `outer` does not cover: a scope covers itself and, for
+ * module-bound scopes, each of its `:<moduleKey>` forms (never the other way round).
+ */
+export function scopesBeyond(inner: Scopes, outer: Scopes): string[] {
+  if (outer === 'all') return []
+  if (inner === 'all') return ['all']
+  return inner.filter((s) => {
+    if (outer.includes(s)) return false
+    const [area, verb, moduleKey] = s.split(':')
+    return moduleKey === undefined || !outer.includes(`${area}:${verb}`)
+  })
+}
+
 /** Whether `inner` asks for nothing `outer` lacks: a token never mints a wider one. */
 export function scopesWithin(inner: Scopes, outer: Scopes): boolean {
-  if (outer === 'all') return true
-  if (inner === 'all') return false
-  return inner.every((s) => {
-    if (outer.includes(s)) return true
-    const [area, verb] = s.split(':')
-    return outer.includes(`${area}:${verb}`)
-  })
+  return scopesBeyond(inner, outer).length === 0
 }

@@ -58,7 +58,8 @@ export class SessionStore {
         actor: { type: 'user', id: r.user_id, name: r.display_name ?? r.user_name },
         userId: r.user_id,
         roles: r.roles,
-        scopes: 'all'
+        scopes: 'all',
+        expiresAt: r.expires_at.toISOString()
       },
       csrfToken: r.csrf_token,
       expiresAt: r.expires_at

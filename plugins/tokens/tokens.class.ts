@@ -1,8 +1,8 @@
 import type { Params } from '@feathersjs/feathers'
 import { assertScope } from '../../core/auth/access.ts'
 import type { CredentialInfo, CredentialStore } from '../../core/auth/credentials.ts'
-import { isAdmin, requirePrincipal, type Principal } from '../../core/auth/principal.ts'
-import { scopeCatalogue, scopesWithin, unknownScopes } from '../../core/auth/scopes.ts'
+import { hasTenantReach, isAdmin, requirePrincipal, type Principal } from '../../core/auth/principal.ts'
+import { scopeCatalogue, scopesBeyond, unknownScopes } from '../../core/auth/scopes.ts'
 import type { CredentialKind } from '../../core/auth/tokens.ts'
 import type { UserDirectory } from '../../core/auth/users.ts'
 import { problems } from '../../core/errors/index.ts'
@@ -39,10 +39,70 @@ export function tokenOut(c: CredentialInfo, token?: string): TokenOut {
   return out
 }
 
+const rolesText = (roles: Principal['roles']) => (roles === 'all' ? 'every role' : roles.length ? `the roles ${roles.join(', ')}` : 'no role')
+const scopesText = (scopes: Principal['scopes']) => (scopes === 'all' ? 'every scope' : `the scopes ${scopes.join(', ')}`)
+
+/**
+ * What a creator may hand on: a created token never has more than its creator's rights
+ * (type reach, roles, scopes) and never outlives it. What the request leaves out (roles of a
+ * service account, scopes, expiresAt) is the creator's own, so it is within them; what it
+ * names beyond them is a 403 naming what the creator holds.
+ */
+export function withinCreator(p: Principal, type: TokenType, asked: { scopes: string[] | null; roles: string[] | null; expiresAt?: string | null }): { scopes: string[] | null; roles: string[] | null; expiresAt: string | null } {
+  // A tenant API key acts as the tenant with every role: only a creator with that reach hands it on.
+  if (type === 'api-key' && !hasTenantReach(p)) {
+    throw problems.forbidden(
+      'token.escalation',
+      `A tenant API key acts as the whole tenant, with every role; only a credential that does so itself (an unscoped tenant API key, or the CLI) creates one. This credential acts with ${rolesText(p.roles)} and ${scopesText(p.scopes)}: create a service-account token within them instead.`,
+      { escalation: 'type', heldRoles: p.roles, heldScopes: p.scopes }
+    )
+  }
+  let roles = asked.roles
+  // A personal token acts with its user's roles, which are the creator's own (or the CLI's on a user's behalf).
+  if (type === 'service-account' && p.roles !== 'all') {
+    // A service account without roles would act as the tenant within its scopes.
+    if (!roles) roles = [...p.roles]
+    const held = p.roles
+    const notHeld = roles.filter((r) => !held.includes(r))
+    if (notHeld.length) {
+      throw problems.forbidden('token.escalation', `This credential acts with ${rolesText(held)}; it cannot give a token ${notHeld.length > 1 ? 'the roles' : 'the role'} ${notHeld.join(', ')}, which it does not hold itself.`, {
+        escalation: 'roles',
+        notHeld,
+        heldRoles: held
+      })
+    }
+  }
+  let scopes = asked.scopes
+  if (p.scopes !== 'all') {
+    if (!scopes) scopes = [...p.scopes]
+    const notHeld = scopesBeyond(scopes, p.scopes)
+    if (notHeld.length) {
+      throw problems.forbidden('scope.escalation', `This credential holds ${scopesText(p.scopes)}; it cannot give a token ${notHeld.join(', ')}, which they do not cover.`, { escalation: 'scopes', notHeld, heldScopes: p.scopes })
+    }
+  }
+  // A browser session is its user signed in with their password, not a credential handed to a
+  // program: signing in again renews it, so its end does not bound the tokens it creates.
+  const limit = p.kind === 'session' ? undefined : p.expiresAt
+  let expiresAt = asked.expiresAt ?? null
+  if (limit) {
+    if (asked.expiresAt === undefined) expiresAt = limit
+    else if (asked.expiresAt === null || Date.parse(asked.expiresAt) > Date.parse(limit)) {
+      throw problems.forbidden(
+        'token.escalation',
+        `This credential expires at ${limit}, and a token it creates may not outlive it; ${asked.expiresAt === null ? 'no expiry was' : `${asked.expiresAt} was`} asked for. Give an expiresAt no later than ${limit}, or leave it out to get ${limit}.`,
+        { escalation: 'expiresAt', creatorExpiresAt: limit }
+      )
+    }
+  }
+  // Milliseconds, as the creator's expiry is known: a sub-millisecond remainder cannot outlive it.
+  return { scopes, roles, expiresAt: expiresAt && new Date(expiresAt).toISOString() }
+}
+
 /**
  * The one place tokens are created, listed and revoked: REST, the settings pages and
  * the CLI all come here. A user manages their own personal tokens; admins (and
- * tenant API keys) manage every token of the tenant. No token ever mints a wider one.
+ * tenant API keys) manage every token of the tenant. No token ever mints a wider one
+ * (withinCreator).
  */
 export class TokensService {
   constructor(private readonly o: { credentials: CredentialStore; users: UserDirectory; tenants: TenantDirectory }) {}
@@ -94,7 +154,6 @@ export class TokensService {
       throw validationError([{ pointer: '/expiresAt', field: 'expiresAt', code: 'future', detail: 'must be in the future' }])
     }
     const kind = kindOf[data.type]
-    let scopes: string[] | null = data.scopes ?? null
     let roles: string[] | null = null
     if (kind === 'personal') {
       if (!p.userId) throw problems.forbidden('token.user_required', 'A personal access token acts as its issuing user; create it signed in as that user (or with the CLI).')
@@ -102,7 +161,7 @@ export class TokensService {
     } else {
       if (!isAdmin(p)) throw problems.forbidden('permission.denied', `Only tenant admins create ${data.type} tokens.`, { missing: 'admin' })
       if (kind === 'service_account') {
-        if (!scopes?.length) throw validationError([{ pointer: '/scopes', field: 'scopes', code: 'required', detail: 'a service-account token needs at least one scope' }])
+        if (!data.scopes?.length) throw validationError([{ pointer: '/scopes', field: 'scopes', code: 'required', detail: 'a service-account token needs at least one scope' }])
         if (data.roles) {
           const known = this.o.users.knownRoles(p.tenantId)
           const bad = data.roles.filter((r) => !known.includes(r))
@@ -113,19 +172,13 @@ export class TokensService {
         throw validationError([{ pointer: '/roles', field: 'roles', code: 'not_allowed', detail: 'a tenant API key acts as the tenant; give roles to a service account instead' }])
       }
     }
-    // A narrowed token may only mint tokens within its own scopes.
-    if (p.scopes !== 'all') {
-      if (!scopes) scopes = [...p.scopes]
-      if (!scopesWithin(scopes, p.scopes)) throw problems.forbidden('scope.escalation', `A token may not create a token with scopes it does not hold (${p.scopes.join(', ')}).`)
-    }
+    const bounded = withinCreator(p, data.type, { scopes: data.scopes ?? null, roles, expiresAt: data.expiresAt })
     const { token, credential } = await this.o.credentials.create({
       tenantId: p.tenantId,
       kind,
       name: data.name,
       userId: kind === 'personal' ? p.userId : null,
-      scopes,
-      roles,
-      expiresAt: data.expiresAt ?? null,
+      ...bounded,
       createdBy: p.actor
     })
     return tokenOut(credential, token)

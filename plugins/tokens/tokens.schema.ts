@@ -29,9 +29,11 @@ export const tokenDataSchema = Type.Object(
   {
     type: Type.Union(tokenTypes.map((t) => Type.Literal(t)), { description: 'personal: acts as you; service-account: an integration with explicit scopes; api-key: the tenant' }),
     name: Type.String({ minLength: 1, maxLength: 100 }),
-    scopes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { uniqueItems: true, maxItems: 100 })),
-    roles: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { uniqueItems: true, maxItems: 100 })),
-    expiresAt: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()]))
+    scopes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { uniqueItems: true, maxItems: 100, description: 'Within your own; left out: yours' })),
+    roles: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { uniqueItems: true, maxItems: 100, description: 'Service accounts: roles you hold; left out: yours (none, the tenant within the scopes, only if you act with every role)' })
+    ),
+    expiresAt: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'No later than your own token\'s expiry; left out: that expiry (never if yours has none); null: never' }))
   },
   { title: 'TokenCreate', additionalProperties: false }
 )
