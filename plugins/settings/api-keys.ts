@@ -1,7 +1,7 @@
 import type { Session } from '../../core/auth/sessions.ts'
-import { isAdmin } from '../../core/auth/principal.ts'
+import { hasTenantReach, isAdmin, type Principal } from '../../core/auth/principal.ts'
 import { ApiError, type FieldProblem } from '../../core/errors/index.ts'
-import type { TokenData, TokenOut } from '../tokens/tokens.schema.ts'
+import type { TokenData, TokenOut, TokenType } from '../tokens/tokens.schema.ts'
 import { tokensPath } from '../tokens/tokens.shared.ts'
 import { createdPage, emptyForm, expiryChoices, listPage, type CreateForm, type ExpiryChoice } from './api-keys.views.ts'
 import { field, readForm } from './form-body.ts'
@@ -31,6 +31,15 @@ function tokens(r: PageRequest, session: Session) {
   }
 }
 
+/**
+ * The types the form offers: admins add service accounts (acting within their own roles);
+ * a tenant API key only to a principal that acts as the whole tenant, which a session never
+ * does (see withinCreator in the tokens service, which decides).
+ */
+function creatableTypes(p: Principal): TokenType[] {
+  return ['personal', ...(isAdmin(p) ? (['service-account'] as const) : []), ...(hasTenantReach(p) ? (['api-key'] as const) : [])]
+}
+
 /** The session, or a redirect to sign in (and then come back here). */
 function signedIn(r: PageRequest): Session | undefined {
   const session = sessionOf(r)
@@ -40,7 +49,7 @@ function signedIn(r: PageRequest): Session | undefined {
 
 async function renderList(r: PageRequest, session: Session, status: number, form: CreateForm, errors: string[], notice?: string) {
   const { items } = await tokens(r, session).find()
-  sendPage(r, status, listPage({ frame: frameFor(r, session), tokens: items, admin: isAdmin(session.principal), form, errors, notice }))
+  sendPage(r, status, listPage({ frame: frameFor(r, session), tokens: items, admin: isAdmin(session.principal), types: creatableTypes(session.principal), form, errors, notice }))
 }
 
 async function showList(r: PageRequest) {

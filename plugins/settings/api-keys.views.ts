@@ -20,8 +20,10 @@ export const emptyForm: CreateForm = { name: '', type: 'personal', scopes: [], e
 export interface ListView {
   frame: Omit<PageFrame, 'main' | 'title' | 'script'>
   tokens: TokenOut[]
-  /** Admins may create tenant API keys and service-account tokens, and see every token of the tenant. */
+  /** Admins see every token of the tenant. */
   admin: boolean
+  /** The types the signed-in user may create (the service refuses the others anyway). */
+  types: TokenType[]
   form: CreateForm
   errors: string[]
   notice?: string
@@ -30,7 +32,7 @@ export interface ListView {
 const typeLabels: Record<TokenType, string> = { personal: 'Personal access token', 'service-account': 'Service account', 'api-key': 'Tenant API key' }
 const typeHints: Record<TokenType, string> = {
   personal: 'acts as you, with your roles (narrowed by any scopes you pick)',
-  'service-account': 'an integration with explicit scopes (pick at least one)',
+  'service-account': 'an integration with explicit scopes (pick at least one), acting with your roles',
   'api-key': 'acts as the whole organisation'
 }
 const expiryLabels: Record<ExpiryChoice, string> = { never: 'Never', '7': 'In 7 days', '30': 'In 30 days', '90': 'In 90 days', date: 'On a date' }
@@ -74,7 +76,7 @@ function tokenTable(v: ListView, csrfToken: string): SafeHtml {
 
 function createForm(v: ListView, csrfToken: string): SafeHtml {
   const f = v.form
-  const types: TokenType[] = v.admin ? ['personal', 'service-account', 'api-key'] : ['personal']
+  const types = v.types
   return html`<form class="card" method="post" action="/settings/api-keys" novalidate>
 <input type="hidden" name="csrf" value="${csrfToken}">
 ${alertList(v.errors)}

@@ -225,10 +225,10 @@ t.test('problems with the form re-render it with the messages, keeping what was 
   t.match(notAdmin.html, 'Only tenant admins create api-key tokens')
 })
 
-t.test('an admin is offered tenant API keys and service accounts, and a service account needs a scope', async (t) => {
+t.test('an admin is offered service accounts but no tenant API key, and a service account needs a scope', async (t) => {
   const { cookie, csrf } = await browserOf(server, 'ada')
   const list = await send(server, 'GET', '/settings/api-keys', { cookie })
-  t.match(list.html, 'value="api-key"')
+  t.notMatch(list.html, 'value="api-key"', 'a session acts with its user\'s roles, never as the whole tenant')
   t.match(list.html, 'value="service-account"')
   const unscoped = await send(server, 'POST', '/settings/api-keys', { cookie, form: { csrf, name: 'robot', type: 'service-account', expires: '7' } })
   t.equal(unscoped.status, 400)
@@ -237,9 +237,10 @@ t.test('an admin is offered tenant API keys and service accounts, and a service 
   t.equal(robot.status, 201)
   t.match(/id="token" value="([^"]+)"/.exec(robot.html)?.[1], /^sa_/, 'a service-account token')
   const key = await send(server, 'POST', '/settings/api-keys', { cookie, form: { csrf, name: 'whole tenant', type: 'api-key', expires: 'never' } })
-  t.equal(key.status, 201)
+  t.equal(key.status, 403, 'a crafted form for a tenant API key is refused')
+  t.match(key.html, 'acts as the whole tenant')
   const after = await send(server, 'GET', '/settings/api-keys', { cookie })
-  t.match(after.html, 'whole tenant', 'the admin sees the tenant’s keys, which belong to no user')
+  t.match(after.html, 'acme test key', 'the admin sees the tenant’s keys, which belong to no user')
 })
 
 t.test('revoking with the button ends the token at once and returns to the list', async (t) => {
