@@ -18,7 +18,7 @@ const refusals: Record<'tampered' | 'expired' | 'wrong-method', [string, string]
 
 /**
  * The local driver's side of the signed URLs: `PUT /storage/<key>?…` receives an upload,
- * `GET /storage/<key>?…` serves it. The signature is the only credential; every refusal
+ * `GET /storage/<key>?…` serves it (HEAD: its headers). The signature is the only credential; every refusal
  * is a problem response. An upload is written to a temporary file while it is counted and
  * hashed, and moved into place only when size and checksum match what was declared;
  * otherwise nothing is kept and the attachment stays pending.
@@ -50,7 +50,9 @@ export const localStorageRoutes = (storage: LocalStorage, pool: pg.Pool): Middle
     ctx.set('Cache-Control', 'private, no-store')
     ctx.set('X-Content-Type-Options', 'nosniff')
     ctx.status = 200
-    ctx.body = ctx.method === 'HEAD' ? null : createReadStream(storage.path(key))
+    // HEAD: the same headers and no body. Leaving the body unset (not null, which Koa turns into
+    // a 204 without Content-Type and Content-Length) opens no file; Koa sends no body for HEAD.
+    if (ctx.method === 'GET') ctx.body = createReadStream(storage.path(key))
     return
   }
 
