@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { Middleware, ParameterizedContext } from 'koa'
+import { setHtmlSecurityHeaders } from '../../core/http/security-headers.ts'
 import { toPostmanCollection } from '../../core/openapi/postman.ts'
 
 const base = '/api/docs'
@@ -229,15 +230,9 @@ export function referenceRoutes(options: ReferenceOptions): Middleware {
   return async (ctx, next) => {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next()
     if (ctx.path === base || ctx.path === `${base}/`) {
-      ctx.set({
-        'Content-Security-Policy': pageCsp,
-        'X-Content-Type-Options': 'nosniff',
-        'Referrer-Policy': 'same-origin',
-        // For browsers that predate frame-ancestors.
-        'X-Frame-Options': 'DENY',
-        // The page is the same for everyone; the versioned asset URLs in it change on upgrade.
-        'Cache-Control': 'no-cache'
-      })
+      setHtmlSecurityHeaders(ctx, pageCsp)
+      // The page is the same for everyone; the versioned asset URLs in it change on upgrade.
+      ctx.set('Cache-Control', 'no-cache')
       ctx.type = 'text/html; charset=utf-8'
       ctx.body = page
       return

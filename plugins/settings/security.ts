@@ -1,41 +1,18 @@
-import { randomBytes } from 'node:crypto'
 import type { ParameterizedContext } from 'koa'
 import { csrfMatches, sessionCookie, type Session } from '../../core/auth/sessions.ts'
+import { nonceCsp, setHtmlSecurityHeaders } from '../../core/http/security-headers.ts'
 import { PageError } from './page-error.ts'
 
-/** A fresh CSP nonce for one response: the only inline script and style that may run on it. */
-export function newNonce(): string {
-  return randomBytes(16).toString('base64')
-}
+export { newNonce } from '../../core/http/security-headers.ts'
 
 /**
- * Headers on every settings page, redirects and refusals included. Pages show account
- * data (and the creation page a secret), so none may be cached or framed.
- *
- * Referrer-Policy is `same-origin`, not `no-referrer`: under `no-referrer` browsers send
- * `Origin: null` on the pages' own form posts (Fetch spec, "serializing a request
- * origin"; seen in Chromium 156), which the login-CSRF check must refuse, so nobody could
- * sign in. `same-origin` sends no Referer to any other site either, the point of
- * `no-referrer`, and these pages load nothing from elsewhere.
+ * Headers on every settings page, redirects and refusals included: those of every HTML page
+ * (core/http/security-headers.ts, where Referrer-Policy is explained), with the strict nonce
+ * policy. Pages show account data (and the creation page a secret), so none may be cached.
  */
 export function setPageHeaders(ctx: ParameterizedContext, nonce: string) {
-  ctx.set({
-    'Content-Security-Policy': [
-      "default-src 'none'",
-      `script-src 'nonce-${nonce}'`,
-      `style-src 'nonce-${nonce}'`,
-      "img-src 'self'",
-      "form-action 'self'",
-      "frame-ancestors 'none'",
-      "base-uri 'none'"
-    ].join('; '),
-    'X-Content-Type-Options': 'nosniff',
-    'Referrer-Policy': 'same-origin',
-    // For browsers that predate frame-ancestors.
-    'X-Frame-Options': 'DENY',
-    'Cross-Origin-Opener-Policy': 'same-origin',
-    'Cache-Control': 'no-store'
-  })
+  setHtmlSecurityHeaders(ctx, nonceCsp(nonce))
+  ctx.set('Cache-Control', 'no-store')
 }
 
 const notFromHere = () => new PageError(403, 'Form from another site', 'This form was sent from a page of another site, so it was refused. Open this site directly and try again.')
