@@ -17,6 +17,7 @@ import type { App, Platform } from './declarations.ts'
 import { openDatabase } from './db/index.ts'
 import { authenticate } from './hooks/authenticate.ts'
 import { jsonBody, passBodyStream } from './http/body.ts'
+import { logAppError } from './http/client-aborts.ts'
 import { colonMethods } from './http/custom-methods.ts'
 import { errorPages } from './http/error-pages.ts'
 import { problemResponses } from './http/problem.ts'
@@ -79,6 +80,7 @@ export interface AppOptions {
 /** The Feathers app on Koa, with the middleware order made explicit here. */
 export function createApp(platform: Platform, options: AppOptions = {}): App {
   const app = koa(feathers()) as unknown as App
+  app.on('error', logAppError)
   for (const m of options.outermost?.(app) ?? []) app.use(m)
   app.set('platform', platform)
   app.set('errorsUrl', platform.config.errors.baseUrl ?? `${platform.config.publicUrl ?? `http://${platform.config.host}:${platform.config.port}`}/errors`)
