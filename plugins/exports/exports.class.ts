@@ -1,6 +1,8 @@
 import type { Params } from '@feathersjs/feathers'
+import type pg from 'pg'
 import { assertCan, assertScope, hiddenFields } from '../../core/auth/access.ts'
 import { isAdmin, requirePrincipal, type Principal } from '../../core/auth/principal.ts'
+import { transaction } from '../../core/db/index.ts'
 import type { App, Platform } from '../../core/declarations.ts'
 import { problems } from '../../core/errors/index.ts'
 import { exportColumns } from '../../core/modules/derive/columns.ts'
@@ -12,6 +14,8 @@ import { exportContentTypes, exportsPath } from './exports.shared.ts'
 
 interface ExportParams extends Params {
   principal?: Principal
+  /** Set by the idempotency hook: stores the response inside the write's own transaction. */
+  idempotency?: { complete(db: pg.PoolClient, body: unknown): Promise<void> }
 }
 
 /** The file name a download is offered under, e.g. `incident-export-2026-11-22.csv`. */
@@ -48,17 +52,30 @@ export class ExportsService {
     }
     // The list endpoint validates the filters (and the row rule applies) exactly as it will for the render.
     await this.app.service(recordsPath).find({ principal, countOnly: true, query: { ...(data.filters ?? {}), moduleKey: module.definition.key } } as any)
-    const row = await repo.insertExport(this.platform.db.pool, {
-      tenantId: principal.tenantId,
-      moduleKey: module.definition.key,
-      format: data.format,
-      filters: data.filters ?? {},
-      columns: data.columns ?? null,
-      options: { csvBom: data.csvBom ?? false },
-      principal
+    const { pool } = this.platform.db
+    // The stored Idempotency-Key response commits with the job's row, or neither does.
+    const out = await transaction(pool, async (client) => {
+      const row = await repo.insertExport(client, {
+        tenantId: principal.tenantId,
+        moduleKey: module.definition.key,
+        format: data.format,
+        filters: data.filters ?? {},
+        columns: data.columns ?? null,
+        options: { csvBom: data.csvBom ?? false },
+        principal
+      })
+      const out = await this.present(row)
+      await params.idempotency?.complete(client, out)
+      return out
     })
-    await this.platform.enqueue('exports.render', { tenantId: principal.tenantId, exportId: row.id })
-    return this.present(row)
+    const id = out.id as string
+    // Agenda writes its job on its own connection, so only after the commit (the job must find the row).
+    // Should that fail, the export is marked failed rather than left queued with no job to run it.
+    await this.platform.enqueue('exports.render', { tenantId: principal.tenantId, exportId: id }).catch(async (err) => {
+      await repo.markFailed(pool, principal.tenantId, id, { status: 500, code: 'export.failed', detail: 'The export could not be queued; nothing was stored. Start a new one.' }).catch(() => undefined)
+      throw err
+    })
+    return out
   }
 
   async get(id: string, params: ExportParams) {

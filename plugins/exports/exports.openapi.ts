@@ -165,6 +165,7 @@ export function describeExports(ctx: DocContext): Fragment {
           description:
             'Checks everything the render will need (the module, the `export` and `read` rights, the filters as the list endpoint validates them, the columns) and queues the job; follow it at `Location`. Filters of `GET /api/v1/records` apply (`state`, `updatedSince`, `externalRef`, `includeDeleted`, `payload`), and the caller\'s row rule selects the rows. A column the caller may not read is 403 `field.forbidden`; an unknown one 400.',
           scope: 'exports:write',
+          idempotent: true,
           body: {
             schema: body,
             example: { moduleKey: first?.key ?? 'incident', format: 'csv', filters: { state: first?.workflow.initial ?? 'reported' }, columns: ['number', 'state', 'createdAt'], csvBom: true }
@@ -186,7 +187,7 @@ export function describeExports(ctx: DocContext): Fragment {
               }
             }
           },
-          problems: [404, 413, 415]
+          problems: [404, 409, 413, 415, 422]
         })
       },
       '/api/v1/exports/{id}': {

@@ -32,7 +32,7 @@ const columns = `e.tenant_id, e.id, e.module_key, e.format, e.filters, e.columns
   ${iso('e.expires_at')} AS expires_at,
   CASE WHEN e.status = 'queued' THEN (SELECT count(*)::int + 1 FROM export_jobs q WHERE q.tenant_id = e.tenant_id AND q.status = 'queued' AND (q.created_at, q.id) < (e.created_at, e.id)) END AS queue_position`
 
-export async function insertExport(db: pg.Pool, e: { tenantId: string; moduleKey: string; format: ExportFormat; filters: unknown; columns: string[] | null; options: unknown; principal: Principal }): Promise<ExportRow> {
+export async function insertExport(db: pg.Pool | pg.PoolClient, e: { tenantId: string; moduleKey: string; format: ExportFormat; filters: unknown; columns: string[] | null; options: unknown; principal: Principal }): Promise<ExportRow> {
   const { rows } = await db.query(
     `INSERT INTO export_jobs AS e (tenant_id, module_key, format, filters, columns, options, status, principal) VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7) RETURNING ${columns}`,
     [e.tenantId, e.moduleKey, e.format, JSON.stringify(e.filters), e.columns, JSON.stringify(e.options), JSON.stringify(e.principal)]

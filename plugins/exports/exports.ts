@@ -1,19 +1,36 @@
 import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { App, Platform } from '../../core/declarations.ts'
 import type { JobDefinition } from '../../core/jobs/index.ts'
+import { idempotency } from '../idempotency/idempotency.ts'
 import { ExportsService } from './exports.class.ts'
 import { purgeExpiredExports, renderExport } from './exports.job.ts'
 import { exportsMethods, exportsPath } from './exports.shared.ts'
 
+/** Status and headers of a started export: 202, Location the job to follow. */
+export function exportResponse(_method: string, result: { id?: string }): { status: number; headers: Record<string, string> } {
+  return { status: 202, headers: result?.id ? { Location: `/${exportsPath}/${result.id}` } : {} }
+}
+
 const accepted = async (context: HookContext, next: NextFunction) => {
   await next()
-  if (context.method === 'create') context.http = { ...context.http, status: 202, headers: { ...context.http?.headers, Location: `/${exportsPath}/${context.result.id}` } }
+  const { status, headers } = exportResponse(context.method, context.result)
+  context.http = { ...context.http, status, headers: { ...context.http?.headers, ...headers } }
 }
 
 /** Export jobs of a module's records to CSV, XLSX or PDF. */
 export function exportsPlugin(app: App) {
-  app.use(exportsPath, new ExportsService(app, app.get('platform')), { methods: [...exportsMethods] })
-  app.service(exportsPath).hooks({ around: { create: [accepted] } })
+  const platform = app.get('platform')
+  const { db, config } = platform
+  app.use(exportsPath, new ExportsService(app, platform), { methods: [...exportsMethods] })
+  const idempotent = idempotency({
+    pool: db.pool,
+    retentionHours: config.idempotency.retentionHours,
+    inFlightTimeoutSeconds: config.idempotency.inFlightTimeoutSeconds,
+    errorsUrl: () => app.get('errorsUrl'),
+    responseOf: exportResponse
+  })
+  // Idempotency outermost: a replay answers with the stored status and headers and runs nothing inside it.
+  app.service(exportsPath).hooks({ around: { create: [idempotent, accepted] } })
 }
 
 /** The jobs behind exports, for the scheduler. */
