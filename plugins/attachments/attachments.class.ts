@@ -3,6 +3,7 @@ import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
 import { assertCan, assertScope, rowRule } from '../../core/auth/access.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
+import { transaction } from '../../core/db/index.ts'
 import { ApiError, problems } from '../../core/errors/index.ts'
 import type { Limiter } from '../../core/limits/limiter.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
@@ -17,6 +18,8 @@ import { attachmentDataValidator, type AttachmentData, type AttachmentOut } from
 interface AttachmentParams extends Params {
   principal?: Principal
   route?: { id?: string }
+  /** Set by the idempotency hook: stores the response inside the write's own transaction. */
+  idempotency?: { complete(db: pg.PoolClient, body: unknown): Promise<void> }
 }
 
 export interface AttachmentsOptions {
@@ -92,9 +95,15 @@ export class AttachmentsService {
     const id = randomUUID()
     const key = attachmentKey(principal.tenantId, data.recordId, id)
     const sha256 = data.sha256 ? Buffer.from(data.sha256, 'hex') : null
-    const row = await repo.insertAttachment(this.o.pool, { tenantId: principal.tenantId, id, recordId: data.recordId, fileName: data.fileName, contentType: data.contentType, size: data.size, sha256, driver: this.o.storage.name, key, actor: principal.actor })
+    // Signed first, so the transaction holds no connection while a driver signs; the URL is no use without the row.
     const upload = await this.o.storage.signUpload({ key, contentType: data.contentType, size: data.size, sha256: sha256 ?? undefined, expiresAt: new Date(Date.now() + this.o.uploadUrlSeconds * 1000) })
-    return { ...repo.toAttachment(row), upload, complete: { method: 'POST', url: `/${attachmentsPath}/${id}:complete` } }
+    // The stored Idempotency-Key response commits with the row, or neither does.
+    return transaction(this.o.pool, async (client) => {
+      const row = await repo.insertAttachment(client, { tenantId: principal.tenantId, id, recordId: data.recordId, fileName: data.fileName, contentType: data.contentType, size: data.size, sha256, driver: this.o.storage.name, key, actor: principal.actor })
+      const out = { ...repo.toAttachment(row), upload, complete: { method: 'POST', url: `/${attachmentsPath}/${id}:complete` } }
+      await params.idempotency?.complete(client, out)
+      return out
+    })
   }
 
   /** The attachment's metadata and a short-lived download URL; pending ones are 409. */
@@ -140,9 +149,13 @@ export class AttachmentsService {
       if (verified.problemCode !== 'attachment.not_uploaded') await this.o.storage.delete(row.storage_key)
       throw verified
     }
-    // Another request may have completed it first: answer with the row as it is now, not as read before.
-    const ready = (await repo.markReady(this.o.pool, principal.tenantId, id, principal.actor)) ?? (await repo.selectAttachment(this.o.pool, principal.tenantId, id))
-    return repo.toAttachment(ready ?? row)
+    return transaction(this.o.pool, async (client) => {
+      // Another request may have completed it first: answer with the row as it is now, not as read before.
+      const ready = (await repo.markReady(client, principal.tenantId, id, principal.actor)) ?? (await repo.selectAttachment(client, principal.tenantId, id))
+      const out = repo.toAttachment(ready ?? row)
+      await params.idempotency?.complete(client, out)
+      return out
+    })
   }
 }
 

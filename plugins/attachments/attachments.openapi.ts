@@ -92,6 +92,7 @@ export function describeAttachments(ctx: DocContext): Fragment {
           urlLimit
         ].join(' '),
         scope: 'attachments:write',
+        idempotent: true,
         body: { schema: createBody, example: { recordId: '3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60', fileName: 'Report – bay 4.pdf', contentType: 'application/pdf', size: 48213 } },
         responses: {
           201: {
@@ -115,7 +116,7 @@ export function describeAttachments(ctx: DocContext): Fragment {
             }
           }
         },
-        problems: [404, 413, 415]
+        problems: [404, 409, 413, 415, 422]
       })
     },
     '/api/v1/attachments/{id}': {
@@ -139,6 +140,7 @@ export function describeAttachments(ctx: DocContext): Fragment {
         description:
           'Checks the stored object against what was declared: its size and, when one was declared, its SHA-256. Nothing uploaded yet is 409 `attachment.not_uploaded`; a wrong size or checksum is 422 (`attachment.size_mismatch`, `attachment.checksum_mismatch`), the wrong file is removed and the attachment stays pending for the right one. On a ready attachment it answers the attachment again. No body is needed.',
         scope: 'attachments:write',
+        idempotent: true,
         responses: { 200: { description: 'The ready attachment.', schema: ready } },
         problems: [404, 409, 413, 415, 422]
       })

@@ -40,7 +40,7 @@ export function toAttachment(r: AttachmentRow): AttachmentOut {
 }
 
 export async function insertAttachment(
-  db: pg.Pool,
+  db: pg.Pool | pg.PoolClient,
   a: { tenantId: string; id: string; recordId: string; fileName: string; contentType: string; size: number; sha256: Buffer | null; driver: string; key: string; actor: Actor }
 ): Promise<AttachmentRow> {
   const { rows } = await db.query(
@@ -52,7 +52,7 @@ export async function insertAttachment(
 }
 
 /** An attachment with whether its record is live. */
-export async function selectAttachment(db: pg.Pool, tenantId: string, id: string): Promise<(AttachmentRow & { record_live: boolean }) | undefined> {
+export async function selectAttachment(db: pg.Pool | pg.PoolClient, tenantId: string, id: string): Promise<(AttachmentRow & { record_live: boolean }) | undefined> {
   const { rows } = await db.query(
     `SELECT ${columns}, r.deleted_at IS NULL AS record_live FROM attachments a JOIN records r ON r.tenant_id = a.tenant_id AND r.id = a.record_id
       WHERE a.tenant_id = $1 AND a.id = $2`,
@@ -62,7 +62,7 @@ export async function selectAttachment(db: pg.Pool, tenantId: string, id: string
 }
 
 /** Marks a verified upload ready; returns the row as now (still pending rows only). */
-export async function markReady(db: pg.Pool, tenantId: string, id: string, by: Actor): Promise<AttachmentRow | undefined> {
+export async function markReady(db: pg.Pool | pg.PoolClient, tenantId: string, id: string, by: Actor): Promise<AttachmentRow | undefined> {
   const { rows } = await db.query(
     `UPDATE attachments AS a SET state = 'ready', uploaded_by = $3, uploaded_at = now() WHERE a.tenant_id = $1 AND a.id = $2 AND a.state = 'pending' RETURNING ${columns}`,
     [tenantId, id, by]

@@ -2,14 +2,21 @@ import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { App, Platform } from '../../core/declarations.ts'
 import { logger } from '../../core/logger.ts'
 import { LocalStorage } from '../../core/storage/local.ts'
+import { idempotency } from '../idempotency/idempotency.ts'
 import { AttachmentsService } from './attachments.class.ts'
 import { deleteAttachment, stalePending } from './attachments.repository.ts'
 import { attachmentsMethods, attachmentsPath } from './attachments.shared.ts'
 import { localStorageRoutes } from './attachments.storage-routes.ts'
 
-const created = async (context: HookContext, next: NextFunction) => {
+/** Status and headers of an attachments write: create answers 201, and its signed upload URL is never cached. */
+export function attachmentResponse(method: string): { status: number; headers: Record<string, string> } {
+  return method === 'create' ? { status: 201, headers: { 'Cache-Control': 'no-store' } } : { status: 200, headers: {} }
+}
+
+const setResponse = async (context: HookContext, next: NextFunction) => {
   await next()
-  if (context.method === 'create') context.http = { ...context.http, status: 201, headers: { ...context.http?.headers, 'Cache-Control': 'no-store' } }
+  const { status, headers } = attachmentResponse(context.method)
+  context.http = { ...context.http, status, headers: { ...context.http?.headers, ...headers } }
 }
 
 /** Attachments of records through signed URLs; with the local driver, the service also serves the signed storage URLs. */
@@ -31,7 +38,15 @@ export function attachments(app: App) {
     }),
     { methods: [...attachmentsMethods] }
   )
-  app.service(attachmentsPath).hooks({ around: { create: [created] } })
+  const idempotent = idempotency({
+    pool: db.pool,
+    retentionHours: config.idempotency.retentionHours,
+    inFlightTimeoutSeconds: config.idempotency.inFlightTimeoutSeconds,
+    errorsUrl: () => app.get('errorsUrl'),
+    responseOf: attachmentResponse
+  })
+  // Both POSTs change state; idempotency outermost, so a replay runs nothing inside it.
+  app.service(attachmentsPath).hooks({ around: Object.fromEntries(['create', 'complete'].map((m) => [m, [idempotent, setResponse]])) })
   if (storage instanceof LocalStorage) app.use(localStorageRoutes(storage, db.pool))
 }
 
