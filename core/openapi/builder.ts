@@ -1,7 +1,7 @@
 import type { TSchema } from '@feathersjs/typebox'
 import type { AppConfig } from '../config.ts'
-import { problemKinds, type ProblemKind } from '../errors/kinds.ts'
 import type { RegisteredModule } from '../modules/registry.ts'
+import { problemResponseNames, rateLimitHeaders } from './problems.ts'
 
 /** A JSON Schema as it appears in the document (plain JSON, `$ref`s into `#/components/schemas`). */
 export type JsonSchema = Record<string, any>
@@ -26,6 +26,8 @@ export class DocContext {
     readonly config: AppConfig,
     /** The tenant's modules the caller may see; empty in the generic document. */
     readonly modules: RegisteredModule[],
+    /** Where the problem `type` pages are (`problemResponse()` examples). */
+    readonly errorsUrl: string,
     readonly tenant?: { id: string; name: string }
   ) {}
 
@@ -66,28 +68,6 @@ export function toDocumentSchema(schema: TSchema | JsonSchema): JsonSchema {
   return walk(JSON.parse(JSON.stringify(schema))) as JsonSchema
 }
 
-/** Component names of the problem responses, one per status. */
-export const problemResponseNames: Record<number, string> = {
-  400: 'BadRequest',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'NotFound',
-  405: 'MethodNotAllowed',
-  409: 'Conflict',
-  412: 'PreconditionFailed',
-  413: 'PayloadTooLarge',
-  415: 'UnsupportedMediaType',
-  422: 'Unprocessable',
-  429: 'TooManyRequests',
-  500: 'InternalError',
-  503: 'ServiceUnavailable'
-}
-
-/** The kinds of problem a status can carry, for its response description. */
-export function kindsOfStatus(status: number): ProblemKind[] {
-  return (Object.entries(problemKinds) as Array<[ProblemKind, { status: number }]>).filter(([, k]) => k.status === status).map(([kind]) => kind)
-}
-
 export interface ResponseSpec {
   description: string
   /** JSON body schema (or a `$ref`); omit for an empty body. */
@@ -118,6 +98,8 @@ export interface OperationSpec {
   problems?: number[]
   /** Of those, the ones this operation cannot answer (e.g. 400 for a GET that takes no input). */
   omitProblems?: number[]
+  /** Problem statuses answered with a response of their own (`problemResponse()` with this operation's example) instead of the shared one. */
+  problemResponses?: Record<number, Json>
   /** Accepts `Idempotency-Key`; a replay carries `Idempotent-Replayed: true`. */
   idempotent?: boolean
 }
@@ -131,9 +113,8 @@ export function operation(spec: OperationSpec): Json {
   const parameters = [...(spec.parameters ?? [])]
   if (spec.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' })
   const responses: Json = {}
-  const rateHeaders = { 'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' }, 'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' }, 'X-RateLimit-Reset': { $ref: '#/components/headers/X-RateLimit-Reset' } }
   for (const [status, r] of Object.entries(spec.responses)) {
-    const headers: Json = { ...rateHeaders, 'X-Trace-Id': { $ref: '#/components/headers/X-Trace-Id' } }
+    const headers: Json = { ...rateLimitHeaders(Number(status)), 'X-Trace-Id': { $ref: '#/components/headers/X-Trace-Id' } }
     for (const h of r.headers ?? []) headers[h] = { $ref: `#/components/headers/${h}` }
     if (spec.idempotent && Number(status) < 300) headers['Idempotent-Replayed'] = { $ref: '#/components/headers/Idempotent-Replayed' }
     responses[status] = {
@@ -151,12 +132,12 @@ export function operation(spec: OperationSpec): Json {
   // 400 needs input to be wrong: a body, a query parameter or an Idempotency-Key (path ids that
   // do not parse are 404, unknown query parameters of a GET by id are ignored).
   const takesInput = !!spec.body || !!spec.idempotent || parameters.some((p) => p.in === 'query')
-  const problems = new Set([...commonProblems, ...(takesInput ? [400] : []), ...(spec.scope !== null && !spec.optionalAuth ? authenticatedProblems : []), ...(spec.optionalAuth ? [401] : []), ...(spec.problems ?? [])])
+  const problems = new Set([...commonProblems, ...(takesInput ? [400] : []), ...(spec.scope !== null && !spec.optionalAuth ? authenticatedProblems : []), ...(spec.optionalAuth ? [401] : []), ...(spec.problems ?? []), ...Object.keys(spec.problemResponses ?? {}).map(Number)])
   for (const s of spec.omitProblems ?? []) problems.delete(s)
   for (const status of [...problems].sort()) {
     const name = problemResponseNames[status]
     if (!name) throw new Error(`no problem response for status ${status}`)
-    responses[status] = { $ref: `#/components/responses/${name}` }
+    responses[status] = spec.problemResponses?.[status] ?? { $ref: `#/components/responses/${name}` }
   }
   const scopes = spec.scope ? [spec.scope] : []
   const security = spec.scope === null ? [] : [{ bearerAuth: scopes }, { sessionCookie: scopes }, ...(spec.optionalAuth ? [{}] : [])]
@@ -197,8 +178,24 @@ export function resolveLocal(doc: Json, ref: string): any {
   return at
 }
 
+/**
+ * The longest a query or header value can be: Node answers 431 to a request whose head (request
+ * line and headers) passes 16 KiB, before the service sees it. The `maxLength` of parameters the
+ * service bounds no tighter (a cursor carries its filters; `If-Match` may list versions).
+ */
+export const headValueMax = 16_384
+
+/** A module key in the generic document (a tenant document lists its keys): a lower-case slug, as module packages must use. */
+export const moduleKeySchema: JsonSchema = { type: 'string', minLength: 1, maxLength: headValueMax, pattern: '^[a-z][a-z0-9-]*$' }
+
+/** A string parameter's schema with a `maxLength`: 36 for a UUID, else `headValueMax`, unless it has a tighter bound. */
+function bounded(schema: JsonSchema): JsonSchema {
+  if (schema.type !== 'string' || 'maxLength' in schema || 'enum' in schema || 'const' in schema) return schema
+  return { ...schema, maxLength: schema.format === 'uuid' ? 36 : headValueMax }
+}
+
 /** A path parameter. */
-export const pathParam = (name: string, description: string, schema: JsonSchema = { type: 'string' }, example?: unknown): Json => ({ name, in: 'path', required: true, description, schema, ...(example !== undefined ? { example } : {}) })
+export const pathParam = (name: string, description: string, schema: JsonSchema = { type: 'string' }, example?: unknown): Json => ({ name, in: 'path', required: true, description, schema: bounded(schema), ...(example !== undefined ? { example } : {}) })
 
 /** A query parameter; objects use the `deepObject` style (`payload[severity]=high`). */
 export const queryParam = (name: string, description: string, schema: JsonSchema, options: { required?: boolean; example?: unknown } = {}): Json => ({
@@ -206,16 +203,19 @@ export const queryParam = (name: string, description: string, schema: JsonSchema
   in: 'query',
   required: options.required ?? false,
   description,
-  schema,
+  schema: bounded(schema),
   ...(schema.type === 'object' ? { style: 'deepObject', explode: true } : {}),
   ...(options.example !== undefined ? { example: options.example } : {})
 })
+
+/** A page cursor as the service issues them (a signed position); any other is 400 `cursor.invalid`. */
+export const cursorSchema: JsonSchema = { type: 'string', minLength: 1, maxLength: headValueMax, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' }
 
 /** `limit` and `cursor`, as every list endpoint takes them. */
 export function pageParams(config: AppConfig): Json[] {
   return [
     queryParam('limit', `Page size, 1 to ${config.pagination.maxLimit}; default ${config.pagination.defaultLimit}.`, { type: 'integer', minimum: 1, maximum: config.pagination.maxLimit, default: config.pagination.defaultLimit }),
-    queryParam('cursor', 'The `nextCursor` of the previous page, with the same filters.', { type: 'string', minLength: 1 })
+    queryParam('cursor', 'The `nextCursor` of the previous page, with the same filters.', cursorSchema)
   ]
 }
 

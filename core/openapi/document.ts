@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { AppConfig } from '../config.ts'
-import { problemKinds } from '../errors/kinds.ts'
 import type { RegisteredModule } from '../modules/registry.ts'
 import type { Principal } from '../auth/principal.ts'
 import { projectRoot } from '../paths.ts'
 import { scopeCatalogue } from '../auth/scopes.ts'
 import { sessionCookie } from '../auth/sessions.ts'
-import { DocContext, kindsOfStatus, problemResponseNames, type Describe, type Json } from './builder.ts'
+import { DocContext, headValueMax, type Describe, type Json } from './builder.ts'
+import { problemResponse, problemResponseNames, problemSchema, rateLimitHeaderSpecs } from './problems.ts'
 
 const version: string = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')).version
 
@@ -25,48 +25,11 @@ export interface DocumentOptions {
   tenant?: { id: string; name: string; modules: RegisteredModule[] }
 }
 
-const problemSchema = {
-  type: 'object',
-  description: 'RFC 7807 problem details. Members beyond the six listed carry details of some codes (e.g. `errors` for `field.invalid`, `missingScope` for `scope.missing`).',
-  required: ['type', 'title', 'status', 'detail', 'code', 'traceId'],
-  properties: {
-    type: { type: 'string', format: 'uri', description: 'The kind of error: `{errors_url}/<kind>`, a short human-readable page.' },
-    title: { type: 'string' },
-    status: { type: 'integer', minimum: 400, maximum: 599 },
-    detail: { type: 'string' },
-    code: { type: 'string', description: 'Machine-readable code, e.g. `field.invalid`, `transition.not_allowed`.', examples: ['field.invalid'] },
-    traceId: { type: 'string', description: 'The request in the service logs (also in `X-Trace-Id`).' },
-    errors: {
-      type: 'array',
-      description: 'Validation failures, one per field (code `field.invalid`).',
-      items: { type: 'object', required: ['pointer', 'detail'], properties: { pointer: { type: 'string', description: 'JSON pointer of the failing value' }, detail: { type: 'string' } }, additionalProperties: true }
-    }
-  },
-  additionalProperties: true
-}
-
 function components(o: DocumentOptions): Json {
   // `required`: the service always sends it where the header is listed (the contract checker holds it to that).
   const header = (description: string, schema: Json = { type: 'string' }, required = true) => ({ description, required, schema })
   const responses: Json = {}
-  for (const [status, name] of Object.entries(problemResponseNames)) {
-    const kinds = kindsOfStatus(Number(status))
-    const headers: Json = { 'X-Trace-Id': { $ref: '#/components/headers/X-Trace-Id' } }
-    if (status === '429' || status === '503') headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' }
-    if (status === '401') headers['WWW-Authenticate'] = { $ref: '#/components/headers/WWW-Authenticate' }
-    if (status === '405') headers.Allow = { $ref: '#/components/headers/Allow' }
-    const first = kinds[0] ?? 'internal'
-    responses[name] = {
-      description: kinds.map((k) => `${problemKinds[k].title} (\`${o.errorsUrl}/${k}\`): ${problemKinds[k].text}`).join(' ') || 'Problem',
-      headers,
-      content: {
-        'application/problem+json': {
-          schema: { $ref: '#/components/schemas/Problem' },
-          example: { type: `${o.errorsUrl}/${first}`, title: problemKinds[first].title, status: Number(status), detail: problemKinds[first].text.split('. ')[0] + '.', code: exampleCodes[first] ?? first, traceId: '8c1f5b2e6a7d4c3b9e0f1a2b3c4d5e6f' }
-        }
-      }
-    }
-  }
+  for (const [status, name] of Object.entries(problemResponseNames)) responses[name] = problemResponse(Number(status), o.errorsUrl)
   return {
     securitySchemes: {
       bearerAuth: {
@@ -98,15 +61,13 @@ function components(o: DocumentOptions): Json {
         name: 'If-Match',
         in: 'header',
         required: false,
-        description: 'The record `ETag` (its version) the change is based on; a newer version answers 412.',
-        schema: { type: 'string' },
+        description: 'The record `ETag` (its version) the change is based on, or several separated by commas; a newer version answers 412.',
+        schema: { type: 'string', minLength: 1, maxLength: headValueMax },
         example: '"3"'
       }
     },
     headers: {
-      'X-RateLimit-Limit': header('Requests allowed per minute (sliding window) for this credential.', { type: 'integer' }),
-      'X-RateLimit-Remaining': header('Requests left in the current window.', { type: 'integer' }),
-      'X-RateLimit-Reset': header('Epoch second when a request is next allowed once the limit is reached.', { type: 'integer' }),
+      ...Object.fromEntries(Object.entries(rateLimitHeaderSpecs).map(([name, h]) => [name, header(h.description, h.schema)])),
       'X-Trace-Id': header('Identifier of the request in the service logs.'),
       'Retry-After': header('Seconds to wait before retrying.', { type: 'integer' }),
       'WWW-Authenticate': header('The authentication scheme: `Bearer realm="records"`.'),
@@ -122,26 +83,9 @@ function components(o: DocumentOptions): Json {
   }
 }
 
-const exampleCodes: Record<string, string> = {
-  validation: 'field.invalid',
-  'bad-request': 'request.malformed_json',
-  authentication: 'auth.missing',
-  forbidden: 'scope.missing',
-  'not-found': 'record.not_found',
-  'method-not-allowed': 'http.method_not_allowed',
-  conflict: 'transition.not_allowed',
-  'precondition-failed': 'record.version_mismatch',
-  'payload-too-large': 'request.too_large',
-  'unsupported-media-type': 'request.unsupported_media_type',
-  unprocessable: 'idempotency.key_reused',
-  'rate-limited': 'rate_limit.exceeded',
-  internal: 'internal.error',
-  unavailable: 'http.unavailable'
-}
-
 /** The OpenAPI 3.1 document: generic, or with one tenant's modules typed in. */
 export function buildDocument(o: DocumentOptions): Json {
-  const ctx = new DocContext(o.config, o.tenant?.modules ?? [], o.tenant ? { id: o.tenant.id, name: o.tenant.name } : undefined)
+  const ctx = new DocContext(o.config, o.tenant?.modules ?? [], o.errorsUrl, o.tenant ? { id: o.tenant.id, name: o.tenant.name } : undefined)
   const tags: Json[] = []
   const paths: Json = {}
   for (const describe of o.describes) {
@@ -166,7 +110,7 @@ export function buildDocument(o: DocumentOptions): Json {
         o.tenant
           ? `This document is for tenant **${o.tenant.name}** (\`${o.tenant.id}\`) and types its modules: ${modules.map((m) => `\`${m.definition.key}\` ${m.definition.version}`).join(', ') || 'none visible to this credential'}.`
           : 'The generic document. Call `GET /api/docs/spec.json` with a bearer token (or a signed-in session) to get your tenant\'s document, with a typed payload, states and transitions per installed module.',
-        `Errors are RFC 7807 \`application/problem+json\`; each \`type\` is a page under ${o.errorsUrl}. Every response carries \`X-RateLimit-Limit\`, \`-Remaining\`, \`-Reset\` and \`X-Trace-Id\`. Lists are cursor-paginated (\`limit\` up to ${o.config.pagination.maxLimit}, \`cursor\` = the previous \`nextCursor\`).`,
+        `Errors are RFC 7807 \`application/problem+json\`; each \`type\` is a page under ${o.errorsUrl}. Every response carries \`X-RateLimit-Limit\`, \`-Remaining\`, \`-Reset\` (problems too; a 500 may lack them) and \`X-Trace-Id\`. Lists are cursor-paginated (\`limit\` up to ${o.config.pagination.maxLimit}, \`cursor\` = the previous \`nextCursor\`).`,
         'Interactive reference: `/api/docs`. Postman collection: `/api/docs/postman.json`.'
       ].join('\n\n'),
       // An SPDX `LicenseRef-` names a licence that is not on the SPDX list.

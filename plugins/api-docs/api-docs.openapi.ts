@@ -1,4 +1,4 @@
-import { operation, pathParam, type DocContext, type Fragment } from '../../core/openapi/builder.ts'
+import { headValueMax, operation, pathParam, type DocContext, type Fragment } from '../../core/openapi/builder.ts'
 
 const tag = 'API description'
 
@@ -15,7 +15,7 @@ export function describeApiDocs(_ctx: DocContext): Fragment {
             'Without a credential: the generic document. With a bearer token or a signed-in session: the document of its tenant, typing the payload, states and transitions of every module the credential has a role in. Send `If-None-Match` with the `ETag` to get 304 while nothing changed.',
           scope: '',
           optionalAuth: true,
-          parameters: [{ name: 'If-None-Match', in: 'header', required: false, description: 'The `ETag` of a copy you hold.', schema: { type: 'string' } }],
+          parameters: [{ name: 'If-None-Match', in: 'header', required: false, description: 'The `ETag` of a copy you hold.', schema: { type: 'string', maxLength: headValueMax } }],
           responses: {
             200: { description: 'The document.', schema: { type: 'object', required: ['openapi', 'info', 'paths'], properties: { openapi: { type: 'string', const: '3.1.0' }, info: { type: 'object' }, paths: { type: 'object' } } }, headers: ['ETag', 'Cache-Control'] },
             304: { description: 'Your copy is current.', headers: ['ETag'] }
@@ -30,7 +30,7 @@ export function describeApiDocs(_ctx: DocContext): Fragment {
           description: 'Postman Collection v2.1, generated from the same document (the caller\'s tenant when authenticated). Set the `token` variable to a bearer token.',
           scope: '',
           optionalAuth: true,
-          responses: { 200: { description: 'The collection, as a download.', schema: { type: 'object', required: ['info', 'item'], properties: { info: { type: 'object' }, item: { type: 'array' } } }, headers: ['Content-Disposition', 'Cache-Control'] } }
+          responses: { 200: { description: 'The collection, as a download.', schema: { type: 'object', required: ['info', 'item'], properties: { info: { type: 'object' }, item: { type: 'array', items: { type: 'object' } } } }, headers: ['Content-Disposition', 'Cache-Control'] } }
         })
       },
       '/api/docs/assets/{file}': {

@@ -1,10 +1,27 @@
 import { describeModule } from '../../core/modules/derive/openapi.ts'
-import { discriminated, operation, pageSchema, queryParam, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
+import { cursorSchema, discriminated, moduleKeySchema, operation, pageSchema, queryParam, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
+import { problemKinds } from '../../core/errors/kinds.ts'
+import { exampleTraceId, problemResponse } from '../../core/openapi/problems.ts'
 import { signedDownload } from '../attachments/attachments.openapi.ts'
 import { activitySchema, actorSchema, fieldChangeSchema, recordAttachmentSchema, recordSchema } from '../records/records.schema.ts'
 import { auditLogQuerySchema } from './audit-log.schema.ts'
 
 const tag = 'Audit log'
+
+/**
+ * The problem a call with neither `recordId` nor `moduleKey` gets. OpenAPI 3.1 cannot say "one of
+ * these parameters" (docs/openapi.md says why both stay plain optional parameters), so the
+ * parameters, the description and this example say it.
+ */
+const neitherGiven = (errorsUrl: string) => ({
+  type: `${errorsUrl}/validation`,
+  title: problemKinds.validation.title,
+  status: 400,
+  detail: 'recordId or moduleKey is required',
+  code: 'field.invalid',
+  traceId: exampleTraceId,
+  errors: [{ pointer: '/recordId', field: 'recordId', code: 'required', detail: 'or moduleKey is required' }]
+})
 
 export function describeAuditLog(ctx: DocContext): Fragment {
   const { config } = ctx
@@ -64,17 +81,17 @@ export function describeAuditLog(ctx: DocContext): Fragment {
           tag,
           summary: 'Read a record\'s history or a module\'s activity',
           description: [
-            'Give `recordId` or `moduleKey` (400 without either).',
+            '**One of `recordId` or `moduleKey` is required**: without either the answer is 400 `field.invalid` (the 400 example).',
             '`recordId`: the record, live or deleted, with its payload, attachments (with download URLs) and every activity entry, in one answer. `moduleKey`: the module\'s activity, oldest first, cursor-paginated, optionally one `action`.',
             'Both need the `read` right on the module, and the caller\'s row rule applies (a record outside it is 404); fields the caller may not read are left out of payloads and changes.'
           ].join(' '),
           scope: 'records:read',
           parameters: [
-            param('recordId', 'One record, live or deleted: its last state and full activity. Takes precedence over `moduleKey`.'),
-            param('moduleKey', 'The activity feed of this module, oldest first.', keys.length ? { enum: keys } : {}),
+            param('recordId', 'One record, live or deleted: its last state and full activity. This or `moduleKey` is required; with both, `recordId` is used.'),
+            param('moduleKey', 'The activity feed of this module, oldest first. This or `recordId` is required.', keys.length ? { enum: keys } : moduleKeySchema),
             queryParam('action', 'Only entries of this kind (with `moduleKey`).', { type: 'string', enum: ['created', 'updated', 'transitioned', 'deleted'] }),
             param('limit', `Page size (with \`moduleKey\`), 1 to ${config.pagination.maxLimit}; default ${config.pagination.defaultLimit}.`, { default: config.pagination.defaultLimit }),
-            param('cursor', 'The `nextCursor` of the previous page, with the same `moduleKey` and `action`.')
+            param('cursor', 'The `nextCursor` of the previous page, with the same `moduleKey` and `action`.', cursorSchema)
           ],
           responses: {
             200: {
@@ -99,7 +116,8 @@ export function describeAuditLog(ctx: DocContext): Fragment {
               }
             }
           },
-          problems: [404]
+          problems: [404],
+          problemResponses: { 400: problemResponse(400, ctx.errorsUrl, { description: 'Without `recordId` or `moduleKey` (the example), or with a parameter that breaks its schema.', example: neitherGiven(ctx.errorsUrl) }) }
         })
       }
     }

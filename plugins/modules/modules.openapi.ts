@@ -1,4 +1,4 @@
-import { operation, pathParam, type DocContext, type Fragment } from '../../core/openapi/builder.ts'
+import { moduleKeySchema, operation, pathParam, type DocContext, type Fragment } from '../../core/openapi/builder.ts'
 
 const tag = 'Modules'
 
@@ -84,7 +84,7 @@ export function describeModules(ctx: DocContext): Fragment {
         })
       },
       '/api/v1/modules/{moduleKey}': {
-        parameters: [pathParam('moduleKey', 'The module key.', keys.length ? { type: 'string', enum: keys } : { type: 'string' }, keys[0] ?? 'incident')],
+        parameters: [pathParam('moduleKey', 'The module key.', keys.length ? { type: 'string', enum: keys } : moduleKeySchema, keys[0] ?? 'incident')],
         get: operation({
           operationId: 'getModule',
           tag,
