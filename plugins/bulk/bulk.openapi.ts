@@ -1,5 +1,5 @@
 import { describeModule } from '../../core/modules/derive/openapi.ts'
-import { operation, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
+import { moduleKeySchema, operation, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
 import { externalRefSchema } from '../records/records.schema.ts'
 import { bulkLineSchema } from './bulk.schema.ts'
 
@@ -25,12 +25,16 @@ export function describeBulk(ctx: DocContext): Fragment {
   const paths: Fragment['paths'] = {}
   if (!ctx.modules.length) {
     paths['/api/modules/{moduleKey}/bulk'] = {
-      parameters: [pathParam('moduleKey', 'The module to load records into.', { type: 'string', minLength: 1 }, 'incident')],
+      parameters: [pathParam('moduleKey', 'The module to load records into.', moduleKeySchema, 'incident')],
       post: bulkOperation(ctx, outcome, {
         operationId: 'bulkLoadRecords',
         summary: 'Load many records of one module from NDJSON',
         line: ctx.ref(bulkLineSchema),
-        example: { payload: { title: 'Slip in canteen', occurredAt: '2026-11-20T08:30:00Z', severity: 'low' }, externalRef: 'HR-2291' },
+        // A whole incident (the bundled module) with nothing that must exist first.
+        example: {
+          payload: { title: 'Slip in canteen', description: 'Slipped on a wet floor by the counter; no injury.', occurredAt: '2026-11-20T08:30:00Z', site: 'Leeds DC', category: 'near-miss', severity: 'low' },
+          externalRef: 'HR-2291'
+        },
         // A module the tenant has not installed.
         problems: [404]
       })
@@ -62,6 +66,7 @@ export function describeBulk(ctx: DocContext): Fragment {
           summary: `Load many ${m.definition.title} records from NDJSON`,
           line,
           example: { payload: r.example, externalRef: 'HR-2291' },
+          exampleNote: r.needs.length ? ` The example's ${r.needs.map((f) => `\`${f}\``).join(', ')} must be replaced by the id of a live record of this tenant.` : '',
           problems: []
         })
       }
@@ -79,7 +84,7 @@ export function describeBulk(ctx: DocContext): Fragment {
 }
 
 /** The bulk operation of one path: the request line schema and example differ per module, the rest is the same. */
-function bulkOperation(ctx: DocContext, outcome: JsonSchema, o: { operationId: string; summary: string; line: JsonSchema; example: Record<string, unknown>; problems: number[] }): Json {
+function bulkOperation(ctx: DocContext, outcome: JsonSchema, o: { operationId: string; summary: string; line: JsonSchema; example: Record<string, unknown>; exampleNote?: string; problems: number[] }): Json {
   const { config } = ctx
   const limits = { ...config.limits, ...(ctx.tenant ? config.tenants[ctx.tenant.id]?.limits : undefined) }
   const op = operation({
@@ -104,7 +109,7 @@ function bulkOperation(ctx: DocContext, outcome: JsonSchema, o: { operationId: s
         example: '5f0c8a52-8d59-4bcb-9d36-2f2c1a9e0c11'
       }
     ],
-    body: { schema: o.line, contentType: ndjson, description: 'NDJSON: one JSON object per line. The schema is that of one line.', example: o.example },
+    body: { schema: o.line, contentType: ndjson, description: `NDJSON: one JSON object per line. The schema is that of one line.${o.exampleNote ?? ''}`, example: o.example },
     responses: {
       200: {
         description: 'NDJSON: one outcome line per row, in input order, then the summary line. The schema is that of ONE line.',
@@ -143,7 +148,7 @@ function outcomeLine(ctx: DocContext): JsonSchema {
           items: {
             type: 'object',
             required: ['pointer', 'field', 'code', 'detail'],
-            properties: { pointer: { type: 'string' }, field: { type: 'string' }, code: { type: 'string' }, detail: { type: 'string' }, allowed: { type: 'array' } }
+            properties: { pointer: { type: 'string' }, field: { type: 'string' }, code: { type: 'string' }, detail: { type: 'string' }, allowed: { type: 'array', description: 'The values it may take, where there is a fixed set.', items: { type: ['string', 'number', 'boolean', 'null'] } } }
           }
         }
       }

@@ -1,5 +1,5 @@
 import { describeModule, type ModuleRefs } from '../../core/modules/derive/openapi.ts'
-import { discriminated, operation, pageParams, pageSchema, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
+import { discriminated, headValueMax, moduleKeySchema, operation, pageParams, pageSchema, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
 import { activitySchema, actorSchema, recordAttachmentSchema, externalRefSchema, fieldChangeSchema, recordCreateSchema, recordPatchSchema, recordSchema, recordTransitionSchema } from './records.schema.ts'
 
 const tag = 'Records'
@@ -51,11 +51,13 @@ export function describeRecords(ctx: DocContext): Fragment {
       )
     : ctx.ref(recordTransitionSchema)
   const page = ctx.ref(pageSchema('Page of records', record, ' (with the same filters)'), 'RecordPage')
-  const moduleKey: JsonSchema = refs.length ? { type: 'string', enum: refs.map((r) => r.key) } : { type: 'string', minLength: 1 }
+  const moduleKey: JsonSchema = refs.length ? { type: 'string', enum: refs.map((r) => r.key) } : moduleKeySchema
   const id = pathParam('id', 'The record id (UUID).', { type: 'string', format: 'uuid' }, '3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60')
   const ifMatch = { $ref: '#/components/parameters/IfMatch' }
   const ok = (description: string) => ({ description, schema: record, headers: ['ETag'] })
-  const first = refs[0]
+  // Examples come from the first module whose required fields reference no other record, so that
+  // they work as sent on a fresh tenant: create, then change, transition or attach to what it made.
+  const sample = refs.find((r) => !r.needs.length) ?? refs[0]
 
   return {
     tags: [{ name: tag, description: 'Records of the tenant\'s modules: create, read, change, move through the workflow, soft-delete. Every change is kept in the record\'s activity and the audit log.' }],
@@ -77,7 +79,7 @@ export function describeRecords(ctx: DocContext): Fragment {
             queryParam(
               'payload',
               'Payload field filters: `payload[field]=value` (equals; choice lists: contains), or `payload[field][op]=value` with `gte`, `lte`, `gt`, `lt` for numbers, dates and date-times. `GET /api/v1/modules/{moduleKey}` marks the filterable fields.',
-              { type: 'object', additionalProperties: { anyOf: [{ type: 'string' }, { type: 'object', additionalProperties: { type: 'string' } }] } },
+              { type: 'object', additionalProperties: { anyOf: [{ type: 'string', maxLength: headValueMax }, { type: 'object', additionalProperties: { type: 'string', maxLength: headValueMax } }] } },
               { example: { severity: 'high' } }
             )
           ],
@@ -91,7 +93,7 @@ export function describeRecords(ctx: DocContext): Fragment {
           description: 'The payload is validated against the module schema; the record starts in the workflow\'s initial state and gets the next number of the module\'s pattern.',
           scope: 'records:write',
           idempotent: true,
-          body: { schema: createBody, ...(first ? { example: { moduleKey: first.key, payload: first.example } } : {}) },
+          body: { schema: createBody, ...(sample ? { example: { moduleKey: sample.key, payload: sample.example } } : {}) },
           responses: { 201: { description: 'The record was created.', schema: record, headers: ['ETag', 'Location'] } },
           problems: writeProblems
         })
@@ -114,7 +116,7 @@ export function describeRecords(ctx: DocContext): Fragment {
           scope: 'records:write',
           idempotent: true,
           parameters: [ifMatch],
-          body: { schema: patchBody, example: { payload: { severity: 'high' } } },
+          body: { schema: patchBody, example: { payload: sample ? sample.patchExample : { severity: 'high' } } },
           responses: { 200: ok('The changed record.') },
           problems: [...writeProblems, 412]
         })),
@@ -140,7 +142,7 @@ export function describeRecords(ctx: DocContext): Fragment {
           scope: 'records:transition',
           idempotent: true,
           parameters: [ifMatch],
-          body: { schema: transitionBody, example: { transition: first ? ctx.modules[0].definition.workflow.transitions[0]?.key : 'start-investigation', comment: 'Investigating with the site lead.' } },
+          body: { schema: transitionBody, example: { ...(sample?.transitionExample ?? { transition: 'start-investigation' }), comment: 'Agreed with the site lead.' } },
           responses: { 200: ok('The record in its new state.') },
           problems: [...writeProblems, 412]
         })

@@ -10,6 +10,8 @@ export function describeTokens(ctx: DocContext): Fragment {
     'CreatedToken'
   )
   const noStore = ['Cache-Control']
+  // The example's scopes name one of the tenant's modules.
+  const moduleKey = ctx.modules[0]?.definition.key ?? 'incident'
   const id = pathParam('id', 'The token id (UUID).', { type: 'string', format: 'uuid' })
   return {
     tags: [],
@@ -29,9 +31,12 @@ export function describeTokens(ctx: DocContext): Fragment {
           tag,
           summary: 'Create a token',
           description:
-            'A personal access token (acts as you, optionally narrowed by scopes), a service-account token (scopes required; optional roles) or a tenant API key (admins). A token never creates a wider one. The secret is in this response only (`Cache-Control: no-store`); an `Idempotency-Key` is refused (400), since a replay could not return the secret.',
+            'A personal access token (acts as you, optionally narrowed by scopes), a service-account token (scopes required; optional roles) or a tenant API key. ' +
+            'A created token never has more than its creator nor outlives it: a service account\'s roles are within yours (left out: yours), scopes within yours (left out: yours), `expiresAt` no later than your token\'s (left out: that expiry; a browser session does not bound it), and a tenant API key comes only from a credential acting as the whole tenant (an unscoped API key or the CLI). ' +
+            'Refusals are 403 `token.escalation` with `escalation` `type` (`heldRoles`, `heldScopes`), `roles` (`notHeld`, `heldRoles`) or `expiresAt` (`creatorExpiresAt`), or 403 `scope.escalation` (`notHeld`, `heldScopes`); `permission.denied` without `admin`, `token.user_required` for a personal token without a user. ' +
+            'The secret is in this response only (`Cache-Control: no-store`); an `Idempotency-Key` is refused (400), since a replay could not return the secret.',
           scope: 'tokens:write',
-          body: { schema: ctx.ref(tokenDataSchema), example: { type: 'service-account', name: 'ERP sync', scopes: ['records:read:incident', 'bulk:write:incident'] } },
+          body: { schema: ctx.ref(tokenDataSchema), example: { type: 'service-account', name: 'ERP sync', scopes: [`records:read:${moduleKey}`, `bulk:write:${moduleKey}`] } },
           responses: { 201: { description: 'The token, with its secret.', schema: created, headers: noStore } },
           problems: [413, 415]
         })

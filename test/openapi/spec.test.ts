@@ -99,7 +99,7 @@ t.test('without a credential the document is generic; with an API key it types t
   const body = acme.paths['/api/v1/records'].post.requestBody.content['application/json']
   t.equal(body.schema.discriminator.propertyName, 'moduleKey')
   t.equal(body.schema.discriminator.mapping.incident, '#/components/schemas/IncidentRecordCreate')
-  t.equal(body.example.moduleKey, 'corrective-action', 'an example built from the first module\'s required fields')
+  t.equal(body.example.moduleKey, 'incident', 'an example built from the required fields of the first module that references no other record (corrective-action needs an incident)')
 })
 
 t.test('a user sees the modules their roles reach, and a bad token is refused', async (t) => {

@@ -1,6 +1,6 @@
 import { pascal, toDocumentSchema, type DocContext, type JsonSchema } from '../../openapi/builder.ts'
 import type { RegisteredModule } from '../registry.ts'
-import { samplePayload } from './sample.ts'
+import { samplePatch, samplePayload, sampleReferences, sampleTransition, type SampleContext } from './sample.ts'
 
 /** `$ref`s to the component schemas one module adds to its tenant's OpenAPI document. */
 export interface ModuleRefs {
@@ -12,15 +12,20 @@ export interface ModuleRefs {
   transition: JsonSchema
   record: JsonSchema
   title: string
-  /** A valid payload with the required fields, for examples. */
+  /** A payload with the required fields, for examples; valid as sent unless `needs` lists fields. */
   example: Record<string, unknown>
+  /** Fields of `example` that hold a placeholder id for a record that must exist first (`incident`). */
+  needs: string[]
+  /** A merge patch of a record made from `example`, and a transition it can fire at once. */
+  patchExample: Record<string, unknown>
+  transitionExample?: { transition: string; payload?: Record<string, unknown> }
 }
 
 const exampleId = '0b7e6f3a-5c2d-4e1f-8a9b-7c6d5e4f3a2b'
 
 /**
- * The payload schema with no field required and unknown keys allowed, for a merge patch
- * (`nullable`: `null` removes a key) or a read (hidden fields left out, older records). Only
+ * The payload schema with no field required and its `additionalProperties` dropped, for a merge
+ * patch (`nullable`: `null` removes a key) or a read (hidden fields left out, older records). Only
  * the top level: a nested value (a group's rows, a location) is still replaced whole.
  */
 function loosen(schema: JsonSchema, nullable: boolean): JsonSchema {
@@ -49,7 +54,19 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
   const name = pascal(d.key)
   const payloadSchema = toDocumentSchema(m.schema)
   const payload = ctx.ref({ ...payloadSchema, title: `${d.title} payload`, description: `The payload of a ${d.title} record (module \`${d.key}\` ${d.version}), as create validates it.` }, `${name}Payload`)
-  const payloadPatch = ctx.ref({ ...loosen(payloadSchema, true), type: 'object', title: `${d.title} payload changes`, description: 'JSON merge patch of the payload: the keys sent replace the stored ones, `null` removes one; the result is validated as a whole.' }, `${name}PayloadPatch`)
+  // Other keys are refused by the whole-payload check, but for `null` on a key kept from an earlier module
+  // version. `{ type: 'null' }` would say exactly that, but openapi-typescript then intersects every field with
+  // `null`, and a generated client can no longer set one: the description says it instead.
+  const payloadPatch = ctx.ref(
+    {
+      ...loosen(payloadSchema, true),
+      type: 'object',
+      additionalProperties: false,
+      title: `${d.title} payload changes`,
+      description: 'JSON merge patch of the payload: the keys sent replace the stored ones, `null` removes one; the result is validated as a whole. (A key the module no longer defines, kept by a record from an earlier version, can also be removed with `null`.)'
+    },
+    `${name}PayloadPatch`
+  )
   const payloadOut = ctx.ref(
     { ...loosen(payloadSchema, false), type: 'object', title: `${d.title} payload (read)`, description: 'The stored payload. Fields the caller may not read are left out, and a record stored under an earlier module version may lack newer fields.' },
     `${name}PayloadRead`
@@ -85,6 +102,10 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
     },
     `${name}Record`
   )
-  const example = samplePayload(d.fields, { recordIds: new Proxy({}, { get: () => exampleId }), userId: exampleId }, false)
-  return { key: d.key, name, title: d.title, payload, payloadPatch, state, transition, record, example }
+  // Optional references are left out and a required one holds a placeholder (listed in `needs`), so
+  // an example of a module that references nothing is valid as sent on a fresh tenant.
+  const sample: SampleContext = { recordIds: {}, userId: exampleId, placeholderId: exampleId }
+  const example = samplePayload(d.fields, sample, false)
+  const examples = { example, needs: sampleReferences(d.fields, false), patchExample: samplePatch(d.fields, example, sample), transitionExample: sampleTransition(d, example, sample) }
+  return { key: d.key, name, title: d.title, payload, payloadPatch, state, transition, record, ...examples }
 }

@@ -5,6 +5,11 @@ export interface SampleContext {
   /** Ids of existing records per module, for record references. */
   recordIds: Record<string, string>
   userId: string
+  /**
+   * Stands in for a required reference to a module with no id in `recordIds` (documentation
+   * examples); an optional one is left out instead, so the example stays valid as sent.
+   */
+  placeholderId?: string
 }
 
 const firstOption = (f: { options: Array<string | { value: string }> }) => {
@@ -24,20 +29,75 @@ export const fieldToSample: { [T in FieldType]: (f: Of<T>, ctx: SampleContext) =
   singleChoice: (f) => firstOption(f),
   multipleChoice: (f) => [firstOption(f)],
   user: (_f, ctx) => ctx.userId,
-  recordRef: (f, ctx) => ctx.recordIds[f.module],
+  recordRef: (f, ctx) => ctx.recordIds[f.module] ?? (f.required ? ctx.placeholderId : undefined),
   group: (f, ctx) => [samplePayload(f.fields, ctx, true)],
   location: () => ({ latitude: 53.7997, longitude: -1.5492, label: 'Gate 3' })
 }
+
+const sampleOf = (f: FieldDefinition, ctx: SampleContext) => (fieldToSample[f.type] as (f: FieldDefinition, c: SampleContext) => unknown)(f, ctx)
 
 /** A payload with every field (or only the required ones) filled with a valid example. */
 export function samplePayload(fields: readonly FieldDefinition[], ctx: SampleContext, all: boolean): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const f of fields) {
     if (!all && !f.required) continue
-    const v = (fieldToSample[f.type] as (f: FieldDefinition, c: SampleContext) => unknown)(f, ctx)
+    const v = sampleOf(f, ctx)
     if (v !== undefined) out[f.key] = v
   }
   return out
+}
+
+/**
+ * The fields of `samplePayload(fields, ctx, all)` that need an existing record (required
+ * references, in groups too), as dotted paths: empty when the sample is valid on a fresh tenant.
+ */
+export function sampleReferences(fields: readonly FieldDefinition[], all: boolean, prefix = ''): string[] {
+  return fields.flatMap((f) => {
+    if (!all && !f.required) return []
+    if (f.type === 'recordRef') return f.required ? [`${prefix}${f.key}`] : []
+    if (f.type === 'group') return sampleReferences(f.fields, true, `${prefix}${f.key}[].`)
+    return []
+  })
+}
+
+/** A field whose sample stands alone: no reference to another record or a user, no role needed to write it. */
+const standalone = (f: FieldDefinition) => f.type !== 'recordRef' && f.type !== 'user' && !f.access && sampleReferences([f], true).length === 0
+
+/**
+ * A merge patch for a record made from `example`: the first optional field that stands alone,
+ * filled in (else the first field of the example, unchanged).
+ */
+export function samplePatch(fields: readonly FieldDefinition[], example: Record<string, unknown>, ctx: SampleContext): Record<string, unknown> {
+  for (const f of fields) {
+    const v = f.key in example || !standalone(f) ? undefined : sampleOf(f, ctx)
+    if (v !== undefined) return { [f.key]: v }
+  }
+  const [key] = Object.keys(example)
+  return key === undefined ? {} : { [key]: example[key] }
+}
+
+/**
+ * A transition a record made from `example` can fire at once: from the initial state, open to
+ * its creator, with the fields its target needs either in the example or standing alone (then
+ * sent along as `payload`). Falls back to the first transition from the initial state.
+ */
+export function sampleTransition(def: ModuleDefinition, example: Record<string, unknown>, ctx: SampleContext): { transition: string; payload?: Record<string, unknown> } | undefined {
+  const fields = new Map(def.fields.map((f) => [f.key, f]))
+  const fromStart = def.workflow.transitions.filter((t) => t.from.includes(def.workflow.initial))
+  next: for (const t of fromStart) {
+    if (t.forbidSelf) continue
+    const payload: Record<string, unknown> = {}
+    for (const key of [...(def.workflow.states.find((s) => s.key === t.to)?.requires ?? []), ...(t.requires ?? [])]) {
+      if (key in example) continue
+      const f = fields.get(key)
+      const v = f && standalone(f) ? sampleOf(f, ctx) : undefined
+      if (v === undefined) continue next
+      payload[key] = v
+    }
+    return { transition: t.key, ...(Object.keys(payload).length ? { payload } : {}) }
+  }
+  const first = fromStart[0] ?? def.workflow.transitions[0]
+  return first && { transition: first.key }
 }
 
 /** Modules ordered so that every module comes after the modules its record references point to. */
