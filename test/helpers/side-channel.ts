@@ -134,18 +134,28 @@ export function relative(answer: Answer, steps: Steps, fresh: Map<string, string
  * the storage driver's putFile, which every export calls once its rows are rendered.
  */
 export function exportGate(storage: StorageDriver) {
-  const held = new Map<string, { promise: Promise<void>; open(): void }>()
+  const held = new Map<string, { promise: Promise<void>; open(): void; arrived: Promise<void>; arrive(): void }>()
   const putFile = storage.putFile.bind(storage)
   storage.putFile = async (key, path, contentType) => {
     const [tenantId, area] = key.split('/')
-    if (area === 'exports') await held.get(tenantId)?.promise
+    const gate = area === 'exports' ? held.get(tenantId) : undefined
+    if (gate) {
+      gate.arrive()
+      await gate.promise
+    }
     return putFile(key, path, contentType)
   }
   return {
     hold(tenantId: string) {
       let open!: () => void
+      let arrive!: () => void
       const promise = new Promise<void>((resolve) => (open = resolve))
-      held.set(tenantId, { promise, open })
+      const arrived = new Promise<void>((resolve) => (arrive = resolve))
+      held.set(tenantId, { promise, open, arrived, arrive })
+    },
+    /** Resolves once an export of the tenant is held, its progress final until release. */
+    arrived(tenantId: string): Promise<void> {
+      return held.get(tenantId)?.arrived ?? Promise.resolve()
     },
     release(tenantId: string) {
       held.get(tenantId)?.open()
