@@ -12,6 +12,7 @@ import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, isUuid, validationError } from '../../core/validation.ts'
 import * as repo from './records.repository.ts'
 import { referenceProblems } from './records.checks.ts'
+import { canonicalExternalRef } from './records.external-ref.ts'
 import { diffPayload, hasValue, mergePatch } from './records.payload.ts'
 import {
   recordCreateValidator,
@@ -130,9 +131,12 @@ export class RecordsService {
     const columns = byUpdate ? `${repo.recordColumns}, ${repo.updatedAtExact}` : repo.recordColumns
     // Internal callers (exports) may ask for the count of the same selection instead of a page.
     const countOnly = params.countOnly === true && !params.provider
-    const select = countOnly
-      ? new ShapedQuery('records.count', () => sql('records as r').select(sql.raw('count(*)::int AS total')))
-      : new ShapedQuery(byUpdate ? 'records.find.by-update' : 'records.find', () => sql('records as r').select(sql.raw(columns)))
+    // Tenant and module are pinned on both shapes, first: the count once lacked them and counted every tenant's records.
+    const select = (
+      countOnly
+        ? new ShapedQuery('records.count', () => sql('records as r').select(sql.raw('count(*)::int AS total')))
+        : new ShapedQuery(byUpdate ? 'records.find.by-update' : 'records.find', () => sql('records as r').select(sql.raw(columns)))
+    )
       .add('tenant', [principal.tenantId], (b) => b.where('r.tenant_id', principal.tenantId))
       .add('module', [module.definition.key], (b) => b.andWhere('r.module_key', module.definition.key))
     // A cursor is bound to its tenant, module and filters.
@@ -155,7 +159,7 @@ export class RecordsService {
       scopeParts.push(['state', states])
     }
     if (q.externalRef) {
-      const ref = q.externalRef
+      const ref = canonicalExternalRef(q.externalRef)
       select.add('externalRef', [ref], (b) => b.where('r.external_ref', ref))
       scopeParts.push(['externalRef', ref])
     }
@@ -166,7 +170,10 @@ export class RecordsService {
     }
     for (const [key, condition] of Object.entries(q.payload ?? {})) {
       // Filtering on a field one may not read would reveal it a bit at a time.
-      if (hidden.has(key)) assertWritable(principal, module, [key])
+      if (hidden.has(key)) {
+        const roles = module.fields.get(key)?.access?.read ?? []
+        throw problems.forbidden('field.forbidden', `This credential may not read field "${key}" of module "${module.definition.key}", so it cannot filter on it; reading it needs one of the roles ${roles.join(', ')}.`, { field: key })
+      }
       for (const c of this.payloadFilter(module, key, condition)) select.add(c.sql, c.bindings, (b) => b.whereRaw(c.sql, c.bindings as any[]))
       scopeParts.push(['payload', key, condition])
     }
@@ -232,6 +239,7 @@ export class RecordsService {
     assertCan(principal, module, 'create')
     const payload = data.payload as Record<string, unknown>
     assertWritable(principal, module, Object.keys(payload))
+    const externalRef = data.externalRef === undefined ? null : canonicalExternalRef(data.externalRef)
     await this.checkPayload(principal, module, payload, this.o.pool)
     const { prefix, suffix, width } = module.numberPattern.render(new Date())
     const input: repo.NewRecord = {
@@ -244,7 +252,7 @@ export class RecordsService {
       numberWidth: width,
       state: module.definition.workflow.initial,
       payload,
-      externalRef: data.externalRef ?? null,
+      externalRef,
       actor: principal.actor,
       changes: diffPayload({}, payload)
     }
@@ -258,7 +266,7 @@ export class RecordsService {
       })
     } catch (err) {
       if (repo.isExternalRefClash(err)) {
-        throw problems.conflict('record.external_ref_taken', `A live ${module.definition.key} record already has externalRef "${data.externalRef}". Update it, or load it through the bulk endpoint, which upserts by externalRef.`)
+        throw problems.conflict('record.external_ref_taken', `A live ${module.definition.key} record already has externalRef "${externalRef}". Update it, or load it through the bulk endpoint, which upserts by externalRef.`)
       }
       throw err
     }

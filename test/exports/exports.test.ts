@@ -11,6 +11,7 @@ import { loadConfig } from '../../core/config.ts'
 import { projectRoot } from '../../core/paths.ts'
 import { purgeExpiredExports } from '../../plugins/exports/exports.job.ts'
 import { userWithToken } from '../helpers/identity.ts'
+import { systemPrincipal } from '../../core/auth/principal.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer, type TestServer } from '../helpers/server.ts'
 
@@ -67,6 +68,19 @@ t.test('a CSV export with filters is produced, parsed back and matches the recor
   const formula = table.find((r) => r[title].includes('HYPERLINK'))!
   t.equal(formula[title], `'=HYPERLINK("http://evil.example","click")`, 'a formula comes out inert')
   t.ok(table.slice(1).every((r) => r[header.indexOf('Severity')] === 'high'))
+})
+
+t.test("another tenant's export counts none of the first tenant's records, while running or after", async (t) => {
+  const title = 'Incident 5, "quoted"'
+  const records = server.running.app.service('api/v1/records') as any
+  const count = async (tenantId: string) =>
+    (await records.find({ principal: systemPrincipal(tenantId, 'test'), countOnly: true, query: { moduleKey: 'incident', payload: { title } } })).total
+  t.equal(await count('acme'), 1, 'the owner counts its record')
+  t.equal(await count('globex'), 0, 'the count behind rowsTotal holds only the caller tenant')
+  t.equal(await count('initech'), 0)
+  const { job } = await runExport({ moduleKey: 'incident', format: 'pdf', filters: { payload: { title } } }, server.keys.globex)
+  t.equal(job.status, 'succeeded')
+  t.same(job.progress, { rowsDone: 0, rowsTotal: 0 }, "rowsTotal does not reveal acme's title to globex")
 })
 
 t.test('hidden fields are never exported, and asking for them is refused', async (t) => {
