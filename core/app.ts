@@ -16,6 +16,7 @@ import type { AppConfig } from './config.ts'
 import type { App, Platform } from './declarations.ts'
 import { openDatabase } from './db/index.ts'
 import { authenticate } from './hooks/authenticate.ts'
+import { acceptJsonData } from './hooks/json-data.ts'
 import { jsonBody, passBodyStream } from './http/body.ts'
 import { logAppError } from './http/client-aborts.ts'
 import { colonMethods } from './http/custom-methods.ts'
@@ -94,7 +95,7 @@ export function createApp(platform: Platform, options: AppOptions = {}): App {
   app.use(passBodyStream([bulkPathPattern]))
   app.use(colonMethods([recordsPath, attachmentsPath]))
   app.configure(rest())
-  app.hooks({ around: { all: [authenticate(platform.credentials)] } })
+  app.hooks({ around: { all: [authenticate(platform.credentials), acceptJsonData] } })
   for (const plugin of plugins) app.configure(plugin)
   return app
 }

@@ -2,9 +2,13 @@ import { Ajv } from 'ajv'
 import addFormats from 'ajv-formats'
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import { problems, type FieldProblem } from './errors/index.ts'
+import { jsonLimits } from './json-data.ts'
 
 /** Validates request bodies and payloads: no coercion, every error reported. */
 export const dataAjv = addFormats.default(new Ajv({ allErrors: true, verbose: true, strict: false, coerceTypes: false, useDefaults: false }), ['date', 'date-time', 'uuid', 'email', 'uri'])
+
+/** The same rules, stopping at the first error: for bodies too large to list every error of (see validationProblems). */
+const firstErrorAjv = addFormats.default(new Ajv({ allErrors: false, verbose: true, strict: false, coerceTypes: false, useDefaults: false }), ['date', 'date-time', 'uuid', 'email', 'uri'])
 
 /** Validates query strings: values arrive as strings and are coerced to the declared types. */
 export const queryAjv = addFormats.default(new Ajv({ allErrors: true, strict: false, coerceTypes: 'array', useDefaults: true }), ['date', 'date-time', 'uuid'])
@@ -20,7 +24,7 @@ function postgresCanHold(value: string): boolean {
   if (offset && Number(offset[2]) * 60 + Number(offset[3] ?? 0) > 15 * 60 + 59) return false
   return !/:60\.\d*[1-9]/.test(value)
 }
-for (const ajv of [dataAjv, queryAjv]) {
+for (const ajv of [dataAjv, queryAjv, firstErrorAjv]) {
   for (const name of ['date', 'date-time']) {
     const base = ajv.formats[name] as { validate: (s: string) => boolean; compare?: (a: string, b: string) => number | undefined }
     ajv.addFormat(name, { ...base, validate: (s: string) => base.validate(s) && postgresCanHold(s) })
@@ -48,47 +52,101 @@ function pointerToField(pointer: string) {
   return pointer.replace(/^\//, '').replace(/\//g, '.') || '(body)'
 }
 
-/** Turns Ajv errors into field problems that name the field and, where known, the allowed values. */
-export function fieldProblems(errors: ErrorObject[] | null | undefined, root = ''): FieldProblem[] {
-  const out: FieldProblem[] = []
-  for (const e of errors ?? []) {
-    let pointer = root + e.instancePath
-    let detail = e.message ?? 'is invalid'
-    let allowed: unknown[] | undefined
-    switch (e.keyword) {
-      case 'required':
-        pointer += `/${e.params.missingProperty}`
-        detail = 'is required'
-        break
-      case 'additionalProperties':
-        pointer += `/${e.params.additionalProperty}`
-        allowed = Object.keys((e.parentSchema as any)?.properties ?? {})
-        detail = `is not an accepted field; allowed fields: ${allowed.join(', ')}`
-        break
-      case 'enum':
-        allowed = e.params.allowedValues
-        detail = `must be one of: ${allowed!.join(', ')}`
-        break
-      case 'format':
-        detail = `must be ${e.params.format === 'date-time' ? 'an ISO 8601 date-time with a timezone, e.g. 2026-03-01T08:30:00Z' : e.params.format === 'date' ? 'a date, YYYY-MM-DD' : `in ${e.params.format} format`}`
-        break
-      case 'type':
-        detail = `must be ${/^[aeiou]/.test(e.params.type) ? 'an' : 'a'} ${e.params.type}`
-        break
-    }
-    // Ajv reports an enum inside an array item once per item; keep the first of each pointer+keyword.
-    if (out.some((p) => p.pointer === pointer && p.code === e.keyword)) continue
-    out.push({ pointer, field: pointerToField(pointer), code: e.keyword, detail, ...(allowed ? { allowed } : {}) })
+/** One Ajv error as a field problem that names the field and, where known, the allowed values. */
+function fieldProblem(e: ErrorObject, root: string): FieldProblem {
+  let pointer = root + e.instancePath
+  let detail = e.message ?? 'is invalid'
+  let allowed: unknown[] | undefined
+  switch (e.keyword) {
+    case 'required':
+      pointer += `/${e.params.missingProperty}`
+      detail = 'is required'
+      break
+    case 'additionalProperties':
+      pointer += `/${e.params.additionalProperty}`
+      allowed = Object.keys((e.parentSchema as any)?.properties ?? {})
+      detail = `is not an accepted field; allowed fields: ${allowed.join(', ')}`
+      break
+    case 'enum':
+      allowed = e.params.allowedValues
+      detail = `must be one of: ${allowed!.join(', ')}`
+      break
+    case 'format':
+      detail = `must be ${e.params.format === 'date-time' ? 'an ISO 8601 date-time with a timezone, e.g. 2026-03-01T08:30:00Z' : e.params.format === 'date' ? 'a date, YYYY-MM-DD' : `in ${e.params.format} format`}`
+      break
+    case 'type':
+      detail = `must be ${/^[aeiou]/.test(e.params.type) ? 'an' : 'a'} ${e.params.type}`
+      break
   }
-  return out
+  return { pointer, field: pointerToField(pointer), code: e.keyword, detail, ...(allowed ? { allowed } : {}) }
 }
 
-export function validationError(list: FieldProblem[]) {
-  const detail = list.map((p) => `${p.field} ${p.detail}`).join('; ')
-  return problems.validation(detail, list)
+/**
+ * Turns Ajv errors into field problems, at most `jsonLimits.maxProblems` of them. Ajv
+ * reports an enum inside an array item once per item; the first of each pointer and
+ * rule is kept (a Set, so a body with 60,000 bad items costs 60,000 steps, not their square).
+ */
+export function fieldProblems(errors: ErrorObject[] | null | undefined, root = ''): FieldProblem[] {
+  return boundedProblems(errors, root).list
+}
+
+function boundedProblems(errors: ErrorObject[] | null | undefined, root: string): { list: FieldProblem[]; more: boolean } {
+  const list: FieldProblem[] = []
+  const seen = new Set<string>()
+  for (const e of errors ?? []) {
+    const p = fieldProblem(e, root)
+    const key = `${p.pointer}\u0000${p.code}`
+    if (seen.has(key)) continue
+    if (list.length === jsonLimits.maxProblems) return { list, more: true }
+    seen.add(key)
+    list.push(p)
+  }
+  return { list, more: false }
+}
+
+/** Problems spelled out in a problem's `detail`; `errors` lists them all (up to `jsonLimits.maxProblems`). */
+const detailProblems = 10
+
+/** A 400 `field.invalid` naming each field; `more` says the list stops short of every problem. */
+export function validationError(list: FieldProblem[], more = false) {
+  const shown = list.slice(0, detailProblems).map((p) => `${p.field} ${p.detail}`)
+  if (list.length > detailProblems) shown.push(`and ${list.length - detailProblems} more listed in errors`)
+  if (more) shown.push(`and more problems, not listed (at most ${jsonLimits.maxProblems} are): fix these and send again`)
+  return problems.validation(shown.join('; '), list, more)
+}
+
+/**
+ * Above this many values, a body is first checked by a validator that stops at its first
+ * error, and only that error is reported: listing every error of a 60,000-item array cost
+ * Ajv (allErrors) as much CPU as a thousand ordinary requests. A valid body never gets
+ * that large, since every array and string of a schema has a bound.
+ */
+const fullCheckValues = 10_000
+const firstErrorValidators = new WeakMap<ValidateFunction, ValidateFunction>()
+
+/** Whether a JSON value holds more than `limit` values (stops counting there). */
+function largerThan(value: unknown, limit: number): boolean {
+  const stack = [value]
+  let n = 0
+  while (stack.length) {
+    const v = stack.pop()
+    if (++n > limit) return true
+    if (v && typeof v === 'object') for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push(child)
+  }
+  return false
+}
+
+/** The problems of `value` under `validate`, at most `jsonLimits.maxProblems`, in CPU linear in the value's size; undefined when valid. */
+export function validationProblems(validate: ValidateFunction, value: unknown, root = ''): { list: FieldProblem[]; more: boolean } | undefined {
+  if (!largerThan(value, fullCheckValues)) return validate(value) ? undefined : boundedProblems(validate.errors, root)
+  let first = firstErrorValidators.get(validate)
+  if (!first) firstErrorValidators.set(validate, (first = firstErrorAjv.compile(validate.schema as object)))
+  if (first(value)) return undefined
+  return { list: boundedProblems(first.errors, root).list, more: true }
 }
 
 /** Validates `value` and throws a 400 `field.invalid` problem naming every failing field. */
 export function assertValid<T>(validate: ValidateFunction, value: unknown, root = ''): asserts value is T {
-  if (!validate(value)) throw validationError(fieldProblems(validate.errors, root))
+  const found = validationProblems(validate, value, root)
+  if (found) throw validationError(found.list, found.more)
 }

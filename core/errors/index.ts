@@ -32,7 +32,7 @@ export class ApiError extends FeathersError {
 }
 
 export const problems = {
-  validation: (detail: string, errors: FieldProblem[]) => new ApiError('validation', 'field.invalid', detail, { errors }),
+  validation: (detail: string, errors: FieldProblem[], more = false) => new ApiError('validation', 'field.invalid', detail, more ? { errors, moreErrors: true } : { errors }),
   badRequest: (code: string, detail: string) => new ApiError('bad-request', code, detail),
   unauthenticated: (code: string, detail: string) => new ApiError('authentication', code, detail, {}, { 'WWW-Authenticate': 'Bearer realm="records"' }),
   forbidden: (code: string, detail: string, extra?: Record<string, unknown>) => new ApiError('forbidden', code, detail, extra),

@@ -1,9 +1,15 @@
 import { isDeepStrictEqual } from 'node:util'
+import { dataObject } from '../../core/json-data.ts'
 
-/** JSON merge patch (RFC 7396) at the top level of a payload: given keys replace, null removes. */
+/**
+ * JSON merge patch (RFC 7396) at the top level of a payload: given keys replace, null
+ * removes. The result has no prototype, so a `__proto__` key (refused at the edge anyway)
+ * would be an own field the schema refuses, never an inherited value a guard reads.
+ */
 export function mergePatch(current: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
-  const out = { ...current }
-  for (const [k, v] of Object.entries(patch)) {
+  const out = dataObject(current)
+  for (const k of Object.keys(patch)) {
+    const v = patch[k]
     if (v === null) delete out[k]
     else out[k] = v
   }
@@ -20,9 +26,10 @@ export interface FieldChange {
 export function diffPayload(before: Record<string, unknown>, after: Record<string, unknown>): FieldChange[] {
   const changes: FieldChange[] = []
   for (const [k, v] of Object.entries(after)) {
-    if (!isDeepStrictEqual(before[k], v)) changes.push({ field: k, from: before[k] ?? null, to: v })
+    const was = Object.hasOwn(before, k) ? before[k] : undefined
+    if (!isDeepStrictEqual(was, v)) changes.push({ field: k, from: was ?? null, to: v })
   }
-  for (const k of Object.keys(before)) if (!(k in after)) changes.push({ field: k, from: before[k], to: null })
+  for (const k of Object.keys(before)) if (!Object.hasOwn(after, k)) changes.push({ field: k, from: before[k], to: null })
   return changes
 }
 

@@ -1,5 +1,16 @@
 import t from 'tap'
-import { diffPayload, hasValue, mergePatch } from '../../plugins/records/records.payload.ts'
+import { diffPayload, hasValue, mergePatch as merge } from '../../plugins/records/records.payload.ts'
+
+/** mergePatch's result as a plain object, for deep comparison (it has no prototype). */
+const mergePatch = (current: Record<string, unknown>, patch: Record<string, unknown>) => ({ ...merge(current, patch) })
+
+t.test('mergePatch returns an object without a prototype, so a __proto__ key is an own field and nothing is inherited', async (t) => {
+  const out = merge({ title: 'Spill' }, JSON.parse('{"__proto__":{"investigationLead":"x"}}'))
+  t.equal(Object.getPrototypeOf(out), null)
+  t.equal(out.investigationLead, undefined, 'no inherited value for a guard to read')
+  t.ok(Object.hasOwn(out, '__proto__'), 'the key is data, which the payload schema then refuses')
+  t.equal(out.constructor, undefined)
+})
 
 t.test('mergePatch replaces given keys, removes null ones and keeps the rest', async (t) => {
   const current = { title: 'Spill', severity: 'low', site: 'Leeds' }
@@ -9,8 +20,8 @@ t.test('mergePatch replaces given keys, removes null ones and keeps the rest', a
 
 t.test('mergePatch with an empty patch returns an equal copy', async (t) => {
   const current = { a: 1 }
-  const out = mergePatch(current, {})
-  t.strictSame(out, current)
+  const out = merge(current, {})
+  t.strictSame({ ...out }, current)
   t.not(out, current, 'a new object')
 })
 
