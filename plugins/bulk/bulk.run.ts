@@ -8,10 +8,12 @@ import type { Lease } from '../../core/limits/limiter.ts'
 import { logger } from '../../core/logger.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
-import { fieldProblems, validationError } from '../../core/validation.ts'
+import { jsonDataProblems, textProblem } from '../../core/json-data.ts'
+import { assertValid, validationError, validationProblems } from '../../core/validation.ts'
 import { referenceProblems } from '../records/records.checks.ts'
+import { canonicalExternalRef } from '../records/records.external-ref.ts'
 import { diffPayload, mergePatch } from '../records/records.payload.ts'
-import { updateRecord, type RecordRow } from '../records/records.repository.ts'
+import { isExternalRefClash, updateRecord, type RecordRow } from '../records/records.repository.ts'
 import { endBulkKey, lineHash, renewBulkKey, type BulkKey } from './bulk.idempotency.ts'
 import { splitLines, type RawLine } from './bulk.lines.ts'
 import * as repo from './bulk.repository.ts'
@@ -144,13 +146,21 @@ export class BulkRun {
     } catch (err) {
       return { line, hash, outcome: errorOutcome({ line }, { status: 400, code: 'row.malformed_json', detail: `The line is not valid JSON: ${(err as Error).message}` }) }
     }
-    const ref = typeof (value as { externalRef?: unknown })?.externalRef === 'string' ? (value as { externalRef: string }).externalRef : undefined
-    if (!bulkLineValidator(value)) {
-      const list = fieldProblems(bulkLineValidator.errors)
-      return { line, hash, externalRef: ref, outcome: errorOutcome({ line, externalRef: ref }, rowProblem(validationError(list))) }
-    }
+    const given = (value as { externalRef?: unknown })?.externalRef
+    // The outcome echoes the reference only when it is text that can be echoed.
+    const ref = typeof given === 'string' && !textProblem(given) ? given : undefined
+    // What no row may hold (NUL, lone surrogates, 1e400, reserved keys, deep nesting) fails that row alone, here, before the database could refuse its batch.
+    const refused = jsonDataProblems(value)
+    const found = refused.length ? { list: refused, more: false } : validationProblems(bulkLineValidator, value)
+    if (found) return { line, hash, externalRef: ref, outcome: errorOutcome({ line, externalRef: ref }, rowProblem(validationError(found.list, found.more))) }
     const v = value as { payload: Record<string, unknown>; externalRef?: string }
-    return { line, hash, externalRef: v.externalRef, payload: v.payload, asNew: this.checkAsNew(v.payload) }
+    let externalRef: string | undefined
+    try {
+      externalRef = v.externalRef === undefined ? undefined : canonicalExternalRef(v.externalRef)
+    } catch (err) {
+      return { line, hash, externalRef: ref, outcome: errorOutcome({ line, externalRef: ref }, rowProblem(err)) }
+    }
+    return { line, hash, externalRef, payload: v.payload, asNew: this.checkAsNew(v.payload) }
   }
 
   /** Everything a create needs that does not depend on the database: rights, field rules, schema, the activity diff. */
@@ -158,7 +168,7 @@ export class BulkRun {
     try {
       assertCan(this.principal, this.module, 'create')
       assertWritable(this.principal, this.module, Object.keys(payload))
-      if (!this.module.validatePayload(payload)) throw validationError(fieldProblems(this.module.validatePayload.errors, '/payload'))
+      assertValid(this.module.validatePayload, payload, '/payload')
       return { payloadJson: JSON.stringify(payload), changesJson: JSON.stringify(diffPayload({}, payload)) }
     } catch (err) {
       return { problem: rowProblem(err) }
@@ -212,7 +222,7 @@ export class BulkRun {
   /** The outcome of a row whose batch failed in the database: its own earlier verdict if it had one (a replay, a row error), else not loaded. */
   private failedRow(r: Row): Outcome {
     if (r.outcome && ((r.outcome as { replayed?: true }).replayed || (r.outcome.status === 'error' && r.outcome.problem.code !== 'bulk.not_loaded'))) return r.outcome
-    return errorOutcome(r, { status: 503, code: 'bulk.not_loaded', detail: 'The batch holding this row failed in the database and was rolled back; the row was not loaded. Send it again (with the same Idempotency-Key, a retry continues where this call stopped).' })
+    return errorOutcome(r, notLoaded('The batch holding this row failed in the database and was rolled back.'))
   }
 
   /** Resolves once fewer than `n` batches are on their way. */
@@ -235,17 +245,53 @@ export class BulkRun {
 
   /** Checks, writes and returns the outcomes of one batch, in input order, all in one transaction. */
   private async write(rows: Row[]): Promise<Outcome[]> {
-    await transactionOn(this.o.pool, this.dryRun, async (client) => {
-      const refs = rows.filter((r) => !r.outcome && r.externalRef !== undefined)
-      // Rows are applied in order; a reference repeated within the batch waits for its first row.
-      for (const segment of segments(rows.filter((r) => !r.outcome))) await this.apply(client, segment, refs.length > 0)
-      if (this.key && !this.dryRun) {
-        await repo.storeOutcomes(client, this.key, this.toStore(rows))
-        await renewBulkKey(client, this.key, this.o.inFlightTimeoutSeconds)
-      }
-    })
+    await this.rowByRowOnRefusal(rows, (isolate) =>
+      transactionOn(this.o.pool, this.dryRun, async (client) => {
+        const refs = rows.filter((r) => !r.outcome && r.externalRef !== undefined)
+        // Rows are applied in order; a reference repeated within the batch waits for its first row.
+        for (const segment of segments(rows.filter((r) => !r.outcome))) await this.apply(client, segment, refs.length > 0, isolate)
+        if (!this.dryRun) await this.storeBatch(client, rows)
+      })
+    )
     await this.lease?.extend(leaseMs).catch(() => undefined)
     return rows.map((r) => this.count(r.outcome!))
+  }
+
+  private async storeBatch(client: pg.PoolClient, rows: Row[]) {
+    if (!this.key) return
+    await repo.storeOutcomes(client, this.key, this.toStore(rows))
+    await renewBulkKey(client, this.key, this.o.inFlightTimeoutSeconds)
+  }
+
+  /**
+   * Runs a batch's transaction; if the database refuses a row's data, runs it again with
+   * each row on its own savepoint (`isolate`), so that row alone fails and the good rows
+   * of its batch are written. The edge checks (core/json-data.ts) catch every refusal
+   * known; this is for the next one.
+   */
+  private async rowByRowOnRefusal(rows: Row[], run: (isolate: boolean) => Promise<void>) {
+    const before = rows.map((r) => r.outcome)
+    try {
+      await run(false)
+    } catch (err) {
+      if (!refusesRow(err)) throw err
+      logger.warn('the database refused a bulk row; its batch is written row by row', { sqlState: (err as { code?: string }).code, error: (err as Error).message })
+      rows.forEach((r, i) => (r.outcome = before[i]))
+      await run(true)
+    }
+  }
+
+  /** Runs one row's statements on a savepoint: a refusal becomes that row's outcome and the transaction goes on. */
+  private async isolated(client: pg.PoolClient, row: Row, fn: () => Promise<void>) {
+    await client.query('SAVEPOINT bulk_row')
+    try {
+      await fn()
+      await client.query('RELEASE SAVEPOINT bulk_row')
+    } catch (err) {
+      await client.query('ROLLBACK TO SAVEPOINT bulk_row')
+      if (!refusesRow(err)) throw err
+      row.outcome = errorOutcome(row, refusedProblem(err, this.module.definition.key, row.externalRef))
+    }
   }
 
   /**
@@ -275,13 +321,13 @@ export class BulkRun {
   }
 
   private async writeCreates(rows: Row[], numbered: Array<{ row: Row; number: string }>): Promise<Outcome[]> {
-    await transactionOn(this.o.pool, false, async (client) => {
-      if (numbered.length) await this.insert(client, numbered)
-      if (this.key) {
-        await repo.storeOutcomes(client, this.key, this.toStore(rows))
-        await renewBulkKey(client, this.key, this.o.inFlightTimeoutSeconds)
-      }
-    })
+    await this.rowByRowOnRefusal(rows, (isolate) =>
+      transactionOn(this.o.pool, false, async (client) => {
+        if (isolate) for (const one of numbered) await this.isolated(client, one.row, () => this.insert(client, [one]))
+        else if (numbered.length) await this.insert(client, numbered)
+        await this.storeBatch(client, rows)
+      })
+    )
     await this.lease?.extend(leaseMs).catch(() => undefined)
     return rows.map((r) => this.count(r.outcome!))
   }
@@ -327,7 +373,7 @@ export class BulkRun {
   }
 
   /** Writes rows whose external references are distinct: updates of matched records, one insert for the rest. */
-  private async apply(client: pg.PoolClient, rows: Row[], upserts: boolean) {
+  private async apply(client: pg.PoolClient, rows: Row[], upserts: boolean, isolate: boolean) {
     const { principal, module } = this
     const key = module.definition.key
     const existing = new Map<string, RecordRow>()
@@ -353,7 +399,7 @@ export class BulkRun {
         assertCan(principal, module, 'update')
         assertWritable(principal, module, Object.keys(row.payload!))
         const payload = mergePatch(current.payload, row.payload!)
-        if (!module.validatePayload(payload)) throw validationError(fieldProblems(module.validatePayload.errors, '/payload'))
+        assertValid(module.validatePayload, payload, '/payload')
         plans.push({ row, payload, current, changed: new Set(diffPayload(current.payload, payload).map((c) => c.field)) })
       } catch (err) {
         row.outcome = errorOutcome(row, err instanceof Error ? rowProblem(err) : (err as Record<string, unknown>))
@@ -369,15 +415,21 @@ export class BulkRun {
     for (const p of ok.filter((p) => p.current)) {
       const current = p.current!
       const changes = diffPayload(current.payload, p.payload)
-      if (changes.length) await updateRecord(client, { tenantId: principal.tenantId, id: current.id, payload: p.payload, state: current.state, actor: principal.actor, action: 'updated', changes })
-      p.row.outcome = this.done(p.row, changes.length ? 'updated' : 'unchanged', current.id, current.number, current.version + (changes.length ? 1 : 0))
+      const update = async () => {
+        if (changes.length) await updateRecord(client, { tenantId: principal.tenantId, id: current.id, payload: p.payload, state: current.state, actor: principal.actor, action: 'updated', changes })
+        p.row.outcome = this.done(p.row, changes.length ? 'updated' : 'unchanged', current.id, current.number, current.version + (changes.length ? 1 : 0))
+      }
+      await (isolate ? this.isolated(client, p.row, update) : update())
     }
 
     const creates = ok.filter((p) => !p.current)
     if (!creates.length) return
     const { prefix, suffix, width } = module.numberPattern.render(new Date())
     const first = await repo.reserveNumbers(client, principal.tenantId, key, `${prefix}{seq}${suffix}`, creates.length)
-    await this.insert(client, creates.map((p, i) => ({ row: p.row, number: `${prefix}${String(first + i).padStart(width, '0')}${suffix}` })))
+    const numbered = creates.map((p, i) => ({ row: p.row, number: `${prefix}${String(first + i).padStart(width, '0')}${suffix}` }))
+    if (!isolate) return this.insert(client, numbered)
+    // A refused row leaves a gap in the numbers, as a failed batch does.
+    for (const one of numbered) await this.isolated(client, one.row, () => this.insert(client, [one]))
   }
 
   private done(row: Row, status: 'created' | 'updated' | 'unchanged', id: string, number: string, version: number): Outcome {
@@ -386,6 +438,24 @@ export class BulkRun {
     return { line: row.line, ...ref, status, id, number, version }
   }
 }
+
+/** Whether a database error refuses one row's data (SQLSTATE class 22 data exception, 23 integrity constraint, 54 program limit) rather than failing the batch. */
+function refusesRow(err: unknown): boolean {
+  return /^(22|23|54)/.test(String((err as { code?: unknown })?.code ?? ''))
+}
+
+/** The outcome problem of a row the database refused. */
+function refusedProblem(err: unknown, moduleKey: string, externalRef: string | undefined): Record<string, unknown> {
+  const sqlState = String((err as { code?: unknown }).code)
+  if (isExternalRefClash(err)) {
+    return { status: 409, code: 'record.external_ref_taken', detail: `A live ${moduleKey} record with externalRef "${externalRef}" was created by another call meanwhile; send the row again to update it.` }
+  }
+  // Another unique key (a record number) clashing is the service's fault, not the row's.
+  if (sqlState === '23505') return notLoaded('The row clashed with a record written at the same time and was rolled back; the other rows are unaffected.')
+  return { status: 422, code: 'row.refused', detail: `The database refused this row (SQLSTATE ${sqlState}); it was not loaded. The other rows are unaffected. Quote the call's X-Trace-Id when reporting it.`, sqlState }
+}
+
+const notLoaded = (why: string) => ({ status: 503, code: 'bulk.not_loaded', detail: `${why} The row was not loaded: send it again (with the same Idempotency-Key, a retry continues where this call stopped).` })
 
 /** Splits rows into runs in which no external reference repeats, keeping order. */
 function segments(rows: Row[]): Row[][] {

@@ -116,14 +116,11 @@ t.test('batches written at once still number and answer in input order', async (
 })
 
 t.test('a batch that fails in the database ends the call with a problem line; earlier batches stay, nothing of the failed one is written', async (t) => {
-  // Take the number the third batch will get, so its insert fails on the unique number.
-  const { rows: seq } = await pool.query("SELECT scope, value FROM record_sequences WHERE tenant_id = 'acme' AND module_key = 'incident'")
-  const prefix = seq[0].scope.replace('{seq}', '')
-  const blocked = `${prefix}${String(Number(seq[0].value) + 25).padStart(5, '0')}`
-  await pool.query(
-    `INSERT INTO records (tenant_id, module_key, module_version, number, state, payload, created_by, updated_by) VALUES ('acme', 'incident', '1.0.0', $1, 'reported', '{}', '{"type":"system","id":"t","name":"t"}', '{"type":"system","id":"t","name":"t"}')`,
-    [blocked]
-  )
+  // The third batch (rows 21-30) fails in the database for a reason that is not one row's data (rows the
+  // database refuses fail alone: test/bulk/bulk-hostile.test.ts); a trigger raising an error stands in for it.
+  await pool.query(`CREATE FUNCTION test_fail_batch() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.payload->>'title' = 'FAIL 25' THEN RAISE EXCEPTION 'the batch fails'; END IF; RETURN NEW; END $$`)
+  await pool.query('CREATE TRIGGER test_fail_batch BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION test_fail_batch()')
   const res = await bulkCall(server.url, path, key, ndjson(rows(45, 'FAIL')), { 'Idempotency-Key': 'failing-call' })
   t.equal(res.status, 200)
   const outcomes = res.lines.filter((l: any) => l.line)
@@ -140,7 +137,8 @@ t.test('a batch that fails in the database ends the call with a problem line; ea
   const key_ = await pool.query("SELECT state, locked_until <= now() AS free FROM idempotency_keys WHERE key = 'failing-call'")
   t.same(key_.rows[0], { state: 'in_flight', free: true }, 'the key is released for a retry to continue')
 
-  await pool.query("DELETE FROM records WHERE tenant_id = 'acme' AND number = $1", [blocked])
+  await pool.query('DROP TRIGGER test_fail_batch ON records')
+  await pool.query('DROP FUNCTION test_fail_batch()')
   const retry = await bulkCall(server.url, path, key, ndjson(rows(45, 'FAIL')), { 'Idempotency-Key': 'failing-call' })
   const storedLines = new Set(created.map((l: any) => l.line))
   const retried = retry.lines.slice(0, 45)
