@@ -69,14 +69,17 @@ export class AuditLogService {
     let i = 0
     const ruleSql = rule ? `AND ${rule.sql.replace(/\?/g, () => `$${values.push(rule.bindings[i++])}`)}` : ''
     const { rows } = await this.o.pool.query(
-      `SELECT a.id, ${iso('a.at')} AS at, a.actor, a.action, a.changes, a.transition, a.comment, a.record_id AS "recordId", r.number AS "recordNumber"
+      // The feed pages by the table's identity (inside the sealed cursor only); an item's id is its position in its record's activity, as on the record.
+      `SELECT a.id AS position, (SELECT count(*)::int FROM record_activity b WHERE b.tenant_id = a.tenant_id AND b.record_id = a.record_id AND b.id <= a.id) AS id,
+              ${iso('a.at')} AS at, a.actor, a.action, a.changes, a.transition, a.comment, a.record_id AS "recordId", r.number AS "recordNumber"
          FROM record_activity a JOIN records r ON r.tenant_id = a.tenant_id AND r.id = a.record_id
         WHERE a.tenant_id = $1 AND r.module_key = $2 AND a.id > $3 ${query.action ? 'AND a.action = $5' : ''} ${ruleSql}
         ORDER BY a.id LIMIT $4`,
       values
     )
-    const items = redactActivity(rows.slice(0, limit), hiddenFields(principal, module))
-    const nextCursor = rows.length > limit ? this.o.cursors.encode(scope, [items[items.length - 1].id]) : null
+    const page = rows.slice(0, limit)
+    const items = redactActivity(page.map(({ position, ...item }) => item), hiddenFields(principal, module))
+    const nextCursor = rows.length > limit ? this.o.cursors.encode(scope, [page[page.length - 1].position]) : null
     return { items, nextCursor, limit }
   }
 }

@@ -14,9 +14,14 @@ export const recordColumns = `r.id, r.module_key, r.module_version, r.number, r.
  * the row it ended on, so that row (and any later one in the same millisecond) came back.
  */
 export const updatedAtExact = `to_char(r.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS updated_at_exact`
-const activityJson = `coalesce((SELECT json_agg(json_build_object('id', a.id, 'at', ${iso('a.at')}, 'actor', a.actor, 'action', a.action,
-  'changes', a.changes, 'transition', a.transition, 'comment', a.comment) ORDER BY a.id)
-  FROM record_activity a WHERE a.tenant_id = r.tenant_id AND a.record_id = r.id), '[]'::json) AS activity`
+/**
+ * An entry's `id` is its position in its record's activity (1 is the created entry): the
+ * table's own identity is numbered across tenants, so showing it would let a tenant count
+ * the others' changes between two of its own.
+ */
+const activityJson = `coalesce((SELECT json_agg(json_build_object('id', a.n, 'at', ${iso('a.at')}, 'actor', a.actor, 'action', a.action,
+  'changes', a.changes, 'transition', a.transition, 'comment', a.comment) ORDER BY a.n)
+  FROM (SELECT row_number() OVER (ORDER BY x.id) AS n, x.* FROM record_activity x WHERE x.tenant_id = r.tenant_id AND x.record_id = r.id) a), '[]'::json) AS activity`
 
 /** Ready attachments of a record, as its metadata shows them (pending uploads are not part of the record yet). */
 export const attachmentColumns = (x: string) => `json_build_object('id', ${x}.id, 'fileName', ${x}.file_name, 'contentType', ${x}.content_type, 'size', ${x}.size,
@@ -136,7 +141,7 @@ export async function insertRecord(db: Queryable, r: NewRecord): Promise<RecordR
         SELECT r.tenant_id, r.id, $10, 'created', $11 FROM r
         RETURNING id, at, actor, action, changes, transition, comment)
       SELECT ${recordColumns},
-        json_build_array(json_build_object('id', a.id, 'at', ${iso('a.at')}, 'actor', a.actor, 'action', a.action,
+        json_build_array(json_build_object('id', 1, 'at', ${iso('a.at')}, 'actor', a.actor, 'action', a.action,
           'changes', a.changes, 'transition', a.transition, 'comment', a.comment)) AS activity
       FROM r, a`,
     values: [r.tenantId, r.moduleKey, r.numberScope, r.moduleVersion, r.numberPrefix, r.numberWidth, r.numberSuffix, r.state, r.payload, r.actor, JSON.stringify(r.changes), r.externalRef ?? null]

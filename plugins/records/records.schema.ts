@@ -14,7 +14,7 @@ export const fieldChangeSchema = Type.Object({ field: Type.String(), from: Type.
 
 export const activitySchema = Type.Object(
   {
-    id: Type.Integer(),
+    id: Type.Integer({ minimum: 1, description: 'Position of the entry in its record\'s activity: 1 is the created entry; with recordId, it identifies the entry in the audit feed' }),
     at: Type.String({ format: 'date-time' }),
     actor: Type.Ref(actorSchema),
     action: Type.Union([Type.Literal('created'), Type.Literal('updated'), Type.Literal('transitioned'), Type.Literal('deleted')]),
