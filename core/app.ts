@@ -125,9 +125,10 @@ export async function startServer(platform: Platform, options: AppOptions = {}):
   ]
   let agenda = platform.config.jobs.enabled ? await startJobs(platform.db.pool, jobs, { process: true, processEverySeconds: platform.config.jobs.processEverySeconds }) : undefined
   // An instance that runs no jobs still enqueues them (for instances that do), on a scheduler started on first use.
-  platform.enqueue = async (name, data) => {
+  platform.enqueue = async (name, data, options) => {
     agenda ??= await startJobs(platform.db.pool, jobs, { process: false })
-    await agenda.now(name, data)
+    if (options?.delayMs) await agenda.schedule(new Date(Date.now() + options.delayMs), name, data)
+    else await agenda.now(name, data)
   }
   return {
     app,

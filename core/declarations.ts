@@ -27,8 +27,8 @@ export interface Platform {
   storage: StorageDriver
   /** The service's public base URL (known for certain once it listens). */
   urls: { public: string }
-  /** Puts a job on the scheduler (every instance may enqueue; only instances with jobs enabled run them). */
-  enqueue(name: string, data: Record<string, unknown>): Promise<void>
+  /** Puts a job on the scheduler, to run now or after `delayMs` (every instance may enqueue; only instances with jobs enabled run them). */
+  enqueue(name: string, data: Record<string, unknown>, options?: { delayMs?: number }): Promise<void>
   /** The limits that apply to a tenant: the defaults with its enterprise overrides. */
   limitsFor(tenantId: string | undefined): AppConfig['limits']
 }

@@ -3,7 +3,6 @@ import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { finished } from 'node:stream/promises'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { hiddenFields } from '../../core/auth/access.ts'
 import type { App, Platform } from '../../core/declarations.ts'
 import { ApiError, problemFields } from '../../core/errors/index.ts'
@@ -55,18 +54,16 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
   let lease: Lease | undefined
   if (platform.limiter) {
     const limit = platform.limitsFor(tenantId).exportConcurrency
-    for (let waited = 0; ; waited++) {
-      // First in, first out: an export waits while an older one of its tenant is still queued.
-      if (row.status !== 'queued' || (await repo.olderQueued(pool, tenantId, id)) === 0) {
-        const slot = await platform.limiter.acquire(`exports:${tenantId}`, limit, lockMs)
-        if (slot.lease) {
-          lease = slot.lease
-          break
-        }
-      }
-      await sleep(200)
-      if (waited % 25 === 0) await job.touch()
+    // First in, first out: an export waits while an older one of its tenant is still queued.
+    const ahead = row.status === 'queued' ? await repo.olderQueued(pool, tenantId, id) : 0
+    const slot = ahead === 0 ? await platform.limiter.acquire(`exports:${tenantId}`, limit, lockMs) : undefined
+    if (!slot?.lease) {
+      // It waits off the worker, asking again later (sooner near the head of its tenant's queue): a worker held
+      // while waiting let one tenant's backlog hold every worker, and another tenant's export sat queued behind it.
+      await platform.enqueue('exports.render', { tenantId, exportId: id }, { delayMs: Math.min(1000 * (1 + Math.floor(ahead / limit)), 30_000) })
+      return { waiting: ahead }
     }
+    lease = slot.lease
   }
   const temp = join(tmpdir(), `records-export-${tenantId}-${id}.${row.format}`)
   const records = app.service(recordsPath)

@@ -179,6 +179,31 @@ t.test('a sixth concurrent export waits in the queue, with its position, then ru
   t.equal(statusB, 'succeeded')
 })
 
+t.test("one tenant's export backlog does not hold up another tenant's export", async (t) => {
+  const limiter = server.platform.limiter!
+  const held = []
+  for (let i = 0; i < 5; i++) held.push((await limiter.acquire('exports:acme', 5, 60_000)).lease!)
+  // More waiting exports than an instance has render workers (20).
+  const backlog = []
+  for (let i = 0; i < 25; i++) backlog.push((await server.request('POST', '/api/v1/exports', { body: { moduleKey: 'incident', format: 'csv', columns: ['number'] } })).body.id)
+  const started = Date.now()
+  const { job } = await runExport({ moduleKey: 'incident', format: 'csv' }, server.keys.globex)
+  const waited = Date.now() - started
+  t.equal(job.status, 'succeeded', "globex's export ran while acme's waited")
+  t.ok(waited < 8000, `globex's export was done in ${waited} ms`)
+  const last = (await server.request('GET', `/api/v1/exports/${backlog[24]}`)).body
+  t.match(last, { status: 'queued', queuePosition: 25 }, "acme's backlog is still waiting, in order")
+  for (const lease of held) await lease.release()
+  const deadline = Date.now() + 60_000
+  let done = 0
+  while (Date.now() < deadline && done < backlog.length) {
+    done = 0
+    for (const id of backlog) if ((await server.request('GET', `/api/v1/exports/${id}`)).body.status === 'succeeded') done++
+    await sleep(250)
+  }
+  t.equal(done, backlog.length, 'then the backlog drains')
+})
+
 t.test('an export survives the death of the process running it and finishes once', async (t) => {
   // An API instance that runs no jobs, a worker process that does, on a database of their own.
   const api = await startTestServer({ jobs: { enabled: false } } as any)
