@@ -138,7 +138,7 @@ function outcomeLine(ctx: DocContext): JsonSchema {
         code: {
           type: 'string',
           description:
-            '`row.malformed_json`, `row.too_large` (413), `field.invalid`, `field.forbidden`, `permission.denied`, `scope.missing`, `record.external_ref_taken` (409), `bulk.row_limit` (413), `idempotency.line_changed` (422), `bulk.not_loaded` (503: its batch failed in the database); on the call\'s own problem line, `internal.error` (500).',
+            '`row.malformed_json`, `row.too_large` (413), `field.invalid`, `field.forbidden`, `permission.denied`, `scope.missing`, `record.external_ref_taken` (409), `bulk.row_limit` (413), `idempotency.line_changed` (422), `row.refused` (422, with `sqlState`: the database refused this row alone; the rest of its batch loaded), `bulk.not_loaded` (503: its batch failed in the database); on the call\'s own problem line, `internal.error` (500).',
           examples: ['field.invalid']
         },
         detail: { type: 'string' },
