@@ -57,9 +57,15 @@ export const problemSchema = {
     detail: { type: 'string' },
     code: { type: 'string', description: 'Machine-readable code, e.g. `field.invalid`, `transition.not_allowed`.', examples: ['field.invalid'] },
     traceId: { type: 'string', description: 'The request in the service logs (also in `X-Trace-Id`).' },
+    moreErrors: {
+      type: 'boolean',
+      const: true,
+      description: 'Present when `errors` stops short of every failure: more than 100 were found, or the body held over 10,000 values and only its first failure was looked for. Fix those listed and send again.'
+    },
     errors: {
       type: 'array',
-      description: 'Validation failures, one per field (code `field.invalid`).',
+      maxItems: 100,
+      description: 'Validation failures, one per field and rule (code `field.invalid`), at most 100.',
       items: {
         type: 'object',
         required: ['pointer', 'detail'],
