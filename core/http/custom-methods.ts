@@ -1,6 +1,19 @@
 import type { Middleware } from 'koa'
 
 /**
+ * A percent-encoded path segment as text. One that is not UTF-8 (`%FF`, `%ED%A0%80`) stays as
+ * sent, as Feathers leaves the ids of its own routes: no id has that shape, so the service
+ * answers 404 instead of the URIError decodeURIComponent throws (a 500).
+ */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
+/**
  * Maps `POST <service>/<id>:<method>` (e.g. `/api/v1/records/42:transition`) onto the
  * Feathers custom method of that service: Feathers routes custom methods as
  * `POST <service>` with X-Service-Method, so the id travels in `params.route.id`.
@@ -14,7 +27,7 @@ export const colonMethods = (servicePaths: string[]): Middleware => {
         if (!m) continue
         ctx.path = `/${servicePaths[i].replace(/^\//, '')}`
         ctx.request.headers['x-service-method'] = m[2]
-        ctx.feathers = { ...ctx.feathers, route: { id: decodeURIComponent(m[1]) } }
+        ctx.feathers = { ...ctx.feathers, route: { id: decodeSegment(m[1]) } }
         break
       }
     }
