@@ -14,9 +14,19 @@ export const jsonLimits = {
   maxKeys: 1_000,
   /** Items of one array: a module's largest (a repeating group) holds 500 by default. */
   maxItems: 10_000,
+  /** Values in one body or row, all levels: a payload with a full 500-row group holds about 11,000. */
+  maxValues: 50_000,
   /** Problems listed in one answer; the walk stops there. */
   maxProblems: 100
 } as const
+
+/** The details of a body past a limit, the same whether the text (json-text.ts) or the parsed value finds it. */
+export const limitDetails = {
+  depth: `nests objects and arrays deeper than ${jsonLimits.maxDepth} levels`,
+  keys: `has more than ${jsonLimits.maxKeys} members; no object of a request may hold more`,
+  items: `has more than ${jsonLimits.maxItems} items; no array of a request may hold more`,
+  values: `holds more than ${jsonLimits.maxValues} values in all; no request may hold more`
+}
 
 /** Keys that mean something to JavaScript objects, refused wherever a body is merged or read. */
 export const reservedKeys: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype'])
@@ -37,8 +47,9 @@ const shown = (key: string) => (textProblem(key) ? JSON.stringify(key).slice(1, 
 /**
  * Walks a parsed JSON value once and lists what no schema may accept: strings (values
  * and keys) that text cannot hold, non-finite numbers, reserved keys, nesting past
- * `jsonLimits.maxDepth`, and objects or arrays larger than any request needs (refused
- * whole, unread). CPU is linear in the value's size with nothing allocated per value
+ * `jsonLimits.maxDepth`, and objects, arrays or values in all past what any request
+ * needs (refused whole, unread). JSON text from HTTP was checked for the sizes before
+ * it was parsed (json-text.ts); this holds for values from any caller. CPU is linear in the value's size with nothing allocated per value
  * (a JSON pointer is built only for a problem); stops after `jsonLimits.maxProblems`.
  * Recursion is bounded by maxDepth.
  */
@@ -49,6 +60,13 @@ export function jsonDataProblems(value: unknown, root = ''): FieldProblem[] {
     const pointer = root + path.map((k) => `/${escapePointer(k)}`).join('') + (key === undefined ? '' : `/${escapePointer(key)}`)
     out.push({ pointer, field: fieldOf(pointer), code, detail })
   }
+  let values = 1
+  let stopped = false
+  const tooMany = () => {
+    // Reported once, at the top; the walk stops.
+    stopped = true
+    out.push({ pointer: root, field: fieldOf(root), code: 'size', detail: limitDetails.values })
+  }
   const walk = (v: unknown): void => {
     if (typeof v === 'string') {
       const p = textProblem(v)
@@ -56,10 +74,11 @@ export function jsonDataProblems(value: unknown, root = ''): FieldProblem[] {
     } else if (typeof v === 'number') {
       if (!Number.isFinite(v)) add('number', 'is not a finite number (JSON numbers must fit a double, e.g. at most about 1.8e308)')
     } else if (v !== null && typeof v === 'object') {
-      if (path.length >= jsonLimits.maxDepth) return add('depth', `nests objects and arrays deeper than ${jsonLimits.maxDepth} levels`)
+      if (path.length >= jsonLimits.maxDepth) return add('depth', limitDetails.depth)
       if (Array.isArray(v)) {
-        if (v.length > jsonLimits.maxItems) return add('size', `has ${v.length} items; no array of a request may hold more than ${jsonLimits.maxItems}`)
-        for (let i = 0; i < v.length && out.length < jsonLimits.maxProblems; i++) {
+        if (v.length > jsonLimits.maxItems) return add('size', limitDetails.items)
+        if ((values += v.length) > jsonLimits.maxValues) return tooMany()
+        for (let i = 0; i < v.length && !stopped && out.length < jsonLimits.maxProblems; i++) {
           path.push(String(i))
           walk(v[i])
           path.pop()
@@ -67,8 +86,9 @@ export function jsonDataProblems(value: unknown, root = ''): FieldProblem[] {
         return
       }
       const keys = Object.keys(v)
-      if (keys.length > jsonLimits.maxKeys) return add('size', `has ${keys.length} members; no object of a request may hold more than ${jsonLimits.maxKeys}`)
-      for (let i = 0; i < keys.length && out.length < jsonLimits.maxProblems; i++) {
+      if (keys.length > jsonLimits.maxKeys) return add('size', limitDetails.keys)
+      if ((values += keys.length) > jsonLimits.maxValues) return tooMany()
+      for (let i = 0; i < keys.length && !stopped && out.length < jsonLimits.maxProblems; i++) {
         const key = keys[i]
         const bad = textProblem(key)
         if (bad) add('text', `is a key that ${bad}`, shown(key))

@@ -1,6 +1,8 @@
 import type { Middleware } from 'koa'
 import { ApiError, problems } from '../errors/index.ts'
 import { readCapped } from './read-capped.ts'
+import { jsonTextProblem } from '../json-text.ts'
+import { validationError } from '../validation.ts'
 
 const jsonTypes = ['application/json', 'application/merge-patch+json', 'application/problem+json']
 
@@ -37,6 +39,9 @@ export const jsonBody = (maxBytes: number, streamingPaths: RegExp[] = []): Middl
     ctx.request.body = undefined
     return next()
   }
+  // A body past the size limits is refused before it is parsed: parsing is what such a body costs.
+  const shape = jsonTextProblem(text)
+  if (shape) throw validationError([shape])
   try {
     ctx.request.body = JSON.parse(text)
   } catch (err) {

@@ -6,7 +6,7 @@ import semver from 'semver'
 import type { TObject } from '@feathersjs/typebox'
 import type { ValidateFunction } from 'ajv'
 import { projectRoot } from '../paths.ts'
-import { dataAjv } from '../validation.ts'
+import { compileData } from '../validation.ts'
 import { payloadSchema } from './derive/json-schema.ts'
 import { compilePattern, type NumberPattern } from './record-number.ts'
 import type { FieldDefinition, LoadedModule, WorkflowState, WorkflowTransition } from './types.ts'
@@ -61,7 +61,7 @@ export class ModuleRegistry {
     const schema = payloadSchema(definition)
     let validatePayload: ValidateFunction
     try {
-      validatePayload = dataAjv.compile(schema)
+      validatePayload = compileData(schema)
     } catch (err) {
       throw new ModuleDefinitionError(packageName, 'fields', `cannot compile the payload schema: ${(err as Error).message}`)
     }

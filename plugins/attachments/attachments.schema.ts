@@ -1,5 +1,5 @@
 import { Type, type Static } from '@feathersjs/typebox'
-import { dataAjv } from '../../core/validation.ts'
+import { compileData } from '../../core/validation.ts'
 import { actorSchema } from '../records/records.schema.ts'
 
 export const attachmentDataSchema = Type.Object(
@@ -13,7 +13,7 @@ export const attachmentDataSchema = Type.Object(
   { $id: 'AttachmentCreate', additionalProperties: false }
 )
 export type AttachmentData = Static<typeof attachmentDataSchema>
-export const attachmentDataValidator = dataAjv.compile(attachmentDataSchema)
+export const attachmentDataValidator = compileData(attachmentDataSchema)
 
 /** An attachment as every answer shows it; the OpenAPI document uses this schema too. */
 export const attachmentSchema = Type.Object(

@@ -9,6 +9,7 @@ import { logger } from '../../core/logger.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { jsonDataProblems, textProblem } from '../../core/json-data.ts'
+import { jsonTextProblem } from '../../core/json-text.ts'
 import { assertValid, validationError, validationProblems } from '../../core/validation.ts'
 import { referenceProblems } from '../records/records.checks.ts'
 import { canonicalExternalRef } from '../records/records.external-ref.ts'
@@ -140,9 +141,12 @@ export class BulkRun {
       return { line, outcome: errorOutcome({ line }, { status: 413, code: 'bulk.row_limit', detail: `A bulk call takes at most ${this.o.maxRows} rows; this is row ${this.counts.rows}. It was not loaded: send it in another call.` }) }
     }
     if (raw.tooLong) return { line, outcome: errorOutcome({ line }, { status: 413, code: 'row.too_large', detail: `The line is longer than ${this.o.maxLineBytes} bytes.` }) }
+    const text = raw.bytes!.toString('utf8')
+    const shape = jsonTextProblem(text)
+    if (shape) return { line, hash, outcome: errorOutcome({ line }, rowProblem(validationError([shape]))) }
     let value: unknown
     try {
-      value = JSON.parse(raw.bytes!.toString('utf8'))
+      value = JSON.parse(text)
     } catch (err) {
       return { line, hash, outcome: errorOutcome({ line }, { status: 400, code: 'row.malformed_json', detail: `The line is not valid JSON: ${(err as Error).message}` }) }
     }

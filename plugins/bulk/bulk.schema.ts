@@ -1,5 +1,5 @@
 import { Type, type Static } from '@feathersjs/typebox'
-import { dataAjv, queryAjv } from '../../core/validation.ts'
+import { compileData, queryAjv } from '../../core/validation.ts'
 import { externalRefSchema } from '../records/records.schema.ts'
 
 /** One NDJSON input line: the payload of a record, and optionally the source system's reference (upsert key). */
@@ -11,7 +11,7 @@ export const bulkLineSchema = Type.Object(
   { $id: 'BulkLine', additionalProperties: false }
 )
 export type BulkLine = Static<typeof bulkLineSchema>
-export const bulkLineValidator = dataAjv.compile(bulkLineSchema)
+export const bulkLineValidator = compileData(bulkLineSchema)
 
 export const bulkQuerySchema = Type.Object(
   { dryRun: Type.Optional(Type.Boolean({ description: 'Check every row and report what would happen, writing nothing' })) },

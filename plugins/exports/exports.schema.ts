@@ -1,5 +1,5 @@
 import { Type, type Static } from '@feathersjs/typebox'
-import { dataAjv } from '../../core/validation.ts'
+import { compileData } from '../../core/validation.ts'
 import { exportFormats } from './exports.shared.ts'
 
 export const exportDataSchema = Type.Object(
@@ -24,4 +24,4 @@ export const exportDataSchema = Type.Object(
   { $id: 'ExportCreate', additionalProperties: false }
 )
 export type ExportData = Static<typeof exportDataSchema>
-export const exportDataValidator = dataAjv.compile(exportDataSchema)
+export const exportDataValidator = compileData(exportDataSchema)

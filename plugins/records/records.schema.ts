@@ -1,5 +1,5 @@
 import { Type, type Static } from '@feathersjs/typebox'
-import { dataAjv, queryAjv } from '../../core/validation.ts'
+import { compileData, queryAjv } from '../../core/validation.ts'
 
 export const actorSchema = Type.Object(
   {
@@ -109,7 +109,7 @@ export const recordQuerySchema = (maxLimit: number) =>
   )
 export type RecordQuery = Static<ReturnType<typeof recordQuerySchema>>
 
-export const recordCreateValidator = dataAjv.compile(recordCreateSchema)
-export const recordPatchValidator = dataAjv.compile(recordPatchSchema)
-export const recordTransitionValidator = dataAjv.compile(recordTransitionSchema)
+export const recordCreateValidator = compileData(recordCreateSchema)
+export const recordPatchValidator = compileData(recordPatchSchema)
+export const recordTransitionValidator = compileData(recordTransitionSchema)
 export const recordQueryValidator = (maxLimit: number) => queryAjv.compile(recordQuerySchema(maxLimit))

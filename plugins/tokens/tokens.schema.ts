@@ -1,5 +1,5 @@
 import { Type, type Static } from '@feathersjs/typebox'
-import { dataAjv, queryAjv } from '../../core/validation.ts'
+import { compileData, queryAjv } from '../../core/validation.ts'
 
 export const tokenTypes = ['api-key', 'personal', 'service-account'] as const
 export type TokenType = (typeof tokenTypes)[number]
@@ -38,7 +38,7 @@ export const tokenDataSchema = Type.Object(
   { title: 'TokenCreate', additionalProperties: false }
 )
 export type TokenData = Static<typeof tokenDataSchema>
-export const tokenDataValidator = dataAjv.compile(tokenDataSchema)
+export const tokenDataValidator = compileData(tokenDataSchema)
 
 export const tokenQuerySchema = Type.Object(
   {
