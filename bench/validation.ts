@@ -54,8 +54,9 @@ const cases: Case[] = [
   { name: '60,000 unknown payload keys', body: () => create({ ...createPayload, ...Object.fromEntries(many(60_000, (i) => [`k${i}`, 1])) }) },
   { name: 'unknown payload keys, filling 1 MiB', body: () => fill((n) => create({ ...createPayload, ...Object.fromEntries(many(n, (i) => [`k${i}`, 0])) })) },
   { name: 'strings with NUL, filling 1 MiB', body: () => fill((n) => create({ ...createPayload, bodyParts: many(n, () => 'a\u0000') })) },
-  // Past no size limit (1,000 members, 10,000 items, 50,000 values): parsed, walked and validated.
-  { name: 'within the limits: 49 objects of 1,000 members', body: () => create({ ...createPayload, title: many(49, (j) => Object.fromEntries(many(1_000, (i) => [`k${j}_${i}`, 'x']))) }) },
+  { name: '49 objects of 1,000 distinct members', body: () => create({ ...createPayload, title: many(49, (j) => Object.fromEntries(many(1_000, (i) => [`k${j}_${i}`, 'x']))) }) },
+  // Past no size limit (1,000 members an object, 10,000 items an array, 50,000 values and 25,000 members in all): parsed, walked and validated.
+  { name: 'within the limits: 24 objects of 1,000 distinct members', body: () => create({ ...createPayload, title: many(24, (j) => Object.fromEntries(many(1_000, (i) => [`k${j}_${i}`, 'x']))) }) },
   { name: 'within the limits: 5 arrays of 9,900 strings', body: () => create({ ...createPayload, bodyParts: many(9_900, (i) => `part-${i}`), title: many(4, () => many(9_900, (i) => `s${i}`)) }) },
   { name: 'nesting 100,000 deep', body: () => `{"moduleKey":"incident","payload":{"title":${'['.repeat(100_000)}${']'.repeat(100_000)}}}` },
   { name: 'PATCH, 60,000 invalid bodyParts', method: 'PATCH', path: `/api/v1/records/${recordId}`, body: () => json({ payload: { bodyParts: many(60_000, (i) => `part-${i}`) } }) },

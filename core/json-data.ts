@@ -16,6 +16,8 @@ export const jsonLimits = {
   maxItems: 10_000,
   /** Values in one body or row, all levels: a payload with a full 500-row group holds about 11,000. */
   maxValues: 50_000,
+  /** Object members in one body or row, all levels: parsing members with distinct names is what costs most. */
+  maxMembers: 25_000,
   /** Problems listed in one answer; the walk stops there. */
   maxProblems: 100
 } as const
@@ -25,7 +27,8 @@ export const limitDetails = {
   depth: `nests objects and arrays deeper than ${jsonLimits.maxDepth} levels`,
   keys: `has more than ${jsonLimits.maxKeys} members; no object of a request may hold more`,
   items: `has more than ${jsonLimits.maxItems} items; no array of a request may hold more`,
-  values: `holds more than ${jsonLimits.maxValues} values in all; no request may hold more`
+  values: `holds more than ${jsonLimits.maxValues} values in all; no request may hold more`,
+  members: `holds more than ${jsonLimits.maxMembers} object members in all; no request may hold more`
 }
 
 /** Keys that mean something to JavaScript objects, refused wherever a body is merged or read. */
@@ -61,11 +64,12 @@ export function jsonDataProblems(value: unknown, root = ''): FieldProblem[] {
     out.push({ pointer, field: fieldOf(pointer), code, detail })
   }
   let values = 1
+  let members = 0
   let stopped = false
-  const tooMany = () => {
+  const tooMany = (detail: string) => {
     // Reported once, at the top; the walk stops.
     stopped = true
-    out.push({ pointer: root, field: fieldOf(root), code: 'size', detail: limitDetails.values })
+    out.push({ pointer: root, field: fieldOf(root), code: 'size', detail })
   }
   const walk = (v: unknown): void => {
     if (typeof v === 'string') {
@@ -77,7 +81,7 @@ export function jsonDataProblems(value: unknown, root = ''): FieldProblem[] {
       if (path.length >= jsonLimits.maxDepth) return add('depth', limitDetails.depth)
       if (Array.isArray(v)) {
         if (v.length > jsonLimits.maxItems) return add('size', limitDetails.items)
-        if ((values += v.length) > jsonLimits.maxValues) return tooMany()
+        if ((values += v.length) > jsonLimits.maxValues) return tooMany(limitDetails.values)
         for (let i = 0; i < v.length && !stopped && out.length < jsonLimits.maxProblems; i++) {
           path.push(String(i))
           walk(v[i])
@@ -87,7 +91,8 @@ export function jsonDataProblems(value: unknown, root = ''): FieldProblem[] {
       }
       const keys = Object.keys(v)
       if (keys.length > jsonLimits.maxKeys) return add('size', limitDetails.keys)
-      if ((values += keys.length) > jsonLimits.maxValues) return tooMany()
+      if ((values += keys.length) > jsonLimits.maxValues) return tooMany(limitDetails.values)
+      if ((members += keys.length) > jsonLimits.maxMembers) return tooMany(limitDetails.members)
       for (let i = 0; i < keys.length && !stopped && out.length < jsonLimits.maxProblems; i++) {
         const key = keys[i]
         const bad = textProblem(key)

@@ -32,7 +32,7 @@ function stringEnd(text: string, i: number): number {
 
 /**
  * Checks the shape of JSON text before it is parsed: nesting depth, members of each
- * object, items of each array and values in all (`jsonLimits`). JSON.parse of a 1 MiB
+ * object, items of each array, and values and object members in all (`jsonLimits`). JSON.parse of a 1 MiB
  * body with 90,000 keys costs ~70 ms of CPU and its garbage; this one pass over the
  * characters costs ~5 ms and refuses such a body before anything is allocated. Text
  * that is not JSON is left to JSON.parse to describe. Returns the first problem, with
@@ -45,6 +45,7 @@ export function jsonTextProblem(text: string, root = ''): FieldProblem | undefin
   const counts: number[] = []
   const at: number[] = []
   let values = 0
+  let members = 0
   let expectKey = false
   let pendingKey = 0
   const segment = (k: number) => {
@@ -85,6 +86,10 @@ export function jsonTextProblem(text: string, root = ''): FieldProblem | undefin
         expectKey = false
         const top = counts.length - 1
         if (++counts[top] > jsonLimits.maxKeys) return problem('size', limitDetails.keys)
+        if (++members > jsonLimits.maxMembers) {
+          at.length = 1
+          return problem('size', limitDetails.members)
+        }
         pendingKey = -(i + 1)
       } else {
         const p = valueStarts()

@@ -27,7 +27,9 @@ t.test('the text check and the parsed-value check agree on each limit, at the li
     ['nesting 33 deep', nested(jsonLimits.maxDepth + 1), `${'/0'.repeat(jsonLimits.maxDepth)}`],
     // The outer array, its 5 arrays and their items: 1 + 5 + 49,994.
     ['50,000 values in all', JSON.stringify([9999, 9999, 9999, 9999, 9998].map((n) => Array(n).fill(1))), undefined],
-    ['50,001 values in all', JSON.stringify([9999, 9999, 9999, 9999, 9999].map((n) => Array(n).fill(1))), '']
+    ['50,001 values in all', JSON.stringify([9999, 9999, 9999, 9999, 9999].map((n) => Array(n).fill(1))), ''],
+    ['25,000 members in all', JSON.stringify(Array.from({ length: 25 }, (_, j) => Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${j}_${i}`, 0])))), undefined],
+    ['25,001 members in all', JSON.stringify([...Array.from({ length: 25 }, (_, j) => Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${j}_${i}`, 0]))), { last: 0 }]), '']
   ]
   for (const [label, text, pointer] of cases) {
     const fromText = jsonTextProblem(text)
