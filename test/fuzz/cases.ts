@@ -55,7 +55,7 @@ function bodyMutations(base: Base): Array<{ weight: number; arbitrary: fc.Arbitr
     { weight: 2, arbitrary: fc.record({ at: fc.constant('body' as const), how: fc.constant('key' as const), target: place, key: nat(keys.length), value: nat(values.length) }) },
     { weight: 1, arbitrary: fc.record({ at: fc.constant('body' as const), how: fc.constant('drop' as const), target: place }) },
     { weight: 2, arbitrary: fc.record({ at: fc.constant('body' as const), how: fc.constant('lookalike' as const), target: place, variant: nat(lookalikes.length) }) },
-    { weight: 1, arbitrary: fc.record({ at: fc.constant('body' as const), how: fc.constant('smuggle' as const), target: place, via: fc.constantFrom('__proto__' as const, 'constructor.prototype' as const) }) },
+    { weight: 3, arbitrary: fc.record({ at: fc.constant('body' as const), how: fc.constant('smuggle' as const), target: place, via: fc.constantFrom('__proto__' as const, 'constructor.prototype' as const) }) },
     { weight: 2, arbitrary: raw }
   ]
 }
@@ -103,10 +103,12 @@ export function caseArbitrary(bases: Base[]): fc.Arbitrary<Case> {
       key: base.headers.includes('Idempotency-Key')
         ? fc.oneof({ weight: 4, arbitrary: fc.constant('none' as const) }, { weight: 3, arbitrary: fc.constant('fresh' as const) }, { weight: 1, arbitrary: fc.constant('reused' as const) })
         : fc.constant('none' as const),
+      // Shrinks to fewer mutations, and to none (the valid base) when that fails too.
       mutations: fc.oneof(
+        { withCrossShrink: true },
         { weight: 1, arbitrary: fc.constant([] as Mutation[]) },
         { weight: 6, arbitrary: fc.tuple(mutation).map((m): Mutation[] => m) },
-        { weight: 3, arbitrary: fc.array(mutation, { minLength: 2, maxLength: 3 }) }
+        { weight: 3, arbitrary: fc.array(mutation, { minLength: 1, maxLength: 3 }) }
       )
     })
   })

@@ -94,7 +94,7 @@ export class Exchange {
       failures.push(`Object.prototype gained ${prototypeKeys()}`)
       for (const k of Object.getOwnPropertyNames(Object.prototype)) if (!this.proto.split(',').includes(k)) delete (Object.prototype as any)[k]
     }
-    if (failures.length) throw new Error(repro(c, r, reply, failures, this.o.tokens))
+    if (failures.length) throw Object.assign(new Error(repro(c, r, reply, failures, this.o.tokens)), { slow: !reply || reply.ms > this.o.boundMs })
   }
 
   /**
