@@ -1,5 +1,5 @@
 import type { Kind } from './samples.ts'
-import { obj, Raw, type JsonLike } from './wire.ts'
+import { cloneJson, obj, Raw, type JsonLike } from './wire.ts'
 
 /**
  * The hostile values the fuzzer sends, by where they go. Mild ones come first in each list
@@ -12,7 +12,8 @@ export interface Hostile {
   make(full: () => JsonLike): JsonLike
 }
 
-const h = (label: string, value: JsonLike): Hostile => ({ label, make: () => value })
+// A fresh copy each time: later mutations write into the value they put in a body.
+const h = (label: string, value: JsonLike): Hostile => ({ label, make: () => cloneJson(value) })
 const raw = (text: string, label = text): Hostile => ({ label, make: () => new Raw(text, label) })
 const deep = (n: number, open: string, leaf: string, close: string, label: string) => raw(open.repeat(n) + leaf + close.repeat(n), label)
 const polluted = () => obj([['polluted', 'yes']])

@@ -125,6 +125,10 @@ function applyBody(m: Extract<Mutation, { at: 'body' }>, c: Case, body: { v: Jso
 export async function render(c: Case, rc: RenderContext): Promise<Rendered> {
   for (let n = c.mutations.length; ; n--) {
     const r = await renderWith({ ...c, mutations: c.mutations.slice(0, n) }, rc)
+    // Damage below HTTP is the framing test's: here the parser must let every request through.
+    if (/[^\x21-\x7e]/.test(r.wire.target) || r.wire.headers.some(([k, v]) => !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) || /[\x00-\x08\x0a-\x1f\x7f]/.test(v))) {
+      throw new Error(`the request holds bytes an HTTP parser refuses: ${JSON.stringify(r.wire.target.slice(0, 200))} ${JSON.stringify(r.wire.headers)}`)
+    }
     const head = r.wire.target.length + r.wire.headers.reduce((sum, [k, v]) => sum + k.length + wtf8(v).length + 4, 0)
     if (head <= maxHead || n === 0) return n < c.mutations.length ? { ...r, applied: [...r.applied, `(${c.mutations.length - n} later mutation(s) dropped to keep the head under 16 KiB)`] } : r
   }
@@ -160,7 +164,7 @@ async function renderWith(c: Case, rc: RenderContext): Promise<Rendered> {
       } else applied.push(applyBody(m, c, body, full))
     } else if (m.at === 'query') {
       const name = base.queryNames[m.name % base.queryNames.length]
-      const current = query.find(([k]) => k === name)?.[1] ?? 'x'
+      const current = query.find(([k, v]) => k === name && v !== asIs)?.[1] ?? 'x'
       query = query.filter(([k]) => k !== name)
       if (m.how === 'set') {
         query.push([name, wireStrings[m.value]])
