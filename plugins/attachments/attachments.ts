@@ -2,7 +2,7 @@ import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { App, Platform } from '../../core/declarations.ts'
 import { logger } from '../../core/logger.ts'
 import { LocalStorage } from '../../core/storage/local.ts'
-import { idempotency } from '../idempotency/idempotency.ts'
+import { idempotencyFor } from '../idempotency/idempotency.ts'
 import { AttachmentsService } from './attachments.class.ts'
 import { deleteAttachment, stalePending } from './attachments.repository.ts'
 import { attachmentsMethods, attachmentsPath } from './attachments.shared.ts'
@@ -38,13 +38,7 @@ export function attachments(app: App) {
     }),
     { methods: [...attachmentsMethods] }
   )
-  const idempotent = idempotency({
-    pool: db.pool,
-    retentionHours: config.idempotency.retentionHours,
-    inFlightTimeoutSeconds: config.idempotency.inFlightTimeoutSeconds,
-    errorsUrl: () => app.get('errorsUrl'),
-    responseOf: attachmentResponse
-  })
+  const idempotent = idempotencyFor(app, attachmentResponse)
   // Both POSTs change state; idempotency outermost, so a replay runs nothing inside it.
   app.service(attachmentsPath).hooks({ around: Object.fromEntries(['create', 'complete'].map((m) => [m, [idempotent, setResponse]])) })
   if (storage instanceof LocalStorage) app.use(localStorageRoutes(storage, db.pool))

@@ -1,7 +1,7 @@
 import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { App, Platform } from '../../core/declarations.ts'
 import type { JobDefinition } from '../../core/jobs/index.ts'
-import { idempotency } from '../idempotency/idempotency.ts'
+import { idempotencyFor } from '../idempotency/idempotency.ts'
 import { ExportsService } from './exports.class.ts'
 import { purgeExpiredExports, renderExport } from './exports.job.ts'
 import { exportsMethods, exportsPath } from './exports.shared.ts'
@@ -20,15 +20,8 @@ const accepted = async (context: HookContext, next: NextFunction) => {
 /** Export jobs of a module's records to CSV, XLSX or PDF. */
 export function exportsPlugin(app: App) {
   const platform = app.get('platform')
-  const { db, config } = platform
   app.use(exportsPath, new ExportsService(app, platform), { methods: [...exportsMethods] })
-  const idempotent = idempotency({
-    pool: db.pool,
-    retentionHours: config.idempotency.retentionHours,
-    inFlightTimeoutSeconds: config.idempotency.inFlightTimeoutSeconds,
-    errorsUrl: () => app.get('errorsUrl'),
-    responseOf: exportResponse
-  })
+  const idempotent = idempotencyFor(app, exportResponse)
   // Idempotency outermost: a replay answers with the stored status and headers and runs nothing inside it.
   app.service(exportsPath).hooks({ around: { create: [idempotent, accepted] } })
 }

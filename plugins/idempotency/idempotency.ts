@@ -3,6 +3,7 @@ import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type pg from 'pg'
 import type { Principal } from '../../core/auth/principal.ts'
 import { ApiError, problems, toProblem, type ProblemBody } from '../../core/errors/index.ts'
+import type { App } from '../../core/declarations.ts'
 import { logger } from '../../core/logger.ts'
 
 /**
@@ -108,6 +109,18 @@ export function idempotency(o: IdempotencyOptions) {
       await store(o.pool, status, context.result, headers)
     }
   }
+}
+
+/** The idempotency hook of a plugin's writes, with the app's pool, retention and problem URLs. */
+export function idempotencyFor(app: App, responseOf: IdempotencyOptions['responseOf']) {
+  const { db, config } = app.get('platform')
+  return idempotency({
+    pool: db.pool,
+    retentionHours: config.idempotency.retentionHours,
+    inFlightTimeoutSeconds: config.idempotency.inFlightTimeoutSeconds,
+    errorsUrl: () => app.get('errorsUrl'),
+    responseOf
+  })
 }
 
 /** Job body: deletes expired keys, tenant by tenant so each delete uses the (tenant_id, expires_at) index. */

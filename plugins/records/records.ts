@@ -1,6 +1,6 @@
 import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { App } from '../../core/declarations.ts'
-import { idempotency } from '../idempotency/idempotency.ts'
+import { idempotencyFor } from '../idempotency/idempotency.ts'
 import { RecordsService } from './records.class.ts'
 import type { RecordOut } from './records.schema.ts'
 import { recordsMethods, recordsPath, recordsWriteMethods } from './records.shared.ts'
@@ -28,16 +28,7 @@ export function records(app: App) {
     new RecordsService({ pool: db.pool, tenants, cursors, defaultLimit: config.pagination.defaultLimit, maxLimit: config.pagination.maxLimit }),
     { methods: [...recordsMethods] }
   )
-  const write = [
-    idempotency({
-      pool: db.pool,
-      retentionHours: config.idempotency.retentionHours,
-      inFlightTimeoutSeconds: config.idempotency.inFlightTimeoutSeconds,
-      errorsUrl: () => app.get('errorsUrl'),
-      responseOf: recordResponse
-    }),
-    setResponse
-  ]
+  const write = [idempotencyFor(app, recordResponse), setResponse]
   app.service(recordsPath).hooks({
     around: Object.fromEntries([...recordsWriteMethods.map((m) => [m, write]), ['get', [setResponse]]])
   })
