@@ -19,7 +19,9 @@ import { authenticate } from './hooks/authenticate.ts'
 import { acceptJsonData } from './hooks/json-data.ts'
 import { jsonBody, passBodyStream } from './http/body.ts'
 import { logAppError } from './http/client-aborts.ts'
+import { answerClientErrors } from './http/client-errors.ts'
 import { colonMethods } from './http/custom-methods.ts'
+import { routeGuard } from './http/route-guard.ts'
 import { errorPages } from './http/error-pages.ts'
 import { problemResponses } from './http/problem.ts'
 import { traceId } from './http/trace.ts'
@@ -94,6 +96,7 @@ export function createApp(platform: Platform, options: AppOptions = {}): App {
   app.use(jsonBody(platform.config.http.maxJsonBytes, [bulkPathPattern]))
   app.use(passBodyStream([bulkPathPattern]))
   app.use(colonMethods([recordsPath, attachmentsPath]))
+  app.use(routeGuard(app))
   app.configure(rest())
   app.hooks({ around: { all: [authenticate(platform.credentials), acceptJsonData] } })
   for (const plugin of plugins) app.configure(plugin)
@@ -112,6 +115,7 @@ export async function startServer(platform: Platform, options: AppOptions = {}):
   const app = createApp(platform, options)
   await platform.credentials.listen()
   const server = await app.listen(platform.config.port, platform.config.host)
+  server.on('clientError', answerClientErrors(() => app.get('errorsUrl')))
   if (!server.listening) await once(server, 'listening')
   const { port } = server.address() as AddressInfo
   const url = `http://${platform.config.host}:${port}`

@@ -130,9 +130,11 @@ export function operation(spec: OperationSpec): Json {
     }
   }
   // 400 needs input to be wrong: a body, a query parameter or an Idempotency-Key (path ids that
-  // do not parse are 404, unknown query parameters of a GET by id are ignored).
-  const takesInput = !!spec.body || !!spec.idempotent || parameters.some((p) => p.in === 'query')
-  const problems = new Set([...commonProblems, ...(takesInput ? [400] : []), ...(spec.scope !== null && !spec.optionalAuth ? authenticatedProblems : []), ...(spec.optionalAuth ? [401] : []), ...(spec.problems ?? []), ...Object.keys(spec.problemResponses ?? {}).map(Number)])
+  // do not parse are 404); a service call also refuses any query parameter holding what no
+  // request may (NUL, a lone surrogate), declared or not. A malformed or unknown bearer token
+  // is 401 wherever it is sent, even where none is needed.
+  const takesInput = !!spec.body || !!spec.idempotent || parameters.some((p) => p.in === 'query') || spec.scope !== null
+  const problems = new Set([...commonProblems, 401, ...(takesInput ? [400] : []), ...(spec.scope !== null && !spec.optionalAuth ? authenticatedProblems : []), ...(spec.problems ?? []), ...Object.keys(spec.problemResponses ?? {}).map(Number)])
   for (const s of spec.omitProblems ?? []) problems.delete(s)
   for (const status of [...problems].sort()) {
     const name = problemResponseNames[status]

@@ -24,7 +24,7 @@ const refusals: Record<'tampered' | 'expired' | 'wrong-method', [string, string]
  * otherwise nothing is kept and the attachment stays pending.
  */
 export const localStorageRoutes = (storage: LocalStorage, pool: pg.Pool): Middleware => async (ctx, next) => {
-  const m = ctx.path.match(/^\/storage\/(.+)$/)
+  const m = ctx.path.match(/^\/storage\/([^/]+(?:\/[^/]+)*)$/)
   if (!m) return next()
   // Signed URLs are only ever issued for these; any other method is no use of a signed URL.
   if (!['GET', 'HEAD', 'PUT'].includes(ctx.method)) {

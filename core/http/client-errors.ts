@@ -1,0 +1,29 @@
+import { randomUUID } from 'node:crypto'
+import type { Socket } from 'node:net'
+import { problemKinds, type ProblemKind } from '../errors/kinds.ts'
+import { logger } from '../logger.ts'
+
+/** What Node's HTTP parser refused, by its error code. */
+function refusal(code: string | undefined): { kind: ProblemKind; code: string; detail: string } {
+  if (code === 'HPE_HEADER_OVERFLOW') return { kind: 'headers-too-large', code: 'request.headers_too_large', detail: 'The request line and headers exceed 16 KiB.' }
+  return { kind: 'bad-request', code: 'request.malformed_http', detail: 'The request is not valid HTTP/1.1: a header holds a control character or the request target a raw byte outside URL syntax (percent-encode it).' }
+}
+
+/**
+ * Answers requests Node's HTTP parser refuses before any middleware sees them (control
+ * bytes in a header, raw bytes in the target, a head past 16 KiB) with a problem like
+ * every other error, instead of a bare `400 Bad Request` without body or trace id.
+ */
+export function answerClientErrors(errorsUrl: () => string) {
+  return (err: Error & { code?: string }, socket: Socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy()
+    const { kind, code, detail } = refusal(err.code)
+    const { status, title } = problemKinds[kind]
+    const traceId = randomUUID().replace(/-/g, '')
+    logger.debug('refused by the HTTP parser', { traceId, code: err.code, error: err.message })
+    const body = JSON.stringify({ type: `${errorsUrl()}/${kind}`, title, status, detail, code, traceId })
+    socket.end(
+      `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Trace-Id: ${traceId}\r\nConnection: close\r\n\r\n${body}`
+    )
+  }
+}

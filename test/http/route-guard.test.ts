@@ -1,0 +1,89 @@
+import { connect } from 'node:net'
+import t from 'tap'
+import { incidentPayload, startTestServer } from '../helpers/server.ts'
+
+const server = await startTestServer()
+t.teardown(() => server.close())
+const pool = server.platform.db.pool
+const count = async (table: string) => (await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n as number
+
+t.test('a path segment named after an Object.prototype member is a 404 problem, not a 500', async (t) => {
+  for (const [method, path] of [
+    ['GET', '/api/v1/records/constructor'],
+    ['DELETE', '/api/v1/records/__proto__'],
+    ['PATCH', '/api/v1/records/toString'],
+    ['GET', '/api/v1/tokens/__proto__'],
+    ['GET', '/api/v1/modules/hasOwnProperty'],
+    ['GET', '/constructor'],
+    ['GET', '/api/v1/%5F%5Fproto%5F%5F']
+  ]) {
+    const res = await server.request(method, path, method === 'PATCH' ? { body: { payload: {} } } : {})
+    t.equal(res.status, 404, `${method} ${path}`)
+    t.match(res.headers.get('content-type'), /^application\/problem\+json/)
+    t.equal(res.body.code, 'route.not_found')
+  }
+})
+
+t.test('POST on an item URL is 405 with Allow, and creates nothing', async (t) => {
+  const created = await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: incidentPayload() } })
+  const [records, tokens, exports] = [await count('records'), await count('credentials'), await count('export_jobs')]
+  const cases: Array<[string, unknown, string]> = [
+    [`/api/v1/records/${created.body.id}`, { moduleKey: 'incident', payload: incidentPayload() }, 'GET, PATCH, DELETE, HEAD'],
+    ['/api/v1/records/:transition', { moduleKey: 'incident', payload: incidentPayload() }, 'GET, PATCH, DELETE, HEAD'],
+    ['/api/v1/tokens/x', { type: 'api-key', name: 'smuggled' }, 'GET, DELETE, HEAD'],
+    ['/api/v1/exports/x', { moduleKey: 'incident', format: 'csv' }, 'GET, HEAD']
+  ]
+  for (const [path, body, allow] of cases) {
+    const res = await server.request('POST', path, { body })
+    t.equal(res.status, 405, `POST ${path}`)
+    t.equal(res.body.code, 'http.method_not_allowed')
+    t.equal(res.headers.get('allow'), allow)
+  }
+  t.same([await count('records'), await count('credentials'), await count('export_jobs')], [records, tokens, exports], 'nothing was created')
+  const fired = await server.request('POST', `/api/v1/records/${created.body.id}:transition`, { body: { transition: 'dismiss', payload: { closureNote: 'Not an incident' } } })
+  t.equal(fired.status, 200, 'a colon method still reaches its service')
+})
+
+t.test('PATCH and DELETE on a collection are 405 with Allow, not a change of every record', async (t) => {
+  for (const method of ['PATCH', 'DELETE', 'PUT']) {
+    const res = await server.request(method, '/api/v1/records', method === 'DELETE' ? {} : { body: { payload: { severity: 'low' } } })
+    t.equal(res.status, 405, `${method} /api/v1/records`)
+    t.equal(res.headers.get('allow'), 'GET, POST, HEAD')
+    t.match(res.body.detail, /one record at a time/)
+  }
+})
+
+t.test('an API path with a trailing slash is a 404 that names the path without it', async (t) => {
+  const res = await server.request('GET', '/api/v1/records/?moduleKey=incident')
+  t.equal(res.status, 404)
+  t.match(res.body.detail, /Paths end without a slash: \/api\/v1\/records\./)
+})
+
+/** Sends raw bytes and reads the whole answer (the server closes the connection). */
+function raw(bytes: Buffer): Promise<string> {
+  const url = new URL(server.url)
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname, () => socket.end(bytes))
+    const chunks: Buffer[] = []
+    socket.on('data', (c) => chunks.push(c))
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')))
+    socket.on('error', reject)
+  })
+}
+
+t.test('requests the HTTP parser refuses are answered with a problem and a trace id', async (t) => {
+  const cases: Array<[string, Buffer, number, string]> = [
+    ['a NUL in a header', Buffer.from('GET /api/v1/me HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\u0000b\r\n\r\n', 'latin1'), 400, 'request.malformed_http'],
+    ['a raw byte in the target', Buffer.concat([Buffer.from('GET /api/v1/records/'), Buffer.from([0xff]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]), 400, 'request.malformed_http'],
+    ['a head past 16 KiB', Buffer.from(`GET /api/v1/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`), 431, 'request.headers_too_large']
+  ]
+  for (const [label, bytes, status, code] of cases) {
+    const answer = await raw(bytes)
+    const [head, body] = answer.split('\r\n\r\n')
+    t.match(head, new RegExp(`^HTTP/1.1 ${status} `), label)
+    t.match(head, /Content-Type: application\/problem\+json/)
+    const problem = JSON.parse(body)
+    t.match(problem, { status, code, type: /\/errors\/(bad-request|headers-too-large)$/, title: String, detail: String, traceId: /^[0-9a-f]{32}$/ }, label)
+    t.match(head, new RegExp(`X-Trace-Id: ${problem.traceId}`))
+  }
+})
