@@ -5,6 +5,8 @@ import { projectRoot } from '../../core/paths.ts'
 import { startTestServer } from '../helpers/server.ts'
 
 const exec = promisify(execFile)
+// Each CLI call is a new node process loading TypeScript (2-4 s; twice that on a busy 2-core machine), ~20 of them.
+t.setTimeout(300_000)
 const server = await startTestServer()
 t.teardown(() => server.close())
 
