@@ -93,10 +93,11 @@ export function createApp(platform: Platform, options: AppOptions = {}): App {
   app.use(identify(platform.credentials, platform.sessions))
   if (platform.limiter) app.use(rateLimit(platform.limiter, (p) => platform.limitsFor(p?.tenantId).requestsPerMinute))
   app.use(rejectBadCredentials)
-  app.use(jsonBody(platform.config.http.maxJsonBytes, [bulkPathPattern]))
-  app.use(passBodyStream([bulkPathPattern]))
+  // Routes first: a request to a path or method that does not exist is refused before its body is read.
   app.use(colonMethods([recordsPath, attachmentsPath]))
   app.use(routeGuard(app))
+  app.use(jsonBody(platform.config.http.maxJsonBytes, [bulkPathPattern]))
+  app.use(passBodyStream([bulkPathPattern]))
   app.configure(rest())
   app.hooks({ around: { all: [authenticate(platform.credentials), acceptJsonData] } })
   for (const plugin of plugins) app.configure(plugin)

@@ -39,6 +39,8 @@ t.test('POST on an item URL is 405 with Allow, and creates nothing', async (t) =
     t.equal(res.body.code, 'http.method_not_allowed')
     t.equal(res.headers.get('allow'), allow)
   }
+  const bare = await server.request('POST', '/api/v1/attachments/:complete', { raw: 'x', headers: { 'content-type': 'text/plain' } })
+  t.equal(bare.status, 405, 'a colon method without an id is refused as a route, before its body is read')
   t.same([await count('records'), await count('credentials'), await count('export_jobs')], [records, tokens, exports], 'nothing was created')
   const fired = await server.request('POST', `/api/v1/records/${created.body.id}:transition`, { body: { transition: 'dismiss', payload: { closureNote: 'Not an incident' } } })
   t.equal(fired.status, 200, 'a colon method still reaches its service')
