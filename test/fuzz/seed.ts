@@ -103,10 +103,15 @@ export class Pools {
   }
 
   /** After a request succeeded: put back what it used up (a deleted record, an uploaded file). */
-  async replenish(opId: string, refs: string[]) {
-    // A deleted record, or one a transition moved on, is replaced by a new one in its initial state.
+  async replenish(opId: string, _refs: string[]) {
+    // A deleted record, or one a transition moved on, is replaced by a new one in its initial state. Which
+    // records that are is asked of the database, not read from the request: a mutation may have put another
+    // seeded record's id in the path. Replaced in seeding order, so a record another refers to comes first.
     if (opId === 'deleteRecord' || opId === 'transitionRecord') {
-      for (const ref of refs.filter((r) => /^record:[a-z0-9-]+:\d$/.test(r))) this.ids.set(ref, await this.createRecord(ref.split(':')[1]))
+      const seeded = [...this.ids.keys()].filter((r) => /^record:[a-z0-9-]+:\d$/.test(r))
+      const { rows } = await this.server.platform.db.pool.query('SELECT id FROM records WHERE id = ANY($1::uuid[]) AND deleted_at IS NULL AND version = 1', [seeded.map((r) => this.ids.get(r))])
+      const fresh = new Set(rows.map((r) => r.id))
+      for (const ref of seeded) if (!fresh.has(this.ids.get(ref))) this.ids.set(ref, await this.createRecord(ref.split(':')[1]))
     }
     if (opId === 'uploadStoredFile') this.upload = { url: (await this.newUpload()).url, at: Date.now() }
   }
