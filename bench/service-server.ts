@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util'
 import { createPlatform, startServer } from '../core/app.ts'
 import { loadConfig } from '../core/config.ts'
 import { benchModules, serveAsChild } from './common.ts'
+import { plugins } from '../plugins/index.ts'
 
 const { values: args } = parseArgs({
   options: { 'database-url': { type: 'string' }, tenant: { type: 'string' }, jobs: { type: 'boolean', default: false }, 'attachments-dir': { type: 'string' } }
@@ -35,7 +36,7 @@ const config = loadConfig({
   database: { url }
 })
 const platform = await createPlatform(config)
-const running = await startServer(platform)
+const running = await startServer(platform, plugins)
 const { token } = await platform.credentials.create({ tenantId, kind: 'api_key', name: 'benchmark key' })
 // Forked by run.ts the key travels over IPC only; run by hand it is printed for curl/autocannon.
 process.stdout.write(process.send ? `service listening ${running.url}\n` : `listening ${running.url}\ntoken ${token}\n`)

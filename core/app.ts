@@ -27,16 +27,10 @@ import { problemResponses } from './http/problem.ts'
 import { traceId } from './http/trace.ts'
 import { startJobs } from './jobs/index.ts'
 import { logger } from './logger.ts'
+import type { Plugin } from './plugin.ts'
 import { loadModules } from './modules/registry.ts'
 import { CursorCodec } from './pagination/cursor.ts'
 import { syncTenants, TenantDirectory } from './tenancy/tenants.ts'
-import { plugins } from '../plugins/index.ts'
-import { recordsPath } from '../plugins/records/records.shared.ts'
-import { attachmentsPath } from '../plugins/attachments/attachments.shared.ts'
-import { purgePendingAttachments } from '../plugins/attachments/attachments.ts'
-import { exportJobs } from '../plugins/exports/exports.ts'
-import { bulkPathPattern } from '../plugins/bulk/bulk.shared.ts'
-import { purgeExpiredKeys } from '../plugins/idempotency/idempotency.ts'
 
 async function platformSecret(pool: Platform['db']['pool'], name: string): Promise<Buffer> {
   await pool.query('INSERT INTO platform_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, randomBytes(32)])
@@ -80,8 +74,9 @@ export interface AppOptions {
   outermost?: (app: App) => Middleware[]
 }
 
-/** The Feathers app on Koa, with the middleware order made explicit here. */
-export function createApp(platform: Platform, options: AppOptions = {}): App {
+/** The Feathers app on Koa with `plugins` configured in order; the middleware order is made explicit here. */
+export function createApp(platform: Platform, plugins: readonly Plugin[], options: AppOptions = {}): App {
+  const streaming = plugins.flatMap((p) => p.streamingPaths ?? [])
   const app = koa(feathers()) as unknown as App
   app.on('error', logAppError)
   for (const m of options.outermost?.(app) ?? []) app.use(m)
@@ -94,13 +89,13 @@ export function createApp(platform: Platform, options: AppOptions = {}): App {
   if (platform.limiter) app.use(rateLimit(platform.limiter, (p) => platform.limitsFor(p?.tenantId).requestsPerMinute))
   app.use(rejectBadCredentials)
   // Routes first: a request to a path or method that does not exist is refused before its body is read.
-  app.use(colonMethods([recordsPath, attachmentsPath]))
+  app.use(colonMethods(plugins.flatMap((p) => p.colonMethods ?? [])))
   app.use(routeGuard(app))
-  app.use(jsonBody(platform.config.http.maxJsonBytes, [bulkPathPattern]))
-  app.use(passBodyStream([bulkPathPattern]))
+  app.use(jsonBody(platform.config.http.maxJsonBytes, streaming))
+  app.use(passBodyStream(streaming))
   app.configure(rest())
   app.hooks({ around: { all: [authenticate(platform.credentials), acceptJsonData] } })
-  for (const plugin of plugins) app.configure(plugin)
+  for (const plugin of plugins) app.configure((a) => plugin.configure(a as App))
   return app
 }
 
@@ -112,8 +107,8 @@ export interface RunningServer {
 }
 
 /** Starts listening (and the job scheduler when enabled); close() stops all of it in order. */
-export async function startServer(platform: Platform, options: AppOptions = {}): Promise<RunningServer> {
-  const app = createApp(platform, options)
+export async function startServer(platform: Platform, plugins: readonly Plugin[], options: AppOptions = {}): Promise<RunningServer> {
+  const app = createApp(platform, plugins, options)
   await platform.credentials.listen()
   const server = await app.listen(platform.config.port, platform.config.host)
   server.on('clientError', answerClientErrors(() => app.get('errorsUrl')))
@@ -122,12 +117,7 @@ export async function startServer(platform: Platform, options: AppOptions = {}):
   const url = `http://${platform.config.host}:${port}`
   if (!platform.config.errors.baseUrl) app.set('errorsUrl', `${platform.config.publicUrl ?? url}/errors`)
   platform.urls.public = platform.config.publicUrl ?? url
-  const jobs = [
-    { name: 'idempotency.purge', every: '1 hour', run: async () => ({ removed: await purgeExpiredKeys(platform.db.pool) }) },
-    { name: 'sessions.purge', every: '1 hour', run: async () => ({ removed: await platform.sessions.purgeExpired() }) },
-    { name: 'attachments.purge', every: '1 hour', run: async () => ({ removed: await purgePendingAttachments(platform) }) },
-    ...exportJobs(app, platform)
-  ]
+  const jobs = [{ name: 'sessions.purge', every: '1 hour', run: async () => ({ removed: await platform.sessions.purgeExpired() }) }, ...plugins.flatMap((p) => p.jobs?.(app) ?? [])]
   let agenda = platform.config.jobs.enabled ? await startJobs(platform.db.pool, jobs, { process: true, processEverySeconds: platform.config.jobs.processEverySeconds }) : undefined
   // An instance that runs no jobs still enqueues them (for instances that do), on a scheduler started on first use.
   platform.enqueue = async (name, data, options) => {

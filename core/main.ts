@@ -2,12 +2,13 @@ import { startServer, createPlatform } from './app.ts'
 import { loadConfig } from './config.ts'
 import { logger } from './logger.ts'
 import { ModuleDefinitionError } from './modules/validate.ts'
+import type { Plugin } from './plugin.ts'
 
-/** `npm start`: the service on DATABASE_URL, or on the embedded PostgreSQL in ./data. */
-async function main() {
+/** `npm start` (bin/server.ts): the service with `plugins` on DATABASE_URL, or on the embedded PostgreSQL in ./data. */
+export async function serve(plugins: readonly Plugin[]) {
   const config = loadConfig()
   const platform = await createPlatform(config)
-  const running = await startServer(platform)
+  const running = await startServer(platform, plugins)
   // A brand-new database: the demo tenant has never had a key, so issue one and show it once.
   if (config.tenants.demo) {
     const existing = await platform.credentials.list('demo')
@@ -35,8 +36,9 @@ async function main() {
   process.on('SIGTERM', () => void stop('SIGTERM'))
 }
 
-main().catch((err) => {
+/** Start-up failed: the message (a bad module names its package and field), exit 1. */
+export function startFailed(err: unknown): never {
   if (err instanceof ModuleDefinitionError) process.stderr.write(`Start-up stopped: ${err.message}\n`)
-  else process.stderr.write(`Start-up failed: ${err?.stack ?? err}\n`)
+  else process.stderr.write(`Start-up failed: ${(err as Error)?.stack ?? err}\n`)
   process.exit(1)
-})
+}

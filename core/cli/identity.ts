@@ -1,9 +1,6 @@
-import { systemPrincipal, type Principal } from '../auth/principal.ts'
 import { scopeCatalogue } from '../auth/scopes.ts'
 import type { Platform } from '../declarations.ts'
 import { ApiError } from '../errors/index.ts'
-import { TokensService } from '../../plugins/tokens/tokens.class.ts'
-import type { TokenType } from '../../plugins/tokens/tokens.schema.ts'
 
 export interface CliValues {
   tenant?: string
@@ -42,8 +39,8 @@ export function describeError(err: unknown): string {
 }
 
 /**
- * Users, roles, groups and tokens from the command line, through the same directory and
- * tokens service the API uses, acting as the named system actor `cli`.
+ * Users, roles and groups from the command line, through the same directory the API uses
+ * (tokens are the tokens plugin's commands).
  */
 export async function identityCommand(p: Platform, area: string, action: string | undefined, arg: string | undefined, v: CliValues, out: Out, fail: Fail): Promise<boolean> {
   const tenantId = () => {
@@ -113,26 +110,6 @@ export async function identityCommand(p: Platform, area: string, action: string 
   }
   if (area === 'group' && action === 'list') {
     for (const g of await users.listGroups(tenantId())) out(`${g.id}\t${g.displayName}\troles ${g.roles.join(',') || '-'}\t${g.members.length} members`)
-    return true
-  }
-  if (area === 'token' && action === 'create') {
-    const t = tenantId()
-    const type = v.type as TokenType
-    if (!['api-key', 'personal', 'service-account'].includes(type)) fail('--type must be one of: api-key, personal, service-account')
-    if (v.expires && Number.isNaN(Date.parse(v.expires))) fail('--expires must be an ISO 8601 date-time')
-    let principal: Principal = systemPrincipal(t, 'cli')
-    if (type === 'personal') {
-      // A personal token is issued by its user; the operator issues it on the user's behalf.
-      const u = await users.find(t, need(v.user, 'user'))
-      principal = { ...principal, userId: u.id }
-    }
-    const service = new TokensService({ credentials: p.credentials, users, tenants: p.tenants })
-    const token = await service.create(
-      { type, name: need(v.name, 'name'), scopes: list(v.scopes), roles: list(v.roles), expiresAt: v.expires ? new Date(v.expires).toISOString() : undefined },
-      { principal }
-    )
-    const narrowed = [token.scopes ? `scopes ${token.scopes.join(', ')}` : '', token.roles ? `roles ${token.roles.join(', ')}` : ''].filter(Boolean).join('; ')
-    out(`Created ${type} ${token.id} "${token.name}" for tenant ${t}${narrowed ? ` (${narrowed})` : ''}${token.expiresAt ? `, expires ${token.expiresAt}` : ''}.\nThe token is shown once:\n${token.token}`)
     return true
   }
   if (area === 'scopes') {

@@ -5,6 +5,7 @@ import type { Platform } from '../declarations.ts'
 import { migrateLatest } from '../db/migrate.ts'
 import { openDatabase } from '../db/index.ts'
 import { ModuleDefinitionError } from '../modules/validate.ts'
+import type { Plugin } from '../plugin.ts'
 import { describeError, identityCommand } from './identity.ts'
 
 const usage = `records: admin CLI of the records platform (works with or without the server running)
@@ -47,7 +48,8 @@ function fail(message: string): never {
   process.exit(2)
 }
 
-async function main(argv: string[]) {
+/** `records …` (bin/records.js hands it the plugins, whose commands join core's). */
+export async function runCli(argv: string[], plugins: readonly Plugin[]) {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -90,33 +92,20 @@ async function main(argv: string[]) {
     })
     return
   }
-  if (area === 'token' && action === 'list') {
-    if (!values.tenant) fail('--tenant is required')
-    await withPlatform(async (p) => {
-      for (const c of await p.credentials.list(values.tenant!)) {
-        const state = c.revokedAt ? `revoked ${c.revokedAt}` : c.expiresAt && Date.parse(c.expiresAt) < Date.now() ? `expired ${c.expiresAt}` : 'active'
-        process.stdout.write(`${c.id}\t${c.kind}\t${c.prefix}…\t${c.name}\t${state}\tlast used ${c.lastUsedAt ?? 'never'}\n`)
-      }
-    })
+  const command = plugins.flatMap((pl) => pl.cli ?? []).find((c) => c.area === area && c.action === action)
+  if (command) {
+    await withPlatform((platform) => command.run({ platform, values, arg, out: (line) => process.stdout.write(line + '\n'), fail }))
     return
   }
-  if (area === 'token' && action === 'revoke') {
-    if (!arg || !/^[0-9a-f-]{36}$/i.test(arg)) fail('give the id of the token to revoke (see: records token list --tenant ID)')
-    await withPlatform(async (p) => {
-      const revoked = await p.credentials.revoke(arg)
-      if (!revoked) fail(`no token ${arg}`)
-      process.stdout.write(`Revoked ${revoked.id} "${revoked.name}" of tenant ${revoked.tenantId} at ${revoked.revokedAt}.\n`)
-    })
-    return
-  }
-  if (['user', 'role', 'group', 'token', 'scopes'].includes(area)) {
+  if (['user', 'role', 'group', 'scopes'].includes(area)) {
     const done = await withPlatform((p) => identityCommand(p, area, action, arg, values, (line) => process.stdout.write(line + '\n'), fail))
     if (done) return
   }
   fail(`unknown command "${positionals.join(' ')}"\n\n${usage}`)
 }
 
-main(process.argv.slice(2)).catch((err) => {
+/** The CLI's answer to an error: one line an operator can act on, exit 1. */
+export function cliFailed(err: unknown): never {
   process.stderr.write(`records: ${err instanceof ModuleDefinitionError ? err.message : describeError(err)}\n`)
   process.exit(1)
-})
+}

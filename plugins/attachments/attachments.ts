@@ -7,6 +7,7 @@ import { AttachmentsService } from './attachments.class.ts'
 import { deleteAttachment, stalePending } from './attachments.repository.ts'
 import { attachmentsMethods, attachmentsPath } from './attachments.shared.ts'
 import { localStorageRoutes } from './attachments.storage-routes.ts'
+import type { Plugin } from '../../core/plugin.ts'
 
 /** Status and headers of an attachments write: create answers 201, and its signed upload URL is never cached. */
 export function attachmentResponse(method: string): { status: number; headers: Record<string, string> } {
@@ -52,4 +53,12 @@ export async function purgePendingAttachments(platform: Platform): Promise<numbe
     await deleteAttachment(platform.db.pool, a.tenant_id, a.id)
   }
   return stale.length
+}
+
+/** Attachments: `POST /api/v1/attachments/{id}:complete`, and the hourly purge of uploads never completed. */
+export const attachmentsPlugin: Plugin = {
+  name: 'attachments',
+  configure: attachments,
+  colonMethods: [attachmentsPath],
+  jobs: (app) => [{ name: 'attachments.purge', every: '1 hour', run: async () => ({ removed: await purgePendingAttachments(app.get('platform')) }) }]
 }

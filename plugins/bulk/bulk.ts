@@ -2,6 +2,8 @@ import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { App } from '../../core/declarations.ts'
 import { BulkService } from './bulk.class.ts'
 import { bulkMethods, bulkPath } from './bulk.shared.ts'
+import type { Plugin } from '../../core/plugin.ts'
+import { bulkPathPattern } from './bulk.shared.ts'
 
 /** The outcome stream is NDJSON, never cached; 200 once the call is accepted (each row then has its own status). */
 const streamHeaders = async (context: HookContext, next: NextFunction) => {
@@ -30,3 +32,6 @@ export function bulk(app: App) {
   )
   app.service(bulkPath).hooks({ around: { create: [streamHeaders] } })
 }
+
+/** Bulk loads read their NDJSON bodies themselves, as a stream. */
+export const bulkPlugin: Plugin = { name: 'bulk', configure: bulk, streamingPaths: [bulkPathPattern] }

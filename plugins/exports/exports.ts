@@ -5,6 +5,7 @@ import { idempotencyFor } from '../idempotency/idempotency.ts'
 import { ExportsService } from './exports.class.ts'
 import { purgeExpiredExports, renderExport } from './exports.job.ts'
 import { exportsMethods, exportsPath } from './exports.shared.ts'
+import type { Plugin } from '../../core/plugin.ts'
 
 /** Status and headers of a started export: 202, Location the job to follow. */
 export function exportResponse(_method: string, result: { id?: string }): { status: number; headers: Record<string, string> } {
@@ -18,7 +19,7 @@ const accepted = async (context: HookContext, next: NextFunction) => {
 }
 
 /** Export jobs of a module's records to CSV, XLSX or PDF. */
-export function exportsPlugin(app: App) {
+export function configureExports(app: App) {
   const platform = app.get('platform')
   app.use(exportsPath, new ExportsService(app, platform), { methods: [...exportsMethods] })
   const idempotent = idempotencyFor(app, exportResponse)
@@ -33,3 +34,6 @@ export function exportJobs(app: App, platform: Platform): JobDefinition[] {
     { name: 'exports.purge', every: '1 hour', run: async () => ({ expired: await purgeExpiredExports(platform) }) }
   ]
 }
+
+/** Exports, with their render and purge jobs. */
+export const exportsPlugin: Plugin = { name: 'exports', configure: configureExports, jobs: (app) => exportJobs(app, app.get('platform')) }

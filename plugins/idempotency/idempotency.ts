@@ -5,6 +5,7 @@ import type { Principal } from '../../core/auth/principal.ts'
 import { ApiError, problems, toProblem, type ProblemBody } from '../../core/errors/index.ts'
 import type { App } from '../../core/declarations.ts'
 import { logger } from '../../core/logger.ts'
+import type { Plugin } from '../../core/plugin.ts'
 
 /**
  * Idempotency-Key for writes, as one around hook so every transport gets it. The key
@@ -132,4 +133,11 @@ export async function purgeExpiredKeys(pool: pg.Pool): Promise<number> {
     removed += r.rowCount ?? 0
   }
   return removed
+}
+
+/** Idempotency keys: the hook is used by the writes of other plugins; this plugin brings the hourly purge. */
+export const idempotencyPlugin: Plugin = {
+  name: 'idempotency',
+  configure: () => undefined,
+  jobs: (app) => [{ name: 'idempotency.purge', every: '1 hour', run: async () => ({ removed: await purgeExpiredKeys(app.get('platform').db.pool) }) }]
 }

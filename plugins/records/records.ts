@@ -4,6 +4,7 @@ import { idempotencyFor } from '../idempotency/idempotency.ts'
 import { RecordsService } from './records.class.ts'
 import type { RecordOut } from './records.schema.ts'
 import { recordsMethods, recordsPath, recordsWriteMethods } from './records.shared.ts'
+import type { Plugin } from '../../core/plugin.ts'
 
 /** Status and headers of a records response: ETag carries the version for If-Match; create answers 201 with Location. */
 export function recordResponse(method: string, result: RecordOut): { status: number; headers: Record<string, string> } {
@@ -33,3 +34,6 @@ export function records(app: App) {
     around: Object.fromEntries([...recordsWriteMethods.map((m) => [m, write]), ['get', [setResponse]]])
   })
 }
+
+/** Records: a colon method per item (`POST /api/v1/records/{id}:transition`). */
+export const recordsPlugin: Plugin = { name: 'records', configure: records, colonMethods: [recordsPath] }

@@ -2,6 +2,8 @@ import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { App } from '../../core/declarations.ts'
 import { TokensService } from './tokens.class.ts'
 import { tokensMethods, tokensPath } from './tokens.shared.ts'
+import type { Plugin } from '../../core/plugin.ts'
+import { tokensCli } from './tokens.cli.ts'
 
 /** A created token is in this response only: 201, and no cache may keep it. */
 const noStore = async (context: HookContext, next: NextFunction) => {
@@ -15,3 +17,6 @@ export function tokens(app: App) {
   app.use(tokensPath, new TokensService({ credentials, users, tenants }), { methods: [...tokensMethods] })
   app.service(tokensPath).hooks({ around: { all: [noStore] } })
 }
+
+/** Tokens, with their admin commands (`records token create|list|revoke`). */
+export const tokensPlugin: Plugin = { name: 'tokens', configure: tokens, cli: tokensCli }

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { identityCommand } from '../../core/cli/identity.ts'
+import { plugins } from '../../plugins/index.ts'
 import { eventually, userWithToken } from '../helpers/identity.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 
@@ -214,7 +214,11 @@ t.test('the CLI acts as the system and may create any token', async (t) => {
   const fail = (message: string): never => {
     throw new Error(message)
   }
-  const run = (values: Record<string, string>) => identityCommand(server.platform, 'token', 'create', undefined, { tenant: 'acme', ...values }, (l) => lines.push(l), fail)
+  const create = plugins.flatMap((p) => p.cli ?? []).find((c) => c.area === 'token' && c.action === 'create')!
+  const run = async (values: Record<string, string>) => {
+    await create.run({ platform: server.platform, values: { tenant: 'acme', ...values }, out: (l) => lines.push(l), fail })
+    return true
+  }
   t.ok(await run({ type: 'service-account', name: 'cli robot', scopes: 'records:read:incident', roles: 'health-officer' }))
   t.match(lines.at(-1), /roles health-officer/)
   t.ok(await run({ type: 'api-key', name: 'cli key' }))

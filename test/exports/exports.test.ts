@@ -14,6 +14,7 @@ import { userWithToken } from '../helpers/identity.ts'
 import { systemPrincipal } from '../../core/auth/principal.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer, type TestServer } from '../helpers/server.ts'
+import { plugins } from '../../plugins/index.ts'
 
 const server = await startTestServer({ jobs: { enabled: true, processEverySeconds: 1 }, exports: { lockSeconds: 3, pageSize: 50 } } as any)
 t.teardown(async () => {
@@ -231,7 +232,7 @@ t.test('an export survives the death of the process running it and finishes once
   worker.kill('SIGKILL')
 
   // A new instance with jobs on: once the dead worker's lock expires, it takes the job over.
-  const next = await startServer(await createPlatform(loadConfig({ ...config, port: 0, logLevel: 'error', jobs: { enabled: true, processEverySeconds: 1 }, database: { url: api.platform.db.url } } as any)))
+  const next = await startServer(await createPlatform(loadConfig({ ...config, port: 0, logLevel: 'error', jobs: { enabled: true, processEverySeconds: 1 }, database: { url: api.platform.db.url } } as any)), plugins)
   for (const until = Date.now() + 30_000; Date.now() < until; await sleep(200)) {
     job = (await api.request('GET', `/api/v1/exports/${created.body.id}`)).body
     if (job.status === 'succeeded' || job.status === 'failed') break

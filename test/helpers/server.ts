@@ -7,6 +7,7 @@ import { loadConfig, type AppConfig, type DeepPartial } from '../../core/config.
 import type { Platform } from '../../core/declarations.ts'
 import { freshDatabase } from './database.ts'
 import { contractMiddleware, type Violation } from '../../core/openapi/contract.ts'
+import { plugins } from '../../plugins/index.ts'
 
 export interface Reply<T = any> {
   status: number
@@ -47,7 +48,7 @@ export const defaultTenants = {
  */
 export async function startCheckedServer(platform: Platform): Promise<RunningServer & { violations: Violation[] }> {
   const violations: Violation[] = []
-  const running = await startServer(platform, { outermost: (app) => [contractMiddleware(() => app.get('openapi'), (v) => violations.push(v))] })
+  const running = await startServer(platform, plugins, { outermost: (app) => [contractMiddleware(() => app.get('openapi'), (v) => violations.push(v))] })
   return Object.assign(running, { violations })
 }
 

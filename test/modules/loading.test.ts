@@ -144,7 +144,7 @@ t.test('the service refuses to start with a bad module, exits 1 and names the pa
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_CONFIG: JSON.stringify({ modules: { directories: [dir] }, tenants: {} }), DATABASE_URL: db.url, PORT: '0', LOG_LEVEL: 'error' }
   delete env.NODE_OPTIONS
   delete env.NODE_CONFIG_DIR
-  const child = spawn(process.execPath, ['--import', 'tsx', 'core/main.ts'], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/server.ts'], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (c) => (stdout += c))

@@ -1,0 +1,38 @@
+import type { App, Platform } from './declarations.ts'
+import type { JobDefinition } from './jobs/index.ts'
+
+/** What a CLI command is handed: the platform, the parsed flags and positionals, and where to write. */
+export interface CliContext {
+  platform: Platform
+  values: Record<string, string | boolean | undefined>
+  /** The positional after `<area> <action>`, e.g. a token id. */
+  arg?: string
+  out(line: string): void
+  fail(message: string): never
+}
+
+/** `records <area> <action> …`: one admin command a plugin brings. */
+export interface CliCommand {
+  area: string
+  action: string
+  run(context: CliContext): Promise<void>
+}
+
+/**
+ * One feature, declared in one object: core receives the list (plugins/index.ts) and
+ * names no plugin. Everything core must know of a feature before or beside its services
+ * is said here.
+ */
+export interface Plugin {
+  name: string
+  /** Registers the feature's services, hooks and Koa middleware. */
+  configure(app: App): void
+  /** Service paths whose items take `POST <path>/<id>:<method>` (Feathers custom methods). */
+  colonMethods?: readonly string[]
+  /** Paths whose request bodies the feature reads itself as a stream, not as JSON. */
+  streamingPaths?: readonly RegExp[]
+  /** Jobs the feature runs on the scheduler (`<area>.<action>`, ids only, safe to run twice). */
+  jobs?(app: App): JobDefinition[]
+  /** Admin CLI commands. */
+  cli?: readonly CliCommand[]
+}
