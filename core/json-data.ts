@@ -42,8 +42,10 @@ export function textProblem(s: string): string | undefined {
   return undefined
 }
 
-const escapePointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1')
-const fieldOf = (pointer: string) => pointer.replace(/^\//, '').replace(/\//g, '.') || '(body)'
+/** A key as one segment of a JSON pointer (RFC 6901). */
+export const escapePointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1')
+/** A JSON pointer as the dotted field name problems carry (`/payload/severity` → `payload.severity`). */
+export const fieldOf = (pointer: string) => pointer.replace(/^\//, '').replace(/\//g, '.') || '(body)'
 /** A key as a problem shows it: the bad characters escaped, so the answer itself stays storable text. */
 const shown = (key: string) => (textProblem(key) ? JSON.stringify(key).slice(1, -1).replace(/[\ud800-\udfff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`) : key)
 

@@ -1,5 +1,5 @@
 import type { FieldProblem } from './errors/index.ts'
-import { jsonLimits, limitDetails } from './json-data.ts'
+import { escapePointer, fieldOf, jsonLimits, limitDetails } from './json-data.ts'
 
 const QUOTE = 34
 const BACKSLASH = 92
@@ -58,11 +58,11 @@ export function jsonTextProblem(text: string, root = ''): FieldProblem | undefin
     } catch {
       key = quoted.slice(1, -1) // not valid JSON; the parser would refuse it anyway
     }
-    return key.replace(/~/g, '~0').replace(/\//g, '~1')
+    return escapePointer(key)
   }
   const problem = (code: string, detail: string): FieldProblem => {
     const pointer = root + at.slice(1).map((k) => `/${segment(k)}`).join('')
-    return { pointer, field: pointer.replace(/^\//, '').replace(/\//g, '.') || '(body)', code, detail }
+    return { pointer, field: fieldOf(pointer), code, detail }
   }
   /** A value starts here: counts it against its array and the whole. */
   const valueStarts = (): FieldProblem | undefined => {

@@ -2,7 +2,7 @@ import { Ajv } from 'ajv'
 import addFormats from 'ajv-formats'
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import { problems, type FieldProblem } from './errors/index.ts'
-import { jsonLimits } from './json-data.ts'
+import { fieldOf, jsonLimits } from './json-data.ts'
 
 /** Validates request bodies and payloads: no coercion, every error reported. */
 export const dataAjv = addFormats.default(new Ajv({ allErrors: true, verbose: true, strict: false, coerceTypes: false, useDefaults: false }), ['date', 'date-time', 'uuid', 'email', 'uri'])
@@ -48,10 +48,6 @@ export function isFormat(format: keyof typeof formatCheckers, value: string): bo
 }
 
 
-function pointerToField(pointer: string) {
-  return pointer.replace(/^\//, '').replace(/\//g, '.') || '(body)'
-}
-
 /** One Ajv error as a field problem that names the field and, where known, the allowed values. */
 function fieldProblem(e: ErrorObject, root: string): FieldProblem {
   let pointer = root + e.instancePath
@@ -78,7 +74,7 @@ function fieldProblem(e: ErrorObject, root: string): FieldProblem {
       detail = `must be ${/^[aeiou]/.test(e.params.type) ? 'an' : 'a'} ${e.params.type}`
       break
   }
-  return { pointer, field: pointerToField(pointer), code: e.keyword, detail, ...(allowed ? { allowed } : {}) }
+  return { pointer, field: fieldOf(pointer), code: e.keyword, detail, ...(allowed ? { allowed } : {}) }
 }
 
 /**

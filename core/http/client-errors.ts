@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
-import { problemKinds, type ProblemKind } from '../errors/kinds.ts'
+import { ApiError, toProblem } from '../errors/index.ts'
+import type { ProblemKind } from '../errors/kinds.ts'
 import { logger } from '../logger.ts'
 
 /** What Node's HTTP parser refused, by its error code. */
@@ -18,12 +19,12 @@ export function answerClientErrors(errorsUrl: () => string) {
   return (err: Error & { code?: string }, socket: Socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy()
     const { kind, code, detail } = refusal(err.code)
-    const { status, title } = problemKinds[kind]
     const traceId = randomUUID().replace(/-/g, '')
     logger.debug('refused by the HTTP parser', { traceId, code: err.code, error: err.message })
-    const body = JSON.stringify({ type: `${errorsUrl()}/${kind}`, title, status, detail, code, traceId })
+    const { body: problem } = toProblem(new ApiError(kind, code, detail), traceId, errorsUrl())
+    const body = JSON.stringify(problem)
     socket.end(
-      `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Trace-Id: ${traceId}\r\nConnection: close\r\n\r\n${body}`
+      `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Trace-Id: ${traceId}\r\nConnection: close\r\n\r\n${body}`
     )
   }
 }

@@ -5,7 +5,7 @@ import type { Middleware } from 'koa'
  * sent, as Feathers leaves the ids of its own routes: no id has that shape, so the service
  * answers 404 instead of the URIError decodeURIComponent throws (a 500).
  */
-function decodeSegment(segment: string): string {
+export function decodeSegment(segment: string): string {
   try {
     return decodeURIComponent(segment)
   } catch {

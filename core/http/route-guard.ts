@@ -1,18 +1,10 @@
 import type { Middleware } from 'koa'
 import type { App } from '../declarations.ts'
 import { ApiError, problems } from '../errors/index.ts'
+import { decodeSegment } from './custom-methods.ts'
 
 const itemVerbs: Record<string, string> = { get: 'GET', update: 'PUT', patch: 'PATCH', remove: 'DELETE' }
 const collectionVerbs: Record<string, string> = { find: 'GET', create: 'POST' }
-
-/** A path segment as text, or as sent when it is not UTF-8. */
-function decoded(segment: string): string {
-  try {
-    return decodeURIComponent(segment)
-  } catch {
-    return segment
-  }
-}
 
 /**
  * Just before the Feathers router, answers the requests it would get wrong:
@@ -25,7 +17,7 @@ function decoded(segment: string): string {
  */
 export const routeGuard = (app: App): Middleware => async (ctx, next) => {
   const segments = ctx.path.split('/').slice(1)
-  if (segments.some((s) => Object.hasOwn(Object.prototype, decoded(s))) || (ctx.path.startsWith('/api/') && ctx.path.endsWith('/'))) {
+  if (segments.some((s) => Object.hasOwn(Object.prototype, decodeSegment(s))) || (ctx.path.startsWith('/api/') && ctx.path.endsWith('/'))) {
     throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.${ctx.path.endsWith('/') ? ` Paths end without a slash: ${ctx.path.replace(/\/+$/, '')}.` : ''}`)
   }
   const found = ctx.path.startsWith('/api/') ? app.lookup(ctx.path) : null

@@ -1,3 +1,4 @@
+import { fieldOf } from '../../core/json-data.ts'
 import { validationError } from '../../core/validation.ts'
 
 /** Characters a reference may not hold: controls, invisible format characters (zero-width, bidi overrides), line and paragraph separators. */
@@ -13,7 +14,7 @@ export function canonicalExternalRef(ref: string, pointer = '/externalRef'): str
   const bad = invisible.exec(ref)
   if (bad) {
     const code = bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')
-    throw validationError([{ pointer, field: pointer.slice(1).replace(/\//g, '.'), code: 'text', detail: `contains the invisible character U+${code} at position ${bad.index + 1}; references must be visible text` }])
+    throw validationError([{ pointer, field: fieldOf(pointer), code: 'text', detail: `contains the invisible character U+${code} at position ${bad.index + 1}; references must be visible text` }])
   }
   return ref.normalize('NFC')
 }
