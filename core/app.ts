@@ -90,7 +90,7 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.use(rejectBadCredentials)
   // Routes first: a request to a path or method that does not exist is refused before its body is read.
   app.use(colonMethods(plugins.flatMap((p) => p.colonMethods ?? [])))
-  app.use(routeGuard(app))
+  app.use(routeGuard(app, streaming))
   app.use(jsonBody(platform.config.http.maxJsonBytes, streaming))
   app.use(passBodyStream(streaming))
   app.configure(rest())

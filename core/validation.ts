@@ -11,7 +11,7 @@ export const dataAjv = addFormats.default(new Ajv({ allErrors: true, verbose: tr
 const firstErrorAjv = addFormats.default(new Ajv({ allErrors: false, verbose: true, strict: false, coerceTypes: false, useDefaults: false }), ['date', 'date-time', 'uuid', 'email', 'uri'])
 
 /** Validates query strings: values arrive as strings and are coerced to the declared types. */
-export const queryAjv = addFormats.default(new Ajv({ allErrors: true, strict: false, coerceTypes: 'array', useDefaults: true }), ['date', 'date-time', 'uuid'])
+export const queryAjv = addFormats.default(new Ajv({ allErrors: true, verbose: true, strict: false, coerceTypes: 'array', useDefaults: true }), ['date', 'date-time', 'uuid'])
 
 /**
  * RFC 3339 admits values PostgreSQL cannot cast: year 0000, offsets past ±15:59 and a
@@ -48,25 +48,85 @@ export function isFormat(format: keyof typeof formatCheckers, value: string): bo
 }
 
 
+/** The values an `anyOf` allows when each of its branches is a constant or a list of them (a TypeBox union of literals), else undefined. */
+function constantsOf(branches: unknown): unknown[] | undefined {
+  if (!Array.isArray(branches) || !branches.length) return undefined
+  const values: unknown[] = []
+  for (const b of branches as Array<Record<string, unknown>>) {
+    if (b && 'const' in b) values.push(b.const)
+    else if (b && Array.isArray(b.enum)) values.push(...b.enum)
+    else return undefined
+  }
+  return values
+}
+
+/** Edit distance of two short names, for "did you mean": case differences cost nothing. */
+function distance(a: string, b: string): number {
+  a = a.toLowerCase()
+  b = b.toLowerCase()
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i]
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1))
+    prev = row
+  }
+  return prev[b.length]
+}
+
+/** The allowed name closest to `given` when it is a likely slip (a wrong case, a typo or two), else undefined. */
+export function closestName(given: string, allowed: readonly unknown[]): string | undefined {
+  if (given.length > 100) return undefined
+  let best: string | undefined
+  let bestDistance = Infinity
+  for (const name of allowed) {
+    if (typeof name !== 'string') continue
+    const d = distance(given, name)
+    if (d < bestDistance) [best, bestDistance] = [name, d]
+  }
+  return best !== undefined && bestDistance <= Math.max(1, Math.min(2, Math.floor(given.length / 3))) ? best : undefined
+}
+
+function oneOf(allowed: unknown[], given: unknown): string {
+  const hint = typeof given === 'string' ? closestName(given, allowed) : undefined
+  return `must be one of: ${allowed.map(String).join(', ')}${hint !== undefined ? ` (did you mean ${hint}?)` : ''}`
+}
+
 /** One Ajv error as a field problem that names the field and, where known, the allowed values. */
 function fieldProblem(e: ErrorObject, root: string): FieldProblem {
   let pointer = root + e.instancePath
   let detail = e.message ?? 'is invalid'
   let allowed: unknown[] | undefined
+  let code = e.keyword
   switch (e.keyword) {
     case 'required':
       pointer += `/${e.params.missingProperty}`
       detail = 'is required'
       break
-    case 'additionalProperties':
+    case 'additionalProperties': {
       pointer += `/${e.params.additionalProperty}`
       allowed = Object.keys((e.parentSchema as any)?.properties ?? {})
-      detail = `is not an accepted field; allowed fields: ${allowed.join(', ')}`
+      const hint = closestName(String(e.params.additionalProperty), allowed)
+      detail = `is not an accepted field; ${hint ? `did you mean ${hint}? ` : ''}allowed fields: ${allowed.join(', ') || 'none'}`
       break
+    }
     case 'enum':
       allowed = e.params.allowedValues
-      detail = `must be one of: ${allowed!.join(', ')}`
+      detail = oneOf(allowed!, e.data)
       break
+    case 'const':
+      allowed = [e.params.allowedValue]
+      detail = oneOf(allowed, e.data)
+      code = 'enum'
+      break
+    case 'anyOf': {
+      const values = constantsOf(e.schema)
+      if (values) {
+        allowed = values
+        detail = oneOf(values, e.data)
+        code = 'enum'
+      }
+      break
+    }
     case 'format':
       detail = `must be ${e.params.format === 'date-time' ? 'an ISO 8601 date-time with a timezone, e.g. 2026-03-01T08:30:00Z' : e.params.format === 'date' ? 'a date, YYYY-MM-DD' : `in ${e.params.format} format`}`
       break
@@ -74,7 +134,7 @@ function fieldProblem(e: ErrorObject, root: string): FieldProblem {
       detail = `must be ${/^[aeiou]/.test(e.params.type) ? 'an' : 'a'} ${e.params.type}`
       break
   }
-  return { pointer, field: fieldOf(pointer), code: e.keyword, detail, ...(allowed ? { allowed } : {}) }
+  return { pointer, field: fieldOf(pointer), code, detail, ...(allowed ? { allowed } : {}) }
 }
 
 /**
@@ -86,10 +146,29 @@ export function fieldProblems(errors: ErrorObject[] | null | undefined, root = '
   return boundedProblems(errors, root).list
 }
 
+/**
+ * The schema paths of `anyOf`s whose branches are all constants: their branch errors
+ * ("must be equal to constant", once per branch) are left out, and the `anyOf` error
+ * itself says "must be one of: …".
+ */
+function constantUnions(errors: ErrorObject[]): Map<string, string[]> {
+  const unions = new Map<string, string[]>()
+  for (const e of errors) {
+    if (e.keyword !== 'anyOf' || !constantsOf(e.schema)) continue
+    const at = unions.get(e.instancePath)
+    if (at) at.push(`${e.schemaPath}/`)
+    else unions.set(e.instancePath, [`${e.schemaPath}/`])
+  }
+  return unions
+}
+
 function boundedProblems(errors: ErrorObject[] | null | undefined, root: string): { list: FieldProblem[]; more: boolean } {
   const list: FieldProblem[] = []
   const seen = new Set<string>()
+  const unions = errors?.length ? constantUnions(errors) : new Map<string, string[]>()
   for (const e of errors ?? []) {
+    // A constant branch's error sits at the union's own instance path (constants are scalars).
+    if (unions.size && e.keyword !== 'anyOf' && unions.get(e.instancePath)?.some((u) => e.schemaPath.startsWith(u))) continue
     const p = fieldProblem(e, root)
     const key = `${p.pointer}\u0000${p.code}`
     if (seen.has(key)) continue

@@ -32,7 +32,8 @@ async function readStdin(): Promise<string> {
 /** Service errors as one line an operator can act on (field problems included). */
 export function describeError(err: unknown): string {
   if (err instanceof ApiError) {
-    const fields = (err.extra.errors as Array<{ field: string; detail: string }> | undefined)?.map((e) => `${e.field} ${e.detail}`)
+    // A validation problem's message already spells its fields; only those it leaves out are added.
+    const fields = (err.extra.errors as Array<{ field: string; detail: string }> | undefined)?.map((e) => `${e.field} ${e.detail}`).filter((f) => !err.message.includes(f))
     return fields?.length ? `${err.message} ${fields.join('; ')}` : err.message
   }
   return (err as Error)?.message ?? String(err)

@@ -24,7 +24,7 @@ export const problemResponses = (errorsUrl: () => string): Middleware => async (
   try {
     await next()
     if (ctx.status === 404 && ctx.body === undefined) {
-      throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.`)
+      throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.${ctx.state.routeHint ?? ''}`)
     }
   } catch (caught) {
     const traceId: string = ctx.state.traceId ?? 'unknown'

@@ -13,14 +13,22 @@ const collectionVerbs: Record<string, string> = { find: 'GET', create: 'POST' }
  * - an `/api/` path ending in a slash: no route has one;
  * - POST on an item URL, which Feathers runs as `create` with the id ignored, and PATCH,
  *   PUT or DELETE on a collection, which it runs on every record: 405 with `Allow`.
+ * - POST, PUT, PATCH or DELETE on an `/api/` path no service or streaming route serves:
+ *   a 404 before the body is read (it was a 415 about the body's media type), naming
+ *   the path meant when the same path with or without `/v1` exists.
  * Colon methods (`/{id}:transition`) are rewritten before this, so they pass.
  */
-export const routeGuard = (app: App): Middleware => async (ctx, next) => {
+export const routeGuard = (app: App, streamingPaths: readonly RegExp[] = []): Middleware => async (ctx, next) => {
   const segments = ctx.path.split('/').slice(1)
   if (segments.some((s) => Object.hasOwn(Object.prototype, decodeSegment(s))) || (ctx.path.startsWith('/api/') && ctx.path.endsWith('/'))) {
     throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.${ctx.path.endsWith('/') ? ` Paths end without a slash: ${ctx.path.replace(/\/+$/, '')}.` : ''}`)
   }
   const found = ctx.path.startsWith('/api/') ? app.lookup(ctx.path) : null
+  if (!found && ctx.path.startsWith('/api/') && !streamingPaths.some((p) => p.test(ctx.path))) {
+    const meant = nearbyRoute(app, streamingPaths, ctx.path)
+    if (meant) ctx.state.routeHint = ` Did you mean ${meant}?`
+    if (['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method)) throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.${ctx.state.routeHint ?? ''}`)
+  }
   if (found && !ctx.get('x-service-method')) {
     const item = found.params.__id !== undefined
     const verbs = item ? itemVerbs : collectionVerbs
@@ -34,4 +42,10 @@ export const routeGuard = (app: App): Middleware => async (ctx, next) => {
     }
   }
   return next()
+}
+
+/** The same path with `/v1` added or removed after `/api`, when a service or streaming route serves it. */
+function nearbyRoute(app: App, streamingPaths: readonly RegExp[], path: string): string | undefined {
+  const other = path.startsWith('/api/v1/') ? `/api/${path.slice('/api/v1/'.length)}` : `/api/v1/${path.slice('/api/'.length)}`
+  return app.lookup(other) || streamingPaths.some((p) => p.test(other)) ? other : undefined
 }

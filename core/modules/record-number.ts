@@ -4,6 +4,8 @@
  */
 export interface NumberPattern {
   render(now: Date): { prefix: string; suffix: string; width: number }
+  /** Whether `text` has the shape of a number of this pattern (any date; the counter at least its width). */
+  matches(text: string): boolean
 }
 
 const token = /\{(YYYY|YY|MM|DD|seq(?::(\d{1,2}))?)\}/g
@@ -25,5 +27,8 @@ export function compilePattern(pattern: string): NumberPattern {
       if (t === 'MM') return String(d.getUTCMonth() + 1).padStart(2, '0')
       return String(d.getUTCDate()).padStart(2, '0')
     })
-  return { render: (now) => ({ prefix: fill(before, now), suffix: fill(after, now), width }) }
+  const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  const shapeOf = (text: string) => text.split(token).map((part, i) => (i % 3 === 1 ? (part === 'YYYY' ? '\\d{4}' : '\\d{2}') : i % 3 === 2 ? '' : literal(part))).join('')
+  const shape = new RegExp(`^${shapeOf(before)}\\d{${width},}${shapeOf(after)}$`)
+  return { render: (now) => ({ prefix: fill(before, now), suffix: fill(after, now), width }), matches: (text) => shape.test(text) }
 }

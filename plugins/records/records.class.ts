@@ -64,8 +64,15 @@ export class RecordsService {
     return requirePrincipal(params, 'A records call')
   }
 
-  private notFound(id: string) {
-    return problems.notFound('record.not_found', `No live record ${id} for this tenant. A deleted record is still in the audit log: GET /api/v1/audit-log?recordId=${id}.`)
+  private notFound(id: string, tenantId?: string) {
+    if (isUuid(id)) return problems.notFound('record.not_found', `No live record ${id} for this tenant. A deleted record is still in the audit log: GET /api/v1/audit-log?recordId=${id}.`)
+    // A record number in place of the id: say where records are found by number.
+    const owner = tenantId && id.length <= 100 ? [...(this.o.tenants.get(tenantId)?.modules.values() ?? [])].find((m) => m.numberPattern.matches(id)) : undefined
+    if (owner) {
+      const find = `GET /api/v1/records?moduleKey=${owner.definition.key}&number=${encodeURIComponent(id)}`
+      return problems.notFound('record.not_found', `${id} is a record number, not a record id (a UUID). Find the record by its number with ${find} (add &includeDeleted=true for a deleted one); its id is in the answer.`)
+    }
+    return problems.notFound('record.not_found', `No record ${id}: record ids are UUIDs, e.g. the id in a create's Location header. To find a record by its number: GET /api/v1/records?moduleKey=<module>&number=<number>.`)
   }
 
   /** The record's module, checked installed for the caller's tenant; a record of another module is a 404. */
@@ -163,6 +170,11 @@ export class RecordsService {
       select.add('externalRef', [ref], (b) => b.where('r.external_ref', ref))
       scopeParts.push(['externalRef', ref])
     }
+    if (q.number) {
+      const number = q.number
+      select.add('number', [number], (b) => b.where('r.number', number))
+      scopeParts.push(['number', number])
+    }
     if (q.updatedSince) {
       const since = q.updatedSince
       select.add('updatedSince', [since], (b) => b.where('r.updated_at', '>=', since))
@@ -226,7 +238,7 @@ export class RecordsService {
 
   async get(id: string, params: RecordParams): Promise<RecordOut> {
     const principal = this.principal(params)
-    if (!isUuid(id)) throw this.notFound(String(id))
+    if (!isUuid(id)) throw this.notFound(String(id), principal.tenantId)
     const row = await repo.selectLive(this.o.pool, principal.tenantId, id)
     const module = this.moduleOf(principal, row, id)
     return this.present(principal, module, row!)
@@ -279,7 +291,7 @@ export class RecordsService {
     change: (row: repo.RecordRow, module: RegisteredModule, principal: Principal, client: pg.PoolClient) => Promise<Omit<repo.RecordChange, 'tenantId' | 'id' | 'actor'> | null>
   ): Promise<RecordOut> {
     const principal = this.principal(params)
-    if (!isUuid(id)) throw this.notFound(String(id))
+    if (!isUuid(id)) throw this.notFound(String(id), principal.tenantId)
     return transaction(this.o.pool, async (client) => {
       const row = await repo.lockLive(client, principal.tenantId, id)
       const module = this.moduleOf(principal, row, id)
@@ -301,6 +313,12 @@ export class RecordsService {
 
   async patch(id: string | null, data: RecordPatch, params: RecordParams): Promise<RecordOut> {
     if (id === null) throw problems.badRequest('record.id_required', 'PATCH needs a record id: PATCH /api/v1/records/{id}.')
+    // The most natural wrong guess at changing a state gets the way to do it, not just "not an accepted field".
+    if (data && typeof data === 'object' && Object.hasOwn(data, 'state')) {
+      const at = isUuid(id) ? id : '{id}'
+      const detail = `cannot be changed by PATCH: a record changes state through a workflow transition, POST /api/v1/records/${at}:transition with {"transition": "<key>"}; GET /api/v1/records/${at} lists the availableTransitions`
+      throw validationError([{ pointer: '/state', field: 'state', code: 'additionalProperties', detail }])
+    }
     assertValid<RecordPatch>(recordPatchValidator, data)
     return this.change(String(id), params, async (row, module, principal, client) => {
       assertCan(principal, module, 'update')

@@ -67,7 +67,7 @@ export function describeRecords(ctx: DocContext): Fragment {
           operationId: 'listRecords',
           tag,
           summary: 'List records of one module',
-          description: 'Newest first (with `updatedSince`: oldest change first, for incremental sync). Filters combine with AND; the caller\'s row rules apply, and fields it may not read are left out and may not be filtered on.',
+          description: 'In creation order, oldest first, so records created while a client pages appear on later pages (with `updatedSince`: oldest change first, for incremental sync). Filters combine with AND; the caller\'s row rules apply, and fields it may not read are left out and may not be filtered on.',
           scope: 'records:read',
           parameters: [
             queryParam('moduleKey', 'The module whose records to list.', moduleKey, { required: true, example: refs[0]?.key ?? 'incident' }),
@@ -76,11 +76,11 @@ export function describeRecords(ctx: DocContext): Fragment {
             queryParam('updatedSince', 'Only records changed at or after this instant, oldest change first.', { type: 'string', format: 'date-time' }),
             queryParam('includeDeleted', 'Also return soft-deleted records (with `deletedAt`).', { type: 'boolean' }),
             queryParam('externalRef', 'The record with this source-system reference.', { type: 'string', minLength: 1, maxLength: 200 }),
+            queryParam('number', 'The record with this number, e.g. `INC-2026-00042` (numbers are unique within the tenant).', { type: 'string', minLength: 1, maxLength: 100 }),
             queryParam(
               'payload',
-              'Payload field filters: `payload[field]=value` (equals; choice lists: contains), or `payload[field][op]=value` with `gte`, `lte`, `gt`, `lt` for numbers, dates and date-times. `GET /api/v1/modules/{moduleKey}` marks the filterable fields.',
-              { type: 'object', additionalProperties: { anyOf: [{ type: 'string', maxLength: headValueMax }, { type: 'object', additionalProperties: { type: 'string', maxLength: headValueMax } }] } },
-              { example: { severity: 'high' } }
+              'Payload field filters: `payload[field]=value` (equals; choice lists: contains), or `payload[field][op]=value` with `ne`, `in` (a comma list), `gte`, `lte`, `gt`, `lt` (numbers, dates and date-times), e.g. `payload[severity]=high` or `payload[severity][in]=high,critical`. `GET /api/v1/modules/{moduleKey}` marks the filterable fields.',
+              { type: 'object', additionalProperties: { anyOf: [{ type: 'string', maxLength: headValueMax }, { type: 'object', additionalProperties: { type: 'string', maxLength: headValueMax } }] } }
             )
           ],
           responses: { 200: { description: 'A page of records.', schema: page } },

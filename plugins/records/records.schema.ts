@@ -103,7 +103,8 @@ export const recordQuerySchema = (maxLimit: number) =>
       updatedSince: Type.Optional(Type.String({ format: 'date-time', description: 'Only records changed at or after this instant, oldest change first' })),
       payload: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Record(Type.String(), Type.String())]))),
       includeDeleted: Type.Optional(Type.Boolean({ description: 'Also return soft-deleted records (with deletedAt); for incremental sync with updatedSince' })),
-      externalRef: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The record with this source-system reference' }))
+      externalRef: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The record with this source-system reference' })),
+      number: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'The record with this number, e.g. INC-2026-00042' }))
     },
     { title: 'RecordQuery', additionalProperties: false }
   )

@@ -129,6 +129,8 @@ t.test('issues service-account tokens with scopes and refuses what the tokens se
   const weak = await recordsWithInput('short\n', 'user', 'create', '--tenant', 'acme', '--username', 'weak', '--password-stdin')
   t.equal(weak.code, 1)
   t.match(weak.stderr, /password must be at least 12 characters/)
+  t.equal(weak.stderr.split('must be at least 12 characters').length, 2, 'the error is said once, not twice')
+  t.equal(weak.stderr.trim().split('\n').length, 1, 'one line')
 })
 
 t.test('lists the roles a tenant can grant and the scope names', async (t) => {
