@@ -107,6 +107,11 @@ export interface ModuleDefinition {
   rowAccess?: Record<string, RowCondition[]>
   /** e.g. `INC-{YYYY}-{seq:5}`; tokens: {YYYY} {YY} {MM} {DD} {seq:N}. */
   numberPattern: string
+  /**
+   * The top-level fields that identify a record at a glance, in order (at most 8): the PDF
+   * export's default columns after Number and State, list pages and GraphQL defaults.
+   */
+  summaryColumns?: string[]
 }
 
 /** A module as held by the registry: validated, frozen, with the package it came from. */

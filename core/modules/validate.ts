@@ -13,6 +13,8 @@ export class ModuleDefinitionError extends Error {
   }
 }
 
+/** More summary columns than fit a landscape A4 table next to Number and State. */
+export const maxSummaryColumns = 8
 const keyPattern = /^[a-z][a-zA-Z0-9]*$/
 const slugPattern = /^[a-z][a-z0-9-]*$/
 const semver = /^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/
@@ -72,6 +74,19 @@ function checkFields(fields: unknown, path: string, fail: (where: string, proble
       const v = (field as any)[bound]
       if (v !== undefined && typeof v !== 'number') fail(where, `${bound} must be a number`)
     }
+  }
+}
+
+/** Summary columns are top-level payload fields, each once; a group or a typo would leave a blank default column. */
+function checkSummaryColumns(columns: unknown, fields: FieldDefinition[], fail: (where: string, problem: string) => never) {
+  if (!Array.isArray(columns) || columns.length === 0 || columns.length > maxSummaryColumns) fail('summaryColumns', `must list 1 to ${maxSummaryColumns} top-level field keys`)
+  const seen = new Set<string>()
+  for (const key of columns) {
+    const field = typeof key === 'string' ? fields.find((f) => f.key === key) : undefined
+    if (!field) fail('summaryColumns', `names unknown field ${JSON.stringify(key)}; top-level fields: ${fields.map((f) => f.key).join(', ')}`)
+    if (field.type === 'group') fail('summaryColumns', `"${key}" is a repeating group, which does not fit a summary column`)
+    if (seen.has(key)) fail('summaryColumns', `names "${key}" twice`)
+    seen.add(key)
   }
 }
 
@@ -144,6 +159,7 @@ export function validateModuleDefinition(def: unknown, packageName: string): ass
       }
     }
   }
+  if (m.summaryColumns !== undefined) checkSummaryColumns(m.summaryColumns, m.fields, fail)
   if (typeof m.numberPattern !== 'string') fail('numberPattern', 'must be a string such as "INC-{YYYY}-{seq:5}"')
   try {
     compilePattern(m.numberPattern)

@@ -1,7 +1,8 @@
 import type { Params } from '@feathersjs/feathers'
-import { assertScope, seesModule } from '../../core/auth/access.ts'
+import { assertScope, hiddenFields, seesModule } from '../../core/auth/access.ts'
 import { problems } from '../../core/errors/index.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
+import { summaryColumns } from '../../core/modules/derive/columns.ts'
 import { fieldToFilter } from '../../core/modules/derive/filters.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
@@ -22,6 +23,9 @@ function summary(m: RegisteredModule) {
     links: { schema: `/api/v1/modules/${d.key}`, records: `/api/v1/records?moduleKey=${d.key}` }
   }
 }
+
+/** The module's summary columns (or the default) without the fields this caller may not read. */
+const summaryColumnsOf = (m: RegisteredModule, principal: Principal) => summaryColumns(m).filter((k) => !hiddenFields(principal, m).has(k))
 
 /** Installed modules of the caller's tenant and their full schemas, straight from the registry. */
 export class ModulesService {
@@ -52,6 +56,7 @@ export class ModulesService {
       workflow: d.workflow,
       permissions: d.permissions,
       rowAccess: d.rowAccess ?? {},
+      summaryColumns: summaryColumnsOf(m, principal),
       package: { name: d.packageName }
     }
   }

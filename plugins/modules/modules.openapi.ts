@@ -40,7 +40,7 @@ export function describeModules(ctx: DocContext): Fragment {
         summary,
         {
           type: 'object',
-          required: ['fields', 'schema', 'workflow', 'permissions', 'rowAccess', 'package'],
+          required: ['fields', 'schema', 'workflow', 'permissions', 'rowAccess', 'summaryColumns', 'package'],
           properties: {
             fields: { type: 'array', items: field },
             schema: { type: 'object', description: 'The JSON Schema (2020-12) create validates payloads against.' },
@@ -62,6 +62,12 @@ export function describeModules(ctx: DocContext): Fragment {
             },
             permissions: { type: 'object', description: 'Role → module actions (`read`, `create`, `update`, `delete`, `export`, `attachments`, `transition:<key>`).', additionalProperties: { type: 'array', items: { type: 'string' } } },
             rowAccess: { type: 'object', description: 'Role → the conditions of the rows it sees, any of which admits a row (`{ createdBy: "self" }` or `{ field, equals: "self" }`); roles not listed see every row.', additionalProperties: { type: 'array', items: { type: 'object' } } },
+            summaryColumns: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'The payload fields that identify a record at a glance, in order: the PDF export\'s default columns after Number and State, and a list page\'s. The module\'s `summaryColumns`, or its first four fields when it declares none; fields the caller may not read are left out.',
+              examples: [['title', 'site', 'category', 'severity', 'occurredAt']]
+            },
             package: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } }
           }
         }

@@ -7,6 +7,7 @@ export default defineModule({
   title: 'Corrective action',
   description: 'Actions that remove the cause of an incident, with an owner, a due date and a verification of effectiveness.',
   numberPattern: 'CA-{YYYY}-{seq:4}',
+  summaryColumns: ['title', 'kind', 'owner', 'dueDate', 'priority'],
   fields: [
     { key: 'title', type: 'text', label: 'Action', required: true, maxLength: 200 },
     { key: 'incident', type: 'recordRef', module: 'incident', label: 'Incident', required: true },

@@ -7,6 +7,8 @@ export default defineModule({
   title: 'Incident',
   description: 'Injuries, near misses, property damage and environmental releases, from first report to closure.',
   numberPattern: 'INC-{YYYY}-{seq:5}',
+  // What a safety manager scans a list for.
+  summaryColumns: ['title', 'site', 'category', 'severity', 'occurredAt'],
   fields: [
     { key: 'title', type: 'text', label: 'Title', required: true, maxLength: 200 },
     { key: 'description', type: 'longText', label: 'What happened', required: true },
@@ -18,7 +20,14 @@ export default defineModule({
       type: 'singleChoice',
       label: 'Category',
       required: true,
-      options: ['injury', 'near-miss', 'property-damage', 'environmental', 'security', 'quality']
+      options: [
+        { value: 'injury', label: 'Injury' },
+        { value: 'near-miss', label: 'Near miss' },
+        { value: 'property-damage', label: 'Property damage' },
+        { value: 'environmental', label: 'Environmental release' },
+        { value: 'security', label: 'Security' },
+        { value: 'quality', label: 'Quality' }
+      ]
     },
     { key: 'severity', type: 'singleChoice', label: 'Severity', required: true, options: ['low', 'medium', 'high', 'critical'] },
     { key: 'injuredPeople', type: 'integer', label: 'People injured', minimum: 0, maximum: 10000 },

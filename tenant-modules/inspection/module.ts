@@ -7,6 +7,7 @@ export default defineModule({
   title: 'Inspection',
   description: 'Scheduled workplace, equipment and environmental inspections with a checklist of items and findings.',
   numberPattern: 'INS-{YYYY}{MM}-{seq:4}',
+  summaryColumns: ['title', 'kind', 'site', 'scheduledFor', 'inspector'],
   fields: [
     { key: 'title', type: 'text', label: 'Inspection', required: true, maxLength: 200 },
     { key: 'kind', type: 'singleChoice', label: 'Kind', required: true, options: ['workplace', 'equipment', 'fire-safety', 'environmental', 'vehicle', 'ppe'] },

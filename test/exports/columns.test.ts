@@ -1,12 +1,14 @@
 import t from 'tap'
 import { loadConfig } from '../../core/config.ts'
-import { ExportColumnsError, exportColumns, fieldToColumn, type ExportRecord } from '../../core/modules/derive/columns.ts'
+import { ExportColumnsError, exportColumns, fieldToColumn, summaryColumns, summaryExportColumns, type ExportRecord } from '../../core/modules/derive/columns.ts'
 import { loadModules } from '../../core/modules/registry.ts'
 import { fieldTypes, type FieldDefinition, type FieldType } from '../../core/modules/types.ts'
 
 const registry = await loadModules(loadConfig().modules)
 const incident = registry.get('incident')!
-const systemKeys = ['number', 'state', 'createdAt', 'updatedAt', 'createdBy']
+const systemKeys = ['number', 'state', 'createdAt', 'updatedAt', 'createdBy', 'updatedBy', 'externalRef']
+/** Field keys as export columns: a user field is followed by its id. */
+const fieldKeys = (fields: readonly FieldDefinition[]) => fields.flatMap((f) => (f.type === 'user' ? [f.key, `${f.key}.id`] : [f.key]))
 const uuid = '6f1c1a52-3d4e-4f3a-9a51-0c2b8e4d7f10'
 
 /** Per field type: a definition, a stored value, and the cell and kind it must become. */
@@ -68,14 +70,15 @@ t.test('a location without a label and a stored value of the wrong shape still e
   t.equal(fieldToColumn.text(cases.text.field).value({ a: 1 }), '{"a":1}')
 })
 
-t.test('export columns are the system columns and then every field in definition order', async (t) => {
+t.test('export columns are the system columns and then every field in definition order, a user field followed by its id', async (t) => {
   const columns = exportColumns(incident, { hidden: new Set() })
   t.same(
     columns.map((c) => c.key),
-    [...systemKeys, ...incident.definition.fields.map((f) => f.key)]
+    [...systemKeys, ...fieldKeys(incident.definition.fields)]
   )
-  t.same(columns.slice(0, 5).map((c) => c.header), ['Number', 'State', 'Created', 'Updated', 'Created by'])
-  t.same(columns.slice(0, 5).map((c) => c.kind), ['text', 'text', 'datetime', 'datetime', 'text'])
+  t.same(columns.slice(0, 7).map((c) => c.header), ['Number', 'State', 'Created', 'Updated', 'Created by', 'Updated by', 'External ref'])
+  t.same(columns.slice(0, 7).map((c) => c.kind), ['text', 'text', 'datetime', 'datetime', 'text', 'text', 'text'])
+  t.ok(columns.some((c) => c.key === 'investigationLead.id' && c.header === 'Investigation lead (id)'))
 })
 
 t.test('a column reads its cell from an export record', async (t) => {
@@ -100,7 +103,7 @@ t.test('a column reads its cell from an export record', async (t) => {
 t.test('hidden fields are left out of the export columns', async (t) => {
   const keys = exportColumns(incident, { hidden: new Set(['medicalDetails']) }).map((c) => c.key)
   t.notOk(keys.includes('medicalDetails'))
-  t.equal(keys.length, systemKeys.length + incident.definition.fields.length - 1)
+  t.equal(keys.length, systemKeys.length + fieldKeys(incident.definition.fields).length - 1)
 })
 
 t.test('hidden fields are left out even when asked for by name', async (t) => {
@@ -127,6 +130,37 @@ t.test('an unknown column key is an error that lists the allowed keys', async (t
   t.ok(err instanceof ExportColumnsError)
   t.same(err.unknown, ['colour', 'payload'])
   t.match(err.message, /"colour", "payload"/)
-  t.match(err.message, /allowed: number, state, createdAt, updatedAt, createdBy, title, /)
+  t.match(err.message, /allowed: number, state, createdAt, updatedAt, createdBy, updatedBy, externalRef, title, /)
   t.notOk(err.allowed.includes('medicalDetails'), 'the allowed list does not reveal hidden fields')
+})
+
+t.test('a user field reads as its name, and its id column keeps the id', async (t) => {
+  const names = new Map([[uuid, 'Sam Patel']])
+  const byKey = new Map(exportColumns(incident, { hidden: new Set(), userName: (id) => names.get(id) }).map((c) => [c.key, c]))
+  const record: ExportRecord = { number: 'INC-1', state: 'investigating', createdAt: '', updatedAt: '', createdBy: { name: 'Ann' }, updatedBy: { name: 'Bea' }, externalRef: 'SRC-9', payload: { investigationLead: uuid } }
+  t.equal(byKey.get('investigationLead')!.get(record), 'Sam Patel')
+  t.equal(byKey.get('investigationLead.id')!.get(record), uuid)
+  t.equal(byKey.get('updatedBy')!.get(record), 'Bea')
+  t.equal(byKey.get('externalRef')!.get(record), 'SRC-9')
+  const unknownUser = { ...record, payload: { investigationLead: '00000000-0000-4000-8000-000000000000' } }
+  t.equal(byKey.get('investigationLead')!.get(unknownUser), '00000000-0000-4000-8000-000000000000', 'an id no user has stays an id')
+})
+
+t.test('labels word states and choices by their labels; keys leave them as stored', async (t) => {
+  const record: ExportRecord = { number: 'INC-1', state: 'investigating', createdAt: '', updatedAt: '', createdBy: { name: 'Ann' }, payload: { category: 'property-damage', severity: 'high', bodyParts: ['head', 'hands'] } }
+  const cells = (values?: 'keys' | 'labels') => {
+    const byKey = new Map(exportColumns(incident, { hidden: new Set(), values }).map((c) => [c.key, c]))
+    return ['state', 'category', 'severity', 'bodyParts'].map((k) => byKey.get(k)!.get(record))
+  }
+  t.same(cells(), ['investigating', 'property-damage', 'high', 'head, hands'])
+  t.same(cells('labels'), ['Under investigation', 'Property damage', 'high', 'head, hands'], 'an option without a label reads as its value')
+})
+
+t.test('the PDF default columns are Number, State, the summary columns and Created as a date', async (t) => {
+  t.same(summaryColumns(incident), ['title', 'site', 'category', 'severity', 'occurredAt'])
+  const columns = summaryExportColumns(incident, { hidden: new Set() })
+  t.same(columns.map((c) => c.header), ['Number', 'State', 'Title', 'Site', 'Category', 'Severity', 'Occurred at', 'Created'])
+  t.equal(columns.at(-1)!.kind, 'date')
+  const noSeverity = summaryExportColumns(incident, { hidden: new Set(['severity']) }).map((c) => c.key)
+  t.notOk(noSeverity.includes('severity'), 'a hidden summary column is left out')
 })

@@ -24,7 +24,17 @@ export interface ExportRecord {
   createdAt: string
   updatedAt: string
   createdBy: { name: string }
+  updatedBy?: { name: string }
+  externalRef?: string | null
   payload: Record<string, unknown>
+}
+
+/** How cells are worded: the same for every column of one export. */
+export interface ColumnOptions {
+  /** `labels`: states and choices by their labels (an option without one by its value); `keys` (default): as stored. */
+  values?: 'keys' | 'labels'
+  /** The name of a user id, when known; user fields fall back to the id. */
+  userName?: (id: string) => string | undefined
 }
 
 export interface ExportColumn extends ColumnSpec {
@@ -95,11 +105,11 @@ function cellText(c: CellValue, kind: ColumnSpec['kind']): string {
 }
 
 /** `item: result, note; item: result` — the first subfield names the entry, the rest follow it. */
-function groupText(v: unknown, fields: readonly FieldDefinition[]): string | null {
+function groupText(v: unknown, fields: readonly FieldDefinition[], o: ColumnOptions): string | null {
   if (isBlank(v)) return null
   if (!Array.isArray(v)) return asText(v)
   if (v.length === 0) return null
-  const specs = fields.map((f) => columnOf(f))
+  const specs = fields.map((f) => columnOf(f, o))
   return v
     .map((item) => {
       if (!item || typeof item !== 'object' || Array.isArray(item)) return asText(item) ?? ''
@@ -119,13 +129,24 @@ function locationText(v: unknown): string | null {
   return `${loc.latitude}, ${loc.longitude}${label}`
 }
 
+/** A choice value's label, in labels mode; keys (and values no option names) stay as stored. */
+function choiceWording(f: FieldDefinition, o: ColumnOptions): (v: unknown) => string | null {
+  if (o.values !== 'labels' || (f.type !== 'singleChoice' && f.type !== 'multipleChoice')) return asText
+  const labels = new Map(f.options.map((x) => (typeof x === 'string' ? [x, x] : [x.value, x.label ?? x.value])))
+  return (v) => (typeof v === 'string' ? (labels.get(v) ?? v) : asText(v))
+}
+
+function userText(v: unknown, o: ColumnOptions): string | null {
+  return typeof v === 'string' ? (o.userName?.(v) ?? v) : asText(v)
+}
+
 const col = (f: FieldDefinition, kind: ColumnSpec['kind'], width: number, value: ColumnSpec['value']): ColumnSpec => {
   const header = f.label ?? f.key
   return { key: f.key, header, kind, width: Math.max(width, Math.min(header.length, 40)), value }
 }
 
 /** One row per field type: how a payload value becomes an export cell. */
-export const fieldToColumn: Record<FieldType, (f: FieldDefinition) => ColumnSpec> = {
+export const fieldToColumn: Record<FieldType, (f: FieldDefinition, o?: ColumnOptions) => ColumnSpec> = {
   text: (f) => col(f, 'text', 30, asText),
   longText: (f) => col(f, 'text', 50, asText),
   number: (f) => col(f, 'number', 12, asNumber),
@@ -133,46 +154,82 @@ export const fieldToColumn: Record<FieldType, (f: FieldDefinition) => ColumnSpec
   boolean: (f) => col(f, 'boolean', 8, asBoolean),
   date: (f) => col(f, 'date', 12, asDate),
   datetime: (f) => col(f, 'datetime', 20, asDateTime),
-  singleChoice: (f) => col(f, 'text', 16, asText),
-  multipleChoice: (f) => col(f, 'text', 30, (v) => (Array.isArray(v) ? (v.length ? v.map((x) => asText(x) ?? '').join(', ') : null) : asText(v))),
-  user: (f) => col(f, 'text', 38, asText),
+  singleChoice: (f, o = {}) => col(f, 'text', 16, choiceWording(f, o)),
+  multipleChoice: (f, o = {}) => {
+    const word = choiceWording(f, o)
+    return col(f, 'text', 30, (v) => (Array.isArray(v) ? (v.length ? v.map((x) => word(x) ?? '').join(', ') : null) : word(v)))
+  },
+  user: (f, o = {}) => col(f, 'text', o.userName ? 24 : 38, (v) => userText(v, o)),
   recordRef: (f) => col(f, 'text', 38, asText),
-  group: (f) => col(f, 'text', 60, (v) => groupText(v, f.type === 'group' ? f.fields : [])),
+  group: (f, o = {}) => col(f, 'text', 60, (v) => groupText(v, f.type === 'group' ? f.fields : [], o)),
   location: (f) => col(f, 'text', 30, locationText)
 }
 
 /** The column of any field definition. */
-export function columnOf(f: FieldDefinition): ColumnSpec {
-  return fieldToColumn[f.type](f)
+export function columnOf(f: FieldDefinition, o: ColumnOptions = {}): ColumnSpec {
+  return fieldToColumn[f.type](f, o)
 }
 
-const systemColumns: readonly ExportColumn[] = [
-  { key: 'number', header: 'Number', kind: 'text', width: 18, value: asText, get: (r) => asText(r.number) },
-  { key: 'state', header: 'State', kind: 'text', width: 16, value: asText, get: (r) => asText(r.state) },
-  { key: 'createdAt', header: 'Created', kind: 'datetime', width: 20, value: asDateTime, get: (r) => asDateTime(r.createdAt) },
-  { key: 'updatedAt', header: 'Updated', kind: 'datetime', width: 20, value: asDateTime, get: (r) => asDateTime(r.updatedAt) },
-  { key: 'createdBy', header: 'Created by', kind: 'text', width: 24, value: asText, get: (r) => asText(r.createdBy?.name) }
-]
+/** Types that make a poor summary column when a module names none (long, composite or wide). */
+const unsummarised = new Set<FieldType>(['longText', 'group', 'location', 'multipleChoice'])
 
-/** Export columns of a module: system columns, then visible top-level fields; `only` picks and orders them. */
-export function exportColumns(module: RegisteredModule, options: { hidden: ReadonlySet<string>; only?: string[] }): ExportColumn[] {
+/** The module's summary columns: its `summaryColumns`, or its first four short top-level fields. */
+export function summaryColumns(module: RegisteredModule): string[] {
+  const declared = module.definition.summaryColumns
+  if (declared?.length) return [...declared]
+  return module.definition.fields.filter((f) => !unsummarised.has(f.type)).slice(0, 4).map((f) => f.key)
+}
+
+/** Number, state, timestamps, actors and the source-system reference, worded per `o`. */
+function systemColumns(module: RegisteredModule, o: ColumnOptions): ExportColumn[] {
+  const stateLabels = new Map([...module.states.values()].map((s) => [s.key, s.label ?? s.key]))
+  const state = o.values === 'labels' ? (v: unknown) => (typeof v === 'string' ? (stateLabels.get(v) ?? v) : asText(v)) : asText
+  return [
+    { key: 'number', header: 'Number', kind: 'text', width: 18, value: asText, get: (r) => asText(r.number) },
+    { key: 'state', header: 'State', kind: 'text', width: 16, value: state, get: (r) => state(r.state) },
+    { key: 'createdAt', header: 'Created', kind: 'datetime', width: 20, value: asDateTime, get: (r) => asDateTime(r.createdAt) },
+    { key: 'updatedAt', header: 'Updated', kind: 'datetime', width: 20, value: asDateTime, get: (r) => asDateTime(r.updatedAt) },
+    { key: 'createdBy', header: 'Created by', kind: 'text', width: 24, value: asText, get: (r) => asText(r.createdBy?.name) },
+    { key: 'updatedBy', header: 'Updated by', kind: 'text', width: 24, value: asText, get: (r) => asText(r.updatedBy?.name) },
+    { key: 'externalRef', header: 'External ref', kind: 'text', width: 24, value: asText, get: (r) => asText(r.externalRef) }
+  ]
+}
+
+/** `<field>.id`: a user field's id beside its name, so a spreadsheet can still be joined to the source system. */
+function userIdColumn(f: FieldDefinition): ExportColumn {
+  const header = `${f.label ?? f.key} (id)`
+  return { key: `${f.key}.id`, header, kind: 'text', width: 38, value: asText, get: (r) => asText(r.payload?.[f.key]) }
+}
+
+/**
+ * Export columns of a module: system columns, then visible top-level fields, each user field
+ * followed by its id; `only` picks and orders them.
+ */
+export function exportColumns(module: RegisteredModule, options: { hidden: ReadonlySet<string>; only?: string[] } & ColumnOptions): ExportColumn[] {
   const fieldColumns: ExportColumn[] = module.definition.fields
     .filter((f) => !options.hidden.has(f.key))
-    .map((f) => {
-      const spec = columnOf(f)
-      return { ...spec, get: (r: ExportRecord) => spec.value(r.payload?.[f.key]) }
+    .flatMap((f) => {
+      const spec = columnOf(f, options)
+      const column: ExportColumn = { ...spec, get: (r: ExportRecord) => spec.value(r.payload?.[f.key]) }
+      return f.type === 'user' ? [column, userIdColumn(f)] : [column]
     })
-  const all = [...systemColumns, ...fieldColumns]
+  const all = [...systemColumns(module, options), ...fieldColumns]
   if (!options.only) return all
 
   const byKey = new Map(all.map((c) => [c.key, c]))
   const allowed = [...byKey.keys()]
   // A hidden field is dropped like any field the caller may not read: it must never reach a file.
-  const requested = [...new Set(options.only)].filter((k) => !options.hidden.has(k))
+  const requested = [...new Set(options.only)].filter((k) => !options.hidden.has(k.replace(/\.id$/, '')))
   const unknown = requested.filter((k) => !byKey.has(k))
   if (unknown.length) {
     throw new ExportColumnsError(`Unknown export column${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `"${k}"`).join(', ')}; allowed: ${allowed.join(', ')}`, unknown, allowed)
   }
   if (!requested.length) throw new ExportColumnsError(`No exportable column was selected; allowed: ${allowed.join(', ')}`, [], allowed)
   return requested.map((k) => byKey.get(k)!)
+}
+
+/** The PDF default: Number, State, the visible summary columns, then Created as a short date. */
+export function summaryExportColumns(module: RegisteredModule, options: { hidden: ReadonlySet<string> } & ColumnOptions): ExportColumn[] {
+  const keys = ['number', 'state', ...summaryColumns(module).filter((k) => !options.hidden.has(k)), 'createdAt']
+  return exportColumns(module, { ...options, only: keys }).map((c) => (c.key === 'createdAt' ? { ...c, kind: 'date', width: 10, value: asDate, get: (r) => asDateTime(r.createdAt) } : c))
 }
