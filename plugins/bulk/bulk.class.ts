@@ -5,10 +5,11 @@ import { assertCan, assertScope, can } from '../../core/auth/access.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { ApiError, problems } from '../../core/errors/index.ts'
 import type { Limiter } from '../../core/limits/limiter.ts'
-import { assertValid } from '../../core/validation.ts'
-import { claimBulkKey, type BulkKey } from './bulk.idempotency.ts'
+import { assertValid, validationError } from '../../core/validation.ts'
+import { claimBulkKey, endBulkKey, type BulkKey } from './bulk.idempotency.ts'
+import { holdsSeveralObjects, newlinesMissingDetail, splitLines, type RawLine } from './bulk.lines.ts'
 import { BulkRun, leaseMs, type BulkOptions } from './bulk.run.ts'
-import { bulkQueryValidator, type BulkQuery } from './bulk.schema.ts'
+import { bulkQueryValidator, firstLineProblem, type BulkQuery } from './bulk.schema.ts'
 
 export interface BulkParams extends Params<BulkQuery> {
   principal?: Principal
@@ -40,6 +41,8 @@ export class BulkService {
     const input = params.bodyStream
     if (!input) throw problems.badRequest('bulk.no_body', 'A bulk call reads its body as a stream; call it over HTTP.')
     const query = { ...(params.query ?? {}) }
+    const firstLineWrong = firstLineProblem(query.firstLine)
+    if (firstLineWrong) throw validationError([firstLineWrong])
     assertValid<BulkQuery>(bulkQueryValidator, query)
     const module = this.o.tenants.module(principal.tenantId, params.route?.moduleKey ?? '')
     assertScope(principal, 'bulk:write', module.definition.key)
@@ -49,6 +52,7 @@ export class BulkService {
       throw new ApiError('unsupported-media-type', 'request.unsupported_media_type', `Send the rows as application/x-ndjson, one JSON object per line (got ${type || 'no Content-Type'}).`)
     }
     const dryRun = query.dryRun === true
+    const firstLine = query.firstLine ?? 1
     let lease
     if (this.o.limiter) {
       const limit = this.o.concurrencyFor(principal.tenantId)
@@ -63,13 +67,53 @@ export class BulkService {
       const header = params.headers?.['idempotency-key']
       // A dry run writes nothing, so there is nothing to make idempotent.
       const key: BulkKey | undefined = header !== undefined && !dryRun ? { tenantId: principal.tenantId, credentialId: principal.credentialId, key: header } : undefined
-      if (key) await claimBulkKey(this.o.pool, key, module.definition.key, { retentionHours: this.o.retentionHours, inFlightTimeoutSeconds: this.o.inFlightTimeoutSeconds })
-      const run = new BulkRun(this.o, principal, module, dryRun, key, lease)
-      void run.run(input)
+      if (key) await claimBulkKey(this.o.pool, key, { moduleKey: module.definition.key, firstLine }, { retentionHours: this.o.retentionHours, inFlightTimeoutSeconds: this.o.inFlightTimeoutSeconds })
+      let lines
+      try {
+        lines = await refuseLostNewlines(splitLines(input, this.o.maxLineBytes))
+      } catch (err) {
+        // Nothing was written under the key: free it for the corrected body.
+        if (key) await endBulkKey(this.o.pool, key, undefined)
+        throw err
+      }
+      const run = new BulkRun(this.o, principal, module, dryRun, key, lease, firstLine)
+      void run.run(lines)
       return run.out
     } catch (err) {
       await lease?.release()
       throw err
     }
   }
+}
+
+/** As BulkRun skips them: empty, or only spaces and tabs. */
+const isBlank = (raw: RawLine) => raw.bytes !== undefined && raw.bytes.every((b) => b === 0x20 || b === 0x09)
+
+/**
+ * Reads up to the first row and refuses the whole call (400 `bulk.newlines_missing`,
+ * before anything is written) when it holds several JSON objects back to back: the
+ * body lost its newlines, as `curl -d @file` does, and every "row" would fail. The rest
+ * of the body is drained first, so the client gets the answer rather than a reset.
+ * Otherwise returns the lines with the ones already read put back in front.
+ */
+async function refuseLostNewlines(lines: AsyncGenerator<RawLine>): Promise<AsyncIterable<RawLine>> {
+  const read: RawLine[] = []
+  try {
+    for (;;) {
+      const next = await lines.next()
+      if (next.done) break
+      read.push(next.value)
+      if (isBlank(next.value)) continue
+      if (!holdsSeveralObjects(next.value.bytes ?? next.value.head!)) break
+      for await (const _ of lines);
+      throw new ApiError('bad-request', 'bulk.newlines_missing', newlinesMissingDetail('The first row of the body'))
+    }
+  } catch (err) {
+    if (err instanceof ApiError) throw err
+    throw problems.badRequest('request.aborted', 'The request body ended before it was complete.')
+  }
+  return (async function* () {
+    yield* read
+    yield* lines
+  })()
 }

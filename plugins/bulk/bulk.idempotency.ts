@@ -18,9 +18,19 @@ export interface BulkKey {
 
 const keyShape = /^[\x21-\x7e]{1,255}$/
 
-export async function claimBulkKey(pool: pg.Pool, id: BulkKey, moduleKey: string, o: { retentionHours: number; inFlightTimeoutSeconds: number }) {
+/**
+ * What a key is bound to: the module, and the number of the body's first line, since
+ * stored outcomes are kept under the file's line numbers (a key reused with another
+ * `firstLine` would replay rows under the wrong lines). The default `firstLine` 1 keeps
+ * the fingerprint of calls made before `firstLine` existed.
+ */
+export function bulkFingerprint(call: { moduleKey: string; firstLine: number }): string {
+  return createHash('sha256').update(`bulk\u0000${call.moduleKey}${call.firstLine === 1 ? '' : `\u0000${call.firstLine}`}`).digest('hex')
+}
+
+export async function claimBulkKey(pool: pg.Pool, id: BulkKey, call: { moduleKey: string; firstLine: number }, o: { retentionHours: number; inFlightTimeoutSeconds: number }) {
   if (!keyShape.test(id.key)) throw problems.badRequest('idempotency.key_invalid', 'Idempotency-Key must be 1 to 255 visible ASCII characters, e.g. a UUID.')
-  const fingerprint = createHash('sha256').update(`bulk\u0000${moduleKey}`).digest('hex')
+  const fingerprint = bulkFingerprint(call)
   const ids = [id.tenantId, id.credentialId, id.key]
   try {
     await transaction(pool, async (client) => {
@@ -41,7 +51,7 @@ export async function claimBulkKey(pool: pg.Pool, id: BulkKey, moduleKey: string
         return
       }
       if (stored.fingerprint !== fingerprint) {
-        throw problems.unprocessable('idempotency.key_reused', 'This Idempotency-Key was already used with a different request. Use a new key for a new bulk call.')
+        throw problems.unprocessable('idempotency.key_reused', 'This Idempotency-Key was already used with a different request (another module or firstLine). Use a new key for a new bulk call.')
       }
       if (stored.state === 'in_flight' && stored.locked) {
         throw problems.conflict('idempotency.in_flight', 'A bulk call with this Idempotency-Key is still running; retry after it ends.')

@@ -1,7 +1,7 @@
 import { describeModule } from '../../core/modules/derive/openapi.ts'
 import { moduleKeySchema, operation, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
 import { externalRefSchema } from '../records/records.schema.ts'
-import { bulkLineSchema } from './bulk.schema.ts'
+import { bulkLineSchema, maxFirstLine } from './bulk.schema.ts'
 
 const tag = 'Bulk load'
 const ndjson = 'application/x-ndjson'
@@ -10,7 +10,7 @@ const ndjsonAliases = ['application/ndjson', 'application/jsonl']
 
 /** The members every row outcome shares. */
 const lineOf = {
-  line: { type: 'integer', minimum: 1, description: 'The line number in the request body (blank lines count, but get no outcome).' },
+  line: { type: 'integer', minimum: 1, description: 'The line number in the request body, counted from `firstLine` (1 unless the query says otherwise); blank lines count, but get no outcome.' },
   externalRef: { type: 'string', description: 'The row\'s `externalRef`, when it had one.' }
 }
 const replayed = { type: 'boolean', const: true, description: 'The stored outcome of this line from an earlier call with the same `Idempotency-Key`; nothing was written again.' }
@@ -94,12 +94,18 @@ function bulkOperation(ctx: DocContext, outcome: JsonSchema, o: { operationId: s
     description: [
       `Creates (or, by \`externalRef\`, updates) up to ${config.bulk.maxRows} records of one module per call. Request and answer are NDJSON and both stream: outcomes come back while the upload goes on. Every row goes through the checks of \`POST /api/v1/records\` (rights, field rules, the module schema, references, numbering, activity).`,
       `**Request**: one JSON object per line (the schema below is that of ONE line); \`Content-Type\` \`application/x-ndjson\` (or \`application/ndjson\`, \`application/jsonl\`). Lines of at most ${config.http.maxJsonBytes} bytes; blank lines are skipped. A row whose \`externalRef\` belongs to a live record of the module updates it (a merge patch, needing the \`update\` right); otherwise it creates a record that keeps the reference. Rows are applied in order.`,
-      `**Answer**: 200 and one outcome line per row in input order, each sent once its batch (${config.bulk.batchSize} rows, or what arrived within ${config.bulk.flushAfterMs} ms) has committed; then a \`summary\` line (the schema of the answer is that of ONE line). A row that fails gets its own \`error\` line with a \`problem\`; rows past ${config.bulk.maxRows} get \`bulk.row_limit\` each.`,
-      `Refusals of the whole call come before any line, as problem responses: ${o.problems.includes(404) ? '404 `module.not_found`, ' : ''}415 (content type), 400 (an unknown query parameter, a malformed \`Idempotency-Key\`), 403 (no \`bulk:write\` scope, neither \`create\` nor \`update\` right), 409/422 (\`Idempotency-Key\`), 429 \`bulk.too_many_concurrent\` with \`Retry-After\` (this tenant already runs ${limits.bulkConcurrency} bulk calls) or the request rate limit.`
+      `**Answer**: 200 and one outcome line per row in input order, each sent once its batch (${config.bulk.batchSize} rows, or what arrived within ${config.bulk.flushAfterMs} ms) has committed; then a \`summary\` line (the schema of the answer is that of ONE line). A row that fails gets its own \`error\` line with a \`problem\`; rows past ${config.bulk.maxRows} get \`bulk.row_limit\` each, and the summary then says \`complete: false\`, how many rows were \`notAttempted\` and the \`resumeAtLine\` to send the rest from (with \`?firstLine=\` that line, so outcomes keep the file's line numbers).`,
+      `Refusals of the whole call come before any line, as problem responses: ${o.problems.includes(404) ? '404 `module.not_found`, ' : ''}415 (content type), 400 (an unknown query parameter, a \`firstLine\` that is not a whole number from 1 to ${maxFirstLine}, a malformed \`Idempotency-Key\`, or \`bulk.newlines_missing\`: the first row holds several JSON objects back to back, as \`curl -d @file\` makes of a file by stripping its newlines; send it with \`--data-binary @file\`), 403 (no \`bulk:write\` scope, neither \`create\` nor \`update\` right), 409/422 (\`Idempotency-Key\`), 429 \`bulk.too_many_concurrent\` with \`Retry-After\` (this tenant already runs ${limits.bulkConcurrency} bulk calls) or the request rate limit.`
     ].join('\n\n'),
     scope: 'bulk:write',
     parameters: [
       queryParam('dryRun', 'Check every row (numbering and writes included, in a transaction rolled back) and report `valid` or the error each would get; nothing is kept. A dry run ignores `Idempotency-Key`.', { type: 'boolean', default: false }),
+      queryParam(
+        'firstLine',
+        `The number of the body's first line in the client's file, so that each outcome's \`line\` (and \`resumeAtLine\`) maps back to the file when it is sent in parts: the second half of a 20,000-line file is sent with \`firstLine=10001\`. Decimal digits, 1 to ${maxFirstLine}; anything else is 400 \`field.invalid\` naming \`firstLine\`. Dry runs number the same way; an \`Idempotency-Key\` is bound to it (another \`firstLine\` with the same key: 422 \`idempotency.key_reused\`).`,
+        { type: 'integer', minimum: 1, maximum: maxFirstLine, default: 1 },
+        { example: 10001 }
+      ),
       {
         name: 'Idempotency-Key',
         in: 'header',
@@ -138,7 +144,7 @@ function outcomeLine(ctx: DocContext): JsonSchema {
         code: {
           type: 'string',
           description:
-            '`row.malformed_json`, `row.too_large` (413), `field.invalid`, `field.forbidden`, `permission.denied`, `scope.missing`, `record.external_ref_taken` (409), `bulk.row_limit` (413), `idempotency.line_changed` (422), `row.refused` (422, with `sqlState`: the database refused this row alone; the rest of its batch loaded), `bulk.not_loaded` (503: its batch failed in the database); on the call\'s own problem line, `internal.error` (500).',
+            '`row.malformed_json`, `bulk.newlines_missing` (400: the line holds several JSON objects back to back; each row needs its own line), `row.too_large` (413), `field.invalid`, `field.forbidden`, `permission.denied`, `scope.missing`, `record.external_ref_taken` (409), `bulk.row_limit` (413: past the row limit, not attempted), `idempotency.line_changed` (422), `row.refused` (422, with `sqlState`: the database refused this row alone; the rest of its batch loaded), `bulk.not_loaded` (503: its batch failed in the database); on the call\'s own problem line, `internal.error` (500).',
           examples: ['field.invalid']
         },
         detail: { type: 'string' },
@@ -198,7 +204,7 @@ function outcomeLine(ctx: DocContext): JsonSchema {
     {
       type: 'object',
       title: 'Bulk call failed',
-      description: 'A batch failed in the database: its rows got `bulk.not_loaded`, reading stopped, and this line comes just before the summary (`complete: false`). Retry with the same `Idempotency-Key` to continue.',
+      description: 'A batch failed in the database: its rows got `bulk.not_loaded`, reading stopped, and this line comes just before the summary (`complete: false`, with `resumeAtLine`). Retry with the same `Idempotency-Key` to continue.',
       required: ['problem'],
       properties: { problem },
       additionalProperties: false
@@ -209,22 +215,33 @@ function outcomeLine(ctx: DocContext): JsonSchema {
     {
       type: 'object',
       title: 'Bulk summary',
-      description: 'The last line: counts of every outcome sent (replayed ones included).',
+      description: 'The last line: counts of every outcome sent (replayed ones included), and whether the call is complete.',
       required: ['summary'],
       properties: {
         summary: {
           type: 'object',
-          required: ['rows', 'created', 'updated', 'unchanged', 'valid', 'errors', 'replayed', 'dryRun', 'complete'],
+          required: ['rows', 'created', 'updated', 'unchanged', 'valid', 'errors', 'replayed', 'notAttempted', 'dryRun', 'complete'],
           properties: {
             rows: { type: 'integer', minimum: 0, description: 'Rows read (blank lines are not rows).' },
             created: { type: 'integer', minimum: 0 },
             updated: { type: 'integer', minimum: 0 },
             unchanged: { type: 'integer', minimum: 0 },
             valid: { type: 'integer', minimum: 0 },
-            errors: { type: 'integer', minimum: 0 },
+            errors: { type: 'integer', minimum: 0, description: '`error` outcomes, the `notAttempted` ones included.' },
             replayed: { type: 'integer', minimum: 0, description: 'Outcomes answered from the store of the `Idempotency-Key`.' },
+            notAttempted: { type: 'integer', minimum: 0, description: 'Rows read that got no verdict of their own: `bulk.row_limit` (past the row limit) or `bulk.not_loaded` (their batch failed). Sending them again can load them.' },
             dryRun: { type: 'boolean' },
-            complete: { type: 'boolean', description: 'The whole body was read and every row has its outcome. When false (a failed batch, a cut-off upload), retry with the same `Idempotency-Key` to continue.' }
+            complete: {
+              type: 'boolean',
+              description:
+                '`true`: the whole body was read and every row has a final outcome (created, updated, unchanged, valid, or an error of its own that sending it again would not change). `false`: the load stopped early or left rows unattempted (rows past the row limit, a failed batch); `resumeAtLine` says where to go on.'
+            },
+            resumeAtLine: {
+              type: 'integer',
+              minimum: 1,
+              description:
+                'Only when `complete` is false: the first line (numbered from `firstLine`) without a final outcome; every line before it has one. Past the row limit, nothing from this line on was attempted: send those lines in a new call with `?firstLine=` this number. After a failed batch, send the same body again with the same `Idempotency-Key` (lines already loaded are replayed, not written twice).'
+            }
           },
           additionalProperties: false
         }

@@ -16,9 +16,10 @@ import { canonicalExternalRef } from '../records/records.external-ref.ts'
 import { diffPayload, mergePatch } from '../records/records.payload.ts'
 import { isExternalRefClash, updateRecord, type RecordRow } from '../records/records.repository.ts'
 import { endBulkKey, lineHash, renewBulkKey, type BulkKey } from './bulk.idempotency.ts'
-import { splitLines, type RawLine } from './bulk.lines.ts'
+import { holdsSeveralObjects, newlinesMissingDetail, type RawLine } from './bulk.lines.ts'
 import * as repo from './bulk.repository.ts'
 import { bulkLineValidator } from './bulk.schema.ts'
+import { BulkTally } from './bulk.summary.ts'
 
 /** How long a bulk call holds its concurrency slot without finishing a batch (a crashed instance's slot frees itself). */
 export const leaseMs = 5 * 60_000
@@ -79,10 +80,12 @@ export class BulkRun {
   /** Every transaction handed on so far, settled. */
   private written: Promise<unknown> = Promise.resolve()
   private waiters: Array<() => void> = []
+  /** The line of the first row past the row limit: where the next call resumes. */
+  private firstRefusedLine?: number
   private pending = 0
   private stopped = false
   private failure?: unknown
-  private readonly counts = { rows: 0, created: 0, updated: 0, unchanged: 0, valid: 0, errors: 0, replayed: 0 }
+  private readonly tally: BulkTally
 
   constructor(
     private readonly o: BulkOptions,
@@ -90,17 +93,20 @@ export class BulkRun {
     private readonly module: RegisteredModule,
     private readonly dryRun: boolean,
     private readonly key: BulkKey | undefined,
-    private readonly lease: Lease | undefined
+    private readonly lease: Lease | undefined,
+    /** The number of the body's first line in the client's file (`?firstLine=`): outcomes, stored outcomes and replays use the file's numbers. */
+    private readonly firstLine = 1
   ) {
+    this.tally = new BulkTally(firstLine)
     // Koa destroys the response body when the client goes away: stop reading then.
     this.out.on('close', () => (this.stopped = true))
   }
 
   /** Runs the call to its end; never throws (a failure becomes the last line). */
-  async run(input: AsyncIterable<Buffer>) {
+  async run(lines: AsyncIterable<RawLine>) {
     let complete = false
     try {
-      for await (const raw of splitLines(input, this.o.maxLineBytes)) {
+      for await (const raw of lines) {
         if (this.stopped || this.failure) break
         const row = this.parse(raw)
         if (!row) continue
@@ -120,7 +126,8 @@ export class BulkRun {
       await this.chain
     }
     complete &&= !this.failure && !this.stopped
-    const summary = { summary: { ...this.counts, dryRun: this.dryRun, complete } }
+    const summary = { summary: this.tally.summary(this.dryRun, complete) }
+    complete = summary.summary.complete
     if (this.failure) {
       const problem = this.failure instanceof ApiError ? rowProblem(this.failure) : { status: 500, code: 'internal.error', detail: 'The service failed while loading: rows reported created or updated above are stored; the rest, and lines without an outcome, were not loaded. Retry with the same Idempotency-Key to continue.' }
       await this.emit([{ problem }])
@@ -134,20 +141,27 @@ export class BulkRun {
   private parse(raw: RawLine): Row | undefined {
     if (raw.bytes && raw.bytes.length === 0) return undefined
     if (raw.bytes && raw.bytes.every((b) => b === 0x20 || b === 0x09)) return undefined
-    const line = raw.number
-    this.counts.rows++
+    const line = this.firstLine - 1 + raw.number
+    const rowNumber = this.tally.row()
     const hash = this.key && raw.bytes ? lineHash(raw.bytes) : undefined
-    if (this.counts.rows > this.o.maxRows) {
-      return { line, outcome: errorOutcome({ line }, { status: 413, code: 'bulk.row_limit', detail: `A bulk call takes at most ${this.o.maxRows} rows; this is row ${this.counts.rows}. It was not loaded: send it in another call.` }) }
+    if (rowNumber > this.o.maxRows) {
+      this.firstRefusedLine ??= line
+      const resume = this.firstRefusedLine
+      return { line, outcome: errorOutcome({ line }, { status: 413, code: 'bulk.row_limit', detail: `A bulk call takes at most ${this.o.maxRows} rows; this is row ${rowNumber}. It was not attempted: send the lines from ${resume} on in another call, with ?firstLine=${resume} to keep these line numbers.` }) }
     }
-    if (raw.tooLong) return { line, outcome: errorOutcome({ line }, { status: 413, code: 'row.too_large', detail: `The line is longer than ${this.o.maxLineBytes} bytes.` }) }
+    if (raw.tooLong) {
+      if (holdsSeveralObjects(raw.head!)) return { line, outcome: errorOutcome({ line }, newlinesMissing()) }
+      return { line, outcome: errorOutcome({ line }, { status: 413, code: 'row.too_large', detail: `The line is longer than ${this.o.maxLineBytes} bytes.` }) }
+    }
     const text = raw.bytes!.toString('utf8')
+    // Several objects on one line are never JSON: looked for only once the line is refused, so good rows pay nothing.
     const shape = jsonTextProblem(text)
-    if (shape) return { line, hash, outcome: errorOutcome({ line }, rowProblem(validationError([shape]))) }
+    if (shape) return { line, hash, outcome: errorOutcome({ line }, holdsSeveralObjects(raw.bytes!) ? newlinesMissing() : rowProblem(validationError([shape]))) }
     let value: unknown
     try {
       value = JSON.parse(text)
     } catch (err) {
+      if (holdsSeveralObjects(raw.bytes!)) return { line, hash, outcome: errorOutcome({ line }, newlinesMissing()) }
       return { line, hash, outcome: errorOutcome({ line }, { status: 400, code: 'row.malformed_json', detail: `The line is not valid JSON: ${(err as Error).message}` }) }
     }
     const given = (value as { externalRef?: unknown })?.externalRef
@@ -357,11 +371,7 @@ export class BulkRun {
   }
 
   private count(o: Outcome): Outcome {
-    if ((o as { replayed?: true }).replayed) this.counts.replayed++
-    if (o.status === 'error') this.counts.errors++
-    else if (o.status === 'valid') this.counts.valid++
-    else this.counts[o.status]++
-    return o
+    return this.tally.count(o)
   }
 
   /** Rows sent before under this key and number are answered from the store, not written again. */
@@ -458,6 +468,9 @@ function refusedProblem(err: unknown, moduleKey: string, externalRef: string | u
   if (sqlState === '23505') return notLoaded('The row clashed with a record written at the same time and was rolled back; the other rows are unaffected.')
   return { status: 422, code: 'row.refused', detail: `The database refused this row (SQLSTATE ${sqlState}); it was not loaded. The other rows are unaffected. Quote the call's X-Trace-Id when reporting it.`, sqlState }
 }
+
+/** A row holding several objects: the body lost its newlines (the whole call is refused up front when its first row shows it: bulk.class.ts). */
+const newlinesMissing = () => ({ status: 400, code: 'bulk.newlines_missing', detail: newlinesMissingDetail('This line') })
 
 const notLoaded = (why: string) => ({ status: 503, code: 'bulk.not_loaded', detail: `${why} The row was not loaded: send it again (with the same Idempotency-Key, a retry continues where this call stopped).` })
 

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@feathersjs/typebox'
+import type { FieldProblem } from '../../core/errors/index.ts'
 import { compileData, queryAjv } from '../../core/validation.ts'
 import { externalRefSchema } from '../records/records.schema.ts'
 
@@ -13,9 +14,25 @@ export const bulkLineSchema = Type.Object(
 export type BulkLine = Static<typeof bulkLineSchema>
 export const bulkLineValidator = compileData(bulkLineSchema)
 
+/** The largest `firstLine`: far past any file split into calls, and well inside the 32-bit line numbers outcomes are stored under. */
+export const maxFirstLine = 1_000_000_000
+
 export const bulkQuerySchema = Type.Object(
-  { dryRun: Type.Optional(Type.Boolean({ description: 'Check every row and report what would happen, writing nothing' })) },
+  {
+    dryRun: Type.Optional(Type.Boolean({ description: 'Check every row and report what would happen, writing nothing' })),
+    firstLine: Type.Optional(Type.Integer({ minimum: 1, maximum: maxFirstLine, description: 'The number of the body\'s first line in the client\'s file; outcomes number lines from it' }))
+  },
   { $id: 'BulkQuery', additionalProperties: false }
 )
 export type BulkQuery = Static<typeof bulkQuerySchema>
 export const bulkQueryValidator = queryAjv.compile(bulkQuerySchema)
+
+/**
+ * `firstLine` as sent must be plain decimal digits: the query validator coerces with
+ * `Number()`, which would take `1e3`, `0x10` or ` 7`, and a line number written so is
+ * more likely a mistake than a wish.
+ */
+export function firstLineProblem(raw: unknown): FieldProblem | undefined {
+  if (raw === undefined || (typeof raw === 'string' && /^[1-9][0-9]{0,9}$/.test(raw) && Number(raw) <= maxFirstLine)) return undefined
+  return { pointer: '/firstLine', field: 'firstLine', code: 'pattern', detail: `must be a whole number from 1 to ${maxFirstLine}, written in decimal digits (the number of the body's first line in your file), e.g. firstLine=10001` }
+}

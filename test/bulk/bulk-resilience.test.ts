@@ -128,7 +128,7 @@ t.test('a batch that fails in the database ends the call with a problem line; ea
   t.same(outcomes.slice(20, 30).map((l: any) => l.problem?.code), Array(10).fill('bulk.not_loaded'), 'each row of the failed batch says it was not loaded')
   t.same(outcomes.map((l: any) => l.line), Array.from({ length: outcomes.length }, (_, i) => i + 1), 'outcomes stay in line order; lines after them were not read')
   t.match(res.lines.at(-2), { problem: { status: 500, code: 'internal.error' } })
-  t.match(res.lines.at(-1), { summary: { complete: false } })
+  t.match(res.lines.at(-1), { summary: { complete: false, notAttempted: 10, resumeAtLine: 21 } }, 'the first line without a final outcome is the failed batch\'s first')
   const created = outcomes.filter((l: any) => l.status === 'created')
   t.equal(res.lines.at(-1).summary.created, created.length)
   const stored = await loaded('FAIL')

@@ -42,7 +42,7 @@ t.test('mixed good and bad rows get exact outcomes, one per row in input order, 
   t.match(l6, { line: 6, status: 'error', problem: { code: 'field.invalid', errors: [{ field: 'source' }] } })
   t.match(l7, { line: 7, status: 'error', problem: { code: 'field.invalid' } })
   t.match(l8, { line: 8, status: 'created' })
-  t.same(summary.summary, { rows: 7, created: 2, updated: 0, unchanged: 0, valid: 0, errors: 5, replayed: 0, dryRun: false, complete: true })
+  t.same(summary.summary, { rows: 7, created: 2, updated: 0, unchanged: 0, valid: 0, errors: 5, replayed: 0, notAttempted: 0, dryRun: false, complete: true }, 'rows that failed on their own merits leave the call complete')
   t.equal(res.lines.length, 8, 'nothing else')
   t.equal(await count(), before + 2)
 
@@ -121,7 +121,7 @@ t.test('a dry run reports every outcome and writes nothing', async (t) => {
   t.equal((await pool.query("SELECT count(*)::int AS n FROM idempotency_keys WHERE key = 'dry-key'")).rows[0].n, 0, 'a dry run keeps no key')
 })
 
-t.test('the 10,001st row and every later one get an error outcome; the first 10,000 load', async (t) => {
+t.test('the 10,001st row and every later one get an error outcome, the first 10,000 load, and the call says it is not complete and where to resume', async (t) => {
   const before = await count()
   const rows = Array.from({ length: 10_002 }, (_, i) => ({ payload: incidentPayload({ title: `row ${i + 1}` }) }))
   const res = await bulkCall(server.url, path, key, ndjson(rows))
@@ -130,7 +130,7 @@ t.test('the 10,001st row and every later one get an error outcome; the first 10,
   t.match(res.lines[10_000], { line: 10_001, status: 'error', problem: { code: 'bulk.row_limit', status: 413 } })
   t.match(res.lines[10_000].problem.detail, /at most 10000 rows/)
   t.match(res.lines[10_001], { line: 10_002, status: 'error', problem: { code: 'bulk.row_limit' } })
-  t.match(res.lines[10_002], { summary: { rows: 10_002, created: 10_000, errors: 2, complete: true } })
+  t.same(res.lines[10_002].summary, { rows: 10_002, created: 10_000, updated: 0, unchanged: 0, valid: 0, errors: 2, replayed: 0, notAttempted: 2, dryRun: false, complete: false, resumeAtLine: 10_001 })
   t.equal(await count(), before + 10_000)
 })
 
