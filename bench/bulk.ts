@@ -1,6 +1,6 @@
 /**
  * `npm run bench:bulk`: NDJSON bulk loading through the service against raw COPY, on one
- * fresh database (DATABASE_URL's server, or the embedded cluster in data/test).
+ * fresh database (DATABASE_URL's server, or the embedded cluster in data/bench).
  *
  *  1. service: the real service in a child process (bench/service-server.ts); `--rows`
  *     incident rows per repeat over `POST /api/modules/incident/bulk`, in calls of
@@ -127,7 +127,7 @@ async function main() {
   let service: ChildServer | undefined
   let copyClient: pg.Client | undefined
   try {
-    log(`database: ${db.name} on ${db.where === 'embedded' ? 'the embedded cluster (data/test)' : 'DATABASE_URL'}`)
+    log(`database: ${db.name} on ${db.where === 'embedded' ? 'the embedded cluster (data/bench)' : 'DATABASE_URL'}`)
     const pgVersion = await postgresVersion(db.url)
     service = await startService(db.url, opt['cpu-prof'])
     const memAtStart = await service.mem()

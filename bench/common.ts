@@ -58,7 +58,13 @@ export function serveAsChild(close: () => Promise<void>, ready: Record<string, u
 
 // ---------------------------------------------------------------- parent side
 
-/** A fresh database for one benchmark run (DATABASE_URL's server, else the embedded cluster in data/test). */
+/**
+ * The benchmarks' own embedded cluster: not the tests' (data/test), which `npm test`
+ * stops when it ends, so that a benchmark can run beside the test suite.
+ */
+export const benchCluster = { dataDir: 'data/bench', port: Number(process.env.EMBEDDED_BENCH_PG_PORT ?? 54340) }
+
+/** A fresh database for one benchmark run (DATABASE_URL's server, else the embedded cluster in data/bench). */
 export interface BenchDatabase {
   url: string
   name: string
@@ -75,8 +81,8 @@ export async function benchDatabase(): Promise<BenchDatabase> {
   // freshDatabase would start the embedded cluster too; starting it here tells us whether we must stop it at the end.
   const embedded = process.env.DATABASE_URL
     ? undefined
-    : await startEmbedded({ dataDir: 'data/test', port: Number(process.env.EMBEDDED_TEST_PG_PORT ?? 54339), database: 'postgres' })
-  const db = await freshDatabase()
+    : await startEmbedded({ ...benchCluster, database: 'postgres' })
+  const db = await freshDatabase(benchCluster)
   const name = new URL(db.url).pathname.slice(1)
   return {
     url: db.url,

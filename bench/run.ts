@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the records service against its physical floor, on loopback.
  *
- *  1. a fresh database (DATABASE_URL's server, or the embedded cluster in data/test);
+ *  1. a fresh database (DATABASE_URL's server, or the embedded cluster in data/bench);
  *  2. the service in a child process (createPlatform + startServer: auth, tenancy, hooks on)
  *     with a real API key, and the baseline (bench/baseline-server.ts) in another;
  *  3. 100,000 incident records seeded for the bench tenant;
@@ -179,7 +179,7 @@ async function main() {
   const servers: ServerProcess[] = []
   let pgVersion = ''
   try {
-    log(`database: ${database} on ${db.where === 'embedded' ? 'the embedded cluster (data/test)' : 'DATABASE_URL'}`)
+    log(`database: ${database} on ${db.where === 'embedded' ? 'the embedded cluster (data/bench)' : 'DATABASE_URL'}`)
     const serviceRoot = resolve(opt['service-root'] ?? projectRoot)
     const service = await startChild('service', join(serviceRoot, 'bench', 'service-server.ts'), ['--database-url', db.url, '--tenant', defaultTenant], serviceRoot)
     servers.push(service)

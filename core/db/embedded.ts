@@ -206,3 +206,18 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
     }
   }
 }
+
+/**
+ * Stops the embedded cluster of `dataDir` if one of ours is running there, whoever
+ * started it (the test suite's last step: it leaves no PostgreSQL behind). Returns
+ * whether one was stopped.
+ */
+export async function stopEmbedded(dataDir: string): Promise<boolean> {
+  const runAs = postgresUser()
+  const home = await clusterHome(dataDir, runAs)
+  const pgdata = join(home, 'pg')
+  if (!runningPort(pgdata)) return false
+  const { pgCtl } = await binaries(runAs)
+  run(pgCtl, ['stop', '-D', pgdata, '-m', 'fast', '-s', '-w', '-t', '60'], runAs)
+  return true
+}

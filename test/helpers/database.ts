@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { startEmbedded } from '../../core/db/embedded.ts'
+import { testCluster } from '../suite/cluster.ts'
 
 /**
  * A fresh, empty database for one test file: on the server named by DATABASE_URL
- * (CI uses the machine's PostgreSQL), or else on an embedded cluster in data/test.
+ * (CI uses the machine's PostgreSQL), or else on an embedded cluster (the tests' in data/test).
  */
-export async function freshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const serverUrl = process.env.DATABASE_URL ?? (await startEmbedded({ dataDir: 'data/test', port: Number(process.env.EMBEDDED_TEST_PG_PORT ?? 54339), database: 'postgres' })).url
+export async function freshDatabase(cluster: { dataDir: string; port: number } = testCluster): Promise<{ url: string; drop(): Promise<void> }> {
+  const serverUrl = process.env.DATABASE_URL ?? (await startEmbedded({ ...cluster, database: 'postgres' })).url
   const name = `records_test_${process.pid}_${randomBytes(3).toString('hex')}`
   const admin = new pg.Client({ connectionString: serverUrl })
   await admin.connect()
