@@ -1,6 +1,7 @@
 import type { Writable } from 'node:stream'
 import PDFDocument from 'pdfkit'
-import type { CellValue, ColumnSpec, ExportColumn } from '../modules/derive/columns.ts'
+import type { CellValue, ColumnSpec, ExportColumn, ExportRecord } from '../modules/derive/columns.ts'
+import { pageTotal, printable, rgb, utcText } from './pdf-kit.ts'
 import { drained, outputFinished } from './render-csv.ts'
 import type { RenderInput } from './render.ts'
 
@@ -14,26 +15,12 @@ const cellPad = 3
 /** Longer cells are cut with an ellipsis, so a row never outgrows a page. */
 const maxCellLines = 4
 const colours = { header: '#d9dee5', stripe: '#f2f4f7', rule: '#b8c0cc', text: '#111111', muted: '#555555' }
-
-// The standard PDF fonts only encode Windows-1252; anything else would print as garbage.
-const winAnsiExtras = new Set('€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ')
-function printable(s: string): string {
-  let out = ''
-  for (const ch of s) {
-    const code = ch.codePointAt(0)!
-    if (ch === '\n') out += ch
-    else if (code < 0x20 || code === 0x7f) out += ' '
-    else if (code < 0x7f || (code >= 0xa0 && code <= 0xff) || winAnsiExtras.has(ch)) out += ch
-    else out += '?'
-  }
-  return out
-}
-
-const pad2 = (n: number) => String(n).padStart(2, '0')
-function utcText(d: Date, seconds = false): string {
-  const base = `${d.getUTCFullYear()}-${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())} ${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}`
-  return seconds ? `${base}:${pad2(d.getUTCSeconds())}` : base
-}
+/** Rows measured before the columns are laid out: enough to see typical cells, bounded memory. */
+const sampleRows = 100
+/** No cell is measured past this many characters: it wraps anyway. */
+const measureChars = 200
+/** A column narrower than this cannot show a word. */
+const minColumn = 36
 
 function cellText(c: CellValue, kind: ColumnSpec['kind']): string {
   if (c === null || c === undefined) return ''
@@ -48,21 +35,85 @@ interface Layout {
   xs: number[]
 }
 
-/** The first columns, up to `maxPdfColumns`, sharing the page width in proportion to their preferred widths. */
-function layoutColumns(all: ExportColumn[], left: number, available: number): Layout {
+/**
+ * The first columns, up to `maxPdfColumns`, sized from their content: each column's natural
+ * width is its header or its widest sampled cell on one line. Columns whose natural width fits
+ * a fair share of what is left get it (dates, states, names, numbers: they never wrap); the
+ * others share the rest in proportion to their natural widths, and wrap.
+ */
+export function layoutColumns(doc: PDFKit.PDFDocument, all: ExportColumn[], sample: readonly ExportRecord[], left: number, available: number): Layout {
   const columns = all.slice(0, maxPdfColumns)
-  const want = columns.map((c) => Math.min(Math.max(c.width, 6), 40))
-  const total = want.reduce((a, b) => a + b, 0)
-  const widths = want.map((w) => (w / total) * available)
+  const natural = columns.map((c) => {
+    doc.font('Helvetica-Bold').fontSize(fontSize)
+    let w = doc.widthOfString(printable(c.header))
+    doc.font('Helvetica').fontSize(fontSize)
+    for (const r of sample) {
+      const text = printable(cellText(c.get(r), c.kind).slice(0, measureChars))
+      for (const line of text.split('\n')) w = Math.max(w, doc.widthOfString(line))
+    }
+    return Math.max(minColumn, Math.ceil(w + 2 * cellPad + 1))
+  })
+  const widths = natural.map(() => 0)
+  let open = natural.map((_, i) => i)
+  let room = available
+  for (;;) {
+    const fair = room / open.length
+    const fits = open.filter((i) => natural[i] <= fair)
+    if (!fits.length) break
+    for (const i of fits) {
+      widths[i] = natural[i]
+      room -= natural[i]
+    }
+    open = open.filter((i) => natural[i] > fair)
+    if (!open.length) break
+  }
+  if (open.length) {
+    const want = open.reduce((a, i) => a + natural[i], 0)
+    for (const i of open) widths[i] = Math.max(minColumn, (natural[i] / want) * room)
+  } else if (room > 0) {
+    // Everything fits: the spare width is shared in proportion, so the table spans the page.
+    const base = widths.reduce((a, b) => a + b, 0)
+    for (let i = 0; i < widths.length; i++) widths[i] += (widths[i] / base) * room
+  }
+  // Minimums can overshoot a crowded page: scale back to the page.
+  const total = widths.reduce((a, b) => a + b, 0)
+  if (total > available) for (let i = 0; i < widths.length; i++) widths[i] *= available / total
   const xs: number[] = []
   widths.reduce((x, w) => (xs.push(x), x + w), left)
   return { columns, widths, xs }
 }
 
+/** The first `n` items of `source` read ahead, and the whole sequence still to be read once. */
+async function peek<T>(source: AsyncIterable<T>, n: number): Promise<{ head: T[]; all: AsyncIterable<T> }> {
+  const it = source[Symbol.asyncIterator]()
+  const head: T[] = []
+  let done = false
+  while (head.length < n) {
+    const next = await it.next()
+    if (next.done) {
+      done = true
+      break
+    }
+    head.push(next.value)
+  }
+  async function* all() {
+    yield* head
+    head.length = 0
+    if (done) return
+    for (;;) {
+      const next = await it.next()
+      if (next.done) return
+      yield next.value
+    }
+  }
+  return { head, all: all() }
+}
+
 /**
  * A4 landscape report: heading, then a table whose header row repeats on every page.
  * Pages are written out as they fill (no `bufferPages`), so memory stays flat however many
- * rows come; the price is a footer of "Page n" without the total, which is only known at the end.
+ * rows come; the footer's "of m" is one form XObject every page draws, written at the end.
+ * Column widths come from the header and the first 100 rows (read ahead, then rendered).
  * Text outside Windows-1252 prints as "?" (standard fonts); the CSV and XLSX exports keep it.
  */
 export async function renderPdf(input: RenderInput, out: Writable): Promise<{ rows: number }> {
@@ -78,7 +129,9 @@ export async function renderPdf(input: RenderInput, out: Writable): Promise<{ ro
   const pageHeight = doc.page.height
   const contentWidth = pageWidth - 2 * margin
   const tableBottom = pageHeight - margin - footerSpace
-  const layout = layoutColumns(input.columns, margin, contentWidth)
+  const { head, all: rowsToRender } = await peek(input.rows, sampleRows)
+  const layout = layoutColumns(doc, input.columns, head, margin, contentWidth)
+  const total = pageTotal(doc, { size: 7, colour: rgb(colours.muted) })
   let page = 1
 
   const footer = () => {
@@ -88,7 +141,11 @@ export async function renderPdf(input: RenderInput, out: Writable): Promise<{ ro
     doc.font('Helvetica').fontSize(7).fillColor(colours.muted)
     const y = pageHeight - margin - 9
     doc.text(printable(`${input.title} · ${input.tenantName} · generated ${utcText(input.generatedAt)} UTC`), margin, y, { width: contentWidth - 80, lineBreak: false, ellipsis: true, height: 10 })
-    doc.text(`Page ${page}`, pageWidth - margin - 80, y, { width: 80, align: 'right', lineBreak: false })
+    // "Page n of " ends where the total (drawn from the XObject) begins; the total is left-aligned after it.
+    const label = `Page ${page} of `
+    const totalX = pageWidth - margin - 28
+    doc.text(label, totalX - doc.widthOfString(label), y, { lineBreak: false })
+    total.draw(totalX, y)
     doc.page.margins.bottom = margin
     doc.x = x
     doc.y = keepY
@@ -121,7 +178,8 @@ export async function renderPdf(input: RenderInput, out: Writable): Promise<{ ro
     ['Filters', filters],
     ['Generated', `${utcText(input.generatedAt, true)} UTC (all times in this report are UTC)`]
   ]
-  if (input.columns.length > layout.columns.length) {
+  if (input.columnNote) facts.push(['Columns', input.columnNote])
+  else if (input.columns.length > layout.columns.length) {
     facts.push(['Columns', `${layout.columns.length} of ${input.columns.length} shown (${layout.columns.map((c) => c.header).join(', ')}); the CSV and XLSX exports contain all columns.`])
   }
   for (const [label, text] of facts) {
@@ -137,7 +195,7 @@ export async function renderPdf(input: RenderInput, out: Writable): Promise<{ ro
   const maxTextHeight = lineHeight * maxCellLines
 
   let rows = 0
-  for await (const record of input.rows) {
+  for await (const record of rowsToRender) {
     doc.font('Helvetica').fontSize(fontSize)
     const texts = layout.columns.map((c, i) => printable(cellText(c.get(record), c.kind).slice(0, clipAt[i])))
     const textHeight = Math.min(maxTextHeight, Math.max(lineHeight, ...texts.map((t, i) => (t ? doc.heightOfString(t, { width: layout.widths[i] - 2 * cellPad }) : 0))))
@@ -168,6 +226,7 @@ export async function renderPdf(input: RenderInput, out: Writable): Promise<{ ro
   doc.font('Helvetica-Bold').fontSize(9).fillColor(colours.text)
   doc.text(`${rows} ${rows === 1 ? 'record' : 'records'} · end of report`, margin, y + 10, { width: contentWidth })
 
+  total.finish(page)
   const done = outputFinished(out)
   doc.end()
   await done

@@ -34,7 +34,11 @@ export async function renderXlsx(input: RenderInput, out: Writable): Promise<{ r
   workbook.subject = input.moduleTitle
   workbook.description = `Filters: ${input.filters.length ? input.filters.map(([k, v]) => `${k} = ${v}`).join('; ') : 'none'}`
 
-  const sheet = workbook.addWorksheet(sheetName(input.moduleTitle), { views: [{ state: 'frozen', ySplit: 1 }] })
+  // The filter buttons sit on the header row over every column, whatever the row count (written at the sheet's end).
+  const sheet = workbook.addWorksheet(sheetName(input.moduleTitle), {
+    views: [{ state: 'frozen', ySplit: 1 }],
+    autoFilter: { from: { row: 1, column: 1 }, to: { row: 1, column: columns.length } }
+  } as Partial<ExcelJS.AddWorksheetOptions>)
   sheet.columns = columns.map((c) => ({ key: c.key, width: c.width }))
   const header = sheet.addRow(columns.map((c) => inertText(c.header)))
   header.font = { bold: true }

@@ -13,6 +13,8 @@ export interface RenderInput {
   columns: ExportColumn[]
   /** Read once, in order, one record at a time: pass a generator over database pages, never an array of everything. */
   rows: AsyncIterable<ExportRecord>
+  /** PDF only: what the heading says of the columns shown (e.g. that they are the module's summary). */
+  columnNote?: string
   /** CSV only: start with a UTF-8 byte order mark, which older Excel needs to read UTF-8. */
   csvBom?: boolean
 }

@@ -9,7 +9,7 @@ import { parseCsv } from '../helpers/csv.ts'
 import { loadConfig } from '../../core/config.ts'
 import { render, type ExportFormat, type RenderInput } from '../../core/exports/render.ts'
 import { sheetName } from '../../core/exports/render-xlsx.ts'
-import { exportColumns, type ExportColumn, type ExportRecord } from '../../core/modules/derive/columns.ts'
+import { exportColumns, summaryExportColumns, type ExportColumn, type ExportRecord } from '../../core/modules/derive/columns.ts'
 import { loadModules } from '../../core/modules/registry.ts'
 
 const registry = await loadModules(loadConfig().modules)
@@ -212,6 +212,14 @@ t.test('XLSX has a bold, frozen header row and typed cells', async (t) => {
   t.equal(sheet.getRow(4).getCell(col('lostTimeDays') + 1).value, null, 'a missing value is an empty cell')
 })
 
+t.test('XLSX has an autofilter over the header row, on every column', async (t) => {
+  const { file } = await renderTo('xlsx', 'filter.xlsx')
+  const sheet = await openSheet(file)
+  const last = sheet.getColumn(columns.length).letter
+  t.same(sheet.autoFilter, `A1:${last}1`)
+  t.match(sheet.views[0], { state: 'frozen', ySplit: 1 }, 'and the header stays frozen')
+})
+
 t.test('XLSX makes formula-looking text inert, as the CSV does', async (t) => {
   const sheet = await openSheet((await renderTo('xlsx', 'formulas.xlsx')).file)
   const second = sheet.getRow(3)
@@ -248,7 +256,7 @@ t.test('PDF is a readable report: heading, filters, cells, row count and page fo
   t.match(text, 'Filters: severity: medium, low, high; site: Leeds')
   t.match(text, 'Generated: 2026-03-07 09:00:00 UTC')
   t.match(text, /Columns: 8 of \d+ shown .*the CSV and XLSX exports contain all columns/s)
-  for (const v of ['INC-2026-00001', 'INC-2026-00003', 'investigating', 'Carla Díaz', 'Spill at the loading bay', '2026-03-01 10:15']) t.match(text, v)
+  for (const v of ['INC-2026-00001', 'INC-2026-00003', 'investigating', 'Carla Díaz', 'Spill at the loading bay', '2026-03-02 08:30']) t.match(text, v)
   t.match(text, '3 records')
   t.match(text, 'Page 1')
 })
@@ -259,6 +267,34 @@ t.test('PDF says "none" without filters and shows a short column list in full', 
   t.match(text, 'Filters: none')
   t.notMatch(text, 'Columns:')
   t.match(text, /Number\s+Title\s+Severity\s+People injured/)
+})
+
+t.test('PDF footers number the pages "Page n of m"', async (t) => {
+  const { file } = await renderTo('pdf', 'paged.pdf', { rows: generated(400, 200) })
+  const pages = Number(/Pages:\s+(\d+)/.exec(execFileSync('pdfinfo', [file], { encoding: 'utf8' }))?.[1])
+  t.ok(pages > 3, `${pages} pages`)
+  const page = (n: number) => execFileSync('pdftotext', ['-layout', '-f', String(n), '-l', String(n), file, '-'], { encoding: 'utf8' })
+  t.match(page(1), new RegExp(`Page 1 of ${pages}\\b`))
+  t.match(page(2), new RegExp(`Page 2 of ${pages}\\b`))
+  t.match(page(pages), new RegExp(`Page ${pages} of ${pages}\\b`))
+})
+
+t.test('PDF default columns are Number, State, the module summary columns and Created', async (t) => {
+  const text = pdfText((await renderTo('pdf', 'summary.pdf', { columns: summaryExportColumns(incident, { hidden }), columnNote: "the module's summary columns" })).file)
+  t.match(text, /Number\s+State\s+Title\s+Site\s+Category\s+Severity\s+Occurred at\s+Created\n/)
+  t.match(text, "Columns: the module's summary columns")
+  t.match(text, /INC-2026-00003\s+closed\s+Spill at the loading bay\s+Hull\s+environmental\s+high\s+2026-03-05 06:40\s+2026-03-05\n/, 'one line per short row')
+})
+
+t.test('PDF columns are as wide as their content: names and dates never wrap, long text does', async (t) => {
+  const people = ['Carla Díaz-Fernández', 'Bartholomew Okonkwo-Smith', 'Ann Smith']
+  async function* rows() {
+    let i = 0
+    for await (const r of generated(30, 400)) yield { ...r, createdBy: { name: people[i++ % people.length] } }
+  }
+  const few = exportColumns(incident, { hidden, only: ['number', 'createdBy', 'createdAt', 'description', 'severity'] })
+  const text = pdfText((await renderTo('pdf', 'widths.pdf', { columns: few, rows: rows() })).file)
+  for (const name of people) t.match(text, new RegExp(`INC-2026-\\d{5}\\s+${name}\\s+2026-01-0\\d \\d\\d:\\d\\d\\s+\\d+: Lorem`), `${name} on one line with its row`)
 })
 
 t.test('a failing row source rejects the render and closes the output', async (t) => {
@@ -361,5 +397,5 @@ t.test('20,000 rows stream to a paginated PDF with the header on every page', as
   const last = execFileSync('pdftotext', ['-layout', '-f', String(pages), '-l', String(pages), file, '-'], { encoding: 'utf8' })
   t.match(last, 'INC-2026-20000')
   t.match(last, '20000 records')
-  t.match(last, `Page ${pages}`)
+  t.match(last, `Page ${pages} of ${pages}`)
 })
