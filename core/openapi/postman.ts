@@ -1,7 +1,9 @@
 /**
- * An OpenAPI 3.1 document as a Postman Collection v2.1: one folder per tag, one request per
- * operation, bearer auth from the `token` variable. A pure function of the document, so the
- * same document always gives the same JSON (no generated ids, no clock).
+ * An OpenAPI 3.1 document as a Postman Collection v2.1 that runs as a whole: one folder per
+ * tag, one request per operation, bearer auth from the `token` variable, ids chained from
+ * the responses that create them, a status check on
+ * every request, deletes in a last "Clean up" folder. A pure function of the document, so
+ * the same document always gives the same JSON (no generated ids, no clock).
  */
 import { resolveLocal } from './builder.ts'
 
@@ -26,7 +28,7 @@ export interface PostmanVariable {
 export interface PostmanUrl {
   raw: string
   host: string[]
-  path: string[]
+  path?: string[]
   query?: PostmanVariable[]
   variable?: PostmanVariable[]
 }
@@ -38,9 +40,15 @@ export interface PostmanBody {
   urlencoded?: PostmanVariable[]
 }
 export type PostmanAuth = { type: 'noauth' } | { type: 'bearer'; bearer: PostmanVariable[] }
+/** A script run before the request (`prerequest`) or on its response (`test`). */
+export interface PostmanEvent {
+  listen: 'prerequest' | 'test'
+  script: { type: 'text/javascript'; exec: string[] }
+}
 export interface PostmanRequestItem {
   name: string
   request: { method: string; header: PostmanVariable[]; url: PostmanUrl; body?: PostmanBody; auth?: PostmanAuth; description?: string }
+  event?: PostmanEvent[]
 }
 export interface PostmanFolder {
   name: string
@@ -59,6 +67,8 @@ const methods = new Set(['get', 'put', 'post', 'patch', 'delete', 'head', 'optio
 /** Set by Postman itself (auth, body mode) or its cookie jar, so not listed as request headers. */
 const managedHeaders = new Set(['authorization', 'content-type', 'accept', 'cookie'])
 const untagged = 'Other'
+/** The last folder: the deletes, so a run removes what it made once everything else has used it. */
+const cleanUp = 'Clean up'
 /** The collection's own variables; a `/{token}:x` path parameter must not shadow them. */
 const reserved = new Set(['baseUrl', 'token'])
 
@@ -120,17 +130,22 @@ export function skeleton(doc: Json, schema: any, expanding: Set<string> = new Se
   return type && type in scalarPlaceholders ? scalarPlaceholders[type] : {}
 }
 
-/** A parameter's example: its own, its first named example, else from its schema. */
+/** A parameter's example: its own, its first named example that has a value, else from its schema. */
 function exampleOf(doc: Json, p: Json): unknown {
   if (p.example !== undefined) return p.example
-  const named = p.examples && Object.values(p.examples)[0]
-  if (named) return deref(doc, named).value
+  // A named example without a value ("No filter") stands for leaving the parameter out.
+  for (const named of Object.values<Json>(p.examples ?? {})) {
+    const value = deref(doc, named)?.value
+    if (value !== undefined) return value
+  }
   const s = deref(doc, p.schema)
   if (!s) return undefined
   return s.example ?? s.examples?.[0] ?? s.default ?? s.const ?? s.enum?.[0]
 }
 
 const text = (v: unknown): string => (v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v))
+const ref = (key: string) => `{{${key}}}`
+const literals = (path: string) => path.split('/').filter((s) => s && !s.includes('{'))
 
 /** Path-level parameters, overridden by the operation's own of the same name and location. */
 function parametersOf(doc: Json, pathItem: Json, op: Json): Json[] {
@@ -142,13 +157,139 @@ function parametersOf(doc: Json, pathItem: Json, op: Json): Json[] {
   return [...byKey.values()]
 }
 
-/** One query entry per value: arrays repeat the key, `deepObject` objects become `name[key]`. */
-function queryEntries(doc: Json, p: Json): PostmanVariable[] {
-  const example = exampleOf(doc, p)
-  const disabled = !p.required
+interface Op {
+  path: string
+  method: string
+  pathItem: Json
+  op: Json
+  /** `POST /api/v1/records` */
+  key: string
+}
+
+/** A POST that creates what `P/{param}` addresses: its response's `param` goes in `key`. */
+interface Creator {
+  key: string
+  param: string
+  /** The body property or query parameter that takes the same id elsewhere: `recordId`. */
+  alias: string
+  by: Op
+}
+/** A signed URL in a response (`upload`: `{ method, url, headers }`) and the operation it is for. */
+interface Link {
+  by: Op
+  property: string
+  /** `attachments.upload`: `.url` and `.headers` are stored. */
+  key: string
+  /** Where the declared size is stored, for a request that must send that many bytes. */
+  sizeKey?: string
+}
+
+/**
+ * How the requests hand values on, read off the document:
+ * - a POST to a path `P` with a path `P/{param}` beside it, whose success response has a
+ *   `param` property, creates a resource: its test script stores that in
+ *   `<last segment of P>.<param>` (`records.id`), which every `{param}` right after `P/`
+ *   uses, and so does every body property and query parameter named `<singular>Id`
+ *   (`recordId`);
+ * - a success response that always carries a signed link (an object with a `const` method
+ *   and a `url`, such as an attachment's `upload`) is followed by the operation that takes no
+ *   credential, has that method and needs a query parameter no example can give (the
+ *   signature): it is sent to the stored URL with the stored headers.
+ */
+interface Chain {
+  ops: Op[]
+  creators: Map<string, Creator>
+  aliases: Map<string, string>
+  links: Map<string, Link>
+}
+
+/** The status a successful call answers (the lowest 2xx documented) and its JSON schema. */
+function successOf(doc: Json, op: Json): { status: number; schema?: Json } | undefined {
+  const codes = Object.keys(op.responses ?? {}).filter((s) => /^\d{3}$/.test(s))
+  const status = codes.filter((s) => s.startsWith('2')).sort()[0] ?? codes.filter((s) => Number(s) < 400).sort()[0]
+  if (!status) return undefined
+  const content: Json = deref(doc, op.responses[status])?.content ?? {}
+  const type = Object.keys(content).find(isJson)
+  return { status: Number(status), schema: type ? content[type].schema : undefined }
+}
+
+/** An object schema's properties through `$ref` and `allOf` (and any `oneOf`/`anyOf` branch unless `always`), and which are always there. */
+function shapeOf(doc: Json, schema: unknown, always: boolean, depth = 0): { props: Record<string, Json>; required: Set<string> } {
+  const props: Record<string, Json> = {}
+  const required = new Set<string>()
+  const s = deref(doc, schema)
+  if (!s || typeof s !== 'object' || depth > 8) return { props, required }
+  const parts: Array<[unknown, boolean]> = [...(s.allOf ?? []).map((p: unknown) => [p, true]), ...(always ? [] : [...(s.oneOf ?? []), ...(s.anyOf ?? [])].map((p: unknown) => [p, false]))]
+  for (const [part, all] of parts) {
+    const inner = shapeOf(doc, part, always, depth + 1)
+    Object.assign(props, inner.props)
+    if (all) inner.required.forEach((r) => required.add(r))
+  }
+  Object.assign(props, s.properties ?? {})
+  for (const r of s.required ?? []) required.add(r)
+  return { props, required }
+}
+
+function chainOf(doc: Json, ops: Op[]): Chain {
+  const creators = new Map<string, Creator>()
+  const aliases = new Map<string, string>()
+  const links = new Map<string, Link>()
+  const paths = Object.keys(doc.paths ?? {})
+  for (const o of ops) {
+    if (o.method !== 'post' || o.path.includes('{')) continue
+    const param = paths.map((p) => (p.startsWith(`${o.path}/{`) ? /^\{([^{}]+)\}/.exec(p.slice(o.path.length + 1))?.[1] : undefined)).find(Boolean)
+    const schema = successOf(doc, o.op)?.schema
+    if (!param || !schema || !(param in shapeOf(doc, schema, false).props)) continue
+    const segment = literals(o.path).at(-1)!
+    const key = `${segment}.${param}`
+    const alias = `${segment.replace(/s$/, '')}${param[0].toUpperCase()}${param.slice(1)}`
+    creators.set(o.path, { key, param, alias, by: o })
+    aliases.set(alias, key)
+  }
+  const signed = (t: Op) => Array.isArray(t.op.security) && t.op.security.length === 0 && parametersOf(doc, t.pathItem, t.op).some((p) => p.in === 'query' && p.required && exampleOf(doc, p) === undefined)
+  for (const o of ops) {
+    const schema = successOf(doc, o.op)?.schema
+    if (!schema) continue
+    const { props, required } = shapeOf(doc, schema, true)
+    for (const [property, raw] of Object.entries(props)) {
+      const link = deref(doc, raw)
+      const method = deref(doc, link?.properties?.method)?.const
+      if (!required.has(property) || typeof method !== 'string' || !link.properties?.url) continue
+      const target = ops.find((t) => t.method === method.toLowerCase() && signed(t))
+      if (!target || links.has(target.key)) continue
+      const resource = literals(o.path).at(-1)
+      links.set(target.key, { by: o, property, key: `${resource}.${property}`, ...('size' in props && target.op.requestBody ? { sizeKey: `${resource}.size` } : {}) })
+    }
+  }
+  return { ops, creators, aliases, links }
+}
+
+/** Body values named like a chained id (`recordId`) become its variable. */
+function chainValues(value: unknown, chain: Chain, uses: Set<string>): unknown {
+  if (Array.isArray(value)) return value.map((v) => chainValues(v, chain, uses))
+  if (!value || typeof value !== 'object') return value
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => {
+      const key = typeof v === 'string' ? chain.aliases.get(k) : undefined
+      if (!key) return [k, chainValues(v, chain, uses)]
+      uses.add(key)
+      return [k, ref(key)]
+    })
+  )
+}
+
+/**
+ * One query entry per value: arrays repeat the key, `deepObject` objects become `name[key]`.
+ * A parameter that takes a chained id (`recordId`) is sent with it, even when optional.
+ */
+function queryEntries(doc: Json, p: Json, chain: Chain, uses: Set<string>): PostmanVariable[] {
+  const chained = chain.aliases.get(p.name)
+  if (chained) uses.add(chained)
+  const example = chained ? ref(chained) : exampleOf(doc, p)
+  const disabled = !p.required && !chained
   const entry = (key: string, value: unknown): PostmanVariable => ({ key, value: text(value), ...(p.description ? { description: p.description } : {}), ...(disabled ? { disabled } : {}) })
   if (p.style === 'deepObject') {
-    const pairs = example && typeof example === 'object' && !Array.isArray(example) ? Object.entries(example) : [['field', '']]
+    const pairs = example && typeof example === 'object' && !Array.isArray(example) && Object.keys(example).length ? Object.entries(example) : [['field', '']]
     return pairs.map(([k, v]) => entry(`${p.name}[${k}]`, v))
   }
   if (Array.isArray(example) && p.explode !== false) return example.map((v) => entry(p.name, v))
@@ -161,7 +302,7 @@ const isJson = (type: string) => type === 'application/json' || /^application\/[
  * The body of one media type: JSON (also `+json`), then NDJSON, else the first listed.
  * JSON and NDJSON are raw text; forms are Postman form fields; anything else raw.
  */
-function bodyOf(doc: Json, op: Json): { body: PostmanBody; contentType: string } | undefined {
+function bodyOf(doc: Json, op: Json, chain: Chain, uses: Set<string>): { body: PostmanBody; contentType: string } | undefined {
   const requestBody = deref(doc, op.requestBody)
   const content: Json | undefined = requestBody?.content
   if (!content || !Object.keys(content).length) return undefined
@@ -169,7 +310,8 @@ function bodyOf(doc: Json, op: Json): { body: PostmanBody; contentType: string }
   const contentType = types.find((t) => t === 'application/json') ?? types.find(isJson) ?? types.find((t) => t === 'application/x-ndjson') ?? types[0]
   const media = content[contentType] ?? {}
   const named = media.examples && Object.values(media.examples)[0]
-  const example = media.example !== undefined ? media.example : named ? deref(doc, named).value : undefined
+  const given = media.example !== undefined ? media.example : named ? deref(doc, named).value : undefined
+  const example = chainValues(given, chain, uses)
   if (isJson(contentType)) {
     const value = example !== undefined ? example : skeleton(doc, media.schema)
     return { contentType, body: { mode: 'raw', raw: JSON.stringify(value, null, 2), options: { raw: { language: 'json' } } } }
@@ -207,17 +349,31 @@ function bodyOf(doc: Json, op: Json): { body: PostmanBody; contentType: string }
  * `/records/{id}:transition` is not `{id}` of `/attachments/{id}:complete`; so the
  * variable is named after the nearest literal segment before it: `{{records.id}}`,
  * `{{attachments.id}}`. A name that does not depend on which other paths the document has
- * (a tenant's modules add some) keeps a value someone set across re-imports.
+ * (a tenant's modules add some) keeps a value someone set across re-imports. An id a
+ * request creates is that same variable, so a `:id` path variable holds `{{records.id}}`.
  */
-function urlOf(path: string, params: Json[], query: PostmanVariable[], shared: Map<string, PostmanVariable>, doc: Json): PostmanUrl {
+function urlOf(path: string, params: Json[], query: PostmanVariable[], shared: Map<string, PostmanVariable>, doc: Json, chain: Chain, uses: Set<string>): PostmanUrl {
   const pathParams = new Map(params.filter((p) => p.in === 'path').map((p) => [p.name as string, p]))
   const variable: PostmanVariable[] = []
   const parts = path.split('/').filter(Boolean)
+  const declare = (key: string, p: Json | undefined, creator?: Creator) => {
+    if (shared.has(key)) return
+    const note = creator ? `Set by “${nameOf(creator.by)}” when the collection runs (until then: the documented example).` : undefined
+    const description = [p?.description, note].filter(Boolean).join(' ')
+    shared.set(key, { key, value: text(p ? exampleOf(doc, p) : ''), ...(description ? { description } : {}) })
+  }
   const segments = parts.map((segment, i) => {
+    const creator = chain.creators.get(`/${parts.slice(0, i).join('/')}`)
+    const chained = (name: string) => (creator?.param === name ? creator : undefined)
     const whole = /^\{([^{}]+)\}$/.exec(segment)
     if (whole) {
       const p = pathParams.get(whole[1])
-      variable.push({ key: whole[1], value: text(p ? exampleOf(doc, p) : ''), ...(p?.description ? { description: p.description } : {}) })
+      const c = chained(whole[1])
+      if (c) {
+        declare(c.key, p, c)
+        uses.add(c.key)
+      }
+      variable.push({ key: whole[1], value: c ? ref(c.key) : text(p ? exampleOf(doc, p) : ''), ...(p?.description ? { description: p.description } : {}) })
       return `:${whole[1]}`
     }
     const owner = parts
@@ -225,10 +381,11 @@ function urlOf(path: string, params: Json[], query: PostmanVariable[], shared: M
       .reverse()
       .find((s) => !s.includes('{'))
     return segment.replace(/\{([^{}]+)\}/g, (_, name: string) => {
-      const p = pathParams.get(name)
-      const key = owner ? `${owner}.${name}` : reserved.has(name) ? `${name}Param` : name
-      if (!shared.has(key)) shared.set(key, { key, value: text(p ? exampleOf(doc, p) : ''), ...(p?.description ? { description: p.description } : {}) })
-      return `{{${key}}}`
+      const c = chained(name)
+      const key = c ? c.key : owner ? `${owner}.${name}` : reserved.has(name) ? `${name}Param` : name
+      if (c) uses.add(key)
+      declare(key, pathParams.get(name), c)
+      return ref(key)
     })
   })
   const enabled = query.filter((q) => !q.disabled)
@@ -236,59 +393,182 @@ function urlOf(path: string, params: Json[], query: PostmanVariable[], shared: M
   return { raw, host: ['{{baseUrl}}'], path: segments, ...(query.length ? { query } : {}), ...(variable.length ? { variable } : {}) }
 }
 
-function requestOf(doc: Json, path: string, pathItem: Json, method: string, op: Json, shared: Map<string, PostmanVariable>): PostmanRequestItem {
+const nameOf = (o: Op) => o.op.summary || o.op.operationId || o.key
+const writes = (o: Op) => o.method !== 'get' && o.method !== 'head' && o.method !== 'options'
+const script = (listen: PostmanEvent['listen'], exec: string[]): PostmanEvent => ({ listen, script: { type: 'text/javascript', exec } })
+/** `.id`, or `["odd-name"]`: a property of the response in a script. */
+const member = (name: string) => (/^[A-Za-z_$][\w$]*$/.test(name) ? `.${name}` : `[${JSON.stringify(name)}]`)
+const set = (key: string, expression: string) => `pm.collectionVariables.set(${JSON.stringify(key)}, ${expression});`
+
+interface Built {
+  o: Op
+  item: PostmanRequestItem
+  /** Variables it needs from earlier responses, and those it stores. */
+  uses: Set<string>
+  sets: Set<string>
+}
+
+/**
+ * One request, with a test script that checks the documented success status and stores what
+ * later requests use: the id it created, or a signed link. A request to a signed link gets a
+ * pre-request script that adds the link's headers (and sends as many bytes as were declared).
+ */
+function requestOf(doc: Json, o: Op, shared: Map<string, PostmanVariable>, chain: Chain): Built {
+  const { path, pathItem, method, op } = o
+  const uses = new Set<string>()
+  const sets = new Set<string>()
   const params = parametersOf(doc, pathItem, op)
-  const query = params.filter((p) => p.in === 'query').flatMap((p) => queryEntries(doc, p))
+  const link = chain.links.get(o.key)
+  const query = link ? [] : params.filter((p) => p.in === 'query').flatMap((p) => queryEntries(doc, p, chain, uses))
   const header: PostmanVariable[] = []
-  const body = bodyOf(doc, op)
+  const body = bodyOf(doc, op, chain, uses)
   // Raw bodies name their type (Postman would send NDJSON as text/plain); form bodies get
-  // theirs, with the multipart boundary, from Postman.
-  if (body?.body.mode === 'raw') header.push({ key: 'Content-Type', value: body.contentType })
+  // theirs, with the multipart boundary, from Postman. `*/*` is no type to send.
+  if (body?.body.mode === 'raw' && !body.contentType.includes('*')) header.push({ key: 'Content-Type', value: body.contentType })
   for (const p of params.filter((p) => p.in === 'header' && !managedHeaders.has(String(p.name).toLowerCase()))) {
     // A fresh key on every send, so enabling it never replays an earlier request by mistake.
     const value = String(p.name).toLowerCase() === 'idempotency-key' ? '{{$guid}}' : text(exampleOf(doc, p))
     header.push({ key: p.name, value, ...(p.description ? { description: p.description } : {}), ...(p.required ? {} : { disabled: true }) })
   }
+  const success = successOf(doc, op)
+  const tests = success ? [`pm.test(${JSON.stringify(`answers ${success.status}`)}, function () {`, `  pm.response.to.have.status(${success.status});`, '});'] : []
+  const creator = method === 'post' ? chain.creators.get(path) : undefined
+  if (creator) {
+    tests.push(set(creator.key, `pm.response.json()${member(creator.param)}`))
+    sets.add(creator.key)
+  }
+  for (const l of chain.links.values()) {
+    if (l.by !== o) continue
+    tests.push(set(`${l.key}.url`, `pm.response.json()${member(l.property)}.url`), set(`${l.key}.headers`, `JSON.stringify(pm.response.json()${member(l.property)}.headers || {})`))
+    sets.add(`${l.key}.url`).add(`${l.key}.headers`)
+    if (l.sizeKey) {
+      tests.push(set(l.sizeKey, 'String(pm.response.json().size)'))
+      sets.add(l.sizeKey)
+    }
+  }
+  const events = [script('test', tests)]
+  let url: PostmanUrl
+  if (link) {
+    url = { raw: ref(`${link.key}.url`), host: [ref(`${link.key}.url`)] }
+    uses.add(`${link.key}.url`).add(`${link.key}.headers`)
+    const pre = [`var headers = JSON.parse(pm.collectionVariables.get(${JSON.stringify(`${link.key}.headers`)}) || '{}');`, 'Object.keys(headers).forEach(function (key) { pm.request.headers.upsert({ key: key, value: headers[key] }); });']
+    if (link.sizeKey) {
+      uses.add(link.sizeKey)
+      pre.push(`pm.request.body.update('0'.repeat(Number(pm.collectionVariables.get(${JSON.stringify(link.sizeKey)}))));`)
+    }
+    events.unshift(script('prerequest', pre))
+  } else url = urlOf(path, params, query, shared, doc, chain, uses)
   const security = op.security ?? doc.security
+  const notes = [
+    link
+      ? `Sent to the \`${link.property}.url\` that “${nameOf(link.by)}” answered (\`{{${link.key}.url}}\`), with its \`headers\`${link.sizeKey ? ', and a stand-in file of as many bytes as were declared' : ''}.`
+      : '',
+    writes(o) ? writeNote(doc, o, chain) : ''
+  ].filter(Boolean)
+  const description = [op.description, ...notes].filter(Boolean).join('\n\n')
   return {
-    name: op.summary || op.operationId || `${method.toUpperCase()} ${path}`,
-    request: {
-      method: method.toUpperCase(),
-      header,
-      url: urlOf(path, params, query, shared, doc),
-      ...(body ? { body: body.body } : {}),
-      // `security: []` means no credential; anything else inherits the collection's bearer token.
-      ...(Array.isArray(security) && security.length === 0 ? { auth: { type: 'noauth' as const } } : {}),
-      ...(op.description ? { description: op.description } : {})
+    o,
+    uses,
+    sets,
+    item: {
+      name: nameOf(o),
+      request: {
+        method: method.toUpperCase(),
+        header,
+        url,
+        ...(body ? { body: body.body } : {}),
+        // `security: []` means no credential; anything else inherits the collection's bearer token.
+        ...(Array.isArray(security) && security.length === 0 ? { auth: { type: 'noauth' as const } } : {}),
+        ...(description ? { description } : {})
+      },
+      event: events
     }
   }
 }
 
-/** A Postman Collection v2.1 of every operation in `doc`, sent to `{{baseUrl}}` with `{{token}}`. */
+/** The deletes that remove what `creator` made: the DELETE of `P/{param}`. */
+const undoing = (creator: Creator, ops: Op[]) => ops.find((o) => o.method === 'delete' && o.path === `${creator.by.path}/{${creator.param}}`)
+/** The creator's response carries a credential: `token`. */
+const mints = (doc: Json, creator: Creator) => 'token' in shapeOf(doc, successOf(doc, creator.by.op)?.schema, false).props
+
+function writeNote(doc: Json, o: Op, chain: Chain): string {
+  const creator = o.method === 'post' ? chain.creators.get(o.path) : undefined
+  if (!creator) return o.method === 'delete' && o.path.includes('{') ? `**Writes to your tenant.** In the “${cleanUp}” folder, so a run of the collection does it last.` : '**Writes to your tenant** when sent.'
+  const undo = undoing(creator, chain.ops)
+  const what = mints(doc, creator) ? 'mints a live credential (the response’s `token`)' : 'creates one'
+  return `**Writes to your tenant**: it ${what} and keeps its \`${creator.param}\` in \`{{${creator.key}}}\` for the requests after it.${undo ? ` “${nameOf(undo)}” (in “${cleanUp}”) ${undo.path.startsWith(creator.by.path) && mints(doc, creator) ? 'revokes' : 'deletes'} it at the end of a run.` : ''}`
+}
+
+/**
+ * A run order: what creates (phase 0), then requests to the links they answered (1), then
+ * the rest (2), in document order within a phase; and never before a request that stores a
+ * variable it uses.
+ */
+function runOrder(built: Built[], chain: Chain): Built[] {
+  const creating = new Set([...chain.creators.values()].map((c) => c.by))
+  const phase = (b: Built) => (creating.has(b.o) ? 0 : chain.links.get(b.o.key) && creating.has(chain.links.get(b.o.key)!.by) ? 1 : 2)
+  const pending = built.map((b, i) => ({ b, i })).sort((x, y) => phase(x.b) - phase(y.b) || x.i - y.i).map((x) => x.b)
+  const here = new Set(built.flatMap((b) => [...b.sets]))
+  const done = new Set<string>()
+  const out: Built[] = []
+  while (pending.length) {
+    const i = Math.max(0, pending.findIndex((b) => [...b.uses].every((k) => done.has(k) || !here.has(k))))
+    const [next] = pending.splice(i, 1)
+    next.sets.forEach((k) => done.add(k))
+    out.push(next)
+  }
+  return out
+}
+
+/**
+ * A Postman Collection v2.1 of every operation in `doc`, sent to `{{baseUrl}}` with
+ * `{{token}}`, that runs top to bottom: ids chained, deletes last, every status checked.
+ */
 export function toPostmanCollection(doc: OpenApiLike, options: { baseUrl: string; name?: string }): PostmanCollection {
-  const folders = new Map<string, PostmanFolder>()
-  for (const tag of doc.tags ?? []) folders.set(tag.name, { name: tag.name, ...(tag.description ? { description: tag.description } : {}), item: [] })
-  const others: PostmanFolder = { name: untagged, item: [] }
-  const shared = new Map<string, PostmanVariable>()
+  const d = doc as Json
+  const ops: Array<Op & { tag?: string }> = []
   for (const [path, rawItem] of Object.entries(doc.paths ?? {})) {
-    const pathItem = deref(doc as Json, rawItem) ?? {}
+    const pathItem = deref(d, rawItem) ?? {}
     for (const [method, op] of Object.entries<Json>(pathItem)) {
       if (!methods.has(method) || !op || typeof op !== 'object') continue
       // An operation with several tags goes in the first one's folder only, not once per tag.
-      const tag: string | undefined = op.tags?.[0]
-      let folder = others
-      if (tag !== undefined) {
-        if (!folders.has(tag)) folders.set(tag, { name: tag, item: [] })
-        folder = folders.get(tag)!
-      }
-      folder.item.push(requestOf(doc as Json, path, pathItem, method, op, shared))
+      ops.push({ path, method, pathItem, op, key: `${method.toUpperCase()} ${path}`, tag: op.tags?.[0] })
     }
   }
-  const item = [...folders.values(), others].filter((f) => f.item.length)
+  const chain = chainOf(d, ops)
+  const shared = new Map<string, PostmanVariable>()
+  const built = ops.map((o) => requestOf(d, o, shared, chain))
+  const isCleanUp = (b: Built) => b.o.method === 'delete' && b.uses.size > 0
+  const groups = new Map<string | undefined, { name: string; description?: string; built: Built[] }>()
+  for (const tag of doc.tags ?? []) groups.set(tag.name, { name: tag.name, ...(tag.description ? { description: tag.description } : {}), built: [] })
+  const others: { name: string; description?: string; built: Built[] } = { name: untagged, built: [] }
+  const last = { name: cleanUp, description: 'Deletes what the requests above created. Run last: the requests before it use what these remove.', built: [] as Built[] }
+  for (const b of built) {
+    const tag = (b.o as Op & { tag?: string }).tag
+    if (isCleanUp(b)) last.built.push(b)
+    else if (tag === undefined) others.built.push(b)
+    else {
+      if (!groups.has(tag)) groups.set(tag, { name: tag, built: [] })
+      groups.get(tag)!.built.push(b)
+    }
+  }
+  const folders = [...groups.values(), others, last].filter((g) => g.built.length)
+  const item: PostmanFolder[] = folders.map((g) => {
+    const ordered = runOrder(g.built, chain)
+    const writing = ordered.filter((b) => writes(b.o)).map((b) => `“${b.item.name}”`)
+    const note = writing.length && g !== last ? `Running this folder writes to your tenant: ${writing.join(', ')}.` : ''
+    const description = [g.description, note].filter(Boolean).join('\n\n')
+    return { name: g.name, ...(description ? { description } : {}), item: ordered.map((b) => b.item) }
+  })
+  for (const l of chain.links.values()) {
+    shared.set(`${l.key}.url`, { key: `${l.key}.url`, value: '', description: `The signed \`${l.property}.url\` that “${nameOf(l.by)}” answered; set when the collection runs.` })
+    shared.set(`${l.key}.headers`, { key: `${l.key}.headers`, value: '{}', description: `Its \`headers\` (JSON); set when the collection runs.` })
+    if (l.sizeKey) shared.set(l.sizeKey, { key: l.sizeKey, value: '', description: `The size “${nameOf(l.by)}” declared, in bytes; set when the collection runs.` })
+  }
   return {
     info: {
       name: options.name ?? doc.info?.title ?? 'API',
-      ...(doc.info?.description ? { description: doc.info.description } : {}),
+      description: [runNote(d, chain, item), doc.info?.description].filter(Boolean).join('\n\n'),
       ...(doc.info?.version ? { version: doc.info.version } : {}),
       schema: postmanSchema
     },
@@ -300,4 +580,23 @@ export function toPostmanCollection(doc: OpenApiLike, options: { baseUrl: string
       ...[...shared.values()].map((v) => ({ ...v, type: 'string' }))
     ]
   }
+}
+
+/** What running the whole collection does to the tenant, said before anything else. */
+function runNote(doc: Json, chain: Chain, folders: PostmanFolder[]): string {
+  const writing = folders.flatMap((f) => f.item.filter((i) => !['GET', 'HEAD', 'OPTIONS'].includes(i.request.method)).map((i) => `“${i.name}”`))
+  if (!writing.length) return ''
+  const creators = [...chain.creators.values()]
+  const minting = creators.filter((c) => mints(doc, c))
+  const credential = minting.map((c) => {
+    const undo = undoing(c, chain.ops)
+    return `It mints a live credential (“${nameOf(c.by)}”)${undo ? `; “${nameOf(undo)}” in “${cleanUp}” revokes it, so none is left behind when the run completes` : ', which stays valid until you revoke it'}.`
+  })
+  return [
+    `**Running this collection writes to the tenant of your \`token\`.** In order, it sends ${writing.join(', ')}.`,
+    ...credential,
+    creators.length ? `Each create keeps the new id in a collection variable (${creators.map((c) => `\`{{${c.key}}}\``).join(', ')}) that the requests after it use, so the collection runs top to bottom as it is; every request checks its documented status. The “${cleanUp}” folder runs last.` : ''
+  ]
+    .filter(Boolean)
+    .join(' ')
 }
