@@ -151,7 +151,7 @@ const named = (name: string): PostmanRequestItem['request'] => {
 function sentUrl(c: PostmanCollection, request: PostmanRequestItem['request']): string {
   const vars = new Map(c.variable.map((v) => [v.key, v.value]))
   const pathVars = new Map((request.url.variable ?? []).map((v) => [v.key, v.value]))
-  const path = request.url.path.map((s) => (s.startsWith(':') ? (pathVars.get(s.slice(1)) ?? '') : s)).join('/')
+  const path = (request.url.path ?? []).map((s) => (s.startsWith(':') ? (pathVars.get(s.slice(1)) ?? '') : s)).join('/')
   const query = (request.url.query ?? []).filter((q) => !q.disabled).map((q) => `${q.key}=${q.value}`)
   const raw = `${request.url.host.join('.')}/${path}${query.length ? `?${query.join('&')}` : ''}`
   return raw.replace(/\{\{([^}]+)\}\}/g, (_, k: string) => vars.get(k) ?? `{{${k}}}`)
@@ -160,7 +160,9 @@ function sentUrl(c: PostmanCollection, request: PostmanRequestItem['request']): 
 t.test('the collection is v2.1 with the given name, the document’s description and version, and the baseUrl and token variables', async (t) => {
   t.equal(collection.info.schema, 'https://schema.getpostman.com/json/collection/v2.1.0/collection.json')
   t.equal(collection.info.schema, postmanSchema)
-  t.same(collection.info, { name: 'Acme records', description: 'The document for Acme.', version: '0.1.0', schema: postmanSchema })
+  t.same({ ...collection.info, description: undefined }, { name: 'Acme records', description: undefined, version: '0.1.0', schema: postmanSchema })
+  t.match(collection.info.description, /^\*\*Running this collection writes to the tenant of your `token`\.\*\* In order, it sends “Create a record”, /, 'the description starts by saying what a run writes')
+  t.ok(collection.info.description?.endsWith('\n\nThe document for Acme.'), 'then the document’s own description')
   t.equal(toPostmanCollection(doc, { baseUrl: 'http://x' }).info.name, 'Records Platform API: Acme', 'the document title without a name')
   t.same(collection.variable.slice(0, 2), [
     { key: 'baseUrl', value: 'https://records.example.com', type: 'string' },
@@ -170,7 +172,7 @@ t.test('the collection is v2.1 with the given name, the document’s description
 
 t.test('there is one folder per tag in the order of the document’s tags, tags without operations left out and untagged operations last', async (t) => {
   t.same(collection.item.map((f) => f.name), ['Records', 'Bulk', 'Attachments', 'Other'])
-  t.equal(collection.item[0].description, 'Records of the tenant’s modules.')
+  t.equal(collection.item[0].description, 'Records of the tenant’s modules.\n\nRunning this folder writes to your tenant: “Create a record”, “Change some payload fields”, “Move a record through its workflow”.')
   t.same(collection.item[0].item.map((i) => `${i.request.method} ${i.name}`), [
     'GET List records of one module',
     'POST Create a record',
@@ -194,7 +196,7 @@ t.test('a parameter followed by a literal colon is a {{records.id}} collection v
   const transition = named('Move a record through its workflow')
   t.equal(transition.url.raw, '{{baseUrl}}/api/v1/records/{{records.id}}:transition')
   t.same(transition.url.path, ['api', 'v1', 'records', '{{records.id}}:transition'])
-  t.notOk(transition.url.path.some((s) => s.startsWith(':')), 'no segment Postman would read as a path variable named "id:transition"')
+  t.notOk((transition.url.path ?? []).some((s) => s.startsWith(':')), 'no segment Postman would read as a path variable named "id:transition"')
   t.equal(transition.url.variable, undefined)
   t.same(collection.variable.find((v) => v.key === 'records.id'), { key: 'records.id', value: recordId, description: 'The record id (UUID).', type: 'string' }, 'the collection variable holds the example and the description')
   t.equal(sentUrl(collection, transition), `https://records.example.com/api/v1/records/${recordId}:transition`)
