@@ -61,7 +61,7 @@ export class ExportsService {
         format: data.format,
         filters: data.filters ?? {},
         columns: data.columns ?? null,
-        options: { csvBom: data.csvBom ?? false },
+        options: { csvBom: data.csvBom ?? false, values: data.values ?? (data.format === 'pdf' ? 'labels' : 'keys') },
         principal
       })
       const out = await this.present(row)
@@ -95,6 +95,7 @@ export class ExportsService {
       status: row.status,
       filters: row.filters,
       columns: row.columns,
+      values: row.options.values ?? 'keys',
       progress: { rowsDone: row.rows_done, rowsTotal: row.rows_total },
       queuePosition: row.queue_position ?? null,
       attempts: row.attempts,

@@ -11,7 +11,8 @@ import { exportKey } from '../../core/storage/driver.ts'
 import type { JobContext } from '../../core/jobs/index.ts'
 import type { Lease } from '../../core/limits/limiter.ts'
 import { logger } from '../../core/logger.ts'
-import { exportColumns } from '../../core/modules/derive/columns.ts'
+import { exportColumns, summaryExportColumns } from '../../core/modules/derive/columns.ts'
+import { isUuid } from '../../core/validation.ts'
 import type { RecordPage } from '../records/records.class.ts'
 import { recordsPath } from '../records/records.shared.ts'
 import * as repo from './exports.repository.ts'
@@ -73,7 +74,27 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
     const query = { ...row.filters, moduleKey: row.module_key }
     const { total } = (await records.find({ principal, countOnly: true, query } as any)) as RecordPage
     row = (await repo.markRunning(pool, tenantId, id, total ?? 0)) ?? row
-    const columns = exportColumns(module, { hidden: hiddenFields(principal, module), only: row.columns ?? undefined })
+    const hidden = hiddenFields(principal, module)
+    // User ids read as names: looked up page by page, each id once per export.
+    const names = new Map<string, string>()
+    const wording = { hidden, values: row.options.values ?? 'keys', userName: (id: string) => names.get(id) }
+    // Without chosen columns, a PDF shows the module's summary (a page fits 8 columns); CSV and XLSX carry them all.
+    const summary = !row.columns && row.format === 'pdf'
+    const columns = summary ? summaryExportColumns(module, wording) : exportColumns(module, { ...wording, only: row.columns ?? undefined })
+    const userFields = module.definition.fields.filter((f) => f.type === 'user' && !hidden.has(f.key)).map((f) => f.key)
+    const looked = new Set<string>()
+    const nameUsers = async (items: RecordPage['items']) => {
+      const ids = new Set<string>()
+      for (const r of items) {
+        for (const k of userFields) {
+          const v = (r.payload as Record<string, unknown>)[k]
+          if (typeof v === 'string' && isUuid(v) && !looked.has(v)) ids.add(v)
+        }
+      }
+      if (!ids.size) return
+      for (const id of ids) looked.add(id)
+      for (const u of await repo.userNames(pool, tenantId, [...ids])) names.set(u.id, u.name)
+    }
     let done = 0
     let reported = Date.now()
     const page = (cursor: string | null) => {
@@ -88,7 +109,10 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
       while (next) {
         const current: RecordPage = await next
         next = current.nextCursor ? page(current.nextCursor) : undefined
-        for (const r of current.items) yield { number: r.number, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, createdBy: r.createdBy, payload: r.payload as Record<string, unknown> }
+        await nameUsers(current.items)
+        for (const r of current.items) {
+          yield { number: r.number, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, createdBy: r.createdBy, updatedBy: r.updatedBy, externalRef: r.externalRef ?? null, payload: r.payload as Record<string, unknown> }
+        }
         done += current.items.length
         if (Date.now() - reported > 500) {
           reported = Date.now()
@@ -110,7 +134,8 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
         generatedAt: new Date(),
         columns,
         rows: rows(),
-        csvBom: row.options.csvBom
+        csvBom: row.options.csvBom,
+        columnNote: summary ? "the module's summary columns (pass columns to choose others; the CSV and XLSX exports contain all columns)" : undefined
       },
       out
     )

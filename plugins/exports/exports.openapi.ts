@@ -15,6 +15,7 @@ const exampleJob = {
   status: 'succeeded',
   filters: { state: 'reported' },
   columns: ['number', 'state', 'createdAt'],
+  values: 'keys',
   progress: { rowsDone: 1250, rowsTotal: 1250 },
   queuePosition: null,
   attempts: 1,
@@ -112,14 +113,15 @@ export function describeExports(ctx: DocContext): Fragment {
     {
       type: 'object',
       title: 'Export job (any state)',
-      required: ['id', 'moduleKey', 'format', 'status', 'filters', 'columns', 'progress', 'queuePosition', 'attempts', 'createdAt', 'startedAt', 'finishedAt', 'expiresAt', 'links'],
+      required: ['id', 'moduleKey', 'format', 'status', 'filters', 'columns', 'values', 'progress', 'queuePosition', 'attempts', 'createdAt', 'startedAt', 'finishedAt', 'expiresAt', 'links'],
       properties: {
         id: { type: 'string', format: 'uuid' },
         moduleKey: { type: 'string' },
         format: { type: 'string', enum: [...exportFormats] },
         status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed', 'expired'] },
         filters: { ...data.properties.filters, description: 'The filters as asked for (`{}` for none).' },
-        columns: { type: ['array', 'null'], items: { type: 'string' }, description: 'The columns as asked for; null: all the requester may read.' },
+        columns: { type: ['array', 'null'], items: { type: 'string' }, description: 'The columns as asked for; null: the default (CSV and XLSX: all the requester may read; PDF: Number, State, the module\'s summary columns and Created).' },
+        values: { type: 'string', enum: ['keys', 'labels'], description: 'How states and choices are written: as stored (`keys`) or by their labels.' },
         progress: {
           type: 'object',
           required: ['rowsDone', 'rowsTotal'],
@@ -163,7 +165,7 @@ export function describeExports(ctx: DocContext): Fragment {
           tag,
           summary: 'Start an export',
           description:
-            'Checks everything the render will need (the module, the `export` and `read` rights, the filters as the list endpoint validates them, the columns) and queues the job; follow it at `Location`. Filters of `GET /api/v1/records` apply (`state`, `updatedSince`, `externalRef`, `includeDeleted`, `payload`), and the caller\'s row rule selects the rows. A column the caller may not read is 403 `field.forbidden`; an unknown one 400.',
+            'Checks everything the render will need (the module, the `export` and `read` rights, the filters as the list endpoint validates them, the columns) and queues the job; follow it at `Location`. Filters of `GET /api/v1/records` apply (`state`, `updatedSince`, `externalRef`, `includeDeleted`, `payload`), and the caller\'s row rule selects the rows. A column the caller may not read is 403 `field.forbidden`; an unknown one 400. User fields are written as the user\'s name, with the id in the `<field>.id` column beside it; `values: labels` writes states and choices by their labels. Without `columns`, a PDF shows Number, State, the module\'s summary columns (`GET /api/v1/modules/{key}`) and Created.',
           scope: 'exports:write',
           idempotent: true,
           body: {

@@ -18,8 +18,13 @@ export const exportDataSchema = Type.Object(
         { additionalProperties: false, description: 'The list endpoint\'s filters' }
       )
     ),
-    columns: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true, maxItems: 200, description: 'Column keys in order: number, state, createdAt, updatedAt, createdBy and top-level fields' })),
-    csvBom: Type.Optional(Type.Boolean({ description: 'CSV only: start with a UTF-8 byte order mark (for Excel)' }))
+    columns: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true, maxItems: 200, description: 'Column keys in order: number, state, createdAt, updatedAt, createdBy, updatedBy, externalRef, top-level fields and `<user field>.id`' })),
+    csvBom: Type.Optional(Type.Boolean({ description: 'CSV only: start with a UTF-8 byte order mark (for Excel)' })),
+    values: Type.Optional(
+      Type.Union([Type.Literal('keys'), Type.Literal('labels')], {
+        description: 'How states and choices are written: `keys` as stored (`property-damage`), `labels` by their labels (`Property damage`). Default: `keys` for CSV and XLSX, `labels` for PDF.'
+      })
+    )
   },
   { $id: 'ExportCreate', additionalProperties: false }
 )

@@ -133,10 +133,65 @@ t.test('a PDF export is a readable report with its records', async (t) => {
   t.match(text, /Incident export/)
   t.match(text, /Acme Chemicals/)
   t.match(text, /severity/)
-  t.match(text, /Page 1/)
+  t.match(text, /Page 1 of 1\b/)
   const list = (await server.request('GET', '/api/v1/records?moduleKey=incident&payload[severity]=high&limit=200')).body.items
   for (const r of list) t.match(text, r.number, `lists ${r.number}`)
   if (process.env.EXPORT_PNG_DIR) execFileSync('pdftoppm', ['-png', '-r', '80', '-f', '1', '-l', '1', file, join(process.env.EXPORT_PNG_DIR, 'export-page')])
+})
+
+t.test('CSV and XLSX carry externalRef and user names with their ids; values: labels words states and choices', async (t) => {
+  const sam = await server.platform.users.create('acme', { userName: 'sam.patel', displayName: 'Sam Patel', roles: ['safety-manager'] })
+  const made = await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', externalRef: 'SRC-7781', payload: incidentPayload({ title: 'Named lead', category: 'property-damage' }) } })
+  t.equal(made.status, 201)
+  const fired = await server.request('POST', `/api/v1/records/${made.body.id}:transition`, { body: { transition: 'start-investigation', payload: { investigationLead: sam.id } } })
+  t.equal(fired.status, 200)
+  const filters = { externalRef: 'SRC-7781' }
+  const keysCsv = parseCsv((await download((await runExport({ moduleKey: 'incident', format: 'csv', filters })).job)).toString('utf8'))
+  const [header, row] = keysCsv
+  const cell = (name: string) => row[header.indexOf(name)]
+  t.equal(cell('External ref'), 'SRC-7781')
+  t.equal(cell('Investigation lead'), 'Sam Patel', 'a user field reads as the name')
+  t.equal(cell('Investigation lead (id)'), sam.id, 'and its id is beside it')
+  t.equal(cell('Created by'), 'acme test key')
+  t.equal(cell('Updated by'), 'acme test key')
+  t.equal(cell('State'), 'investigating', 'keys by default')
+  t.equal(cell('Category'), 'property-damage')
+
+  const { job } = await runExport({ moduleKey: 'incident', format: 'csv', filters, values: 'labels', columns: ['number', 'state', 'category', 'investigationLead', 'investigationLead.id'] })
+  t.equal(job.values, 'labels')
+  const labelled = parseCsv((await download(job)).toString('utf8'))
+  t.same(labelled[0], ['Number', 'State', 'Category', 'Investigation lead', 'Investigation lead (id)'])
+  t.same(labelled[1].slice(1), ['Under investigation', 'Property damage', 'Sam Patel', sam.id])
+
+  const xlsx = await runExport({ moduleKey: 'incident', format: 'xlsx', filters, values: 'labels' })
+  const file = join(work, 'labels.xlsx')
+  writeFileSync(file, await download(xlsx.job))
+  const book = new ExcelJS.Workbook()
+  await book.xlsx.readFile(file)
+  const sheet = book.worksheets[0]
+  const names = (sheet.getRow(1).values as unknown[]).slice(1)
+  t.equal(sheet.getRow(2).getCell(names.indexOf('External ref') + 1).value, 'SRC-7781')
+  t.equal(sheet.getRow(2).getCell(names.indexOf('Investigation lead') + 1).value, 'Sam Patel')
+  t.equal(sheet.getRow(2).getCell(names.indexOf('State') + 1).value, 'Under investigation')
+  t.match(sheet.autoFilter, /^A1:[A-Z]+1$/, 'filter buttons on the header row')
+  const bad = await server.request('POST', '/api/v1/exports', { body: { moduleKey: 'incident', format: 'csv', values: 'names' } })
+  t.equal(bad.status, 400, 'values is keys or labels')
+})
+
+t.test('a PDF export shows the module summary columns by default and numbers its pages "Page n of m"', async (t) => {
+  const module = await server.request('GET', '/api/v1/modules/incident')
+  t.same(module.body.summaryColumns, ['title', 'site', 'category', 'severity', 'occurredAt'])
+  const { job } = await runExport({ moduleKey: 'incident', format: 'pdf' })
+  t.equal(job.status, 'succeeded')
+  t.equal(job.values, 'labels', 'a PDF words states and choices by their labels by default')
+  const file = join(work, 'summary.pdf')
+  writeFileSync(file, await download(job))
+  const pages = Number(/Pages:\s+(\d+)/.exec(execFileSync('pdfinfo', [file], { encoding: 'utf8' }))?.[1])
+  const first = execFileSync('pdftotext', ['-layout', '-f', '1', '-l', '1', file, '-']).toString('utf8')
+  t.match(first, /Number\s+State\s+Title\s+Site\s+Category\s+Severity\s+Occurred at\s+Created\n/)
+  t.match(first, /Reported\s+Incident 1, "quoted"\s+Leeds DC\s+Near miss\s+low/)
+  t.match(first, new RegExp(`Page 1 of ${pages}\\b`))
+  if (process.env.EXPORT_PNG_DIR) execFileSync('pdftoppm', ['-png', '-r', '80', '-f', '1', '-l', '1', file, join(process.env.EXPORT_PNG_DIR, 'export-summary')])
 })
 
 t.test('an export file expires: the purge job removes it and the job says expired', async (t) => {
