@@ -207,8 +207,8 @@ export const queryParam = (name: string, description: string, schema: JsonSchema
   description,
   schema: bounded(schema),
   ...(schema.type === 'object' ? { style: 'deepObject', explode: true } : {}),
-  // An object's example is a named one after an empty "No filter": Swagger UI fills Try it out with `example` (or, lacking one, a sample of the schema), so a filter would be sent unasked.
-  ...(options.example !== undefined ? (schema.type === 'object' ? { examples: { none: { summary: 'No filter' }, example: { summary: 'Example', value: options.example } } } : { example: options.example }) : {})
+  // An object's examples start with an empty "No filter": Swagger UI fills Try it out with `example`, or without any a sample of the schema (`additionalProp1`…), and would send it unasked.
+  ...(schema.type === 'object' ? { examples: { none: { summary: 'No filter' }, ...(options.example !== undefined ? { example: { summary: 'Example', value: options.example } } : {}) } } : options.example !== undefined ? { example: options.example } : {})
 })
 
 /** A page cursor as the service issues them (a signed position); any other is 400 `cursor.invalid`. */
