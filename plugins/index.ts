@@ -7,6 +7,7 @@ import { exportsPlugin } from './exports/exports.ts'
 import { idempotencyPlugin } from './idempotency/idempotency.ts'
 import { me } from './me/me.ts'
 import { modules } from './modules/modules.ts'
+import { recordReportPlugin } from './record-report/record-report.ts'
 import { recordsPlugin } from './records/records.ts'
 import { settings } from './settings/settings.ts'
 import { tokensPlugin } from './tokens/tokens.ts'
@@ -17,6 +18,7 @@ export const plugins: readonly Plugin[] = [
   bulkPlugin,
   attachmentsPlugin,
   exportsPlugin,
+  recordReportPlugin,
   idempotencyPlugin,
   { name: 'modules', configure: modules },
   { name: 'audit-log', configure: auditLog },
