@@ -67,7 +67,7 @@ export class RecordsService {
   private notFound(id: string, tenantId?: string) {
     if (isUuid(id)) return problems.notFound('record.not_found', `No live record ${id} for this tenant. A deleted record is still in the audit log: GET /api/v1/audit-log?recordId=${id}.`)
     // A record number in place of the id: say where records are found by number.
-    const owner = tenantId && id.length <= 100 ? [...(this.o.tenants.get(tenantId)?.modules.values() ?? [])].find((m) => m.numberPattern.matches(id)) : undefined
+    const owner = tenantId && String(id).length <= 100 ? [...(this.o.tenants.get(tenantId)?.modules.values() ?? [])].find((m) => m.numberPattern.matches(id)) : undefined
     if (owner) {
       const find = `GET /api/v1/records?moduleKey=${owner.definition.key}&number=${encodeURIComponent(id)}`
       return problems.notFound('record.not_found', `${id} is a record number, not a record id (a UUID). Find the record by its number with ${find} (add &includeDeleted=true for a deleted one); its id is in the answer.`)
