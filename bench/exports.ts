@@ -1,7 +1,7 @@
 /**
  * `npm run bench:exports`: exports of the incident module through the service (CSV, XLSX,
  * PDF) against a bare CSV script, on one fresh database (DATABASE_URL's server, or the
- * embedded cluster in data/test).
+ * embedded cluster in data/bench).
  *
  *  1. `--rows` incident records of the bench tenant seeded (bench/seed.ts);
  *  2. service: per format a fresh service child (bench/service-server.ts --jobs: Agenda runs
@@ -135,7 +135,7 @@ async function main() {
   const work = mkdtempSync(join(tmpdir(), 'bench-exports-'))
   let service: ChildServer | undefined
   try {
-    log(`database: ${db.name} on ${db.where === 'embedded' ? 'the embedded cluster (data/test)' : 'DATABASE_URL'}; files under ${work}`)
+    log(`database: ${db.name} on ${db.where === 'embedded' ? 'the embedded cluster (data/bench)' : 'DATABASE_URL'}; files under ${work}`)
     const pgVersion = await postgresVersion(db.url)
     // A first service migrates the database and creates the tenant the seed needs.
     service = await startService(db.url, join(work, 'store'))
