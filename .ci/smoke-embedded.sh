@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Smoke test of the embedded default, as a newcomer meets it: a clone in a private
-# folder (mode 700, as mktemp -d makes), `npm ci`, `npm start` with no DATABASE_URL,
-# a curl walk-through, a clean stop, a restart that keeps the data, and a restart
-# after a crash (node and postgres killed, stale postmaster.pid left behind).
+# folder (mode 700, as mktemp -d makes), the README's start command exactly as written
+# (`npm ci && npm start`, no DATABASE_URL, port 3030), a curl walk-through, every `sh`
+# block of the README and docs/ exactly as written (scripts/doc-commands.ts), a clean
+# stop, a restart that keeps the data, and a restart after a crash (node and postgres
+# killed, stale postmaster.pid left behind).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 app="$work/app"
-port=$((20000 + RANDOM % 20000))
+# The README's port: its walk-through and the docs' commands name http://127.0.0.1:3030.
+port=3030
 pgport=$((40000 + RANDOM % 20000))
 pid=""
 cleanup() {
@@ -22,14 +25,17 @@ trap cleanup EXIT
 
 git clone -q "$repo" "$app"
 cd "$app"
-unset DATABASE_URL
-npm ci --no-audit --no-fund --prefer-offline >/dev/null
+unset DATABASE_URL PORT
+if curl -s -o /dev/null "http://127.0.0.1:$port/"; then echo "smoke: port $port is taken; the README's walk-through needs it"; exit 1; fi
+# The README's start command (its first `sh setup` block), exactly as written.
+start_command=$(awk '/^```sh setup$/{n++; if(n==1){f=1; next}} f&&/^```/{exit} f' README.md)
+[ "$start_command" = "npm ci && npm start" ] || { echo "smoke: unexpected README start command: $start_command"; exit 1; }
 
 start() {
   : >"$work/out"
-  PORT=$port EMBEDDED_PG_PORT=$pgport setsid npm start >"$work/out" 2>"$work/err" &
+  EMBEDDED_PG_PORT=$pgport setsid bash -c "${1:-npm start}" >"$work/out" 2>"$work/err" &
   pid=$!
-  for _ in $(seq 1 120); do
+  for _ in $(seq 1 600); do
     grep -q '^Listening on' "$work/out" && return 0
     kill -0 "$pid" 2>/dev/null || { cat "$work/err"; echo "smoke: npm start exited"; exit 1; }
     sleep 0.5
@@ -48,7 +54,7 @@ api() { curl -s -o "$work/body" -w '%{http_code}' -H "Authorization: Bearer $key
 expect() { if [ "$1" != "$2" ]; then echo "smoke: $3: expected $2, got $1"; cat "$work/body"; exit 1; fi; }
 
 base="http://127.0.0.1:$port"
-start
+start "$start_command"
 key=$(grep -E '^svc_k_' "$work/out" | tail -1)
 [ -n "$key" ] || { echo "smoke: no demo API key printed on first start"; exit 1; }
 
@@ -85,6 +91,9 @@ printf '%s\n%s\n' '{"payload":{"title":"Bulk 1","description":"d","occurredAt":"
 code=$(curl -s -o "$work/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $key" -H 'Content-Type: application/x-ndjson' --data-binary @"$work/rows.ndjson" "$base/api/modules/incident/bulk")
 expect "$code" 200 "bulk load"
 expect "$(tail -1 "$work/body" | jq -c '[.summary.created, .summary.errors]')" "[1,1]" "bulk outcomes"
+
+# Every command of the README and docs/, exactly as written, against this instance.
+node --import tsx scripts/doc-commands.ts
 
 stop
 [ ! -f "$(cluster_home)/pg/postmaster.pid" ] || { echo "smoke: embedded PostgreSQL still running after a clean stop"; exit 1; }

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { Middleware, ParameterizedContext } from 'koa'
+import { problems } from '../../core/errors/index.ts'
 import { setHtmlSecurityHeaders } from '../../core/http/security-headers.ts'
 import { toPostmanCollection } from '../../core/openapi/postman.ts'
 
@@ -223,12 +224,22 @@ export interface ReferenceOptions {
 }
 
 /**
- * `GET /api/docs` (Swagger UI), `/api/docs/assets/*` and `/api/docs/postman.json`. Passes on
- * every other method and path, unknown assets included, so they get the app's own 404.
+ * `GET /api/docs` (Swagger UI), `/api/docs/assets/*` and `/api/docs/postman.json`, and `GET /`:
+ * a browser is sent to the reference, any other client gets a 404 that names where things
+ * are. Passes on every other method and path, unknown assets included, so they get the
+ * app's own 404.
  */
 export function referenceRoutes(options: ReferenceOptions): Middleware {
   return async (ctx, next) => {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next()
+    if (ctx.path === '/') {
+      if (ctx.accepts('json', 'html') === 'html') {
+        ctx.set('Cache-Control', 'no-cache')
+        ctx.redirect(base)
+        return
+      }
+      throw problems.notFound('route.not_found', `No route ${ctx.method} /. The API is under /api/v1 (e.g. GET /api/v1/modules), its OpenAPI document at ${base}/spec.json and its reference at ${base}.`)
+    }
     if (ctx.path === base || ctx.path === `${base}/`) {
       setHtmlSecurityHeaders(ctx, pageCsp)
       // The page is the same for everyone; the versioned asset URLs in it change on upgrade.

@@ -88,3 +88,15 @@ t.test('a record number in place of an id points to the number filter, which fin
   const none = await server.request('GET', '/api/v1/records?moduleKey=incident&number=INC-1999-99999')
   t.same(none.body.items, [], 'an unknown number finds nothing')
 })
+
+t.test('GET / sends a browser to the API reference and tells any other client where the API is', async (t) => {
+  const browser = await fetch(`${server.url}/`, { redirect: 'manual', headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' } })
+  t.equal(browser.status, 302)
+  t.equal(browser.headers.get('location'), '/api/docs')
+  const client = await server.request('GET', '/', { token: null })
+  t.equal(client.status, 404)
+  t.match(client.headers.get('content-type'), /^application\/problem\+json/)
+  t.match(client.body.detail, /The API is under \/api\/v1 .*\/api\/docs\/spec\.json .*\/api\/docs\./)
+  const curlDefault = await fetch(`${server.url}/`, { redirect: 'manual', headers: { accept: '*/*' } })
+  t.equal(curlDefault.status, 404, 'curl (Accept: */*) gets the JSON answer, not a redirect')
+})

@@ -26,5 +26,6 @@ for (let i = 0; i < args.length; i++) {
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 console.error(`fuzzing with FUZZ_RUNS=${env.FUZZ_RUNS ?? '(default)'} FUZZ_SEED=${env.FUZZ_SEED ?? '(default)'}${env.FUZZ_OPS ? ` FUZZ_OPS=${env.FUZZ_OPS}` : ''}`)
-const child = spawn(join(root, 'node_modules', '.bin', 'tap'), ['--disable-coverage', ...rest, 'test/fuzz/openapi-fuzz.test.ts'], { cwd: root, env, stdio: 'inherit' })
+// Through npm test's runner, which starts the embedded test PostgreSQL when needed and stops it at the end.
+const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'test', 'suite', 'run.ts'), ...rest, 'test/fuzz/openapi-fuzz.test.ts'], { cwd: root, env, stdio: 'inherit' })
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)))
