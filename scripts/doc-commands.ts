@@ -37,7 +37,7 @@ export function shellBlocks(file: string, text: string): DocBlock[] {
     const fence = /^```sh(?:\s+(.*))?$/.exec(lines[i])
     if (!fence) continue
     const attrs = (fence[1] ?? '').split(/\s+/).filter(Boolean)
-    const start = i + 1
+    const start = i + 2
     const body: string[] = []
     for (i++; i < lines.length && !lines[i].startsWith('```'); i++) body.push(lines[i])
     const status = attrs.find((a) => a.startsWith('status='))
