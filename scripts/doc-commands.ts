@@ -54,18 +54,19 @@ function runBlock(block: DocBlock, env: NodeJS.ProcessEnv, envFile: string): Pro
   return new Promise((resolve) => {
     const child = spawn('bash', ['-c', script], { env: { ...env, __DOC_ENV: envFile }, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
-    const statuses: number[] = []
+    let err = ''
     child.stdout.on('data', (d) => (out += d))
-    child.stderr.on('data', (d: Buffer) => {
-      for (const line of d.toString().split('\n')) {
-        const m = /^\[doc-run\] (\d{3})/.exec(line)
-        if (m) statuses.push(Number(m[1]))
-        else if (line) out += line + '\n'
-      }
-    })
+    child.stderr.on('data', (d) => (err += d))
     const timer = setTimeout(() => child.kill('SIGKILL'), blockTimeoutMs)
     child.on('close', (code) => {
       clearTimeout(timer)
+      // Read once the block is over: a status line may arrive split over two chunks.
+      const statuses: number[] = []
+      for (const line of err.split('\n')) {
+        const m = /\[doc-run\] (\d{3})/.exec(line)
+        if (m) statuses.push(Number(m[1]))
+        if (line.replace(/\[doc-run\] .*$/, '')) out += line.replace(/\[doc-run\] .*$/, '') + '\n'
+      }
       resolve({ code, out, statuses })
     })
   })

@@ -271,7 +271,9 @@ const groups: Group[] = [
   { name: 'B filters incidents on the external reference', covers: ['api/v1/records#find'], values: () => ({ "acme's reference": aRefs[0], "acme's later reference": aRefs[1] }), run: (v) => req('GET', `/api/v1/records?moduleKey=incident&externalRef=${enc(v)}`) },
   { name: 'B pages its incidents with the cursor', covers: ['api/v1/records#find'], values: () => ({ "acme's cursor": aCursor, "acme's feed cursor": aFeedCursor }), run: (v) => req('GET', `/api/v1/records?moduleKey=incident&limit=1&cursor=${enc(v)}`) },
   { name: 'B pages its audit feed with the cursor', covers: ['api/v1/audit-log#find'], values: () => ({ "acme's cursor": aCursor, "acme's feed cursor": aFeedCursor }), run: (v) => req('GET', `/api/v1/audit-log?moduleKey=incident&limit=1&cursor=${enc(v)}`) },
-  { name: 'B asks for a record by the number', covers: ['api/v1/records#get'], values: () => ({ "acme's number": aInc.number, "acme's corrective action number": aAction.number }), run: (v) => req('GET', `/api/v1/records/${v}`) },
+  // One group per module: the 404 for a number names the module whose number pattern the text has (B's own modules, the text's shape; no data).
+  { name: 'B asks for a record by an incident number', covers: ['api/v1/records#get'], values: () => ({ "acme's number": aInc.number }), run: (v) => req('GET', `/api/v1/records/${v}`) },
+  { name: 'B asks for a record by a corrective action number', covers: ['api/v1/records#get'], values: () => ({ "acme's corrective action number": aAction.number }), run: (v) => req('GET', `/api/v1/records/${v}`) },
   { name: 'B signs in to the tenant with its own name and password', covers: ['page POST /sign-in'], values: () => ({ 'acme as tenant': 'acme' }), labels: (v) => [[`value="${v}"`, 'value="<value>"']], run: (v) => page('POST', '/sign-in', { tenant: v, userName: 'dana', password, next: '/settings/api-keys' }, false) }
 ]
 const randomOf = (values: Record<string, string>): string => {
@@ -280,7 +282,8 @@ const randomOf = (values: Record<string, string>): string => {
   if (aRefs.includes(sample)) return `REF-${randomUUID().slice(0, 8)}`
   if (sample === aCursor) return `${Buffer.from(JSON.stringify({ s: '[]', p: [1] })).toString('base64url')}.${randomUUID().slice(0, 16)}`
   if (sample === 'acme') return `t${randomUUID().slice(0, 8)}`
-  if (/^[A-Z]+-\d{4}-\d+$/.test(sample)) return 'INC-2026-99999'
+  const number = /^([A-Z]+)-(\d{4})-(\d+)$/.exec(sample)
+  if (number) return `${number[1]}-${number[2]}-${'9'.repeat(number[3].length)}`
   return randomUUID()
 }
 
