@@ -87,6 +87,10 @@ t.test('a record number in place of an id points to the number filter, which fin
   t.match(other.body.detail, /record ids are UUIDs/)
   const none = await server.request('GET', '/api/v1/records?moduleKey=incident&number=INC-1999-99999')
   t.same(none.body.items, [], 'an unknown number finds nothing')
+  const otherTenant = Object.keys(server.keys).find((k) => k !== 'acme')!
+  const elsewhere = await server.request('GET', `/api/v1/records?moduleKey=incident&number=${record.number}`, { token: server.keys[otherTenant] })
+  t.equal(elsewhere.status, 200)
+  t.same(elsewhere.body.items, [], "another tenant's number finds nothing (numbers are per tenant)")
 })
 
 t.test('GET / sends a browser to the API reference and tells any other client where the API is', async (t) => {
