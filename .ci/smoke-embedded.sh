@@ -92,8 +92,9 @@ code=$(curl -s -o "$work/body" -w '%{http_code}' -X POST -H "Authorization: Bear
 expect "$code" 200 "bulk load"
 expect "$(tail -1 "$work/body" | jq -c '[.summary.created, .summary.errors]')" "[1,1]" "bulk outcomes"
 
-# Every command of the README and docs/, exactly as written, against this instance.
-node --import tsx scripts/doc-commands.ts
+# Every command of the README and docs/, exactly as written, against this instance. The
+# fuzzing doc's commands start the tests' own embedded PostgreSQL: on a free port of its own.
+EMBEDDED_TEST_PG_PORT=$((40000 + RANDOM % 20000)) node --import tsx scripts/doc-commands.ts
 
 stop
 [ ! -f "$(cluster_home)/pg/postmaster.pid" ] || { echo "smoke: embedded PostgreSQL still running after a clean stop"; exit 1; }
