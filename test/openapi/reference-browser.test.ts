@@ -37,6 +37,15 @@ async function browserTests() {
     return { context, page }
   }
   const operation = (page: Awaited<ReturnType<typeof open>>['page'], path: string) => page.locator(`.opblock-summary-path[data-path="${path}"]`)
+  /** Authorize in the reference page's dialog with a token, and wait for the tenant's modules to appear. */
+  const authorizeAs = async (page: Awaited<ReturnType<typeof open>>['page'], token: string) => {
+    await page.locator('.scheme-container button.authorize').click()
+    const dialog = page.locator('.modal-ux')
+    await dialog.locator('input[type="text"], input[type="password"]').first().fill(token)
+    await dialog.locator('button.authorize').first().click()
+    await dialog.locator('button.btn-done').first().click()
+    await operation(page, '/api/modules/incident/bulk').waitFor()
+  }
   const shot = async (page: Awaited<ReturnType<typeof open>>['page'], name: string) => {
     if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/${name}.png`, fullPage: true })
   }
@@ -51,12 +60,7 @@ async function browserTests() {
     t.equal(await operation(page, '/api/modules/incident/bulk').count(), 0, 'no tenant module before authorizing')
     await shot(page, 'reference-generic')
 
-    await page.locator('.scheme-container button.authorize').click()
-    const dialog = page.locator('.modal-ux')
-    await dialog.locator('input[type="text"], input[type="password"]').first().fill(server.keys.acme)
-    await dialog.locator('button.authorize').first().click()
-    await dialog.locator('button.btn-done').first().click()
-    await operation(page, '/api/modules/incident/bulk').waitFor()
+    await authorizeAs(page, server.keys.acme)
     for (const key of ['corrective-action', 'inspection']) t.equal(await operation(page, `/api/modules/${key}/bulk`).count(), 1, `${key} is one of Acme's modules`)
     await page.getByText('Records Platform API: Acme Chemicals').first().waitFor()
     t.pass('the title names the tenant')
@@ -81,12 +85,7 @@ async function browserTests() {
   await t.test('Try it out on the records list starts with no payload filter, and Execute sends none', async (t) => {
     const { context, page } = await open()
     await page.goto('/api/docs')
-    await page.locator('.scheme-container button.authorize').click()
-    const dialog = page.locator('.modal-ux')
-    await dialog.locator('input[type="text"], input[type="password"]').first().fill(server.keys.acme)
-    await dialog.locator('button.authorize').first().click()
-    await dialog.locator('button.btn-done').first().click()
-    await operation(page, '/api/modules/incident/bulk').waitFor()
+    await authorizeAs(page, server.keys.acme)
     const list = page.locator('#operations-Records-listRecords')
     await list.locator('.opblock-summary').click()
     await list.locator('button.try-out__btn').click()
