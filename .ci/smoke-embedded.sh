@@ -16,9 +16,12 @@ pid=""
 cleanup() {
   [ -n "$pid" ] && kill -TERM -- "-$pid" 2>/dev/null || true
   sleep 1
-  if [ -f "$app/data/CLUSTER-LOCATION.txt" ]; then home=$(tail -1 "$app/data/CLUSTER-LOCATION.txt"); else home="$app/data"; fi
-  if [ -f "$home/pg/postmaster.pid" ]; then kill -INT "$(head -1 "$home/pg/postmaster.pid")" 2>/dev/null || true; fi
-  case "$home" in /var/lib/qehs-records/clusters/*) rm -rf "$home" ;; esac
+  # The service's cluster, and the tests' one the docs' fuzz commands started.
+  for data in "$app/data" "$app/data/test"; do
+    if [ -f "$data/CLUSTER-LOCATION.txt" ]; then home=$(tail -1 "$data/CLUSTER-LOCATION.txt"); else home="$data"; fi
+    if [ -f "$home/pg/postmaster.pid" ]; then kill -INT "$(head -1 "$home/pg/postmaster.pid")" 2>/dev/null || true; fi
+    case "$home" in /var/lib/qehs-records/clusters/*) rm -rf "$home" ;; esac
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
