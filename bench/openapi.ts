@@ -7,8 +7,11 @@
 import { loadConfig } from '../core/config.ts'
 import { loadModules } from '../core/modules/registry.ts'
 import { buildDocument } from '../core/openapi/document.ts'
-import { describes } from '../plugins/api-docs/api-docs.ts'
+import { descriptionsOf } from '../core/plugin.ts'
+import { plugins } from '../plugins/index.ts'
 import { fmt, median, table } from './common.ts'
+
+const describes = descriptionsOf(plugins)
 
 const runs = 50
 const config = loadConfig({})

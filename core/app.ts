@@ -27,7 +27,7 @@ import { problemResponses } from './http/problem.ts'
 import { traceId } from './http/trace.ts'
 import { startJobs } from './jobs/index.ts'
 import { logger } from './logger.ts'
-import type { Plugin } from './plugin.ts'
+import { descriptionsOf, type Plugin } from './plugin.ts'
 import { loadModules } from './modules/registry.ts'
 import { CursorCodec } from './pagination/cursor.ts'
 import { syncTenants, TenantDirectory } from './tenancy/tenants.ts'
@@ -81,6 +81,7 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.on('error', logAppError)
   for (const m of options.outermost?.(app) ?? []) app.use(m)
   app.set('platform', platform)
+  app.set('describes', descriptionsOf(plugins))
   app.set('errorsUrl', platform.config.errors.baseUrl ?? `${platform.config.publicUrl ?? `http://${platform.config.host}:${platform.config.port}`}/errors`)
   app.use(traceId())
   app.use(problemResponses(() => app.get('errorsUrl')))

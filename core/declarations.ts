@@ -8,6 +8,7 @@ import type { AppConfig } from './config.ts'
 import type { Database } from './db/index.ts'
 import type { ModuleRegistry } from './modules/registry.ts'
 import type { CursorCodec } from './pagination/cursor.ts'
+import type { Describe } from './openapi/builder.ts'
 import type { OpenApiDocuments } from './openapi/document.ts'
 import type { TenantDirectory } from './tenancy/tenants.ts'
 
@@ -37,6 +38,8 @@ export interface Settings {
   platform: Platform
   /** Base of problem `type` URIs, known once the server listens. */
   errorsUrl: string
+  /** Every plugin's OpenAPI description, in plugin order (core/plugin.ts); api-docs builds the document from them. */
+  describes: Describe[]
   /** The OpenAPI documents (plugins/api-docs), for the contract checker of the tests. */
   openapi?: OpenApiDocuments
 }

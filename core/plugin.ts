@@ -1,5 +1,6 @@
 import type { App, Platform } from './declarations.ts'
 import type { JobDefinition } from './jobs/index.ts'
+import type { Describe } from './openapi/builder.ts'
 
 /** What a CLI command is handed: the platform, the parsed flags and positionals, and where to write. */
 export interface CliContext {
@@ -35,4 +36,11 @@ export interface Plugin {
   jobs?(app: App): JobDefinition[]
   /** Admin CLI commands. */
   cli?: readonly CliCommand[]
+  /** Its part of the OpenAPI document (tag, paths, schemas); the document lists them in plugin order. */
+  describe?: Describe
+}
+
+/** The OpenAPI descriptions of `plugins`, in their order. */
+export function descriptionsOf(plugins: readonly Plugin[]): Describe[] {
+  return plugins.flatMap((p) => (p.describe ? [p.describe] : []))
 }

@@ -2,23 +2,13 @@ import { createHash } from 'node:crypto'
 import type { Middleware, ParameterizedContext } from 'koa'
 import { seesModule } from '../../core/auth/access.ts'
 import type { App, Platform } from '../../core/declarations.ts'
-import type { Describe, Json } from '../../core/openapi/builder.ts'
+import type { Json } from '../../core/openapi/builder.ts'
+import type { Plugin } from '../../core/plugin.ts'
 import { buildDocument, type OpenApiDocuments } from '../../core/openapi/document.ts'
-import { describeAttachments } from '../attachments/attachments.openapi.ts'
-import { describeAuditLog } from '../audit-log/audit-log.openapi.ts'
-import { describeBulk } from '../bulk/bulk.openapi.ts'
-import { describeExports } from '../exports/exports.openapi.ts'
-import { describeMe } from '../me/me.openapi.ts'
-import { describeModules } from '../modules/modules.openapi.ts'
-import { describeRecords } from '../records/records.openapi.ts'
-import { describeTokens } from '../tokens/tokens.openapi.ts'
 import { describeApiDocs } from './api-docs.openapi.ts'
 import { referenceRoutes } from './reference.ts'
 
 export const specPath = '/api/docs/spec.json'
-
-/** Every feature's description, in the order its tag appears in the document. */
-export const describes: Describe[] = [describeRecords, describeBulk, describeAttachments, describeExports, describeModules, describeAuditLog, describeTokens, describeMe, describeApiDocs]
 
 /** Documents cached per tenant + the versions of the modules the caller sees (and the public URL). */
 export function openApiDocuments(app: App, platform: Platform): OpenApiDocuments {
@@ -32,7 +22,7 @@ export function openApiDocuments(app: App, platform: Platform): OpenApiDocuments
       const key = JSON.stringify([publicUrl, errorsUrl, tenant?.id ?? null, tenant?.name ?? null, modules.map((m) => m.versionKey)])
       let hit = cache.get(key)
       if (!hit) {
-        const document = buildDocument({ config: platform.config, describes, publicUrl, errorsUrl, tenant: tenant ? { id: tenant.id, name: tenant.name, modules } : undefined })
+        const document = buildDocument({ config: platform.config, describes: app.get('describes'), publicUrl, errorsUrl, tenant: tenant ? { id: tenant.id, name: tenant.name, modules } : undefined })
         hit = { document, etag: `"${createHash('sha256').update(key).update(JSON.stringify(document)).digest('base64url').slice(0, 27)}"` }
         // A small bound: documents are rebuilt in milliseconds.
         if (cache.size >= 200) cache.delete(cache.keys().next().value!)
@@ -68,3 +58,5 @@ export function apiDocs(app: App) {
   app.use(specRoute(documents))
   app.use(referenceRoutes({ document: async (ctx: ParameterizedContext) => documents.forPrincipal(ctx.state.principal).document, baseUrl: () => platform.urls.public }))
 }
+
+export const apiDocsPlugin: Plugin = { name: 'api-docs', configure: apiDocs, describe: describeApiDocs }

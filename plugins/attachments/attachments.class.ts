@@ -11,7 +11,7 @@ import { attachmentKey, type StorageDriver } from '../../core/storage/driver.ts'
 import { attachmentsPath } from './attachments.shared.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, isUuid, validationError } from '../../core/validation.ts'
-import { selectAny } from '../records/records.repository.ts'
+import { selectAny } from '../records/records.shared.ts'
 import * as repo from './attachments.repository.ts'
 import { attachmentDataValidator, type AttachmentData, type AttachmentOut } from './attachments.schema.ts'
 

@@ -1,4 +1,4 @@
-import { actorSchema } from '../records/records.schema.ts'
+import { actorSchema } from '../records/records.shared.ts'
 import { operation, pathParam, queryParam, toDocumentSchema, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
 import { attachmentDataSchema, attachmentSchema } from './attachments.schema.ts'
 

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@feathersjs/typebox'
 import { compileData } from '../../core/validation.ts'
-import { actorSchema } from '../records/records.schema.ts'
+import { actorSchema } from '../records/records.shared.ts'
 
 export const attachmentDataSchema = Type.Object(
   {

@@ -2,12 +2,13 @@ import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { App, Platform } from '../../core/declarations.ts'
 import { logger } from '../../core/logger.ts'
 import { LocalStorage } from '../../core/storage/local.ts'
-import { idempotencyFor } from '../idempotency/idempotency.ts'
+import { idempotencyFor } from '../idempotency/idempotency.shared.ts'
 import { AttachmentsService } from './attachments.class.ts'
 import { deleteAttachment, stalePending } from './attachments.repository.ts'
 import { attachmentsMethods, attachmentsPath } from './attachments.shared.ts'
 import { localStorageRoutes } from './attachments.storage-routes.ts'
 import type { Plugin } from '../../core/plugin.ts'
+import { describeAttachments } from './attachments.openapi.ts'
 
 /** Status and headers of an attachments write: create answers 201, and its signed upload URL is never cached. */
 export function attachmentResponse(method: string): { status: number; headers: Record<string, string> } {
@@ -60,5 +61,6 @@ export const attachmentsPlugin: Plugin = {
   name: 'attachments',
   configure: attachments,
   colonMethods: [attachmentsPath],
-  jobs: (app) => [{ name: 'attachments.purge', every: '1 hour', run: async () => ({ removed: await purgePendingAttachments(app.get('platform')) }) }]
+  jobs: (app) => [{ name: 'attachments.purge', every: '1 hour', run: async () => ({ removed: await purgePendingAttachments(app.get('platform')) }) }],
+  describe: describeAttachments
 }

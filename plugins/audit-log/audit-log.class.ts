@@ -9,8 +9,7 @@ import { isoUtc as iso } from '../../core/db/index.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
-import { view } from '../records/records.class.ts'
-import { selectAny } from '../records/records.repository.ts'
+import { view, selectAny } from '../records/records.shared.ts'
 import { auditLogQueryValidator, type AuditLogQuery } from './audit-log.schema.ts'
 
 interface AuditParams extends Params<AuditLogQuery> {

@@ -1,6 +1,8 @@
 import type { App } from '../../core/declarations.ts'
 import { AuditLogService } from './audit-log.class.ts'
 import { auditLogMethods, auditLogPath } from './audit-log.shared.ts'
+import { describeAuditLog } from './audit-log.openapi.ts'
+import type { Plugin } from '../../core/plugin.ts'
 
 export function auditLog(app: App) {
   const { db, tenants, cursors, config, storage } = app.get('platform')
@@ -8,3 +10,5 @@ export function auditLog(app: App) {
     methods: [...auditLogMethods]
   })
 }
+
+export const auditLogPlugin: Plugin = { name: 'audit-log', configure: auditLog, describe: describeAuditLog }

@@ -1,6 +1,6 @@
 import { describeModule } from '../../core/modules/derive/openapi.ts'
 import { moduleKeySchema, operation, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
-import { externalRefSchema } from '../records/records.schema.ts'
+import { externalRefSchema } from '../records/records.shared.ts'
 import { bulkLineSchema, maxFirstLine } from './bulk.schema.ts'
 
 const tag = 'Bulk load'

@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import type { Actor } from '../../core/auth/principal.ts'
-import { recordColumns, type RecordRow } from '../records/records.repository.ts'
+import { recordColumns, type RecordRow } from '../records/records.shared.ts'
 
 /** SQL of bulk loading: whole batches per statement, never a statement per row. */
 

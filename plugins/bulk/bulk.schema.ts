@@ -1,7 +1,7 @@
 import { Type, type Static } from '@feathersjs/typebox'
 import type { FieldProblem } from '../../core/errors/index.ts'
 import { compileData, queryAjv } from '../../core/validation.ts'
-import { externalRefSchema } from '../records/records.schema.ts'
+import { externalRefSchema } from '../records/records.shared.ts'
 
 /** One NDJSON input line: the payload of a record, and optionally the source system's reference (upsert key). */
 export const bulkLineSchema = Type.Object(

@@ -4,6 +4,7 @@ import { BulkService } from './bulk.class.ts'
 import { bulkMethods, bulkPath } from './bulk.shared.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { bulkPathPattern } from './bulk.shared.ts'
+import { describeBulk } from './bulk.openapi.ts'
 
 /** The outcome stream is NDJSON, never cached; 200 once the call is accepted (each row then has its own status). */
 const streamHeaders = async (context: HookContext, next: NextFunction) => {
@@ -34,4 +35,4 @@ export function bulk(app: App) {
 }
 
 /** Bulk loads read their NDJSON bodies themselves, as a stream. */
-export const bulkPlugin: Plugin = { name: 'bulk', configure: bulk, streamingPaths: [bulkPathPattern] }
+export const bulkPlugin: Plugin = { name: 'bulk', configure: bulk, streamingPaths: [bulkPathPattern], describe: describeBulk }

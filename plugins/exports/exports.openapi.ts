@@ -1,6 +1,6 @@
 import { exportColumns } from '../../core/modules/derive/columns.ts'
 import { discriminated, operation, pascal, pathParam, toDocumentSchema, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
-import { signedDownload } from '../attachments/attachments.openapi.ts'
+import { signedDownload } from '../attachments/attachments.shared.ts'
 import { exportDataSchema } from './exports.schema.ts'
 import { exportContentTypes, exportFormats } from './exports.shared.ts'
 

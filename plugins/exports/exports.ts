@@ -1,11 +1,12 @@
 import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { App, Platform } from '../../core/declarations.ts'
 import type { JobDefinition } from '../../core/jobs/index.ts'
-import { idempotencyFor } from '../idempotency/idempotency.ts'
+import { idempotencyFor } from '../idempotency/idempotency.shared.ts'
 import { ExportsService } from './exports.class.ts'
 import { purgeExpiredExports, renderExport } from './exports.job.ts'
 import { exportsMethods, exportsPath } from './exports.shared.ts'
 import type { Plugin } from '../../core/plugin.ts'
+import { describeExports } from './exports.openapi.ts'
 
 /** Status and headers of a started export: 202, Location the job to follow. */
 export function exportResponse(_method: string, result: { id?: string }): { status: number; headers: Record<string, string> } {
@@ -36,4 +37,4 @@ export function exportJobs(app: App, platform: Platform): JobDefinition[] {
 }
 
 /** Exports, with their render and purge jobs. */
-export const exportsPlugin: Plugin = { name: 'exports', configure: configureExports, jobs: (app) => exportJobs(app, app.get('platform')) }
+export const exportsPlugin: Plugin = { name: 'exports', configure: configureExports, jobs: (app) => exportJobs(app, app.get('platform')), describe: describeExports }

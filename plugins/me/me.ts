@@ -3,6 +3,8 @@ import { seesModule } from '../../core/auth/access.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import type { App, Platform } from '../../core/declarations.ts'
 import { meMethods, mePath } from './me.shared.ts'
+import { describeMe } from './me.openapi.ts'
+import type { Plugin } from '../../core/plugin.ts'
 
 /**
  * Who the caller is and what it may do: the kind of credential, the actor, roles,
@@ -41,3 +43,5 @@ export class MeService {
 export function me(app: App) {
   app.use(mePath, new MeService(app.get('platform')), { methods: [...meMethods] })
 }
+
+export const mePlugin: Plugin = { name: 'me', configure: me, describe: describeMe }

@@ -1,7 +1,11 @@
 import type { App } from '../../core/declarations.ts'
 import { ModulesService } from './modules.class.ts'
 import { modulesMethods, modulesPath } from './modules.shared.ts'
+import { describeModules } from './modules.openapi.ts'
+import type { Plugin } from '../../core/plugin.ts'
 
 export function modules(app: App) {
   app.use(modulesPath, new ModulesService(app.get('platform').tenants), { methods: [...modulesMethods] })
 }
+
+export const modulesPlugin: Plugin = { name: 'modules', configure: modules, describe: describeModules }

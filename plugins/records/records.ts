@@ -1,10 +1,11 @@
 import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { App } from '../../core/declarations.ts'
-import { idempotencyFor } from '../idempotency/idempotency.ts'
+import { idempotencyFor } from '../idempotency/idempotency.shared.ts'
 import { RecordsService } from './records.class.ts'
 import type { RecordOut } from './records.schema.ts'
 import { recordsMethods, recordsPath, recordsWriteMethods } from './records.shared.ts'
 import type { Plugin } from '../../core/plugin.ts'
+import { describeRecords } from './records.openapi.ts'
 
 /** Status and headers of a records response: ETag carries the version for If-Match; create answers 201 with Location. */
 export function recordResponse(method: string, result: RecordOut): { status: number; headers: Record<string, string> } {
@@ -36,4 +37,4 @@ export function records(app: App) {
 }
 
 /** Records: a colon method per item (`POST /api/v1/records/{id}:transition`). */
-export const recordsPlugin: Plugin = { name: 'records', configure: records, colonMethods: [recordsPath] }
+export const recordsPlugin: Plugin = { name: 'records', configure: records, colonMethods: [recordsPath], describe: describeRecords }

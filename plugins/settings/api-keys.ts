@@ -1,7 +1,7 @@
 import type { Session } from '../../core/auth/sessions.ts'
 import { hasTenantReach, isAdmin, type Principal } from '../../core/auth/principal.ts'
 import { ApiError, type FieldProblem } from '../../core/errors/index.ts'
-import type { TokenData, TokenOut, TokenType } from '../tokens/tokens.schema.ts'
+import type { TokenData, TokenOut, TokenType } from '../tokens/tokens.shared.ts'
 import { tokensPath } from '../tokens/tokens.shared.ts'
 import { createdPage, emptyForm, expiryChoices, listPage, type CreateForm, type ExpiryChoice } from './api-keys.views.ts'
 import { field, readForm } from './form-body.ts'

@@ -1,5 +1,5 @@
 import { scopeCatalogue } from '../../core/auth/scopes.ts'
-import type { TokenOut, TokenType } from '../tokens/tokens.schema.ts'
+import type { TokenOut, TokenType } from '../tokens/tokens.shared.ts'
 import { html, type SafeHtml } from './html.ts'
 import { alertList, layout, type PageFrame } from './layout.ts'
 

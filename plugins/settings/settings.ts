@@ -8,6 +8,7 @@ import { PageError } from './page-error.ts'
 import { frameFor, sendPage, sessionOf, type PageRequest, type PageRoute } from './page-request.ts'
 import { newNonce, setPageHeaders } from './security.ts'
 import { signInRoutes } from './sign-in.ts'
+import type { Plugin } from '../../core/plugin.ts'
 
 const routes: PageRoute[] = [...signInRoutes, ...apiKeyRoutes]
 
@@ -83,3 +84,5 @@ export function settingsPages(app: App): Middleware {
 export function settings(app: App) {
   app.use(settingsPages(app))
 }
+
+export const settingsPlugin: Plugin = { name: 'settings', configure: settings }

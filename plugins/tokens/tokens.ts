@@ -4,6 +4,7 @@ import { TokensService } from './tokens.class.ts'
 import { tokensMethods, tokensPath } from './tokens.shared.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { tokensCli } from './tokens.cli.ts'
+import { describeTokens } from './tokens.openapi.ts'
 
 /** A created token is in this response only: 201, and no cache may keep it. */
 const noStore = async (context: HookContext, next: NextFunction) => {
@@ -19,4 +20,4 @@ export function tokens(app: App) {
 }
 
 /** Tokens, with their admin commands (`records token create|list|revoke`). */
-export const tokensPlugin: Plugin = { name: 'tokens', configure: tokens, cli: tokensCli }
+export const tokensPlugin: Plugin = { name: 'tokens', configure: tokens, cli: tokensCli, describe: describeTokens }

@@ -3,7 +3,10 @@ import { loadConfig } from '../../core/config.ts'
 import { loadModules } from '../../core/modules/registry.ts'
 import { resolveLocal, type Json } from '../../core/openapi/builder.ts'
 import { buildDocument } from '../../core/openapi/document.ts'
-import { describes } from '../../plugins/api-docs/api-docs.ts'
+import { descriptionsOf } from '../../core/plugin.ts'
+import { plugins } from '../../plugins/index.ts'
+
+const describes = descriptionsOf(plugins)
 
 // Built as the service builds them: generic, and for a tenant with every bundled module.
 const config = loadConfig({})

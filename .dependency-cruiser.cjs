@@ -1,0 +1,41 @@
+/**
+ * The layering the plugin contract rests on (core/plugin.ts), checked by
+ * `npm run lint:layers` (test/layers/layers.test.ts runs it in `npm test`):
+ * - core imports nothing from plugins/ (it receives the plugin list);
+ * - a plugin imports another plugin only through that plugin's `*.shared.ts`, its public face;
+ * - a module package (tenant-modules/) imports only core/modules.
+ * Composition roots (bin/, plugins/index.ts) and tests and benchmarks may import anything.
+ */
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'core-imports-no-plugin',
+      comment: 'core/ receives the plugin list (core/plugin.ts) and names no plugin.',
+      severity: 'error',
+      from: { path: '^core/' },
+      to: { path: '^plugins/' }
+    },
+    {
+      name: 'plugins-meet-through-shared',
+      comment: "A plugin uses another plugin only through that plugin's *.shared.ts.",
+      severity: 'error',
+      from: { path: '^plugins/([^/]+)/' },
+      to: { path: '^plugins/[^/]+/', pathNot: ['^plugins/$1/', '^plugins/[^/]+/[^/]+\\.shared\\.ts$'] }
+    },
+    {
+      name: 'modules-import-only-the-module-api',
+      comment: 'A module package depends on the module definition API, nothing else of the service.',
+      severity: 'error',
+      from: { path: '^tenant-modules/' },
+      to: { path: '^(core|plugins)/', pathNot: '^core/modules/' }
+    }
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(node_modules|test/openapi/client/generated)' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.mjs', '.cjs', '.json'] }
+  }
+}
