@@ -31,11 +31,3 @@ export async function migrateLatest(url: string): Promise<string[]> {
   }
 }
 
-export async function migrateRollbackAll(url: string) {
-  const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } })
-  try {
-    await knex.migrate.rollback({ migrationSource: source, tableName: 'knex_migrations' }, true)
-  } finally {
-    await knex.destroy()
-  }
-}

@@ -89,8 +89,6 @@ export interface Workflow {
  */
 export type RowCondition = { createdBy: 'self' } | { field: string; equals: 'self' }
 
-export const moduleActions = ['read', 'create', 'update', 'delete', 'export', 'attachments', 'transition:*'] as const
-
 export interface ModuleDefinition {
   key: string
   version: string

@@ -70,12 +70,6 @@ export async function markReady(db: pg.Pool | pg.PoolClient, tenantId: string, i
   return rows[0]
 }
 
-/** Ready attachments of records, e.g. for the audit log of a deleted record. */
-export async function readyAttachments(db: pg.Pool, tenantId: string, recordId: string): Promise<AttachmentRow[]> {
-  const { rows } = await db.query(`SELECT ${columns} FROM attachments a WHERE a.tenant_id = $1 AND a.record_id = $2 AND a.state = 'ready' ORDER BY a.uploaded_at, a.id`, [tenantId, recordId])
-  return rows
-}
-
 /** Pending attachments created before the cut-off, across tenants (the purge job). */
 export async function stalePending(db: pg.Pool, olderThanHours: number, limit = 1000): Promise<Array<{ tenant_id: string; id: string; storage_key: string }>> {
   const { rows } = await db.query(
