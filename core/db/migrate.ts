@@ -30,4 +30,3 @@ export async function migrateLatest(url: string): Promise<string[]> {
     await knex.destroy()
   }
 }
-
