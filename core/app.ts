@@ -16,6 +16,7 @@ import type { AppConfig } from './config.ts'
 import type { App, Platform } from './declarations.ts'
 import { openDatabase } from './db/index.ts'
 import { authenticate } from './hooks/authenticate.ts'
+import { fromHttp } from './hooks/call-params.ts'
 import { acceptJsonData } from './hooks/json-data.ts'
 import { jsonBody, passBodyStream } from './http/body.ts'
 import { logAppError } from './http/client-aborts.ts'
@@ -95,7 +96,7 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.use(jsonBody(platform.config.http.maxJsonBytes, streaming))
   app.use(passBodyStream(streaming))
   app.configure(rest())
-  app.hooks({ around: { all: [authenticate(platform.credentials), acceptJsonData] } })
+  app.hooks({ around: { all: [fromHttp, authenticate(platform.credentials), acceptJsonData] } })
   for (const plugin of plugins) app.configure((a) => plugin.configure(a as App))
   return app
 }

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
 import { assertCan, assertScope, rowRule } from '../../core/auth/access.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
@@ -14,10 +13,9 @@ import { assertValid, isUuid, validationError } from '../../core/validation.ts'
 import { selectAny } from '../records/records.shared.ts'
 import * as repo from './attachments.repository.ts'
 import { attachmentDataValidator, type AttachmentData, type AttachmentOut } from './attachments.schema.ts'
+import type { CallParams } from '../../core/hooks/call-params.ts'
 
-interface AttachmentParams extends Params {
-  principal?: Principal
-  route?: { id?: string }
+interface AttachmentParams extends CallParams {
   /** Set by the idempotency hook: stores the response inside the write's own transaction. */
   idempotency?: { complete(db: pg.PoolClient, body: unknown): Promise<void> }
 }
@@ -134,7 +132,7 @@ export class AttachmentsService {
    */
   async complete(_data: unknown, params: AttachmentParams): Promise<AttachmentOut> {
     const principal = requirePrincipal(params, 'An attachments call')
-    const id = params.route?.id ?? ''
+    const id = params.id ?? ''
     const row = isUuid(id) ? await repo.selectAttachment(this.o.pool, principal.tenantId, id) : undefined
     if (!row) throw this.notFound(id)
     const { module, live } = await this.record(principal, row.record_id, 'attachments').catch((err) => {

@@ -1,8 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
-import type { Params } from '@feathersjs/feathers'
 import { assertCan, assertScope, can } from '../../core/auth/access.ts'
-import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
+import { requirePrincipal } from '../../core/auth/principal.ts'
 import { ApiError, problems } from '../../core/errors/index.ts'
 import type { Limiter } from '../../core/limits/limiter.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
@@ -10,10 +9,12 @@ import { claimBulkKey, endBulkKey, type BulkKey } from './bulk.idempotency.ts'
 import { holdsSeveralObjects, newlinesMissingDetail, splitLines, type RawLine } from './bulk.lines.ts'
 import { BulkRun, leaseMs, type BulkOptions } from './bulk.run.ts'
 import { bulkQueryValidator, firstLineProblem, type BulkQuery } from './bulk.schema.ts'
+import type { CallParams } from '../../core/hooks/call-params.ts'
 
-export interface BulkParams extends Params<BulkQuery> {
-  principal?: Principal
+export interface BulkParams extends CallParams<BulkQuery> {
+  /** The route's module: `api/modules/:moduleKey/bulk`. */
   route?: { moduleKey?: string }
+  /** The body's media type is checked from here (REST). */
   headers?: Record<string, string | undefined>
   /** The request body, unread: set by the HTTP layer for this route only. */
   bodyStream?: IncomingMessage
@@ -64,7 +65,7 @@ export class BulkService {
       lease = slot.lease
     }
     try {
-      const header = params.headers?.['idempotency-key']
+      const header = params.idempotencyKey
       // A dry run writes nothing, so there is nothing to make idempotent.
       const key: BulkKey | undefined = header !== undefined && !dryRun ? { tenantId: principal.tenantId, credentialId: principal.credentialId, key: header } : undefined
       if (key) await claimBulkKey(this.o.pool, key, { moduleKey: module.definition.key, firstLine }, { retentionHours: this.o.retentionHours, inFlightTimeoutSeconds: this.o.inFlightTimeoutSeconds })

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto'
 import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type pg from 'pg'
-import type { Principal } from '../../core/auth/principal.ts'
 import { ApiError, problems, toProblem, type ProblemBody } from '../../core/errors/index.ts'
 import type { App } from '../../core/declarations.ts'
 import { logger } from '../../core/logger.ts'
 import type { Plugin } from '../../core/plugin.ts'
+import type { CallParams } from '../../core/hooks/call-params.ts'
 
 /**
  * Idempotency-Key for writes, as one around hook so every transport gets it. The key
@@ -43,13 +43,13 @@ class StoredProblem extends ApiError {
 
 export function idempotency(o: IdempotencyOptions) {
   return async (context: HookContext, next: NextFunction) => {
-    const params = context.params as { principal?: Principal; headers?: Record<string, string | undefined>; route?: { id?: string }; idempotency?: unknown; traceId?: string }
-    const key = params.headers?.['idempotency-key']
+    const params = context.params as CallParams & { idempotency?: unknown; traceId?: string }
+    const key = params.idempotencyKey
     if (key === undefined || !params.principal) return next()
     if (!keyShape.test(key)) throw problems.badRequest('idempotency.key_invalid', 'Idempotency-Key must be 1 to 255 visible ASCII characters, e.g. a UUID.')
     const { tenantId, credentialId } = params.principal
     const fingerprint = createHash('sha256')
-      .update(canonical([context.path, context.method, context.id ?? params.route?.id ?? null, context.data ?? null, params.headers?.['if-match'] ?? null]))
+      .update(canonical([context.path, context.method, context.id ?? params.id ?? null, context.data ?? null, params.ifMatch ?? null]))
       .digest('hex')
     const ids = [tenantId, credentialId, key]
 

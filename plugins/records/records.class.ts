@@ -1,4 +1,3 @@
-import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
 import { assertCan, assertScope, assertWritable, canFire, hiddenFields, redactActivity, redactPayload, rowRule } from '../../core/auth/access.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
@@ -25,11 +24,9 @@ import {
   type RecordQuery,
   type RecordTransition
 } from './records.schema.ts'
+import type { CallParams } from '../../core/hooks/call-params.ts'
 
-export interface RecordParams extends Params<RecordQuery> {
-  principal?: Principal
-  headers?: Record<string, string | undefined>
-  route?: { id?: string }
+export interface RecordParams extends CallParams<RecordQuery> {
   /** Internal only (exports): answer with the number of matching records, no page. */
   countOnly?: boolean
   /** Set by the idempotency hook: stores the response inside the write's own transaction. */
@@ -295,7 +292,7 @@ export class RecordsService {
     return transaction(this.o.pool, async (client) => {
       const row = await repo.lockLive(client, principal.tenantId, id)
       const module = this.moduleOf(principal, row, id)
-      const ifMatch = params.headers?.['if-match']
+      const ifMatch = params.ifMatch
       if (ifMatch !== undefined && ifMatch.trim() !== '*') {
         const wanted = ifMatch.split(',').map((v) => v.trim().replace(/^W\//, '').replace(/"/g, ''))
         if (!wanted.includes(String(row!.version))) {
@@ -332,7 +329,7 @@ export class RecordsService {
   }
 
   async transition(data: RecordTransition, params: RecordParams): Promise<RecordOut> {
-    const id = params.route?.id ?? ''
+    const id = params.id ?? ''
     assertValid<RecordTransition>(recordTransitionValidator, data)
     return this.change(id, params, async (row, module, principal, client) => {
       const t = module.transitions.get(data.transition)

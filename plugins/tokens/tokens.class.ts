@@ -1,4 +1,3 @@
-import type { Params } from '@feathersjs/feathers'
 import { assertScope } from '../../core/auth/access.ts'
 import type { CredentialInfo, CredentialStore } from '../../core/auth/credentials.ts'
 import { hasTenantReach, isAdmin, requirePrincipal, type Principal } from '../../core/auth/principal.ts'
@@ -9,11 +8,9 @@ import { problems } from '../../core/errors/index.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
 import { tokenDataValidator, tokenQueryValidator, type TokenData, type TokenOut, type TokenQuery, type TokenType } from './tokens.schema.ts'
+import type { CallParams } from '../../core/hooks/call-params.ts'
 
-interface TokenParams extends Params<TokenQuery> {
-  principal?: Principal
-  headers?: Record<string, string | undefined>
-}
+type TokenParams = CallParams<TokenQuery>
 
 const kindOf: Record<TokenType, CredentialKind> = { 'api-key': 'api_key', personal: 'personal', 'service-account': 'service_account' }
 const typeOf: Record<CredentialKind, TokenType> = { api_key: 'api-key', personal: 'personal', service_account: 'service-account' }
@@ -138,7 +135,7 @@ export class TokensService {
 
   async create(data: TokenData, params: TokenParams): Promise<TokenOut> {
     const p = this.principal(params)
-    if (params.headers?.['idempotency-key'] !== undefined) {
+    if (params.idempotencyKey !== undefined) {
       // A replay would need the secret stored to send it again; tokens are stored only as hashes.
       throw problems.badRequest('idempotency.unsupported', 'Token creation does not take an Idempotency-Key: the token is never stored, so a replay could not return it. Create a new one if a response was lost, and revoke the orphan.')
     }
