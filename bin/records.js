@@ -4,6 +4,6 @@
 import { register } from 'tsx/esm/api'
 
 register()
-const { runCli, cliFailed } = await import('../core/cli/index.ts')
+const { runCli } = await import('../core/cli/index.ts')
 const { plugins } = await import('../plugins/index.ts')
-await runCli(process.argv.slice(2), plugins).catch(cliFailed)
+process.exit(await runCli(process.argv.slice(2), plugins))

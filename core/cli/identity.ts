@@ -23,12 +23,6 @@ type Fail = (message: string) => never
 
 const list = (v: string | undefined) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : undefined)
 
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = []
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '')
-}
-
 /** Service errors as one line an operator can act on (field problems included). */
 export function describeError(err: unknown): string {
   if (err instanceof ApiError) {
@@ -43,7 +37,8 @@ export function describeError(err: unknown): string {
  * Users, roles and groups from the command line, through the same directory the API uses
  * (tokens are the tokens plugin's commands).
  */
-export async function identityCommand(p: Platform, area: string, action: string | undefined, arg: string | undefined, v: CliValues, out: Out, fail: Fail): Promise<boolean> {
+export async function identityCommand(p: Platform, area: string, action: string | undefined, arg: string | undefined, v: CliValues, out: Out, fail: Fail, input: () => Promise<string>): Promise<boolean> {
+  const readStdin = async () => (await input()).replace(/\r?\n$/, '')
   const tenantId = () => {
     if (!v.tenant) fail('--tenant is required')
     if (!p.tenants.get(v.tenant!)) fail(`no tenant "${v.tenant}" (see: records tenant list)`)

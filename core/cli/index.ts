@@ -34,8 +34,35 @@ const usage = `records: admin CLI of the records platform (works with or without
 
 Database: DATABASE_URL, or the embedded PostgreSQL in ./data (started if needed).`
 
-async function withPlatform<T>(fn: (p: Platform) => Promise<T>): Promise<T> {
-  const platform = await createPlatform(loadConfig({ logLevel: process.env.LOG_LEVEL ? undefined : 'warn' } as any), { limiter: false })
+/** Where the CLI reads and writes, and the configuration it starts from: the process's, or a test's. */
+export interface CliIo {
+  out(text: string): void
+  err(text: string): void
+  /** The whole of standard input (`--password-stdin`). */
+  input(): Promise<string>
+  /** Configuration overrides on top of config/ and the environment (tests: their database). */
+  config?: Record<string, unknown>
+}
+
+const processIo: CliIo = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+  async input() {
+    const chunks: Buffer[] = []
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+    return Buffer.concat(chunks).toString('utf8')
+  }
+}
+
+/** A refusal of the command line itself (unknown tenant, missing flag): exit code 2. */
+class CliUsageError extends Error {}
+
+function fail(message: string): never {
+  throw new CliUsageError(message)
+}
+
+async function withPlatform<T>(io: CliIo, fn: (p: Platform) => Promise<T>): Promise<T> {
+  const platform = await createPlatform(loadConfig({ logLevel: process.env.LOG_LEVEL ? undefined : 'warn', ...io.config } as Parameters<typeof loadConfig>[0]), { limiter: false })
   try {
     return await fn(platform)
   } finally {
@@ -43,13 +70,26 @@ async function withPlatform<T>(fn: (p: Platform) => Promise<T>): Promise<T> {
   }
 }
 
-function fail(message: string): never {
-  process.stderr.write(`records: ${message}\n`)
-  process.exit(2)
+/**
+ * `records …` (bin/records.js hands it the plugins, whose commands join core's). Returns
+ * the exit code: 0 done, 2 a refused command line, 1 a failure; the reason is one line
+ * on stderr an operator can act on.
+ */
+export async function runCli(argv: string[], plugins: readonly Plugin[], io: CliIo = processIo): Promise<number> {
+  try {
+    await run(argv, plugins, io)
+    return 0
+  } catch (err) {
+    if (err instanceof CliUsageError) {
+      io.err(`records: ${err.message}\n`)
+      return 2
+    }
+    io.err(`records: ${err instanceof ModuleDefinitionError ? err.message : describeError(err)}\n`)
+    return 1
+  }
 }
 
-/** `records …` (bin/records.js hands it the plugins, whose commands join core's). */
-export async function runCli(argv: string[], plugins: readonly Plugin[]) {
+async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -70,42 +110,29 @@ export async function runCli(argv: string[], plugins: readonly Plugin[]) {
       help: { type: 'boolean', short: 'h' }
     }
   })
+  const out = (line: string) => io.out(line + '\n')
   const [area, action, arg] = positionals
-  if (values.help || !area) {
-    process.stdout.write(usage + '\n')
-    return
-  }
+  if (values.help || !area) return out(usage)
   if (area === 'migrate') {
-    const config = loadConfig()
+    const config = loadConfig(io.config as Parameters<typeof loadConfig>[0])
     const db = await openDatabase(config, { migrate: false })
     try {
       const ran = await migrateLatest(db.url)
-      process.stdout.write(ran.length ? `Ran migrations: ${ran.join(', ')}\n` : 'Schema is up to date.\n')
+      return out(ran.length ? `Ran migrations: ${ran.join(', ')}` : 'Schema is up to date.')
     } finally {
       await db.close()
     }
-    return
   }
   if (area === 'tenant' && action === 'list') {
-    await withPlatform(async (p) => {
-      for (const t of p.tenants.list()) process.stdout.write(`${t.id}\t${t.name}\t${[...t.modules.keys()].join(',') || '-'}\n`)
+    return withPlatform(io, async (p) => {
+      for (const t of p.tenants.list()) out(`${t.id}\t${t.name}\t${[...t.modules.keys()].join(',') || '-'}`)
     })
-    return
   }
   const command = plugins.flatMap((pl) => pl.cli ?? []).find((c) => c.area === area && c.action === action)
-  if (command) {
-    await withPlatform((platform) => command.run({ platform, values, arg, out: (line) => process.stdout.write(line + '\n'), fail }))
-    return
-  }
+  if (command) return withPlatform(io, (platform) => command.run({ platform, values, arg, out, fail }))
   if (['user', 'role', 'group', 'scopes'].includes(area)) {
-    const done = await withPlatform((p) => identityCommand(p, area, action, arg, values, (line) => process.stdout.write(line + '\n'), fail))
+    const done = await withPlatform(io, (p) => identityCommand(p, area, action, arg, values, out, fail, () => io.input()))
     if (done) return
   }
   fail(`unknown command "${positionals.join(' ')}"\n\n${usage}`)
-}
-
-/** The CLI's answer to an error: one line an operator can act on, exit 1. */
-export function cliFailed(err: unknown): never {
-  process.stderr.write(`records: ${err instanceof ModuleDefinitionError ? err.message : describeError(err)}\n`)
-  process.exit(1)
 }

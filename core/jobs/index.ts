@@ -1,5 +1,4 @@
-import { Agenda } from 'agenda'
-import { PostgresBackend } from '@agendajs/postgres-backend'
+import type { Agenda } from 'agenda'
 import type pg from 'pg'
 import { logger } from '../logger.ts'
 
@@ -24,6 +23,8 @@ export interface JobDefinition {
  * through the backend's LISTEN/NOTIFY. With `process: false` the instance only enqueues.
  */
 export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: { process: boolean; processEverySeconds?: number } = { process: true }): Promise<Agenda> {
+  // Loaded on first use: an instance (or a CLI call) that never schedules a job never pays for them.
+  const [{ Agenda }, { PostgresBackend }] = await Promise.all([import('agenda'), import('@agendajs/postgres-backend')])
   // New jobs arrive by NOTIFY; the periodic scan is what finds jobs whose lock expired (a dead instance's).
   const backend = new PostgresBackend({ pool, tableName: 'agenda_jobs' })
   // The LISTEN connection reconnects by itself; unheard, its 'error' event would end the process.

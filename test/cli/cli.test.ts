@@ -1,22 +1,60 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import t from 'tap'
+import { runCli } from '../../core/cli/index.ts'
 import { projectRoot } from '../../core/paths.ts'
+import { plugins } from '../../plugins/index.ts'
 import { startTestServer } from '../helpers/server.ts'
 
 const exec = promisify(execFile)
-// Each CLI call is a new node process loading TypeScript (2-4 s; twice that on a busy 2-core machine), ~20 of them.
+// A few calls start bin/records.js as an operator does (a new node process loading TypeScript,
+// 2-4 s; twice that on a busy 2-core machine); the rest run the same CLI in this process.
 t.setTimeout(300_000)
 const server = await startTestServer()
 t.teardown(() => server.close())
+const tenants = { acme: { modules: ['incident', 'corrective-action', 'inspection'] } }
 
-/** Runs the CLI against the test server's database, as an operator would. */
-function records(...args: string[]) {
+/** Runs `bin/records.js` against the test server's database, as an operator would; rejects with the exit code on failure. */
+function viaBin(...args: string[]) {
   return exec(process.execPath, ['bin/records.js', ...args], {
     cwd: projectRoot,
-    env: { ...process.env, DATABASE_URL: server.platform.db.url, NODE_CONFIG: JSON.stringify({ tenants: { acme: { modules: ['incident', 'corrective-action', 'inspection'] } } }) }
+    env: { ...process.env, DATABASE_URL: server.platform.db.url, NODE_CONFIG: JSON.stringify({ tenants }) }
   })
 }
+
+/** The same CLI in this process (runCli, as the bin calls it): the same answers, without a process start per call. */
+async function records(...args: string[]): Promise<{ stdout: string; stderr: string }> {
+  return recordsWithInput('', ...args).then((r) => {
+    if (r.code !== 0) throw Object.assign(new Error(r.stderr), r)
+    return r
+  })
+}
+
+/** Runs the CLI in this process with `input` on its stdin. */
+async function recordsWithInput(input: string, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  let stdout = ''
+  let stderr = ''
+  const code = await runCli(args, plugins, {
+    out: (text) => (stdout += text),
+    err: (text) => (stderr += text),
+    input: async () => input,
+    config: { database: { url: server.platform.db.url }, tenants }
+  })
+  return { stdout, stderr, code }
+}
+
+t.test('bin/records.js runs the CLI as a process: output on stdout, refusals on stderr with exit code 2, failures exit 1', async (t) => {
+  const { stdout } = await viaBin('tenant', 'list')
+  t.match(stdout, /^acme\t.*\tcorrective-action,incident,inspection$/m)
+  const refused = await viaBin('token', 'create', '--tenant', 'nobody', '--type', 'api-key', '--name', 'x').then(() => undefined, (e) => e)
+  t.equal(refused?.code, 2)
+  t.equal(refused?.stderr, 'records: no tenant "nobody" (see: records tenant list)\n')
+  // A database that does not answer: a failure, not a refused command line.
+  const failed = await exec(process.execPath, ['bin/records.js', 'tenant', 'list'], { cwd: projectRoot, env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:9/none' } }).then(() => undefined, (e) => e)
+  t.equal(failed?.code, 1, failed?.stderr)
+  t.match(failed?.stderr, /^records: /)
+  t.equal(failed?.stderr.trim().split('\n').length, 1, 'one line')
+})
 
 t.test('lists tenants with their installed modules', async (t) => {
   const { stdout } = await records('tenant', 'list')
@@ -69,16 +107,6 @@ t.test('migrate reports an up-to-date schema', async (t) => {
   const { stdout } = await records('migrate')
   t.equal(stdout.trim(), 'Schema is up to date.')
 })
-
-/** Runs the CLI with `input` on stdin. */
-function recordsWithInput(input: string, ...args: string[]) {
-  return new Promise<{ stdout: string; stderr: string; code: number | null }>((resolve) => {
-    const child = execFile(process.execPath, ['bin/records.js', ...args], { cwd: projectRoot, env: { ...process.env, DATABASE_URL: server.platform.db.url } }, (err, stdout, stderr) =>
-      resolve({ stdout, stderr, code: err ? ((err as any).code ?? 1) : 0 })
-    )
-    child.stdin!.end(input)
-  })
-}
 
 const lastLine = (stdout: string) => stdout.trimEnd().split('\n').at(-1)!
 
