@@ -44,4 +44,12 @@ export interface Settings {
   openapi?: OpenApiDocuments
 }
 
-export type App = FeathersKoa<any, Settings>
+/**
+ * The services by path, so that `app.service(path)` is typed: each plugin adds its own by
+ * declaration merging (`declare module '…/core/declarations.ts' { interface ServiceTypes
+ * { [path]: Service } }`), and core names none of them.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface ServiceTypes {}
+
+export type App = FeathersKoa<ServiceTypes, Settings>

@@ -10,6 +10,12 @@ import { localStorageRoutes } from './attachments.storage-routes.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { describeAttachments } from './attachments.openapi.ts'
 
+declare module '../../core/declarations.ts' {
+  interface ServiceTypes {
+    [attachmentsPath]: AttachmentsService
+  }
+}
+
 /** Status and headers of an attachments write: create answers 201, and its signed upload URL is never cached. */
 export function attachmentResponse(method: string): { status: number; headers: Record<string, string> } {
   return method === 'create' ? { status: 201, headers: { 'Cache-Control': 'no-store' } } : { status: 200, headers: {} }

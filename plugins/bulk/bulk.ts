@@ -6,6 +6,12 @@ import type { Plugin } from '../../core/plugin.ts'
 import { bulkPathPattern } from './bulk.shared.ts'
 import { describeBulk } from './bulk.openapi.ts'
 
+declare module '../../core/declarations.ts' {
+  interface ServiceTypes {
+    [bulkPath]: BulkService
+  }
+}
+
 /** The outcome stream is NDJSON, never cached; 200 once the call is accepted (each row then has its own status). */
 const streamHeaders = async (context: HookContext, next: NextFunction) => {
   await next()

@@ -51,7 +51,7 @@ export class ExportsService {
       throw validationError([{ pointer: '/columns', field: 'columns', code: 'enum', detail: (err as Error).message }])
     }
     // The list endpoint validates the filters (and the row rule applies) exactly as it will for the render.
-    await this.app.service(recordsPath).find({ principal, countOnly: true, query: { ...(data.filters ?? {}), moduleKey: module.definition.key } } as any)
+    await this.app.service(recordsPath).find({ principal, countOnly: true, query: { ...(data.filters ?? {}), moduleKey: module.definition.key } })
     const { pool } = this.platform.db
     // The stored Idempotency-Key response commits with the job's row, or neither does.
     const out = await transaction(pool, async (client) => {

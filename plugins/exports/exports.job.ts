@@ -71,7 +71,7 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
     const module = platform.tenants.module(tenantId, row.module_key)
     const principal = row.principal
     const query = { ...row.filters, moduleKey: row.module_key }
-    const { total } = (await records.find({ principal, countOnly: true, query } as any)) as RecordPage
+    const { total } = await records.find({ principal, countOnly: true, query })
     row = (await repo.markRunning(pool, tenantId, id, total ?? 0)) ?? row
     const hidden = hiddenFields(principal, module)
     // User ids read as names: looked up page by page, each id once per export.
@@ -97,7 +97,7 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
     let done = 0
     let reported = Date.now()
     const page = (cursor: string | null) => {
-      const p = records.find({ principal, query: { ...query, limit: o.pageSize, ...(cursor ? { cursor } : {}) } } as any) as Promise<RecordPage>
+      const p = records.find({ principal, query: { ...query, limit: o.pageSize, ...(cursor ? { cursor } : {}) } })
       // A page fetched ahead for a render that has already failed must not become an unhandled rejection.
       p.catch(() => undefined)
       return p

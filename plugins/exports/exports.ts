@@ -8,6 +8,12 @@ import { exportsMethods, exportsPath } from './exports.shared.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { describeExports } from './exports.openapi.ts'
 
+declare module '../../core/declarations.ts' {
+  interface ServiceTypes {
+    [exportsPath]: ExportsService
+  }
+}
+
 /** Status and headers of a started export: 202, Location the job to follow. */
 export function exportResponse(_method: string, result: { id?: string }): { status: number; headers: Record<string, string> } {
   return { status: 202, headers: result?.id ? { Location: `/${exportsPath}/${result.id}` } : {} }

@@ -6,6 +6,12 @@ import { meMethods, mePath } from './me.shared.ts'
 import { describeMe } from './me.openapi.ts'
 import type { Plugin } from '../../core/plugin.ts'
 
+declare module '../../core/declarations.ts' {
+  interface ServiceTypes {
+    [mePath]: MeService
+  }
+}
+
 /**
  * Who the caller is and what it may do: the kind of credential, the actor, roles,
  * scopes, the module actions its roles grant, and its rate limit. Any valid credential

@@ -4,6 +4,12 @@ import { modulesMethods, modulesPath } from './modules.shared.ts'
 import { describeModules } from './modules.openapi.ts'
 import type { Plugin } from '../../core/plugin.ts'
 
+declare module '../../core/declarations.ts' {
+  interface ServiceTypes {
+    [modulesPath]: ModulesService
+  }
+}
+
 export function modules(app: App) {
   app.use(modulesPath, new ModulesService(app.get('platform').tenants), { methods: [...modulesMethods] })
 }

@@ -7,6 +7,12 @@ import { recordsMethods, recordsPath, recordsWriteMethods } from './records.shar
 import type { Plugin } from '../../core/plugin.ts'
 import { describeRecords } from './records.openapi.ts'
 
+declare module '../../core/declarations.ts' {
+  interface ServiceTypes {
+    [recordsPath]: RecordsService
+  }
+}
+
 /** Status and headers of a records response: ETag carries the version for If-Match; create answers 201 with Location. */
 export function recordResponse(method: string, result: RecordOut): { status: number; headers: Record<string, string> } {
   const headers: Record<string, string> = {}

@@ -11,18 +11,12 @@ import { assertCsrf, assertSameOrigin, signInLocation } from './security.ts'
 export const apiKeysPath = '/settings/api-keys'
 const dayMs = 86_400_000
 
-interface TokensDoor {
-  find(params: object): Promise<{ items: TokenOut[] }>
-  create(data: TokenData, params: object): Promise<TokenOut>
-  remove(id: string, params: object): Promise<TokenOut>
-}
-
 /**
  * The pages are one more door onto the tokens service: the same hooks and rules as REST
  * (who may create which type, scopes, expiry) apply, with the session's principal.
  */
 function tokens(r: PageRequest, session: Session) {
-  const service = r.app.service(tokensPath) as unknown as TokensDoor
+  const service = r.app.service(tokensPath)
   const params = { provider: 'browser', principal: session.principal }
   return {
     find: () => service.find({ ...params, query: isAdmin(session.principal) ? { all: true } : {} }),

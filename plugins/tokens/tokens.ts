@@ -6,6 +6,12 @@ import type { Plugin } from '../../core/plugin.ts'
 import { tokensCli } from './tokens.cli.ts'
 import { describeTokens } from './tokens.openapi.ts'
 
+declare module '../../core/declarations.ts' {
+  interface ServiceTypes {
+    [tokensPath]: TokensService
+  }
+}
+
 /** A created token is in this response only: 201, and no cache may keep it. */
 const noStore = async (context: HookContext, next: NextFunction) => {
   await next()

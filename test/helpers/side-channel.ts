@@ -175,7 +175,7 @@ export function exportGate(storage: StorageDriver) {
 export function doors(app: App): string[] {
   const out: string[] = []
   const servicePatterns: RegExp[] = []
-  for (const [path, service] of Object.entries(app.services as Record<string, unknown>)) {
+  for (const [path, service] of Object.entries({ ...app.services })) {
     for (const method of feathersPackage.getServiceOptions(service)?.methods ?? []) out.push(`${path}#${method}`)
     servicePatterns.push(new RegExp(`^/${path.replace(/:[^/]+/g, '[^/]+')}(?:/|:|$)`))
   }

@@ -10,11 +10,7 @@ const server = await startTestServer()
 t.teardown(() => server.close())
 const app = server.running.app
 const principal = await server.platform.credentials.authenticate(`Bearer ${server.keys.acme}`)
-const records = app.service('api/v1/records') as unknown as {
-  create(data: unknown, params: object): Promise<{ id: string; version: number; state: string }>
-  patch(id: string, data: unknown, params: object): Promise<{ version: number }>
-  transition(data: unknown, params: object): Promise<{ state: string; version: number }>
-}
+const records = app.service('api/v1/records')
 const count = async () => (await server.platform.db.pool.query("SELECT count(*)::int AS n FROM records WHERE tenant_id = 'acme'")).rows[0].n as number
 
 t.test('ifMatch makes a change conditional, as If-Match does', async (t) => {
