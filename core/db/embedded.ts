@@ -19,6 +19,8 @@ export interface EmbeddedOptions {
   dataDir: string
   port: number
   database?: string
+  /** Server settings (`-c name=value`) for a cluster started here, e.g. the tests' `fsync: 'off'`. */
+  settings?: Record<string, string>
 }
 
 export interface EmbeddedServer {
@@ -177,7 +179,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
     const { password } = JSON.parse(readFileSync(credFile, 'utf8'))
     const existing = runningPort(pgdata)
     if (existing) return { password, port: existing, startedHere: false }
-    const flags = `-p ${options.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=200`
+    const settings = Object.entries(options.settings ?? {}).map(([name, value]) => ` -c ${name}=${value}`).join('')
+    const flags = `-p ${options.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=200${settings}`
     try {
       run(pgCtl, ['start', '-D', pgdata, '-w', '-t', '60', '-s', '-l', join(pgdata, 'server.log'), '-o', flags], runAs)
     } catch (err) {
