@@ -26,13 +26,16 @@ export interface Database {
 
 export type Queryable = pg.Pool | pg.PoolClient
 
-/** Runs fn inside a transaction on one client; rolls back on any error. */
-export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Runs fn inside a transaction on one client; rolls back on any error, and instead of
+ * committing when `rollback` is set (a bulk dry run: every write checked, none kept).
+ */
+export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, options: { rollback?: boolean } = {}): Promise<T> {
   const client = await pool.connect()
   try {
     await client.query('BEGIN')
     const result = await fn(client)
-    await client.query('COMMIT')
+    await client.query(options.rollback ? 'ROLLBACK' : 'COMMIT')
     return result
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined)

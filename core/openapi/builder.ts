@@ -211,6 +211,21 @@ export const queryParam = (name: string, description: string, schema: JsonSchema
   ...(schema.type === 'object' ? { examples: { none: { summary: 'No filter' }, ...(options.example !== undefined ? { example: { summary: 'Example', value: options.example } } : {}) } } : options.example !== undefined ? { example: options.example } : {})
 })
 
+/**
+ * The query parameters of an operation, from the query schema the service validates with:
+ * one per property, in its order, with the property's description, bounds and whether it
+ * is required, so a filter added to the schema is documented without a second list.
+ * `overrides` give a property a tenant-specific schema, a description or an example.
+ */
+export function queryParamsOf(schema: { properties: Record<string, unknown>; required?: string[] }, overrides: Record<string, { schema?: JsonSchema; description?: string; example?: unknown }> = {}): Json[] {
+  return Object.entries(schema.properties).map(([name, property]) => {
+    // A JSON copy: TypeBox marks its schemas with symbol keys, which the document must not carry.
+    const { description, ...plain } = JSON.parse(JSON.stringify(property)) as JsonSchema & { description?: string }
+    const o = overrides[name] ?? {}
+    return queryParam(name, o.description ?? description ?? '', o.schema ?? plain, { required: schema.required?.includes(name) ?? false, example: o.example })
+  })
+}
+
 /** A page cursor as the service issues them (a signed position); any other is 400 `cursor.invalid`. */
 export const cursorSchema: JsonSchema = { type: 'string', minLength: 1, maxLength: headValueMax, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' }
 

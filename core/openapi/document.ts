@@ -8,6 +8,7 @@ import { scopeCatalogue } from '../auth/scopes.ts'
 import { sessionCookie } from '../auth/sessions.ts'
 import { DocContext, headValueMax, type Describe, type Json } from './builder.ts'
 import { problemResponse, problemResponseNames, problemSchema, rateLimitHeaderSpecs } from './problems.ts'
+import { idempotencyKeySchema } from '../http/idempotency-key.ts'
 
 const version: string = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')).version
 
@@ -54,7 +55,7 @@ function components(o: DocumentOptions): Json {
         in: 'header',
         required: false,
         description: `Makes a retry safe: the first response is stored for ${o.config.idempotency.retentionHours} hours and replayed (with \`Idempotent-Replayed: true\`) for the same key and the same request. 1–255 visible ASCII characters, unique per credential; the same key with another request is 422, while the first is still running 409.`,
-        schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+        schema: { ...idempotencyKeySchema },
         example: '5f0c8a52-8d59-4bcb-9d36-2f2c1a9e0c11'
       },
       IfMatch: {

@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import type { AppConfig } from '../config.ts'
+import { transaction } from '../db/index.ts'
 import { problems } from '../errors/index.ts'
 import { logger } from '../logger.ts'
 import type { ModuleRegistry, RegisteredModule } from '../modules/registry.ts'
@@ -66,9 +67,7 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
       if (!registry.get(key)) throw new Error(`Configuration: tenant "${id}" installs module "${key}", but no module package provides it (loaded: ${registry.all().map((m) => m.definition.key).join(', ')})`)
     }
   }
-  const client = await pool.connect()
-  try {
-    await client.query('BEGIN')
+  await transaction(pool, async (client) => {
     // One writer at a time when several instances start together.
     await client.query('SELECT pg_advisory_xact_lock(7301)')
     for (const [id, t] of Object.entries(config.tenants)) {
@@ -91,12 +90,6 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
         [id, t.modules]
       )
     }
-    await client.query('COMMIT')
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined)
-    throw err
-  } finally {
-    client.release()
-  }
+  })
   return created
 }

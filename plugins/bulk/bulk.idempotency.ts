@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type pg from 'pg'
 import { transaction } from '../../core/db/index.ts'
 import { problems } from '../../core/errors/index.ts'
+import { assertIdempotencyKey } from '../../core/http/idempotency-key.ts'
 
 /**
  * Idempotency-Key on a bulk call. The key (scoped to tenant and credential, as for
@@ -16,7 +17,6 @@ export interface BulkKey {
   key: string
 }
 
-const keyShape = /^[\x21-\x7e]{1,255}$/
 
 /**
  * What a key is bound to: the module, and the number of the body's first line, since
@@ -29,7 +29,7 @@ export function bulkFingerprint(call: { moduleKey: string; firstLine: number }):
 }
 
 export async function claimBulkKey(pool: pg.Pool, id: BulkKey, call: { moduleKey: string; firstLine: number }, o: { retentionHours: number; inFlightTimeoutSeconds: number }) {
-  if (!keyShape.test(id.key)) throw problems.badRequest('idempotency.key_invalid', 'Idempotency-Key must be 1 to 255 visible ASCII characters, e.g. a UUID.')
+  assertIdempotencyKey(id.key)
   const fingerprint = bulkFingerprint(call)
   const ids = [id.tenantId, id.credentialId, id.key]
   try {

@@ -2,6 +2,7 @@ import { describeModule } from '../../core/modules/derive/openapi.ts'
 import { moduleKeySchema, operation, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
 import { externalRefSchema } from '../records/records.shared.ts'
 import { bulkLineSchema, maxFirstLine } from './bulk.schema.ts'
+import { idempotencyKeySchema } from '../../core/http/idempotency-key.ts'
 
 const tag = 'Bulk load'
 const ndjson = 'application/x-ndjson'
@@ -111,7 +112,7 @@ function bulkOperation(ctx: DocContext, outcome: JsonSchema, o: { operationId: s
         in: 'header',
         required: false,
         description: `Names the call (per credential, kept ${config.idempotency.retentionHours} hours), and with a line number each row. A retry replays the stored outcome of every line already loaded (\`"replayed": true\`) and loads the rest, e.g. after a disconnect; a line that differs from the one first sent under its number gets \`idempotency.line_changed\`. The key is bound to its module (another: 422 \`idempotency.key_reused\`); while the first call runs, 409 \`idempotency.in_flight\`.`,
-        schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+        schema: { ...idempotencyKeySchema },
         example: '5f0c8a52-8d59-4bcb-9d36-2f2c1a9e0c11'
       }
     ],

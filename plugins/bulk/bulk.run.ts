@@ -17,6 +17,7 @@ import { holdsSeveralObjects, newlinesMissingDetail, type RawLine } from './bulk
 import * as repo from './bulk.repository.ts'
 import { bulkLineValidator } from './bulk.schema.ts'
 import { BulkTally } from './bulk.summary.ts'
+import { transaction } from '../../core/db/index.ts'
 
 /** How long a bulk call holds its concurrency slot without finishing a batch (a crashed instance's slot frees itself). */
 export const leaseMs = 5 * 60_000
@@ -261,12 +262,12 @@ export class BulkRun {
   /** Checks, writes and returns the outcomes of one batch, in input order, all in one transaction. */
   private async write(rows: Row[]): Promise<Outcome[]> {
     await this.rowByRowOnRefusal(rows, (isolate) =>
-      transactionOn(this.o.pool, this.dryRun, async (client) => {
+      transaction(this.o.pool, async (client) => {
         const refs = rows.filter((r) => !r.outcome && r.externalRef !== undefined)
         // Rows are applied in order; a reference repeated within the batch waits for its first row.
         for (const segment of segments(rows.filter((r) => !r.outcome))) await this.apply(client, segment, refs.length > 0, isolate)
         if (!this.dryRun) await this.storeBatch(client, rows)
-      })
+      }, { rollback: this.dryRun })
     )
     await this.lease?.extend(leaseMs).catch(() => undefined)
     return rows.map((r) => this.count(r.outcome!))
@@ -337,7 +338,7 @@ export class BulkRun {
 
   private async writeCreates(rows: Row[], numbered: Array<{ row: Row; number: string }>): Promise<Outcome[]> {
     await this.rowByRowOnRefusal(rows, (isolate) =>
-      transactionOn(this.o.pool, false, async (client) => {
+      transaction(this.o.pool, async (client) => {
         if (isolate) for (const one of numbered) await this.isolated(client, one.row, () => this.insert(client, [one]))
         else if (numbered.length) await this.insert(client, numbered)
         await this.storeBatch(client, rows)
@@ -487,19 +488,4 @@ function segments(rows: Row[]): Row[][] {
   }
   if (current.length) out.push(current)
   return out
-}
-
-/** Runs `fn` in a transaction on its own connection; rolled back instead of committed when `rollback` (dry run). */
-async function transactionOn(pool: pg.Pool, rollback: boolean, fn: (client: pg.PoolClient) => Promise<void>) {
-  const client = await pool.connect()
-  try {
-    await client.query('BEGIN')
-    await fn(client)
-    await client.query(rollback ? 'ROLLBACK' : 'COMMIT')
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined)
-    throw err
-  } finally {
-    client.release()
-  }
 }

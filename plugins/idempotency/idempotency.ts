@@ -6,6 +6,7 @@ import type { App } from '../../core/declarations.ts'
 import { logger } from '../../core/logger.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import type { CallParams } from '../../core/hooks/call-params.ts'
+import { assertIdempotencyKey } from '../../core/http/idempotency-key.ts'
 
 /**
  * Idempotency-Key for writes, as one around hook so every transport gets it. The key
@@ -24,7 +25,6 @@ export interface IdempotencyOptions {
   responseOf(method: string, result: any): { status: number; headers: Record<string, string> }
 }
 
-const keyShape = /^[\x21-\x7e]{1,255}$/
 
 /** Stable JSON for fingerprints: object keys sorted at every level. */
 export function canonical(v: unknown): string {
@@ -46,7 +46,7 @@ export function idempotency(o: IdempotencyOptions) {
     const params = context.params as CallParams & { idempotency?: unknown; traceId?: string }
     const key = params.idempotencyKey
     if (key === undefined || !params.principal) return next()
-    if (!keyShape.test(key)) throw problems.badRequest('idempotency.key_invalid', 'Idempotency-Key must be 1 to 255 visible ASCII characters, e.g. a UUID.')
+    assertIdempotencyKey(key)
     const { tenantId, credentialId } = params.principal
     const fingerprint = createHash('sha256')
       .update(canonical([context.path, context.method, context.id ?? params.id ?? null, context.data ?? null, params.ifMatch ?? null]))

@@ -1,3 +1,4 @@
+import { fieldTypes } from '../../core/modules/types.ts'
 import { moduleKeySchema, operation, pathParam, type DocContext, type Fragment } from '../../core/openapi/builder.ts'
 
 const tag = 'Modules'
@@ -26,7 +27,7 @@ export function describeModules(ctx: DocContext): Fragment {
     description: 'A payload field as the module package declares it (type-specific members such as `options`, `maxLength`, `fields` of a group), plus whether lists can filter on it.',
     properties: {
       key: { type: 'string' },
-      type: { type: 'string', enum: ['text', 'longText', 'number', 'integer', 'boolean', 'date', 'datetime', 'singleChoice', 'multipleChoice', 'user', 'recordRef', 'group', 'location'] },
+      type: { type: 'string', enum: [...fieldTypes] },
       label: { type: 'string' },
       description: { type: 'string' },
       required: { type: 'boolean' },

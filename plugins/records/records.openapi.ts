@@ -1,6 +1,6 @@
 import { describeModule, type ModuleRefs } from '../../core/modules/derive/openapi.ts'
-import { discriminated, headValueMax, moduleKeySchema, operation, pageParams, pageSchema, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
-import { activitySchema, actorSchema, recordAttachmentSchema, externalRefSchema, fieldChangeSchema, recordCreateSchema, recordPatchSchema, recordSchema, recordTransitionSchema } from './records.schema.ts'
+import { discriminated, headValueMax, moduleKeySchema, operation, pageParams, pageSchema, pathParam, queryParamsOf, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
+import { activitySchema, actorSchema, recordAttachmentSchema, externalRefSchema, fieldChangeSchema, recordCreateSchema, recordPatchSchema, recordQuerySchema, recordSchema, recordTransitionSchema } from './records.schema.ts'
 import { recordReportContent } from '../record-report/record-report.shared.ts'
 
 const tag = 'Records'
@@ -70,20 +70,16 @@ export function describeRecords(ctx: DocContext): Fragment {
           summary: 'List records of one module',
           description: 'In creation order, oldest first, so records created while a client pages appear on later pages (with `updatedSince`: oldest change first, for incremental sync). Filters combine with AND; the caller\'s row rules apply, and fields it may not read are left out and may not be filtered on.',
           scope: 'records:read',
-          parameters: [
-            queryParam('moduleKey', 'The module whose records to list.', moduleKey, { required: true, example: refs[0]?.key ?? 'incident' }),
-            ...pageParams(ctx.config),
-            queryParam('state', 'Workflow state, or several separated by commas.', { type: 'string', minLength: 1 }),
-            queryParam('updatedSince', 'Only records changed at or after this instant, oldest change first.', { type: 'string', format: 'date-time' }),
-            queryParam('includeDeleted', 'Also return soft-deleted records (with `deletedAt`).', { type: 'boolean' }),
-            queryParam('externalRef', 'The record with this source-system reference.', { type: 'string', minLength: 1, maxLength: 200 }),
-            queryParam('number', 'The record with this number, e.g. `INC-2026-00042` (numbers are unique within the tenant).', { type: 'string', minLength: 1, maxLength: 100 }),
-            queryParam(
-              'payload',
-              'Payload field filters: `payload[field]=value` (equals; choice lists: contains), or `payload[field][op]=value` with `ne`, `in` (a comma list), `gte`, `lte`, `gt`, `lt` (numbers, dates and date-times), e.g. `payload[severity]=high` or `payload[severity][in]=high,critical`. `GET /api/v1/modules/{moduleKey}` marks the filterable fields.',
-              { type: 'object', additionalProperties: { anyOf: [{ type: 'string', maxLength: headValueMax }, { type: 'object', additionalProperties: { type: 'string', maxLength: headValueMax } }] } }
-            )
-          ],
+          // From the query schema the service validates with: a filter added there is documented here.
+          parameters: queryParamsOf(recordQuerySchema(ctx.config.pagination.maxLimit), {
+            moduleKey: { description: 'The module whose records to list.', schema: moduleKey, example: refs[0]?.key ?? 'incident' },
+            ...Object.fromEntries(pageParams(ctx.config).map((p) => [p.name, { description: p.description, schema: p.schema }])),
+            payload: {
+              description:
+                'Payload field filters: `payload[field]=value` (equals; choice lists: contains), or `payload[field][op]=value` with `ne`, `in` (a comma list), `gte`, `lte`, `gt`, `lt` (numbers, dates and date-times), e.g. `payload[severity]=high` or `payload[severity][in]=high,critical`. `GET /api/v1/modules/{moduleKey}` marks the filterable fields.',
+              schema: { type: 'object', additionalProperties: { anyOf: [{ type: 'string', maxLength: headValueMax }, { type: 'object', additionalProperties: { type: 'string', maxLength: headValueMax } }] } }
+            }
+          }),
           responses: { 200: { description: 'A page of records.', schema: page } },
           problems: [404]
         }),
