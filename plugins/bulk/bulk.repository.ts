@@ -19,9 +19,8 @@ export async function reserveNumbers(client: pg.Pool | pg.PoolClient, tenantId: 
 /**
  * Inserts a batch of records and their `created` activity in one statement, from one
  * JSON array of `{ number, payload, external_ref, changes }` (cheaper to send than one
- * array parameter per column). Records and activity are written in row order (so are
- * their events, and the records' creation order); the ids and numbers come back in no
- * particular order: numbers are unique, so they map back.
+ * array parameter per column). Returns id
+ * and number of each, in no particular order: numbers are unique, so they map back.
  */
 export async function insertMany(
   client: pg.PoolClient,
@@ -30,14 +29,14 @@ export async function insertMany(
   const { rows } = await client.query({
     name: 'bulk-insert',
     text: `WITH input AS (
-        SELECT * FROM ROWS FROM (jsonb_to_recordset($5::jsonb) AS (number text, payload jsonb, external_ref text, changes jsonb)) WITH ORDINALITY AS t(number, payload, external_ref, changes, n)),
+        SELECT * FROM jsonb_to_recordset($5::jsonb) AS t(number text, payload jsonb, external_ref text, changes jsonb)),
       r AS (
         INSERT INTO records (tenant_id, module_key, module_version, number, state, payload, created_by, updated_by, external_ref)
-        SELECT $1, $2, $3, input.number, $4, input.payload, $6, $6, input.external_ref FROM input ORDER BY input.n
+        SELECT $1, $2, $3, input.number, $4, input.payload, $6, $6, input.external_ref FROM input
         RETURNING tenant_id, id, number),
       a AS (
         INSERT INTO record_activity (tenant_id, record_id, actor, action, changes)
-        SELECT r.tenant_id, r.id, $6, 'created', input.changes FROM r JOIN input USING (number) ORDER BY input.n)
+        SELECT r.tenant_id, r.id, $6, 'created', input.changes FROM r JOIN input USING (number))
       SELECT id, number FROM r`,
     values: [r.tenantId, r.moduleKey, r.moduleVersion, r.state, r.rowsJson, r.actor]
   })
