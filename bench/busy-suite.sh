@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The test suite on a busy machine (issue 13's figure: within 10 minutes): `npm run bench`
+# runs in a loop in one clone (its own process group and embedded cluster, data/bench),
+# and from a fresh private clone the README's `npm ci && npm test` runs on the embedded
+# default, timed. Afterwards it lists anything the test clone left running.
+#
+# Usage: bash bench/busy-suite.sh [--database-url URL]   (a URL runs the tests on that server)
+# Not a test: it only reports. It takes 15-20 minutes.
+set -u
+repo=$(cd "$(dirname "$0")/.." && pwd)
+test_db=""
+[ "${1:-}" = "--database-url" ] && test_db="${2:-}"
+unset DATABASE_URL REDIS_URL
+work=$(mktemp -d)
+git clone -q "$repo" "$work/load"
+git clone -q "$repo" "$work/app"
+(cd "$work/load" && npm ci --no-audit --no-fund --prefer-offline >/dev/null 2>&1)
+setsid bash -c "cd '$work/load' && while true; do npm run bench; done" >"$work/bench.log" 2>&1 &
+bench=$!
+(while true; do echo "$(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 30; done) >"$work/load.log" &
+loadlog=$!
+cleanup() {
+  kill -TERM -- "-$bench" 2>/dev/null
+  kill "$loadlog" 2>/dev/null
+  sleep 3
+  (cd "$work/load" && node --import tsx -e "await (await import('./core/db/embedded.ts')).stopEmbedded('data/bench')" >/dev/null 2>&1)
+}
+trap cleanup EXIT
+sleep 45 # the benchmark gets going first
+cd "$work/app"
+echo "test clone: $work/app at $(git log --oneline -1 | cut -c1-72)"
+start=$(date +%s)
+if [ -n "$test_db" ]; then (npm ci && DATABASE_URL="$test_db" npm test) >"$work/test.log" 2>&1; else (npm ci && npm test) >"$work/test.log" 2>&1; fi
+status=$?
+echo "npm ci && npm test: exit $status in $(($(date +%s) - start)) s; $(grep -E '^# \{ total' "$work/test.log" | tail -1)"
+echo "load average while it ran:"; sed -n '1~4p' "$work/load.log"
+cleanup
+trap - EXIT
+echo "left running from the test clone:"; ps -eo pid,cmd | grep "$work/app" | grep -v grep || echo "(none)"
+echo "logs: $work/test.log, $work/bench.log"
