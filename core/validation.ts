@@ -10,8 +10,36 @@ export const dataAjv = addFormats.default(new Ajv({ allErrors: true, verbose: tr
 /** The same rules, stopping at the first error: for bodies too large to list every error of (see validationProblems). */
 const firstErrorAjv = addFormats.default(new Ajv({ allErrors: false, verbose: true, strict: false, coerceTypes: false, useDefaults: false }), ['date', 'date-time', 'uuid', 'email', 'uri'])
 
-/** Validates query strings: values arrive as strings and are coerced to the declared types. */
-export const queryAjv = addFormats.default(new Ajv({ allErrors: true, verbose: true, strict: false, coerceTypes: 'array', useDefaults: true }), ['date', 'date-time', 'uuid'])
+/** Validates query strings: values arrive as strings and are coerced to the declared types (compile with `compileQuery`). */
+const queryAjv = addFormats.default(new Ajv({ allErrors: true, verbose: true, strict: false, coerceTypes: 'array', useDefaults: true }), ['date', 'date-time', 'uuid'])
+
+const decimal = /^(0|-?[1-9][0-9]*)$/
+
+/**
+ * Compiles a query schema. A whole-number parameter must be written as one, in decimal
+ * digits, within its bounds: Ajv's coercion reads a string with `Number()`, so `limit=1e1`,
+ * `0x10`, ` 7` or `010` would pass as numbers; they are refused, naming the range. Internal
+ * callers may pass numbers.
+ */
+export function compileQuery(schema: { properties?: object }): ValidateFunction {
+  const validate = queryAjv.compile(schema)
+  const integers = Object.entries((schema.properties ?? {}) as Record<string, { type?: unknown; minimum?: number; maximum?: number }>).filter(([, s]) => s.type === 'integer')
+  if (!integers.length) return validate
+  const inRange = (n: number, s: { minimum?: number; maximum?: number }) => Number.isSafeInteger(n) && (s.minimum === undefined || n >= s.minimum) && (s.maximum === undefined || n <= s.maximum)
+  const checked = ((data: Record<string, unknown> | undefined) => {
+    for (const [name, s] of integers) {
+      const raw = data?.[name]
+      if (raw === undefined || (typeof raw === 'number' && inRange(raw, s)) || (typeof raw === 'string' && decimal.test(raw) && inRange(Number(raw), s))) continue
+      checked.errors = [{ instancePath: `/${name}`, schemaPath: `#/properties/${name}`, keyword: 'wholeNumber', params: { minimum: s.minimum, maximum: s.maximum }, message: 'must be a whole number' }]
+      return false
+    }
+    const ok = validate(data)
+    checked.errors = validate.errors
+    return ok
+  }) as ValidateFunction
+  checked.schema = validate.schema
+  return checked
+}
 
 /**
  * RFC 3339 admits values PostgreSQL cannot cast: year 0000, offsets past ±15:59 and a
@@ -125,6 +153,12 @@ function fieldProblem(e: ErrorObject, root: string): FieldProblem {
         detail = oneOf(values, e.data)
         code = 'enum'
       }
+      break
+    }
+    case 'wholeNumber': {
+      const { minimum, maximum } = e.params as { minimum?: number; maximum?: number }
+      const range = minimum !== undefined && maximum !== undefined ? ` from ${minimum} to ${maximum}` : minimum !== undefined ? ` of at least ${minimum}` : maximum !== undefined ? ` of at most ${maximum}` : ''
+      detail = `must be a whole number${range}, written in decimal digits`
       break
     }
     case 'format':

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@feathersjs/typebox'
-import { queryAjv } from '../../core/validation.ts'
+import { compileQuery } from '../../core/validation.ts'
 
 export const auditLogQuerySchema = (maxLimit: number) =>
   Type.Object(
@@ -13,4 +13,4 @@ export const auditLogQuerySchema = (maxLimit: number) =>
     { title: 'AuditLogQuery', additionalProperties: false }
   )
 export type AuditLogQuery = Static<ReturnType<typeof auditLogQuerySchema>>
-export const auditLogQueryValidator = (maxLimit: number) => queryAjv.compile(auditLogQuerySchema(maxLimit))
+export const auditLogQueryValidator = (maxLimit: number) => compileQuery(auditLogQuerySchema(maxLimit))

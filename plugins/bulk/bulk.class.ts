@@ -4,11 +4,11 @@ import { assertCan, assertScope, can } from '../../core/auth/access.ts'
 import { requirePrincipal } from '../../core/auth/principal.ts'
 import { ApiError, problems } from '../../core/errors/index.ts'
 import type { Limiter } from '../../core/limits/limiter.ts'
-import { assertValid, validationError } from '../../core/validation.ts'
+import { assertValid } from '../../core/validation.ts'
 import { claimBulkKey, endBulkKey, type BulkKey } from './bulk.idempotency.ts'
 import { holdsSeveralObjects, newlinesMissingDetail, splitLines, type RawLine } from './bulk.lines.ts'
 import { BulkRun, leaseMs, type BulkOptions } from './bulk.run.ts'
-import { bulkQueryValidator, firstLineProblem, type BulkQuery } from './bulk.schema.ts'
+import { bulkQueryValidator, type BulkQuery } from './bulk.schema.ts'
 import type { CallParams } from '../../core/hooks/call-params.ts'
 
 export interface BulkParams extends CallParams<BulkQuery> {
@@ -42,8 +42,6 @@ export class BulkService {
     const input = params.bodyStream
     if (!input) throw problems.badRequest('bulk.no_body', 'A bulk call reads its body as a stream; call it over HTTP.')
     const query = { ...(params.query ?? {}) }
-    const firstLineWrong = firstLineProblem(query.firstLine)
-    if (firstLineWrong) throw validationError([firstLineWrong])
     assertValid<BulkQuery>(bulkQueryValidator, query)
     const module = this.o.tenants.module(principal.tenantId, params.route?.moduleKey ?? '')
     assertScope(principal, 'bulk:write', module.definition.key)

@@ -1,6 +1,5 @@
 import { Type, type Static } from '@feathersjs/typebox'
-import type { FieldProblem } from '../../core/errors/index.ts'
-import { compileData, queryAjv } from '../../core/validation.ts'
+import { compileData, compileQuery } from '../../core/validation.ts'
 import { externalRefSchema } from '../records/records.shared.ts'
 
 /** One NDJSON input line: the payload of a record, and optionally the source system's reference (upsert key). */
@@ -25,14 +24,4 @@ export const bulkQuerySchema = Type.Object(
   { $id: 'BulkQuery', additionalProperties: false }
 )
 export type BulkQuery = Static<typeof bulkQuerySchema>
-export const bulkQueryValidator = queryAjv.compile(bulkQuerySchema)
-
-/**
- * `firstLine` as sent must be plain decimal digits: the query validator coerces with
- * `Number()`, which would take `1e3`, `0x10` or ` 7`, and a line number written so is
- * more likely a mistake than a wish.
- */
-export function firstLineProblem(raw: unknown): FieldProblem | undefined {
-  if (raw === undefined || (typeof raw === 'string' && /^[1-9][0-9]{0,9}$/.test(raw) && Number(raw) <= maxFirstLine)) return undefined
-  return { pointer: '/firstLine', field: 'firstLine', code: 'pattern', detail: `must be a whole number from 1 to ${maxFirstLine}, written in decimal digits (the number of the body's first line in your file), e.g. firstLine=10001` }
-}
+export const bulkQueryValidator = compileQuery(bulkQuerySchema)

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@feathersjs/typebox'
-import { compileData, queryAjv } from '../../core/validation.ts'
+import { compileData, compileQuery } from '../../core/validation.ts'
 
 export const actorSchema = Type.Object(
   {
@@ -113,4 +113,4 @@ export type RecordQuery = Static<ReturnType<typeof recordQuerySchema>>
 export const recordCreateValidator = compileData(recordCreateSchema)
 export const recordPatchValidator = compileData(recordPatchSchema)
 export const recordTransitionValidator = compileData(recordTransitionSchema)
-export const recordQueryValidator = (maxLimit: number) => queryAjv.compile(recordQuerySchema(maxLimit))
+export const recordQueryValidator = (maxLimit: number) => compileQuery(recordQuerySchema(maxLimit))

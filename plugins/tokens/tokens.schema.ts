@@ -1,5 +1,5 @@
 import { Type, type Static } from '@feathersjs/typebox'
-import { compileData, queryAjv } from '../../core/validation.ts'
+import { compileData, compileQuery } from '../../core/validation.ts'
 
 export const tokenTypes = ['api-key', 'personal', 'service-account'] as const
 export type TokenType = (typeof tokenTypes)[number]
@@ -48,4 +48,4 @@ export const tokenQuerySchema = Type.Object(
   { title: 'TokenQuery', additionalProperties: false }
 )
 export type TokenQuery = Static<typeof tokenQuerySchema>
-export const tokenQueryValidator = queryAjv.compile(tokenQuerySchema)
+export const tokenQueryValidator = compileQuery(tokenQuerySchema)

@@ -106,6 +106,12 @@ t.test('uses a default page size of 50 and accepts up to 200', async (t) => {
   t.equal(problem?.pointer, '/limit')
   assertInvalid(t, await list('limit=0'), 'limit')
   assertInvalid(t, await list('limit=ten'), 'limit')
+  // Whole numbers in decimal digits only: Number() would read these as 10, 16 and 7.
+  for (const written of ['1e1', '0x10', '%207', '010', '10.0']) {
+    const refused = assertInvalid(t, await list(`limit=${written}`), 'limit')
+    t.match(refused?.detail, /^must be a whole number from 1 to 200, written in decimal digits$/, `limit=${written}`)
+  }
+  t.equal((await list('limit=10')).body.items.length, 10, 'limit=10 is read')
 })
 
 t.test('refuses a tampered cursor', async (t) => {
