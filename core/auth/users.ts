@@ -116,6 +116,18 @@ export class UserDirectory {
     return user
   }
 
+  /**
+   * Names (display name, else user name) of the tenant's users among `values`, by id, for
+   * showing user fields to people (exports, the record report); values that are no user id
+   * of the tenant are left out.
+   */
+  async names(tenantId: string, values: Iterable<unknown>): Promise<Map<string, string>> {
+    const ids = [...new Set([...values].filter((v): v is string => typeof v === 'string' && uuid.test(v)))]
+    if (!ids.length) return new Map()
+    const { rows } = await this.pool.query<{ id: string; name: string }>('SELECT id::text AS id, coalesce(display_name, user_name) AS name FROM users WHERE tenant_id = $1 AND id = ANY($2::uuid[])', [tenantId, ids])
+    return new Map(rows.map((r) => [r.id, r.name]))
+  }
+
   async list(tenantId: string): Promise<UserInfo[]> {
     const { rows } = await this.pool.query(`${userSelect} WHERE u.tenant_id = $1 ORDER BY u.user_name`, [tenantId])
     return rows

@@ -92,7 +92,7 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
       }
       if (!ids.size) return
       for (const id of ids) looked.add(id)
-      for (const u of await repo.userNames(pool, tenantId, [...ids])) names.set(u.id, u.name)
+      for (const [id, name] of await platform.users.names(tenantId, ids)) names.set(id, name)
     }
     let done = 0
     let reported = Date.now()

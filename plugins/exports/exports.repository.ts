@@ -94,10 +94,3 @@ export async function expiredFiles(db: pg.Pool, limit = 1000): Promise<Array<{ t
 export async function markExpired(db: pg.Pool, tenantId: string, id: string) {
   await db.query(`UPDATE export_jobs SET status = 'expired' WHERE tenant_id = $1 AND id = $2 AND status = 'succeeded'`, [tenantId, id])
 }
-
-/** Display names (else user names) of the tenant's users among `ids`; ids of no user are left out. */
-export async function userNames(db: pg.Pool, tenantId: string, ids: string[]): Promise<Array<{ id: string; name: string }>> {
-  if (!ids.length) return []
-  const { rows } = await db.query(`SELECT id::text AS id, coalesce(display_name, user_name) AS name FROM users WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, [tenantId, ids])
-  return rows
-}

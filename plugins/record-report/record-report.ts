@@ -3,7 +3,6 @@ import { hiddenFields } from '../../core/auth/access.ts'
 import type { Principal } from '../../core/auth/principal.ts'
 import type { App } from '../../core/declarations.ts'
 import type { Plugin } from '../../core/plugin.ts'
-import { isUuid } from '../../core/validation.ts'
 import { recordsPath } from '../records/records.shared.ts'
 import { recordReportType } from './record-report.shared.ts'
 
@@ -43,7 +42,7 @@ export function recordReportHook(app: App) {
     const principal = params.principal
     const module = platform.tenants.module(principal.tenantId, record.moduleKey)
     const hidden = hiddenFields(principal, module)
-    const names = await userNames(platform.db.pool, principal.tenantId, module.definition.fields.filter((f) => f.type === 'user' && !hidden.has(f.key)).map((f) => record.payload[f.key]))
+    const names = await platform.users.names(principal.tenantId, module.definition.fields.filter((f) => f.type === 'user' && !hidden.has(f.key)).map((f) => record.payload[f.key]))
     const { renderRecordReport } = await import('../../core/exports/render-record.ts')
     const pdf = await renderRecordReport({
       record,
@@ -61,14 +60,6 @@ export function recordReportHook(app: App) {
       'Cache-Control': 'private, no-store'
     }
   }
-}
-
-/** Names (display name, else user name) of the tenant's users among `values`. */
-async function userNames(pool: import('pg').Pool, tenantId: string, values: unknown[]): Promise<Map<string, string>> {
-  const ids = [...new Set(values.filter((v): v is string => typeof v === 'string' && isUuid(v)))]
-  if (!ids.length) return new Map()
-  const { rows } = await pool.query(`SELECT id::text AS id, coalesce(display_name, user_name) AS name FROM users WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, [tenantId, ids])
-  return new Map(rows.map((r: { id: string; name: string }) => [r.id, r.name]))
 }
 
 /** `GET /api/v1/records/{id}` with `Accept: application/pdf`: the record report. */
