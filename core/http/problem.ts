@@ -4,15 +4,21 @@ import type { Middleware, ParameterizedContext } from 'koa'
 import { ApiError, toProblem, problems } from '../errors/index.ts'
 import { logger } from '../logger.ts'
 
-const verbsById: Record<string, string[]> = { get: ['GET', 'HEAD'], patch: ['PATCH'], update: ['PUT'], remove: ['DELETE'] }
-const verbsOfCollection: Record<string, string[]> = { find: ['GET', 'HEAD'], create: ['POST'] }
+const verbsById: Record<string, string> = { get: 'GET', patch: 'PATCH', update: 'PUT', remove: 'DELETE' }
+const verbsOfCollection: Record<string, string> = { find: 'GET', create: 'POST' }
+
+/** The HTTP verbs a Feathers service serves on an item URL (`item`) or its collection, from the methods it exposes; HEAD with GET, last. */
+export function servedVerbs(service: unknown, item: boolean): string[] {
+  const table = item ? verbsById : verbsOfCollection
+  const verbs = (feathersPackage.getServiceOptions(service)?.methods ?? []).flatMap((m) => (table[m] ? [table[m]] : []))
+  return verbs.includes('GET') ? [...verbs, 'HEAD'] : verbs
+}
 
 /** RFC 9110 requires Allow on a 405: the verbs the matched Feathers service serves at this path. */
 function allowHeader(ctx: ParameterizedContext): string | undefined {
   const lookup = (ctx as { lookup?: { service: unknown; params?: Record<string, unknown> } }).lookup
   if (!lookup) return undefined
-  const table = lookup.params?.__id !== undefined ? verbsById : verbsOfCollection
-  const verbs = (feathersPackage.getServiceOptions(lookup.service)?.methods ?? []).flatMap((m) => table[m] ?? [])
+  const verbs = servedVerbs(lookup.service, lookup.params?.__id !== undefined)
   return verbs.length ? verbs.join(', ') : undefined
 }
 

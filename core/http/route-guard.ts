@@ -2,9 +2,7 @@ import type { Middleware } from 'koa'
 import type { App } from '../declarations.ts'
 import { ApiError, problems } from '../errors/index.ts'
 import { decodeSegment } from './custom-methods.ts'
-
-const itemVerbs: Record<string, string> = { get: 'GET', update: 'PUT', patch: 'PATCH', remove: 'DELETE' }
-const collectionVerbs: Record<string, string> = { find: 'GET', create: 'POST' }
+import { servedVerbs } from './problem.ts'
 
 /**
  * Just before the Feathers router, answers the requests it would get wrong:
@@ -31,10 +29,7 @@ export const routeGuard = (app: App, streamingPaths: readonly RegExp[] = []): Mi
   }
   if (found && !ctx.get('x-service-method')) {
     const item = found.params.__id !== undefined
-    const verbs = item ? itemVerbs : collectionVerbs
-    const service = found.service as unknown as Record<string, unknown>
-    const allowed = Object.keys(verbs).filter((m) => typeof service[m] === 'function').map((m) => verbs[m])
-    if (allowed.includes('GET')) allowed.push('HEAD')
+    const allowed = servedVerbs(found.service, item)
     const asked = ctx.method === 'HEAD' ? 'GET' : ctx.method
     if (!allowed.includes(asked) && ['POST', 'PUT', 'PATCH', 'DELETE'].includes(asked)) {
       const list = allowed.join(', ')
