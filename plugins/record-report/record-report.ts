@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http'
+import accepts from 'accepts'
 import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import { hiddenFields } from '../../core/auth/access.ts'
 import type { Principal } from '../../core/auth/principal.ts'
@@ -6,24 +8,14 @@ import type { Plugin } from '../../core/plugin.ts'
 import { recordsPath } from '../records/records.shared.ts'
 import { recordReportType } from './record-report.shared.ts'
 
-/** The q-value a media range list gives `type` by its exact entry (wildcards count as 0.001, below any named type). */
-function quality(accept: string, type: string): number {
-  let best = 0
-  for (const part of accept.split(',')) {
-    const [range, ...params] = part.trim().toLowerCase().split(';')
-    const q = Number(params.map((p) => p.trim()).find((p) => p.startsWith('q='))?.slice(2) ?? 1)
-    const weight = Number.isFinite(q) ? q : 0
-    if (range === type) best = Math.max(best, weight)
-    else if (range === '*/*' || range === `${type.split('/')[0]}/*`) best = Math.max(best, Math.min(weight, 0.001))
-  }
-  return best
-}
-
-/** The client named application/pdf and prefers it to JSON (`Accept: application/pdf`, also beside a wildcard). */
+/**
+ * The client prefers the PDF to JSON (`Accept: application/pdf`, also beside a wildcard or
+ * with JSON at a lower q); a wildcard alone, no Accept or anything else is JSON. The
+ * negotiation is the one Koa's `ctx.accepts` uses (the `accepts` package).
+ */
 export function wantsReport(accept: string | undefined): boolean {
   if (!accept) return false
-  const pdf = quality(accept, recordReportType)
-  return pdf >= 0.01 && pdf >= quality(accept, 'application/json')
+  return accepts({ headers: { accept } } as IncomingMessage).type(['application/json', recordReportType]) === recordReportType
 }
 
 /**
