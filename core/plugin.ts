@@ -2,14 +2,27 @@ import type { App, Platform } from './declarations.ts'
 import type { JobDefinition } from './jobs/index.ts'
 import type { Describe } from './openapi/builder.ts'
 
-/** What a CLI command is handed: the platform, the parsed flags and positionals, and where to write. */
+/**
+ * What a CLI command is handed: the platform, the app (its services with their hooks, as
+ * REST calls them; not listening), the parsed flags and positionals, and where to write.
+ */
 export interface CliContext {
   platform: Platform
+  app: App
   values: Record<string, string | boolean | undefined>
   /** The positional after `<area> <action>`, e.g. a token id. */
   arg?: string
   out(line: string): void
+  /** Refuses the command line: exit code 2 with this message. */
   fail(message: string): never
+  /** A flag's value, or a refusal naming the flag. */
+  required(flag: string): string
+  /** A comma-separated flag as a list, if given. */
+  list(flag: string): string[] | undefined
+  /** `--tenant`, checked to exist. */
+  tenant(): string
+  /** The whole of standard input, without its last line break (`--password-stdin`). */
+  input(): Promise<string>
 }
 
 /** `records <area> <action> …`: one admin command a plugin brings. */

@@ -1,11 +1,11 @@
 import { parseArgs } from 'node:util'
-import { createPlatform } from '../app.ts'
+import { createApp, createPlatform } from '../app.ts'
 import { loadConfig } from '../config.ts'
-import type { Platform } from '../declarations.ts'
+import type { App, Platform } from '../declarations.ts'
 import { migrateLatest } from '../db/migrate.ts'
 import { openDatabase } from '../db/index.ts'
 import { ModuleDefinitionError } from '../modules/validate.ts'
-import type { Plugin } from '../plugin.ts'
+import type { CliContext, Plugin } from '../plugin.ts'
 import { describeError, identityCommand } from './identity.ts'
 
 const usage = `records: admin CLI of the records platform (works with or without the server running)
@@ -129,9 +129,37 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
     })
   }
   const command = plugins.flatMap((pl) => pl.cli ?? []).find((c) => c.area === area && c.action === action)
-  if (command) return withPlatform(io, (platform) => command.run({ platform, values, arg, out, fail }))
+  const context = (platform: Platform): CliContext => {
+    const required = (flag: string) => {
+      const v = values[flag as keyof typeof values]
+      return typeof v === 'string' ? v : fail(`--${flag} is required`)
+    }
+    let app: App | undefined
+    return {
+      platform,
+      // Commands call services through the app, so their hooks run as for REST (built on first use).
+      get app() {
+        return (app ??= createApp(platform, plugins))
+      },
+      values,
+      arg,
+      out,
+      fail,
+      required,
+      list: (flag) => {
+        const v = values[flag as keyof typeof values]
+        return typeof v === 'string' && v ? v.split(',').map((s) => s.trim()).filter(Boolean) : undefined
+      },
+      tenant: () => {
+        const t = required('tenant')
+        return platform.tenants.get(t) ? t : fail(`no tenant "${t}" (see: records tenant list)`)
+      },
+      input: async () => (await io.input()).replace(/\r?\n$/, '')
+    }
+  }
+  if (command) return withPlatform(io, (platform) => command.run(context(platform)))
   if (['user', 'role', 'group', 'scopes'].includes(area)) {
-    const done = await withPlatform(io, (p) => identityCommand(p, area, action, arg, values, out, fail, () => io.input()))
+    const done = await withPlatform(io, (p) => identityCommand(context(p), area, action))
     if (done) return
   }
   fail(`unknown command "${positionals.join(' ')}"\n\n${usage}`)

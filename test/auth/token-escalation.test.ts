@@ -2,6 +2,7 @@ import t from 'tap'
 import { plugins } from '../../plugins/index.ts'
 import { eventually, userWithToken } from '../helpers/identity.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
+import { runCli } from '../../core/cli/index.ts'
 
 // A created token never has more than its creator's rights (roles, scopes, type reach)
 // and never outlives it. The first tests reproduce the review's findings as reported.
@@ -211,13 +212,10 @@ t.test('a browser session creates long-lived tokens within its user\'s roles, bu
 
 t.test('the CLI acts as the system and may create any token', async (t) => {
   const lines: string[] = []
-  const fail = (message: string): never => {
-    throw new Error(message)
-  }
-  const create = plugins.flatMap((p) => p.cli ?? []).find((c) => c.area === 'token' && c.action === 'create')!
   const run = async (values: Record<string, string>) => {
-    await create.run({ platform: server.platform, values: { tenant: 'acme', ...values }, out: (l) => lines.push(l), fail })
-    return true
+    const args = ['token', 'create', '--tenant', 'acme', ...Object.entries(values).flatMap(([k, v]) => [`--${k}`, v])]
+    const code = await runCli(args, plugins, { out: (text) => lines.push(text), err: (text) => lines.push(text), input: async () => '', config: { database: { url: server.platform.db.url }, tenants: { acme: { modules: ['incident', 'corrective-action', 'inspection'] } } } })
+    return code === 0
   }
   t.ok(await run({ type: 'service-account', name: 'cli robot', scopes: 'records:read:incident', roles: 'health-officer' }))
   t.match(lines.at(-1), /roles health-officer/)
