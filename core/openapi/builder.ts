@@ -15,6 +15,12 @@ export type Json = Record<string, any>
 export interface Fragment {
   tags: Array<{ name: string; description: string }>
   paths: Record<string, Record<string, Json>>
+  /**
+   * Adds to operations other features describe, once every fragment is in: a second
+   * representation of a response (the record report's PDF of a record's GET), so the
+   * feature that brings it documents it, and the document loses it when the feature goes.
+   */
+  amend?(paths: Record<string, Record<string, Json>>): void
 }
 export type Describe = (ctx: DocContext) => Fragment
 

@@ -89,11 +89,14 @@ export function buildDocument(o: DocumentOptions): Json {
   const ctx = new DocContext(o.config, o.tenant?.modules ?? [], o.errorsUrl, o.tenant ? { id: o.tenant.id, name: o.tenant.name } : undefined)
   const tags: Json[] = []
   const paths: Json = {}
+  const amends: Array<NonNullable<ReturnType<Describe>['amend']>> = []
   for (const describe of o.describes) {
     const f = describe(ctx)
     tags.push(...f.tags)
     for (const [path, item] of Object.entries(f.paths)) paths[path] = { ...paths[path], ...item }
+    if (f.amend) amends.push(f.amend)
   }
+  for (const amend of amends) amend(paths)
   const base = components(o)
   // Only the problem responses some operation uses (the contract checker needs NotFound for unknown routes).
   const used = JSON.stringify(paths)

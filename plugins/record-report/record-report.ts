@@ -6,7 +6,7 @@ import type { Principal } from '../../core/auth/principal.ts'
 import type { App } from '../../core/declarations.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { recordsPath } from '../records/records.shared.ts'
-import { recordReportType } from './record-report.shared.ts'
+import { describeRecordReport, recordReportType } from './record-report.shared.ts'
 
 /**
  * The client prefers the PDF to JSON (`Accept: application/pdf`, also beside a wildcard or
@@ -59,5 +59,6 @@ export const recordReportPlugin: Plugin = {
   name: 'record-report',
   configure(app) {
     app.service(recordsPath).hooks({ around: { get: [recordReportHook(app)] } })
-  }
+  },
+  describe: describeRecordReport
 }

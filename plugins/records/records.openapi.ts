@@ -1,7 +1,6 @@
 import { describeModule, type ModuleRefs } from '../../core/modules/derive/openapi.ts'
 import { discriminated, headValueMax, moduleKeySchema, operation, pageParams, pageSchema, pathParam, queryParamsOf, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
 import { activitySchema, actorSchema, recordAttachmentSchema, externalRefSchema, fieldChangeSchema, recordCreateSchema, recordPatchSchema, recordQuerySchema, recordSchema, recordTransitionSchema } from './records.schema.ts'
-import { recordReportContent } from '../record-report/record-report.shared.ts'
 
 const tag = 'Records'
 const writeProblems = [404, 409, 413, 415, 422]
@@ -97,15 +96,14 @@ export function describeRecords(ctx: DocContext): Fragment {
       },
       '/api/v1/records/{id}': {
         parameters: [id],
-        get: withReport(operation({
+        get: operation({
           operationId: 'getRecord',
           tag,
           summary: 'Get a record with its activity and attachments',
-          description: 'JSON by default; `Accept: application/pdf` answers the record report, a PDF of the same record under the same rules.',
           scope: 'records:read',
           responses: { 200: ok('The record, with `activity` (every change, newest last), `attachments` (metadata; download through `GET /api/v1/attachments/{id}`) and `availableTransitions`.') },
           problems: [404]
-        })),
+        }),
         patch: mergePatchToo(operation({
           operationId: 'updateRecord',
           tag,
@@ -149,9 +147,3 @@ export function describeRecords(ctx: DocContext): Fragment {
   }
 }
 
-/** The record report (the record-report plugin) is a second representation of the record's GET: its PDF joins the 200's content. */
-function withReport(op: Json): Json {
-  const ok = (op.responses as Record<string, { content: Record<string, unknown> }>)['200']
-  Object.assign(ok.content, recordReportContent)
-  return op
-}

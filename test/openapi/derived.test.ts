@@ -40,3 +40,10 @@ t.test('the Idempotency-Key header has one format wherever the document names it
   t.ok(found.length >= 1)
   for (const s of found) t.same(s, idempotencyKeySchema)
 })
+
+t.test('a plugin documents what it adds to another plugin\'s operation, and the document loses it with the plugin', async (t) => {
+  const build = (list: typeof plugins) => buildDocument({ config, describes: descriptionsOf(list), publicUrl: 'https://records.example.com', errorsUrl: 'https://records.example.com/errors' }) as any
+  const content = (doc: any) => Object.keys(doc.paths['/api/v1/records/{id}'].get.responses['200'].content)
+  t.same(content(document), ['application/json', 'application/pdf'], 'with the record report')
+  t.same(content(build(plugins.filter((p) => p.name !== 'record-report'))), ['application/json'], 'without it')
+})
