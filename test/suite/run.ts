@@ -7,6 +7,7 @@
  */
 import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
+import { constants } from 'node:os'
 import { dirname, join } from 'node:path'
 import { startEmbedded, stopEmbedded } from '../../core/db/embedded.ts'
 import { testCluster } from './cluster.ts'
@@ -18,7 +19,8 @@ const tap = join(dirname(createRequire(import.meta.url).resolve('tap/package.jso
 const child = spawn(process.execPath, [tap, ...process.argv.slice(2)], { stdio: 'inherit' })
 // An interrupted run (Ctrl-C reaches tap too, being in the same process group) still stops the cluster below.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => child.kill(signal))
-const code = await new Promise<number>((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 128 + 1 : 1))))
+// Killed by a signal: the shell's convention, 128 + its number.
+const code = await new Promise<number>((resolve) => child.on('exit', (c, s) => resolve(c ?? 128 + (s ? (constants.signals[s] ?? 1) : 1))))
 
 if (embedded && (await stopEmbedded(testCluster.dataDir).catch((err) => (console.error(`could not stop the embedded test PostgreSQL: ${err.message}`), false)))) {
   console.log('# stopped the embedded test PostgreSQL')
