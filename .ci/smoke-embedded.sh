@@ -31,7 +31,7 @@ cd "$app"
 unset DATABASE_URL PORT
 if curl -s -o /dev/null "http://127.0.0.1:$port/"; then echo "smoke: port $port is taken; the README's walk-through needs it"; exit 1; fi
 # The README's start command (its first `sh setup` block), exactly as written.
-start_command=$(awk '/^```sh setup$/{n++; if(n==1){f=1; next}} f&&/^```/{exit} f' README.md)
+start_command=$(bash .ci/readme-setup.sh 1)
 [ "$start_command" = "npm ci && npm start" ] || { echo "smoke: unexpected README start command: $start_command"; exit 1; }
 
 start() {
