@@ -1,20 +1,13 @@
 import { describeModule } from '../../core/modules/derive/openapi.ts'
 import { moduleKeySchema, operation, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
 import { externalRefSchema } from '../records/records.shared.ts'
-import { bulkLineSchema, maxFirstLine } from './bulk.schema.ts'
+import { bulkLineSchema, bulkOutcomeLineSchema, bulkOutcomeParts, maxFirstLine } from './bulk.schema.ts'
 import { idempotencyKeySchema } from '../../core/http/idempotency-key.ts'
 
 const tag = 'Bulk load'
 const ndjson = 'application/x-ndjson'
 /** The other names of NDJSON the service accepts for the request. */
 const ndjsonAliases = ['application/ndjson', 'application/jsonl']
-
-/** The members every row outcome shares. */
-const lineOf = {
-  line: { type: 'integer', minimum: 1, description: 'The line number in the request body, counted from `firstLine` (1 unless the query says otherwise); blank lines count, but get no outcome.' },
-  externalRef: { type: 'string', description: 'The row\'s `externalRef`, when it had one.' }
-}
-const replayed = { type: 'boolean', const: true, description: 'The stored outcome of this line from an earlier call with the same `Idempotency-Key`; nothing was written again.' }
 
 /**
  * The generic document has one templated path; a tenant document has one path per module
@@ -132,124 +125,8 @@ function bulkOperation(ctx: DocContext, outcome: JsonSchema, o: { operationId: s
   return op
 }
 
-/** `BulkOutcomeLine`: one line of the answer, any of its kinds. */
+/** `BulkOutcomeLine`: one line of the answer, any of its kinds, with the components it refers to. */
 function outcomeLine(ctx: DocContext): JsonSchema {
-  const problem = ctx.ref(
-    {
-      type: 'object',
-      title: 'Row problem',
-      description: 'Why a row was not loaded: the `status`, `code` and `detail` a single create would have answered with, and that code\'s details (e.g. `errors` for `field.invalid`, `field` for `field.forbidden`, `missing` for `permission.denied`).',
-      required: ['status', 'code', 'detail'],
-      properties: {
-        status: { type: 'integer', minimum: 400, maximum: 599 },
-        code: {
-          type: 'string',
-          description:
-            '`row.malformed_json`, `bulk.newlines_missing` (400: the line holds several JSON objects back to back; each row needs its own line), `row.too_large` (413), `field.invalid`, `field.forbidden`, `permission.denied`, `scope.missing`, `record.external_ref_taken` (409), `bulk.row_limit` (413: past the row limit, not attempted), `idempotency.line_changed` (422), `row.refused` (422, with `sqlState`: the database refused this row alone; the rest of its batch loaded), `bulk.not_loaded` (503: its batch failed in the database); on the call\'s own problem line, `internal.error` (500).',
-          examples: ['field.invalid']
-        },
-        detail: { type: 'string' },
-        errors: {
-          type: 'array',
-          description: 'Validation failures, one per field (code `field.invalid`).',
-          items: {
-            type: 'object',
-            required: ['pointer', 'field', 'code', 'detail'],
-            properties: { pointer: { type: 'string' }, field: { type: 'string' }, code: { type: 'string' }, detail: { type: 'string' }, allowed: { type: 'array', description: 'The values it may take, where there is a fixed set.', items: { type: ['string', 'number', 'boolean', 'null'] } } }
-          }
-        }
-      }
-    },
-    'BulkRowProblem'
-  )
-  const written = ctx.ref(
-    {
-      type: 'object',
-      title: 'Row loaded',
-      description: '`created`: a new record (version 1); `updated`: the record with this `externalRef` was changed; `unchanged`: it already held these values.',
-      required: ['line', 'status', 'id', 'number', 'version'],
-      properties: {
-        ...lineOf,
-        status: { type: 'string', enum: ['created', 'updated', 'unchanged'] },
-        id: { type: 'string', format: 'uuid' },
-        number: { type: 'string', examples: ['INC-2026-00042'] },
-        version: { type: 'integer', minimum: 1 },
-        replayed
-      },
-      additionalProperties: false
-    },
-    'BulkRowLoaded'
-  )
-  const valid = ctx.ref(
-    {
-      type: 'object',
-      title: 'Row valid (dry run)',
-      description: 'Dry run: the row would load, creating a record, updating the one with its `externalRef`, or changing nothing.',
-      required: ['line', 'status', 'action'],
-      properties: { ...lineOf, status: { type: 'string', const: 'valid' }, action: { type: 'string', enum: ['create', 'update', 'none'] } },
-      additionalProperties: false
-    },
-    'BulkRowValid'
-  )
-  const failed = ctx.ref(
-    {
-      type: 'object',
-      title: 'Row not loaded',
-      required: ['line', 'status', 'problem'],
-      properties: { ...lineOf, status: { type: 'string', const: 'error' }, problem, replayed },
-      additionalProperties: false
-    },
-    'BulkRowError'
-  )
-  const callProblem = ctx.ref(
-    {
-      type: 'object',
-      title: 'Bulk call failed',
-      description: 'A batch failed in the database: its rows got `bulk.not_loaded`, reading stopped, and this line comes just before the summary (`complete: false`, with `resumeAtLine`). Retry with the same `Idempotency-Key` to continue.',
-      required: ['problem'],
-      properties: { problem },
-      additionalProperties: false
-    },
-    'BulkCallProblem'
-  )
-  const summary = ctx.ref(
-    {
-      type: 'object',
-      title: 'Bulk summary',
-      description: 'The last line: counts of every outcome sent (replayed ones included), and whether the call is complete.',
-      required: ['summary'],
-      properties: {
-        summary: {
-          type: 'object',
-          required: ['rows', 'created', 'updated', 'unchanged', 'valid', 'errors', 'replayed', 'notAttempted', 'dryRun', 'complete'],
-          properties: {
-            rows: { type: 'integer', minimum: 0, description: 'Rows read (blank lines are not rows).' },
-            created: { type: 'integer', minimum: 0 },
-            updated: { type: 'integer', minimum: 0 },
-            unchanged: { type: 'integer', minimum: 0 },
-            valid: { type: 'integer', minimum: 0 },
-            errors: { type: 'integer', minimum: 0, description: '`error` outcomes, the `notAttempted` ones included.' },
-            replayed: { type: 'integer', minimum: 0, description: 'Outcomes answered from the store of the `Idempotency-Key`.' },
-            notAttempted: { type: 'integer', minimum: 0, description: 'Rows read that got no verdict of their own: `bulk.row_limit` (past the row limit) or `bulk.not_loaded` (their batch failed). Sending them again can load them.' },
-            dryRun: { type: 'boolean' },
-            complete: {
-              type: 'boolean',
-              description:
-                '`true`: the whole body was read and every row has a final outcome (created, updated, unchanged, valid, or an error of its own that sending it again would not change). `false`: the load stopped early or left rows unattempted (rows past the row limit, a failed batch); `resumeAtLine` says where to go on.'
-            },
-            resumeAtLine: {
-              type: 'integer',
-              minimum: 1,
-              description:
-                'Only when `complete` is false: the first line (numbered from `firstLine`) without a final outcome; every line before it has one. Past the row limit, nothing from this line on was attempted: send those lines in a new call with `?firstLine=` this number. After a failed batch, send the same body again with the same `Idempotency-Key` (lines already loaded are replayed, not written twice).'
-            }
-          },
-          additionalProperties: false
-        }
-      },
-      additionalProperties: false
-    },
-    'BulkSummary'
-  )
-  return ctx.ref({ title: 'Bulk outcome line', description: 'One line of the NDJSON answer.', oneOf: [written, valid, failed, callProblem, summary] }, 'BulkOutcomeLine')
+  ctx.define(...bulkOutcomeParts)
+  return ctx.ref(bulkOutcomeLineSchema)
 }

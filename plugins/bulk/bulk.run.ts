@@ -15,7 +15,7 @@ import { referenceProblems, canonicalExternalRef, diffPayload, mergePatch, isExt
 import { endBulkKey, lineHash, renewBulkKey, type BulkKey } from './bulk.idempotency.ts'
 import { holdsSeveralObjects, newlinesMissingDetail, type RawLine } from './bulk.lines.ts'
 import * as repo from './bulk.repository.ts'
-import { bulkLineValidator } from './bulk.schema.ts'
+import { bulkLineValidator, type BulkOutcomeLine, type BulkRowProblem, type Outcome } from './bulk.schema.ts'
 import { BulkTally } from './bulk.summary.ts'
 import { transaction } from '../../core/db/index.ts'
 
@@ -40,22 +40,18 @@ interface Row {
   externalRef?: string
   payload?: Record<string, unknown>
   /** The row checked as a new record while earlier batches are in the database: its problem, or its JSON ready to insert. */
-  asNew?: { problem: Record<string, unknown> } | { payloadJson: string; changesJson: string }
+  asNew?: { problem: BulkRowProblem } | { payloadJson: string; changesJson: string }
   outcome?: Outcome
 }
 
-export type Outcome =
-  | { line: number; externalRef?: string; status: 'created' | 'updated' | 'unchanged'; id: string; number: string; version: number; replayed?: true }
-  | { line: number; externalRef?: string; status: 'valid'; action: 'create' | 'update' | 'none' }
-  | { line: number; externalRef?: string; status: 'error'; problem: Record<string, unknown>; replayed?: true }
-
 /** A per-row problem: the public part of an ApiError (status, code, detail and its extras). */
-function rowProblem(err: unknown): Record<string, unknown> {
-  if (err instanceof ApiError) return problemFields(err)
+function rowProblem(err: unknown): BulkRowProblem {
+  // problemFields types its answer loosely; it always holds the status, code and detail of the error.
+  if (err instanceof ApiError) return problemFields(err) as BulkRowProblem
   throw err
 }
 
-const errorOutcome = (row: Pick<Row, 'line' | 'externalRef'>, problem: Record<string, unknown>): Outcome => ({
+const errorOutcome = (row: Pick<Row, 'line' | 'externalRef'>, problem: BulkRowProblem): Outcome => ({
   line: row.line,
   ...(row.externalRef !== undefined ? { externalRef: row.externalRef } : {}),
   status: 'error',
@@ -246,7 +242,7 @@ export class BulkRun {
     while (this.pending >= n) await new Promise<void>((resolve) => this.waiters.push(resolve))
   }
 
-  private async emit(lines: unknown[]) {
+  private async emit(lines: BulkOutcomeLine[]) {
     if (this.out.destroyed) return
     const text = lines.map((l) => JSON.stringify(l)).join('\n') + '\n'
     if (!this.out.write(text)) await Promise.race([once(this.out, 'drain'), once(this.out, 'close')])
@@ -414,7 +410,7 @@ export class BulkRun {
         assertValid(module.validatePayload, payload, '/payload')
         plans.push({ row, payload, current, changed: new Set(diffPayload(current.payload, payload).map((c) => c.field)) })
       } catch (err) {
-        row.outcome = errorOutcome(row, err instanceof Error ? rowProblem(err) : (err as Record<string, unknown>))
+        row.outcome = errorOutcome(row, err instanceof Error ? rowProblem(err) : (err as BulkRowProblem))
       }
     }
     const refProblems = await referenceProblems(client, this.o.tenants, principal.tenantId, module, plans.map((p) => ({ payload: p.payload, changed: p.changed })))
@@ -457,7 +453,7 @@ function refusesRow(err: unknown): boolean {
 }
 
 /** The outcome problem of a row the database refused. */
-function refusedProblem(err: unknown, moduleKey: string, externalRef: string | undefined): Record<string, unknown> {
+function refusedProblem(err: unknown, moduleKey: string, externalRef: string | undefined): BulkRowProblem {
   const sqlState = String((err as { code?: unknown }).code)
   if (isExternalRefClash(err)) {
     return { status: 409, code: 'record.external_ref_taken', detail: `A live ${moduleKey} record with externalRef "${externalRef}" was created by another call meanwhile; send the row again to update it.` }

@@ -1,22 +1,7 @@
-import type { Outcome } from './bulk.run.ts'
+import type { BulkSummary, Outcome } from './bulk.schema.ts'
 
 /** Row problem codes that are no verdict on the row: it was never attempted (past the row limit) or its batch failed, so sending it again can load it. */
 const notFinal = new Set(['bulk.row_limit', 'bulk.not_loaded'])
-
-/** The last line of a bulk answer. */
-export interface BulkSummary {
-  rows: number
-  created: number
-  updated: number
-  unchanged: number
-  valid: number
-  errors: number
-  replayed: number
-  notAttempted: number
-  dryRun: boolean
-  complete: boolean
-  resumeAtLine?: number
-}
 
 /**
  * Counts the outcomes of a call and says whether it is complete: every row of the body
@@ -44,7 +29,7 @@ export class BulkTally {
     if ((o as { replayed?: true }).replayed) this.counts.replayed++
     if (o.status === 'error') {
       this.counts.errors++
-      if (notFinal.has(o.problem.code as string)) {
+      if (notFinal.has(o.problem.code)) {
         this.counts.notAttempted++
         this.firstNotFinal = Math.min(this.firstNotFinal, o.line)
       }
