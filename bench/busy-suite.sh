@@ -30,9 +30,16 @@ sleep 45 # the benchmark gets going first
 cd "$work/app"
 echo "test clone: $work/app at $(git log --oneline -1 | cut -c1-72)"
 start=$(date +%s)
-if [ -n "$test_db" ]; then (npm ci && DATABASE_URL="$test_db" npm test) >"$work/test.log" 2>&1; else (npm ci && npm test) >"$work/test.log" 2>&1; fi
+npm ci >"$work/ci.log" 2>&1
 status=$?
-echo "npm ci && npm test: exit $status in $(($(date +%s) - start)) s; $(grep -E '^# \{ total' "$work/test.log" | tail -1)"
+installed=$(date +%s)
+if [ $status = 0 ]; then
+  if [ -n "$test_db" ]; then DATABASE_URL="$test_db" npm test >"$work/test.log" 2>&1; else npm test >"$work/test.log" 2>&1; fi
+  status=$?
+fi
+end=$(date +%s)
+echo "npm ci && npm test: exit $status in $((end - start)) s (npm ci $((installed - start)) s, npm test $((end - installed)) s); $(grep -E '^# \{ total' "$work/test.log" | tail -1)"
+echo "slowest test files (wall time under load):"; grep -E '^(ok|not ok) [0-9]+ - .* # time=' "$work/test.log" | sed -E 's/.* - (.*) # time=([0-9.]+)ms.*/\2 \1/' | sort -rn | head -12 | awk '{printf "  %6.1f s  %s\n", $1/1000, $2}'
 echo "load average while it ran:"; sed -n '1~4p' "$work/load.log"
 cleanup
 trap - EXIT
