@@ -4,6 +4,7 @@ import * as identity from './migrations/002-identity.ts'
 import * as bulk from './migrations/003-bulk.ts'
 import * as attachments from './migrations/004-attachments.ts'
 import * as exportsMigration from './migrations/005-exports.ts'
+import * as events from './migrations/006-events.ts'
 
 /** Versioned migrations, in order. Add a file and a row; never edit a released one. */
 const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }]> = [
@@ -11,7 +12,8 @@ const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   ['002-identity', identity],
   ['003-bulk', bulk],
   ['004-attachments', attachments],
-  ['005-exports', exportsMigration]
+  ['005-exports', exportsMigration],
+  ['006-events', events]
 ]
 
 const source: Knex.MigrationSource<string> = {

@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import type { Actor } from '../../core/auth/principal.ts'
 import { isoUtc as iso } from '../../core/db/index.ts'
+import { eventType, insertEvents } from '../../core/events/events.ts'
 import type { AttachmentOut } from './attachments.schema.ts'
 
 export interface AttachmentRow {
@@ -61,10 +62,24 @@ export async function selectAttachment(db: pg.Pool | pg.PoolClient, tenantId: st
   return rows[0]
 }
 
-/** Marks a verified upload ready; returns the row as now (still pending rows only). */
+/**
+ * Marks a verified upload ready and writes its attachment.added event, in one statement;
+ * returns the row as now (still pending rows only, so the event is written once).
+ */
 export async function markReady(db: pg.Pool | pg.PoolClient, tenantId: string, id: string, by: Actor): Promise<AttachmentRow | undefined> {
+  const added = {
+    tenantId: 'a.tenant_id',
+    type: eventType('attachment.added'),
+    actor: '$3',
+    moduleKey: 'r.module_key',
+    subjectId: 'a.record_id',
+    data: "jsonb_build_object('attachmentId', a.id, 'fileName', a.file_name, 'contentType', a.content_type, 'size', a.size)"
+  }
   const { rows } = await db.query(
-    `UPDATE attachments AS a SET state = 'ready', uploaded_by = $3, uploaded_at = now() WHERE a.tenant_id = $1 AND a.id = $2 AND a.state = 'pending' RETURNING ${columns}`,
+    `WITH a AS (
+       UPDATE attachments AS a SET state = 'ready', uploaded_by = $3, uploaded_at = now() WHERE a.tenant_id = $1 AND a.id = $2 AND a.state = 'pending' RETURNING ${columns}),
+     e AS (${insertEvents(added, 'a JOIN records r ON r.tenant_id = a.tenant_id AND r.id = a.record_id')})
+     SELECT * FROM a`,
     [tenantId, id, by]
   )
   return rows[0]

@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import type { Actor } from '../../core/auth/principal.ts'
-import { recordColumns, type RecordRow } from '../records/records.shared.ts'
+import { insertEvents } from '../../core/events/events.ts'
+import { createdEvent, recordColumns, type RecordRow } from '../records/records.shared.ts'
 
 /** SQL of bulk loading: whole batches per statement, never a statement per row. */
 
@@ -17,7 +18,7 @@ export async function reserveNumbers(client: pg.Pool | pg.PoolClient, tenantId: 
 }
 
 /**
- * Inserts a batch of records and their `created` activity in one statement, from one
+ * Inserts a batch of records, their `created` activity and record.created events in one statement, from one
  * JSON array of `{ number, payload, external_ref, changes }` (cheaper to send than one
  * array parameter per column). Returns id
  * and number of each, in no particular order: numbers are unique, so they map back.
@@ -33,10 +34,11 @@ export async function insertMany(
       r AS (
         INSERT INTO records (tenant_id, module_key, module_version, number, state, payload, created_by, updated_by, external_ref)
         SELECT $1, $2, $3, input.number, $4, input.payload, $6, $6, input.external_ref FROM input
-        RETURNING tenant_id, id, number),
+        RETURNING tenant_id, id, module_key, number, version),
       a AS (
         INSERT INTO record_activity (tenant_id, record_id, actor, action, changes)
-        SELECT r.tenant_id, r.id, $6, 'created', input.changes FROM r JOIN input USING (number))
+        SELECT r.tenant_id, r.id, $6, 'created', input.changes FROM r JOIN input USING (number)),
+      e AS (${insertEvents(createdEvent('$6'), 'r')})
       SELECT id, number FROM r`,
     values: [r.tenantId, r.moduleKey, r.moduleVersion, r.state, r.rowsJson, r.actor]
   })

@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import type { Principal } from '../../core/auth/principal.ts'
 import { isoUtc as iso } from '../../core/db/index.ts'
+import { eventType, insertEvents, type EventType } from '../../core/events/events.ts'
 import type { ExportFormat } from './exports.shared.ts'
 
 export interface ExportRow {
@@ -60,16 +61,35 @@ export async function setProgress(db: pg.Pool, tenantId: string, id: string, don
   await db.query(`UPDATE export_jobs SET rows_done = $3 WHERE tenant_id = $1 AND id = $2 AND status = 'running'`, [tenantId, id, done])
 }
 
+/** The event of a finished export, for each row of a CTE `e` of export jobs just changed: by whom the export was asked. */
+const finishedEvent = (type: EventType, data: string) => ({
+  tenantId: 'e.tenant_id',
+  type: eventType(type),
+  actor: "e.principal -> 'actor'",
+  moduleKey: 'e.module_key',
+  subjectId: 'e.id',
+  data
+})
+
+/** Marks a running export succeeded and writes export.succeeded, in one statement (once: only a running job changes). */
 export async function markSucceeded(db: pg.Pool, tenantId: string, id: string, r: { rows: number; key: string; size: number; fileHours: number }) {
   await db.query(
-    `UPDATE export_jobs SET status = 'succeeded', rows_done = $3, rows_total = $3, file_key = $4, file_size = $5, finished_at = now(), expires_at = now() + $6 * interval '1 hour'
-      WHERE tenant_id = $1 AND id = $2 AND status = 'running'`,
+    `WITH e AS (
+       UPDATE export_jobs SET status = 'succeeded', rows_done = $3, rows_total = $3, file_key = $4, file_size = $5, finished_at = now(), expires_at = now() + $6 * interval '1 hour'
+        WHERE tenant_id = $1 AND id = $2 AND status = 'running' RETURNING *)
+     ${insertEvents(finishedEvent('export.succeeded', "jsonb_build_object('format', e.format, 'rows', e.rows_done, 'size', e.file_size)"), 'e')}`,
     [tenantId, id, r.rows, r.key, r.size, r.fileHours]
   )
 }
 
+/** Marks an unfinished export failed and writes export.failed, in one statement. */
 export async function markFailed(db: pg.Pool, tenantId: string, id: string, problem: unknown) {
-  await db.query(`UPDATE export_jobs SET status = 'failed', problem = $3, finished_at = now() WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running')`, [tenantId, id, JSON.stringify(problem)])
+  await db.query(
+    `WITH e AS (
+       UPDATE export_jobs SET status = 'failed', problem = $3, finished_at = now() WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running') RETURNING *)
+     ${insertEvents(finishedEvent('export.failed', "jsonb_build_object('format', e.format, 'code', e.problem ->> 'code')"), 'e')}`,
+    [tenantId, id, JSON.stringify(problem)]
+  )
 }
 
 /** Queued exports of the tenant created before this one. */

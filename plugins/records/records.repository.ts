@@ -1,6 +1,8 @@
 import type pg from 'pg'
 import type { Actor } from '../../core/auth/principal.ts'
 import { isoUtc as iso, type Queryable } from '../../core/db/index.ts'
+import { eventType, insertEvents } from '../../core/events/events.ts'
+import type { FieldChange } from './records.payload.ts'
 import type { RecordOut } from './records.schema.ts'
 
 /** SQL of the records service. Hot statements are named so PostgreSQL keeps their plans. */
@@ -120,8 +122,18 @@ export interface NewRecord {
   changes: unknown[]
 }
 
+/** The record.created event of each row of a CTE `r` of inserted records (single creates and bulk batches). */
+export const createdEvent = (actor: string) => ({
+  tenantId: 'r.tenant_id',
+  type: eventType('record.created'),
+  actor,
+  moduleKey: 'r.module_key',
+  subjectId: 'r.id',
+  data: "jsonb_build_object('number', r.number, 'version', r.version)"
+})
+
 /**
- * Numbers, inserts and logs a record in one statement: the counter row is locked only
+ * Numbers, inserts, logs and announces a record in one statement: the counter row is locked only
  * for the duration of this statement, so concurrent creates do not queue behind
  * whole transactions.
  */
@@ -139,7 +151,8 @@ export async function insertRecord(db: Queryable, r: NewRecord): Promise<RecordR
       a AS (
         INSERT INTO record_activity (tenant_id, record_id, actor, action, changes)
         SELECT r.tenant_id, r.id, $10, 'created', $11 FROM r
-        RETURNING id, at, actor, action, changes, transition, comment)
+        RETURNING id, at, actor, action, changes, transition, comment),
+      e AS (${insertEvents(createdEvent('$10'), 'r')})
       SELECT ${recordColumns},
         json_build_array(json_build_object('id', 1, 'at', ${iso('a.at')}, 'actor', a.actor, 'action', a.action,
           'changes', a.changes, 'transition', a.transition, 'comment', a.comment)) AS activity
@@ -159,24 +172,39 @@ export interface RecordChange {
   state: string
   actor: Actor
   action: 'updated' | 'transitioned' | 'deleted'
-  changes: unknown[]
+  changes: FieldChange[]
   transition?: { key: string; from: string; to: string }
   comment?: string
   delete?: boolean
 }
 
-/** Applies a change to a locked record and appends its activity entry. */
+/** Applies a change to a locked record, appends its activity entry and writes its event (record.<action>), in one statement. */
 export async function updateRecord(client: pg.PoolClient, c: RecordChange): Promise<void> {
+  const data: Record<string, unknown> = {}
+  if (c.action !== 'deleted') data.changedFields = c.changes.map((x) => x.field)
+  if (c.transition) data.transition = c.transition
   await client.query({
     name: 'records-update',
     text: `WITH r AS (
         UPDATE records SET payload = $3, state = $4, version = version + 1, updated_at = now(), updated_by = $5,
           deleted_at = CASE WHEN $9::boolean THEN now() ELSE deleted_at END,
           deleted_by = CASE WHEN $9::boolean THEN $5 ELSE deleted_by END
-        WHERE tenant_id = $1 AND id = $2 RETURNING tenant_id, id)
-      INSERT INTO record_activity (tenant_id, record_id, actor, action, changes, transition, comment)
-      SELECT r.tenant_id, r.id, $5, $6, $7, $8, $10 FROM r`,
-    values: [c.tenantId, c.id, c.payload, c.state, c.actor, c.action, JSON.stringify(c.changes), c.transition ?? null, !!c.delete, c.comment ?? null]
+        WHERE tenant_id = $1 AND id = $2 RETURNING tenant_id, id, module_key, number, version),
+      a AS (
+        INSERT INTO record_activity (tenant_id, record_id, actor, action, changes, transition, comment)
+        SELECT r.tenant_id, r.id, $5, $6, $7, $8, $10 FROM r)
+      ${insertEvents(
+        {
+          tenantId: 'r.tenant_id',
+          type: "'record.' || $6",
+          actor: '$5',
+          moduleKey: 'r.module_key',
+          subjectId: 'r.id',
+          data: "jsonb_build_object('number', r.number, 'version', r.version) || $11::jsonb"
+        },
+        'r'
+      )}`,
+    values: [c.tenantId, c.id, c.payload, c.state, c.actor, c.action, JSON.stringify(c.changes), c.transition ?? null, !!c.delete, c.comment ?? null, JSON.stringify(data)]
   })
 }
 

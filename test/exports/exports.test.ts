@@ -69,6 +69,9 @@ t.test('a CSV export with filters is produced, parsed back and matches the recor
   const formula = table.find((r) => r[title].includes('HYPERLINK'))!
   t.equal(formula[title], `'=HYPERLINK("http://evil.example","click")`, 'a formula comes out inert')
   t.ok(table.slice(1).every((r) => r[header.indexOf('Severity')] === 'high'))
+  const { rows: events } = await pool.query('SELECT type, actor, data FROM events WHERE tenant_id = $1 AND subject_id = $2', ['acme', created.body.id])
+  t.match(events, [{ type: 'export.succeeded', actor: { type: 'api-key' }, data: { format: 'csv', rows: 10, size: bytes.length } }], 'one event, by whoever asked for the export')
+  t.equal(events.length, 1)
 })
 
 t.test("another tenant's export counts none of the first tenant's records, while running or after", async (t) => {
@@ -298,6 +301,8 @@ t.test('an export survives the death of the process running it and finishes once
   t.equal(new Set(lines.slice(1).map((l) => l[0])).size, 6000, 'no duplicates')
   const { rows: agendaRows } = await api.platform.db.pool.query("SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'exports.render' AND last_finished_at IS NOT NULL")
   t.equal(agendaRows[0].n, 1, 'the job finished once')
+  const { rows: events } = await api.platform.db.pool.query('SELECT type, module_key, data FROM events WHERE subject_id = $1', [created.body.id])
+  t.same(events, [{ type: 'export.succeeded', module_key: 'incident', data: { format: 'csv', rows: 6000, size: job.file.size } }], 'one export.succeeded event: the killed attempt wrote none')
   // Before the database is dropped under it.
   await next.close()
 })

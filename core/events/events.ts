@@ -1,0 +1,70 @@
+import type { Queryable } from '../db/index.ts'
+import { isoUtc } from '../db/index.ts'
+
+/**
+ * Domain events: one per committed change, written by the statement that makes the change
+ * (table `events`, migration 006). Whatever reads events (the webhook outbox, an events
+ * feed, subscriptions) reads this table, so every writer (REST, bulk, the CLI, later
+ * transports) produces them the same way and an idempotent replay or a rolled-back write
+ * produces none. docs/events.md describes each kind's `data`.
+ */
+export const eventKinds = {
+  'record.created': 'A record was created, by a single call or a bulk row. data: number, version.',
+  'record.updated': 'A record\'s payload changed (PATCH or a bulk upsert that changed something). data: number, version, changedFields.',
+  'record.transitioned': 'A workflow transition was fired. data: number, version, transition {key, from, to}, changedFields (fields set with it).',
+  'record.deleted': 'A record was soft-deleted. data: number, version.',
+  'attachment.added': 'An upload was verified and attached to a record (subject: the record). data: attachmentId, fileName, contentType, size.',
+  'export.succeeded': 'An export job finished; its file can be downloaded (subject: the export). data: format, rows, size.',
+  'export.failed': 'An export job failed or gave up (subject: the export). data: format, code.'
+} as const satisfies Record<string, string>
+
+export type EventType = keyof typeof eventKinds
+
+/** SQL expressions, over the rows of a CTE or table, that make one event per row. */
+export interface EventSql {
+  tenantId: string
+  type: string
+  actor: string
+  moduleKey: string
+  subjectId: string
+  data: string
+}
+
+/**
+ * `INSERT INTO events … SELECT … FROM <from>`: the tail of a data-modifying CTE, so the
+ * event is written by the same statement as the change and exists exactly when it commits.
+ */
+export function insertEvents(e: EventSql, from: string): string {
+  return `INSERT INTO events (tenant_id, type, actor, module_key, subject_id, data)
+    SELECT ${e.tenantId}, ${e.type}, ${e.actor}, ${e.moduleKey}, ${e.subjectId}, ${e.data} FROM ${from}`
+}
+
+/** A SQL string literal of an event type, checked against the kinds. */
+export const eventType = (type: EventType) => `'${type}'`
+
+export interface StoredEvent {
+  position: number
+  id: string
+  type: EventType
+  occurredAt: string
+  actor: unknown
+  moduleKey: string | null
+  subjectId: string | null
+  data: Record<string, unknown>
+}
+
+/**
+ * The tenant's events after a position, in order. Only events of transactions that ended
+ * before every transaction still running are returned: positions are taken when a change
+ * is written, not when it commits, so a reader must not step past one still in flight.
+ */
+export async function eventsAfter(db: Queryable, tenantId: string, after = 0, limit = 100): Promise<StoredEvent[]> {
+  const { rows } = await db.query({
+    name: 'events-after',
+    text: `SELECT position, id, type, ${isoUtc('occurred_at')} AS "occurredAt", actor, module_key AS "moduleKey", subject_id AS "subjectId", data
+             FROM events WHERE tenant_id = $1 AND position > $2 AND txid < pg_snapshot_xmin(pg_current_snapshot())
+             ORDER BY position LIMIT $3`,
+    values: [tenantId, after, limit]
+  })
+  return rows
+}
