@@ -4,18 +4,31 @@
 # and from a fresh private clone the README's `npm ci && npm test` runs on the embedded
 # default, timed. Afterwards it lists anything the test clone left running.
 #
-# Usage: bash bench/busy-suite.sh [--database-url URL]   (a URL runs the tests on that server)
-# Not a test: it only reports. It takes 15-20 minutes.
+# Usage: bash bench/busy-suite.sh [--hog] [--database-url URL]
+#   --hog: the other work is one process keeping both cores busy (two threads spinning)
+#          instead of the benchmark loop; a URL runs the tests on that server.
+# Not a test: it only reports. It takes 10-20 minutes.
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 test_db=""
-[ "${1:-}" = "--database-url" ] && test_db="${2:-}"
+hog=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --hog) hog=1 ;;
+    --database-url) test_db="${2:-}"; shift ;;
+  esac
+  shift
+done
 unset DATABASE_URL REDIS_URL
 work=$(mktemp -d)
 git clone -q "$repo" "$work/load"
 git clone -q "$repo" "$work/app"
 (cd "$work/load" && npm ci --no-audit --no-fund --prefer-offline >/dev/null 2>&1)
-setsid bash -c "cd '$work/load' && while true; do npm run bench; done" >"$work/bench.log" 2>&1 &
+if [ -n "$hog" ]; then
+  setsid node -e "const { Worker } = require('node:worker_threads'); new Worker('for (;;) {}', { eval: true }); for (;;) {}" >"$work/bench.log" 2>&1 &
+else
+  setsid bash -c "cd '$work/load' && while true; do npm run bench; done" >"$work/bench.log" 2>&1 &
+fi
 bench=$!
 (while true; do echo "$(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 30; done) >"$work/load.log" &
 loadlog=$!
