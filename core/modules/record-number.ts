@@ -2,11 +2,20 @@
  * Record numbers such as `INC-{YYYY}-{seq:5}`. The text around `{seq}` is rendered
  * in JS; it also names the counter, so a pattern with {YYYY} restarts each year.
  */
+export interface NumberParts {
+  prefix: string
+  suffix: string
+  width: number
+}
+
 export interface NumberPattern {
-  render(now: Date): { prefix: string; suffix: string; width: number }
+  render(now: Date): NumberParts
   /** Whether `text` has the shape of a number of this pattern (any date; the counter at least its width). */
   matches(text: string): boolean
 }
+
+/** The number of counter value `value` (bulk reserves many values at once; a single create numbers in its SQL statement, records.repository insertRecord). */
+export const formatNumber = (parts: NumberParts, value: number) => `${parts.prefix}${String(value).padStart(parts.width, '0')}${parts.suffix}`
 
 const token = /\{(YYYY|YY|MM|DD|seq(?::(\d{1,2}))?)\}/g
 

@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { assertCan, assertScope, assertWritable, canFire, hiddenFields, redactActivity, redactPayload, rowRule } from '../../core/auth/access.ts'
+import { assertCan, canFire, hiddenFields, redactActivity, redactPayload, rowRule } from '../../core/auth/access.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { sql, transaction } from '../../core/db/index.ts'
 import { ShapedQuery } from '../../core/db/shaped-query.ts'
@@ -12,7 +12,8 @@ import { assertValid, isUuid, validationError } from '../../core/validation.ts'
 import * as repo from './records.repository.ts'
 import { referenceProblems } from './records.checks.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
-import { diffPayload, hasValue, mergePatch } from './records.payload.ts'
+import { hasValue } from './records.payload.ts'
+import { createRules, deleteRules, transitionRules, updateRules } from './records.rules.ts'
 import {
   recordCreateValidator,
   recordPatchValidator,
@@ -109,12 +110,11 @@ export class RecordsService {
   }
 
   /**
-   * Schema-checks the whole payload and checks record references. Only references in
+   * Checks record references (the schema was checked by the rules). Only references in
    * `changed` are re-checked on an update: a link to an incident deleted later must not
    * freeze every other edit of the corrective action.
    */
-  private async checkPayload(principal: Principal, module: RegisteredModule, payload: Record<string, unknown>, db: pg.Pool | pg.PoolClient, changed?: ReadonlySet<string>) {
-    assertValid(module.validatePayload, payload, '/payload')
+  private async checkReferences(principal: Principal, module: RegisteredModule, payload: Record<string, unknown>, db: pg.Pool | pg.PoolClient, changed?: ReadonlySet<string>) {
     const [found] = await referenceProblems(db, this.o.tenants, principal.tenantId, module, [{ payload, changed }])
     if (found.length) throw validationError(found)
   }
@@ -245,11 +245,10 @@ export class RecordsService {
     const principal = this.principal(params)
     assertValid<RecordCreate>(recordCreateValidator, data)
     const module = this.o.tenants.module(principal.tenantId, data.moduleKey)
-    assertCan(principal, module, 'create')
     const payload = data.payload as Record<string, unknown>
-    assertWritable(principal, module, Object.keys(payload))
+    const changes = createRules(principal, module, payload)
     const externalRef = data.externalRef === undefined ? null : canonicalExternalRef(data.externalRef)
-    await this.checkPayload(principal, module, payload, this.o.pool)
+    await this.checkReferences(principal, module, payload, this.o.pool)
     const { prefix, suffix, width } = module.numberPattern.render(new Date())
     const input: repo.NewRecord = {
       tenantId: principal.tenantId,
@@ -263,7 +262,7 @@ export class RecordsService {
       payload,
       externalRef,
       actor: principal.actor,
-      changes: diffPayload({}, payload)
+      changes
     }
     const idem = params.idempotency
     try {
@@ -318,12 +317,9 @@ export class RecordsService {
     }
     assertValid<RecordPatch>(recordPatchValidator, data)
     return this.change(String(id), params, async (row, module, principal, client) => {
-      assertCan(principal, module, 'update')
-      assertWritable(principal, module, Object.keys(data.payload as Record<string, unknown>))
-      const payload = mergePatch(row.payload, data.payload as Record<string, unknown>)
-      const changes = diffPayload(row.payload, payload)
+      const { payload, changes } = updateRules(principal, module, row.payload, data.payload as Record<string, unknown>)
       if (!changes.length) return null
-      await this.checkPayload(principal, module, payload, client, new Set(changes.map((c) => c.field)))
+      await this.checkReferences(principal, module, payload, client, new Set(changes.map((c) => c.field)))
       return { payload, state: row.state, action: 'updated', changes }
     })
   }
@@ -332,44 +328,16 @@ export class RecordsService {
     const id = params.id ?? ''
     assertValid<RecordTransition>(recordTransitionValidator, data)
     return this.change(id, params, async (row, module, principal, client) => {
-      const t = module.transitions.get(data.transition)
-      if (!t) {
-        const allowed = [...module.transitions.keys()]
-        throw validationError([{ pointer: '/transition', field: 'transition', code: 'enum', detail: `must be one of: ${allowed.join(', ')}`, allowed }])
-      }
-      if (!t.from.includes(row.state)) {
-        const possible = module.definition.workflow.transitions.filter((x) => x.from.includes(row.state)).map((x) => x.key)
-        throw problems.conflict('transition.not_allowed', `Transition "${t.key}" cannot be fired from state "${row.state}" (it starts from ${t.from.join(', ')}). From "${row.state}" the workflow allows: ${possible.join(', ') || 'nothing'}.`, { currentState: row.state, allowedTransitions: possible })
-      }
-      assertScope(principal, 'records:transition', module.definition.key)
-      if (!canFire(principal, module, t)) {
-        throw problems.forbidden('permission.denied', `This credential may not fire transition "${t.key}"${t.roles?.length ? `; it needs one of the roles ${t.roles.join(', ')}` : ''}.`, { missing: `transition:${t.key}` })
-      }
-      if (t.forbidSelf && row.created_by?.id === principal.actor.id && principal.kind !== 'system') {
-        throw problems.forbidden('workflow.self_approval', `Transition "${t.key}" may not be fired by the record's creator.`)
-      }
-      const patch = (data.payload ?? {}) as Record<string, unknown>
-      if (Object.keys(patch).length) {
-        assertCan(principal, module, 'update')
-        assertWritable(principal, module, Object.keys(patch))
-      }
-      const payload = mergePatch(row.payload, patch)
-      const changes = diffPayload(row.payload, payload)
-      if (changes.length) await this.checkPayload(principal, module, payload, client, new Set(changes.map((c) => c.field)))
-      const missing = module.guards.get(t.key)!.filter((f) => !hasValue(payload[f]))
-      if (missing.length) {
-        throw validationError(
-          missing.map((f) => ({ pointer: `/payload/${f}`, field: `payload.${f}`, code: 'guard', detail: `is required to enter state "${t.to}" by transition "${t.key}"` }))
-        )
-      }
-      return { payload, state: t.to, action: 'transitioned', changes, transition: { key: t.key, from: row.state, to: t.to }, comment: data.comment }
+      const plan = transitionRules(principal, module, { state: row.state, payload: row.payload, createdById: row.created_by?.id }, data.transition, (data.payload ?? {}) as Record<string, unknown>)
+      if (plan.changes.length) await this.checkReferences(principal, module, plan.payload, client, new Set(plan.changes.map((c) => c.field)))
+      return { payload: plan.payload, state: plan.transition.to, action: 'transitioned', changes: plan.changes, transition: plan.transition, comment: data.comment }
     })
   }
 
   async remove(id: string | null, params: RecordParams): Promise<RecordOut> {
     if (id === null) throw problems.badRequest('record.id_required', 'DELETE needs a record id: DELETE /api/v1/records/{id}.')
     return this.change(String(id), params, async (row, module, principal) => {
-      assertCan(principal, module, 'delete')
+      deleteRules(principal, module)
       return { payload: row.payload, state: row.state, action: 'deleted', changes: [], delete: true }
     })
   }

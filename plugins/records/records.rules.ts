@@ -1,0 +1,95 @@
+import { assertCan, assertScope, assertWritable, canFire } from '../../core/auth/access.ts'
+import type { Principal } from '../../core/auth/principal.ts'
+import { problems } from '../../core/errors/index.ts'
+import type { RegisteredModule } from '../../core/modules/registry.ts'
+import { assertValid, validationError } from '../../core/validation.ts'
+import { diffPayload, hasValue, mergePatch, type FieldChange } from './records.payload.ts'
+
+/**
+ * The rules of a record write, in one place for every caller: the records service
+ * (one record per call, from REST, the CLI and later transports) and bulk loads (many
+ * rows per statement) both call these, then check references in one round trip
+ * (records.checks.ts) and write through records.repository.ts / bulk.repository.ts, whose
+ * statements also log the activity and write the event. Each rule throws the problem the
+ * caller answers with; bulk turns it into that row's outcome.
+ */
+
+/** A new record: the create right (and scope), the fields the principal may write, the module schema. Returns the activity diff. */
+export function createRules(principal: Principal, module: RegisteredModule, payload: Record<string, unknown>): FieldChange[] {
+  assertCan(principal, module, 'create')
+  assertWritable(principal, module, Object.keys(payload))
+  assertValid(module.validatePayload, payload, '/payload')
+  return diffPayload({}, payload)
+}
+
+export interface PlannedChange {
+  payload: Record<string, unknown>
+  /** Empty: the patch changes nothing, and nothing is written. */
+  changes: FieldChange[]
+}
+
+/**
+ * A JSON merge patch of a record: the update right, the fields it writes, and the merged
+ * payload against the schema (only when something changes: an old record that a newer
+ * module version would refuse can still be left as it is).
+ */
+export function updateRules(principal: Principal, module: RegisteredModule, current: Record<string, unknown>, patch: Record<string, unknown>): PlannedChange {
+  assertCan(principal, module, 'update')
+  assertWritable(principal, module, Object.keys(patch))
+  const payload = mergePatch(current, patch)
+  const changes = diffPayload(current, payload)
+  if (changes.length) assertValid(module.validatePayload, payload, '/payload')
+  return { payload, changes }
+}
+
+export interface PlannedTransition extends PlannedChange {
+  transition: { key: string; from: string; to: string }
+}
+
+/**
+ * A workflow transition from the record's state, with fields set on the way: the
+ * transition exists and starts here, scope, role, no self-approval where forbidden, the
+ * fields' rights and schema, and the target state's required fields.
+ */
+export function transitionRules(
+  principal: Principal,
+  module: RegisteredModule,
+  record: { state: string; payload: Record<string, unknown>; createdById?: string },
+  key: string,
+  patch: Record<string, unknown>
+): PlannedTransition {
+  const t = module.transitions.get(key)
+  if (!t) {
+    const allowed = [...module.transitions.keys()]
+    throw validationError([{ pointer: '/transition', field: 'transition', code: 'enum', detail: `must be one of: ${allowed.join(', ')}`, allowed }])
+  }
+  const state = record.state
+  if (!t.from.includes(state)) {
+    const possible = module.definition.workflow.transitions.filter((x) => x.from.includes(state)).map((x) => x.key)
+    throw problems.conflict('transition.not_allowed', `Transition "${t.key}" cannot be fired from state "${state}" (it starts from ${t.from.join(', ')}). From "${state}" the workflow allows: ${possible.join(', ') || 'nothing'}.`, { currentState: state, allowedTransitions: possible })
+  }
+  assertScope(principal, 'records:transition', module.definition.key)
+  if (!canFire(principal, module, t)) {
+    throw problems.forbidden('permission.denied', `This credential may not fire transition "${t.key}"${t.roles?.length ? `; it needs one of the roles ${t.roles.join(', ')}` : ''}.`, { missing: `transition:${t.key}` })
+  }
+  if (t.forbidSelf && record.createdById === principal.actor.id && principal.kind !== 'system') {
+    throw problems.forbidden('workflow.self_approval', `Transition "${t.key}" may not be fired by the record's creator.`)
+  }
+  if (Object.keys(patch).length) {
+    assertCan(principal, module, 'update')
+    assertWritable(principal, module, Object.keys(patch))
+  }
+  const payload = mergePatch(record.payload, patch)
+  const changes = diffPayload(record.payload, payload)
+  if (changes.length) assertValid(module.validatePayload, payload, '/payload')
+  const missing = module.guards.get(t.key)!.filter((f) => !hasValue(payload[f]))
+  if (missing.length) {
+    throw validationError(missing.map((f) => ({ pointer: `/payload/${f}`, field: `payload.${f}`, code: 'guard', detail: `is required to enter state "${t.to}" by transition "${t.key}"` })))
+  }
+  return { payload, changes, transition: { key: t.key, from: state, to: t.to } }
+}
+
+/** Soft-deleting a record: the delete right (and scope). */
+export function deleteRules(principal: Principal, module: RegisteredModule): void {
+  assertCan(principal, module, 'delete')
+}
