@@ -1,5 +1,6 @@
 import t from 'tap'
-import { eventsAfter } from '../../core/events/events.ts'
+import { eventsAfter, type StoredEvent } from '../../core/events/events.ts'
+import { eventually } from '../helpers/identity.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 
@@ -145,8 +146,13 @@ t.test('events of one tenant are not another tenant\'s, and a reader gets them i
   const other = await server.request('POST', '/api/v1/records', { token: server.keys.globex, body: { moduleKey: 'incident', payload: incidentPayload() } })
   t.equal(other.status, 201)
   const mine = await create()
-  const acme = await eventsAfter(pool, 'acme', since)
-  const globex = await eventsAfter(pool, 'globex', since)
+  // A reader waits for transactions still running anywhere on the server (other test files share it) to end.
+  let acme: StoredEvent[] = []
+  let globex: StoredEvent[] = []
+  t.ok(await eventually(async () => {
+    ;[acme, globex] = await Promise.all([eventsAfter(pool, 'acme', since), eventsAfter(pool, 'globex', since)])
+    return acme.length > 0 && globex.length > 0
+  }, 10_000), 'both are readable once written')
   t.same(acme.map((e) => e.subjectId), [mine.body.id])
   t.same(globex.map((e) => e.subjectId), [other.body.id])
   t.match(acme[0], { type: 'record.created', moduleKey: 'incident', id: /^[0-9a-f-]{36}$/, occurredAt: /Z$/ })
