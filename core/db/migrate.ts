@@ -5,6 +5,7 @@ import * as bulk from './migrations/003-bulk.ts'
 import * as attachments from './migrations/004-attachments.ts'
 import * as exportsMigration from './migrations/005-exports.ts'
 import * as events from './migrations/006-events.ts'
+import * as recordNumberIndex from './migrations/007-record-number-index.ts'
 
 /** Versioned migrations, in order. Add a file and a row; never edit a released one. */
 const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }]> = [
@@ -13,7 +14,8 @@ const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   ['003-bulk', bulk],
   ['004-attachments', attachments],
   ['005-exports', exportsMigration],
-  ['006-events', events]
+  ['006-events', events],
+  ['007-record-number-index', recordNumberIndex]
 ]
 
 const source: Knex.MigrationSource<string> = {
