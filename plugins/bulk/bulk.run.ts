@@ -1,17 +1,18 @@
 import { once } from 'node:events'
 import { PassThrough } from 'node:stream'
 import type pg from 'pg'
-import { assertCan, assertWritable, rowRule } from '../../core/auth/access.ts'
+import { rowRule } from '../../core/auth/access.ts'
 import type { Principal } from '../../core/auth/principal.ts'
 import { ApiError, problemFields, problems } from '../../core/errors/index.ts'
 import type { Lease } from '../../core/limits/limiter.ts'
 import { logger } from '../../core/logger.ts'
+import { formatNumber } from '../../core/modules/record-number.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { jsonDataProblems, textProblem } from '../../core/json-data.ts'
 import { jsonTextProblem } from '../../core/json-text.ts'
-import { assertValid, validationError, validationProblems } from '../../core/validation.ts'
-import { referenceProblems, canonicalExternalRef, diffPayload, mergePatch, isExternalRefClash, updateRecord, type RecordRow } from '../records/records.shared.ts'
+import { validationError, validationProblems } from '../../core/validation.ts'
+import { canonicalExternalRef, createRules, isExternalRefClash, referenceProblems, updateRecord, updateRules, type FieldChange, type RecordRow } from '../records/records.shared.ts'
 import { endBulkKey, lineHash, renewBulkKey, type BulkKey } from './bulk.idempotency.ts'
 import { holdsSeveralObjects, newlinesMissingDetail, type RawLine } from './bulk.lines.ts'
 import * as repo from './bulk.repository.ts'
@@ -178,10 +179,8 @@ export class BulkRun {
   /** Everything a create needs that does not depend on the database: rights, field rules, schema, the activity diff. */
   private checkAsNew(payload: Record<string, unknown>): Row['asNew'] {
     try {
-      assertCan(this.principal, this.module, 'create')
-      assertWritable(this.principal, this.module, Object.keys(payload))
-      assertValid(this.module.validatePayload, payload, '/payload')
-      return { payloadJson: JSON.stringify(payload), changesJson: JSON.stringify(diffPayload({}, payload)) }
+      const changes = createRules(this.principal, this.module, payload)
+      return { payloadJson: JSON.stringify(payload), changesJson: JSON.stringify(changes) }
     } catch (err) {
       return { problem: rowProblem(err) }
     }
@@ -327,9 +326,9 @@ export class BulkRun {
       return false
     })
     if (!ok.length) return []
-    const { prefix, suffix, width } = module.numberPattern.render(new Date())
-    const first = await repo.reserveNumbers(this.o.pool, principal.tenantId, module.definition.key, `${prefix}{seq}${suffix}`, ok.length)
-    return ok.map((row, i) => ({ row, number: `${prefix}${String(first + i).padStart(width, '0')}${suffix}` }))
+    const parts = module.numberPattern.render(new Date())
+    const first = await repo.reserveNumbers(this.o.pool, principal.tenantId, module.definition.key, `${parts.prefix}{seq}${parts.suffix}`, ok.length)
+    return ok.map((row, i) => ({ row, number: formatNumber(parts, first + i) }))
   }
 
   private async writeCreates(rows: Row[], numbered: Array<{ row: Row; number: string }>): Promise<Outcome[]> {
@@ -391,7 +390,7 @@ export class BulkRun {
       if (refs.length) for (const rec of await repo.lockByExternalRefs(client, principal.tenantId, key, refs)) existing.set(rec.external_ref!, rec)
     }
     const rule = rowRule(principal, module)
-    type Plan = { row: Row; payload: Record<string, unknown>; current?: RecordRow; changed?: ReadonlySet<string> }
+    type Plan = { row: Row; payload: Record<string, unknown>; current?: RecordRow; changes?: FieldChange[]; changed?: ReadonlySet<string> }
     const plans: Plan[] = []
     for (const row of rows) {
       const current = row.externalRef !== undefined ? existing.get(row.externalRef) : undefined
@@ -404,11 +403,8 @@ export class BulkRun {
         if (rule?.test(current) === false) {
           throw problems.conflict('record.external_ref_taken', `A live ${key} record has externalRef "${row.externalRef}", and this credential may not change it.`)
         }
-        assertCan(principal, module, 'update')
-        assertWritable(principal, module, Object.keys(row.payload!))
-        const payload = mergePatch(current.payload, row.payload!)
-        assertValid(module.validatePayload, payload, '/payload')
-        plans.push({ row, payload, current, changed: new Set(diffPayload(current.payload, payload).map((c) => c.field)) })
+        const { payload, changes } = updateRules(principal, module, current.payload, row.payload!)
+        plans.push({ row, payload, current, changes, changed: new Set(changes.map((c) => c.field)) })
       } catch (err) {
         row.outcome = errorOutcome(row, err instanceof Error ? rowProblem(err) : (err as BulkRowProblem))
       }
@@ -422,7 +418,7 @@ export class BulkRun {
 
     for (const p of ok.filter((p) => p.current)) {
       const current = p.current!
-      const changes = diffPayload(current.payload, p.payload)
+      const changes = p.changes!
       const update = async () => {
         if (changes.length) await updateRecord(client, { tenantId: principal.tenantId, id: current.id, payload: p.payload, state: current.state, actor: principal.actor, action: 'updated', changes })
         p.row.outcome = this.done(p.row, changes.length ? 'updated' : 'unchanged', current.id, current.number, current.version + (changes.length ? 1 : 0))
@@ -432,9 +428,9 @@ export class BulkRun {
 
     const creates = ok.filter((p) => !p.current)
     if (!creates.length) return
-    const { prefix, suffix, width } = module.numberPattern.render(new Date())
-    const first = await repo.reserveNumbers(client, principal.tenantId, key, `${prefix}{seq}${suffix}`, creates.length)
-    const numbered = creates.map((p, i) => ({ row: p.row, number: `${prefix}${String(first + i).padStart(width, '0')}${suffix}` }))
+    const parts = module.numberPattern.render(new Date())
+    const first = await repo.reserveNumbers(client, principal.tenantId, key, `${parts.prefix}{seq}${parts.suffix}`, creates.length)
+    const numbered = creates.map((p, i) => ({ row: p.row, number: formatNumber(parts, first + i) }))
     if (!isolate) return this.insert(client, numbered)
     // A refused row leaves a gap in the numbers, as a failed batch does.
     for (const one of numbered) await this.isolated(client, one.row, () => this.insert(client, [one]))

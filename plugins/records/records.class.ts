@@ -50,7 +50,10 @@ export interface RecordsOptions {
   maxLimit: number
 }
 
-/** The one records operation: REST, bulk, GraphQL and internal callers all come through here. */
+/**
+ * The records service: REST, the CLI and later transports call it. Its write rules are
+ * records.rules.ts, which bulk loads apply to many rows per statement (plugins/bulk).
+ */
 export class RecordsService {
   private readonly validateQuery
   private readonly firableCache = new Map<string, Array<{ key: string; label: string; to: string; requires: readonly string[] }>>()

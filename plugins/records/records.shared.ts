@@ -4,11 +4,12 @@ export const recordsMethods = ['find', 'get', 'create', 'patch', 'remove', 'tran
 export const recordsWriteMethods = ['create', 'patch', 'remove', 'transition'] as const
 
 // What other plugins use of records (the one door the layering rules allow, .dependency-cruiser.cjs).
-// Bulk still reaches the write internals below until it writes through the records service's rules.
+// Bulk applies the same write rules (records.rules.ts) to many rows and writes them with its own batch statements.
 export type { RecordPage } from './records.class.ts'
 export { view } from './records.class.ts'
 export { activitySchema, actorSchema, externalRefSchema, fieldChangeSchema, recordAttachmentSchema, recordSchema } from './records.schema.ts'
 export { canonicalExternalRef } from './records.external-ref.ts'
-export { diffPayload, mergePatch } from './records.payload.ts'
+export type { FieldChange } from './records.payload.ts'
+export { createRules, updateRules } from './records.rules.ts'
 export { createdEvent, isExternalRefClash, recordColumns, selectAny, updateRecord, type RecordRow } from './records.repository.ts'
 export { referenceProblems } from './records.checks.ts'
