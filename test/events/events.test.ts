@@ -157,3 +157,18 @@ t.test('events of one tenant are not another tenant\'s, and a reader gets them i
   t.same(globex.map((e) => e.subjectId), [other.body.id])
   t.match(acme[0], { type: 'record.created', moduleKey: 'incident', id: /^[0-9a-f-]{36}$/, occurredAt: /Z$/ })
 })
+
+t.test('an export that fails writes export.failed once, however often its failure is recorded', async (t) => {
+  const { markFailed } = await import('../../plugins/exports/exports.repository.ts')
+  // Jobs are off in this server, so the export stays queued until it is failed here, as the job does when it gives up.
+  const created = await server.request('POST', '/api/v1/exports', { body: { moduleKey: 'incident', format: 'csv' } })
+  t.equal(created.status, 202)
+  const since = await lastPosition()
+  const problem = { status: 500, code: 'export.attempts_exhausted', detail: 'given up' }
+  await markFailed(pool, 'acme', created.body.id, problem)
+  await markFailed(pool, 'acme', created.body.id, problem)
+  const events = await eventsSince(since)
+  t.same(events.map((e) => [e.type, e.subject_id, e.module_key, e.data]), [['export.failed', created.body.id, 'incident', { format: 'csv', code: 'export.attempts_exhausted' }]])
+  t.match(events[0].actor, { type: 'api-key' }, 'the actor is who asked for the export')
+  t.equal((await server.request('GET', `/api/v1/exports/${created.body.id}`)).body.status, 'failed')
+})
