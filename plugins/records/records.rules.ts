@@ -75,13 +75,8 @@ export function transitionRules(
   if (t.forbidSelf && record.createdById === principal.actor.id && principal.kind !== 'system') {
     throw problems.forbidden('workflow.self_approval', `Transition "${t.key}" may not be fired by the record's creator.`)
   }
-  if (Object.keys(patch).length) {
-    assertCan(principal, module, 'update')
-    assertWritable(principal, module, Object.keys(patch))
-  }
-  const payload = mergePatch(record.payload, patch)
-  const changes = diffPayload(record.payload, payload)
-  if (changes.length) assertValid(module.validatePayload, payload, '/payload')
+  // Fields set on the way are an update of the record, under the same rules.
+  const { payload, changes } = Object.keys(patch).length ? updateRules(principal, module, record.payload, patch) : { payload: record.payload, changes: [] }
   const missing = module.guards.get(t.key)!.filter((f) => !hasValue(payload[f]))
   if (missing.length) {
     throw validationError(missing.map((f) => ({ pointer: `/payload/${f}`, field: `payload.${f}`, code: 'guard', detail: `is required to enter state "${t.to}" by transition "${t.key}"` })))
