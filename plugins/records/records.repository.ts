@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import type { Actor } from '../../core/auth/principal.ts'
 import { isoUtc as iso, type Queryable } from '../../core/db/index.ts'
-import { eventType, insertEvents } from '../../core/events/events.ts'
+import { eventType, insertEvents, type EventType } from '../../core/events/events.ts'
 import type { FieldChange } from './records.payload.ts'
 import type { RecordOut } from './records.schema.ts'
 
@@ -119,7 +119,7 @@ export interface NewRecord {
   payload: Record<string, unknown>
   externalRef?: string | null
   actor: Actor
-  changes: unknown[]
+  changes: FieldChange[]
 }
 
 /** The record.created event of each row of a CTE `r` of inserted records (single creates and bulk batches). */
@@ -180,6 +180,7 @@ export interface RecordChange {
 
 /** Applies a change to a locked record, appends its activity entry and writes its event (record.<action>), in one statement. */
 export async function updateRecord(client: pg.PoolClient, c: RecordChange): Promise<void> {
+  const type: EventType = `record.${c.action}`
   const data: Record<string, unknown> = {}
   if (c.action !== 'deleted') data.changedFields = c.changes.map((x) => x.field)
   if (c.transition) data.transition = c.transition
@@ -196,7 +197,7 @@ export async function updateRecord(client: pg.PoolClient, c: RecordChange): Prom
       ${insertEvents(
         {
           tenantId: 'r.tenant_id',
-          type: "'record.' || $6",
+          type: '$12',
           actor: '$5',
           moduleKey: 'r.module_key',
           subjectId: 'r.id',
@@ -204,7 +205,7 @@ export async function updateRecord(client: pg.PoolClient, c: RecordChange): Prom
         },
         'r'
       )}`,
-    values: [c.tenantId, c.id, c.payload, c.state, c.actor, c.action, JSON.stringify(c.changes), c.transition ?? null, !!c.delete, c.comment ?? null, JSON.stringify(data)]
+    values: [c.tenantId, c.id, c.payload, c.state, c.actor, c.action, JSON.stringify(c.changes), c.transition ?? null, !!c.delete, c.comment ?? null, JSON.stringify(data), type]
   })
 }
 
