@@ -390,7 +390,7 @@ export class BulkRun {
       if (refs.length) for (const rec of await repo.lockByExternalRefs(client, principal.tenantId, key, refs)) existing.set(rec.external_ref!, rec)
     }
     const rule = rowRule(principal, module)
-    type Plan = { row: Row; payload: Record<string, unknown>; current?: RecordRow; changes?: FieldChange[]; changed?: ReadonlySet<string> }
+    type Plan = { row: Row; payload: Record<string, unknown>; current?: RecordRow; changes?: FieldChange[] }
     const plans: Plan[] = []
     for (const row of rows) {
       const current = row.externalRef !== undefined ? existing.get(row.externalRef) : undefined
@@ -404,12 +404,12 @@ export class BulkRun {
           throw problems.conflict('record.external_ref_taken', `A live ${key} record has externalRef "${row.externalRef}", and this credential may not change it.`)
         }
         const { payload, changes } = updateRules(principal, module, current.payload, row.payload!)
-        plans.push({ row, payload, current, changes, changed: new Set(changes.map((c) => c.field)) })
+        plans.push({ row, payload, current, changes })
       } catch (err) {
         row.outcome = errorOutcome(row, err instanceof Error ? rowProblem(err) : (err as BulkRowProblem))
       }
     }
-    const refProblems = await referenceProblems(client, this.o.tenants, principal.tenantId, module, plans.map((p) => ({ payload: p.payload, changed: p.changed })))
+    const refProblems = await referenceProblems(client, this.o.tenants, principal.tenantId, module, plans.map((p) => ({ payload: p.payload, changed: p.changes && new Set(p.changes.map((c) => c.field)) })))
     const ok = plans.filter((p, i) => {
       if (!refProblems[i].length) return true
       p.row.outcome = errorOutcome(p.row, rowProblem(validationError(refProblems[i])))
