@@ -47,11 +47,15 @@ npm ci >"$work/ci.log" 2>&1
 status=$?
 installed=$(date +%s)
 if [ $status = 0 ]; then
-  if [ -n "$test_db" ]; then DATABASE_URL="$test_db" npm test >"$work/test.log" 2>&1; else npm test >"$work/test.log" 2>&1; fi
+  # CPU seconds of npm test and everything it waited for (tap, test files, the embedded PostgreSQL)
+  timed=(/usr/bin/time -f '%U %S' -o "$work/test.cpu")
+  [ -x /usr/bin/time ] || timed=()
+  if [ -n "$test_db" ]; then DATABASE_URL="$test_db" "${timed[@]}" npm test >"$work/test.log" 2>&1; else "${timed[@]}" npm test >"$work/test.log" 2>&1; fi
   status=$?
 fi
 end=$(date +%s)
 echo "npm ci && npm test: exit $status in $((end - start)) s (npm ci $((installed - start)) s, npm test $((end - installed)) s); $(grep -E '^# \{ total' "$work/test.log" | tail -1)"
+[ -s "$work/test.cpu" ] && echo "npm test used $(awk '{printf "%.0f s of CPU (%.0f user, %.0f system)", $1 + $2, $1, $2}' "$work/test.cpu")"
 echo "slowest test files (wall time under load):"; grep -E '^(ok|not ok) [0-9]+ - .* # time=' "$work/test.log" | sed -E 's/.* - (.*) # time=([0-9.]+)ms.*/\2 \1/' | sort -rn | head -12 | awk '{printf "  %6.1f s  %s\n", $1/1000, $2}'
 echo "load average while it ran:"; sed -n '1~4p' "$work/load.log"
 cleanup
