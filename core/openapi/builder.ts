@@ -232,7 +232,7 @@ export function queryParamsOf(schema: { properties: Record<string, unknown>; req
   })
 }
 
-/** A page cursor as the service issues them (a signed position); any other is 400 `cursor.invalid`. */
+/** A page cursor as the service issues them (a sealed position, bound to its filters); any other is 400 `cursor.invalid`. */
 export const cursorSchema: JsonSchema = { type: 'string', minLength: 1, maxLength: headValueMax, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' }
 
 /** `limit` and `cursor`, as every list endpoint takes them. */

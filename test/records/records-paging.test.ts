@@ -1,4 +1,6 @@
 import t, { type Test } from 'tap'
+import { createCipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto'
+import { CursorCodec } from '../../core/pagination/cursor.ts'
 import { incidentPayload, startTestServer, type Reply } from '../helpers/server.ts'
 
 const server = await startTestServer()
@@ -118,8 +120,13 @@ t.test('refuses a tampered cursor', async (t) => {
   const first = await list('limit=5')
   const cursor: string = first.body.nextCursor
   const [body, sig] = cursor.split('.')
-  const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(body, 'base64url').toString()), p: [0] })).toString('base64url')
-  assertBadCursor(t, await list(`limit=5&cursor=${forged}.${sig}`))
+  // Each byte after the version byte flipped in turn (nonce, then the sealed position): none opens.
+  const bytes = Buffer.from(body, 'base64url')
+  for (let i = 1; i < bytes.length; i += 4) {
+    const forged = Buffer.from(bytes)
+    forged[i] ^= 0x01
+    assertBadCursor(t, await list(`limit=5&cursor=${forged.toString('base64url')}.${sig}`))
+  }
   const flipped = sig.slice(0, -2) + (sig.endsWith('AA') ? 'BB' : 'AA')
   assertBadCursor(t, await list(`limit=5&cursor=${body}.${flipped}`))
   assertBadCursor(t, await list('limit=5&cursor=not-a-cursor'))
@@ -249,4 +256,39 @@ t.test('refuses filters the module does not allow', async (t) => {
   assertInvalid(t, await list('payload[weather]=rain'), 'payload.weather')
   assertInvalid(t, await list('sort=title'), 'sort')
   assertInvalid(t, await server.request('GET', '/api/v1/records?limit=5'), 'moduleKey')
+})
+
+t.test('a cursor is opaque, the same for the same page, bound to its filters, and one of the earlier format still opens', async (t) => {
+  const secret = randomBytes(32)
+  const codec = new CursorCodec(secret)
+  const scope = JSON.stringify(['acme', 'incident', ['state', ['reported']]])
+  const cursor = codec.encode(scope, [123456])
+  const refused = (decode: () => unknown, message = 'refused as cursor.invalid') => {
+    let code: unknown
+    try {
+      decode()
+    } catch (err) {
+      code = (err as { problemCode?: string }).problemCode
+    }
+    t.equal(code, 'cursor.invalid', message)
+  }
+  t.equal(codec.encode(scope, [123456]), cursor, 'the same page gets the same cursor')
+  t.not(codec.encode(scope, [123457]), cursor)
+  t.notMatch(Buffer.from(cursor.split('.')[0], 'base64url').toString('latin1'), /123456/, 'the position cannot be read')
+  t.same(codec.decode(cursor, scope), [123456])
+  refused(() => codec.decode(cursor, JSON.stringify(['globex', 'incident', ['state', ['reported']]])), 'another scope does not open it')
+  refused(() => new CursorCodec(randomBytes(32)).decode(cursor, scope), 'another secret does not open it')
+  refused(() => codec.decode(`${cursor}.x`, scope))
+
+  // A v2 cursor (issued before the upgrade) as that format sealed it: HMAC-signed JSON around {h, p}.
+  const seal = Buffer.from(hkdfSync('sha256', secret, '', 'records cursor seal', 32))
+  const nonce = Buffer.from(hkdfSync('sha256', secret, '', 'records cursor nonce', 32))
+  const plain = Buffer.from(JSON.stringify({ h: createHash('sha256').update(scope).digest('base64url').slice(0, 22), p: [42] }))
+  const iv = createHmac('sha256', nonce).update(plain).digest().subarray(0, 12)
+  const cipher = createCipheriv('aes-256-gcm', seal, iv)
+  const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()])
+  const body = Buffer.from(JSON.stringify({ v: 2, c: sealed.toString('base64url') })).toString('base64url')
+  const v2 = `${body}.${createHmac('sha256', secret).update(body).digest().subarray(0, 12).toString('base64url')}`
+  t.same(codec.decode(v2, scope), [42], 'a v2 cursor still opens')
+  refused(() => codec.decode(v2, JSON.stringify(['acme', 'inspection'])), 'and stays bound to its scope')
 })
