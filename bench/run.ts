@@ -78,7 +78,7 @@ function scenarios(ids: string[]): Scenario[] {
     {
       key: 'get',
       label: 'GET one record',
-      target: 0.55,
+      target: 0.6,
       status: 200,
       requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/v1/records/${ids[next++ % ids.length]}` }) }]
     },

@@ -16,6 +16,8 @@ import { servedVerbs } from './problem.ts'
  *   the path meant when the same path with or without `/v1` exists.
  * Colon methods (`/{id}:transition`) are rewritten before this, so they pass.
  */
+const changingVerbs = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
 export const routeGuard = (app: App, streamingPaths: readonly RegExp[] = []): Middleware => async (ctx, next) => {
   const segments = ctx.path.split('/').slice(1)
   if (segments.some((s) => Object.hasOwn(Object.prototype, decodeSegment(s))) || (ctx.path.startsWith('/api/') && ctx.path.endsWith('/'))) {
@@ -25,13 +27,14 @@ export const routeGuard = (app: App, streamingPaths: readonly RegExp[] = []): Mi
   if (!found && ctx.path.startsWith('/api/') && !streamingPaths.some((p) => p.test(ctx.path))) {
     const meant = nearbyRoute(app, streamingPaths, ctx.path)
     if (meant) ctx.state.routeHint = ` Did you mean ${meant}?`
-    if (['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method)) throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.${ctx.state.routeHint ?? ''}`)
+    if (changingVerbs.has(ctx.method)) throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.${ctx.state.routeHint ?? ''}`)
   }
-  if (found && !ctx.get('x-service-method')) {
+  // Only a changing verb can be one Feathers would misroute; reads pass without working out the Allow list.
+  if (found && changingVerbs.has(ctx.method) && !ctx.get('x-service-method')) {
     const item = found.params.__id !== undefined
     const allowed = servedVerbs(found.service, item)
-    const asked = ctx.method === 'HEAD' ? 'GET' : ctx.method
-    if (!allowed.includes(asked) && ['POST', 'PUT', 'PATCH', 'DELETE'].includes(asked)) {
+    const asked = ctx.method
+    if (!allowed.includes(asked)) {
       const list = allowed.join(', ')
       throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${list || 'nothing'}.${item ? '' : ' Changes go to one record at a time: /{id}.'}`, {}, { Allow: list })
     }
