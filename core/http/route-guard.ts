@@ -4,6 +4,9 @@ import { ApiError, problems } from '../errors/index.ts'
 import { decodeSegment } from './custom-methods.ts'
 import { servedVerbs } from './problem.ts'
 
+/** The verbs Feathers would misroute on a path that does not serve them (a read it cannot). */
+const changingVerbs = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
 /**
  * Just before the Feathers router, answers the requests it would get wrong:
  * - a path segment naming a member of Object.prototype (`constructor`, `__proto__`,
@@ -16,8 +19,6 @@ import { servedVerbs } from './problem.ts'
  *   the path meant when the same path with or without `/v1` exists.
  * Colon methods (`/{id}:transition`) are rewritten before this, so they pass.
  */
-const changingVerbs = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
-
 export const routeGuard = (app: App, streamingPaths: readonly RegExp[] = []): Middleware => async (ctx, next) => {
   const segments = ctx.path.split('/').slice(1)
   if (segments.some((s) => Object.hasOwn(Object.prototype, decodeSegment(s))) || (ctx.path.startsWith('/api/') && ctx.path.endsWith('/'))) {
@@ -33,8 +34,7 @@ export const routeGuard = (app: App, streamingPaths: readonly RegExp[] = []): Mi
   if (found && changingVerbs.has(ctx.method) && !ctx.get('x-service-method')) {
     const item = found.params.__id !== undefined
     const allowed = servedVerbs(found.service, item)
-    const asked = ctx.method
-    if (!allowed.includes(asked)) {
+    if (!allowed.includes(ctx.method)) {
       const list = allowed.join(', ')
       throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${list || 'nothing'}.${item ? '' : ' Changes go to one record at a time: /{id}.'}`, {}, { Allow: list })
     }
