@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto'
 import { rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { whileAnswerIsStored } from '../helpers/idempotency.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { startS3 } from '../helpers/s3.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 

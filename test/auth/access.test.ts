@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { hiddenFields, rowRule, can } from '../../core/auth/access.ts'
 import type { Principal } from '../../core/auth/principal.ts'
 import { hasScope, scopeForAction, scopesWithin, unknownScopes } from '../../core/auth/scopes.ts'

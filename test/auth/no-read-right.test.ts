@@ -1,5 +1,5 @@
 import feathers from '@feathersjs/feathers'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { userWithToken } from '../helpers/identity.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import t, { type Test } from 'tap'
+import t, { type Test } from '../helpers/tap.ts'
 import { createPlatform } from '../../core/app.ts'
 import { loadConfig } from '../../core/config.ts'
 import { createLimiter } from '../../core/limits/limiter.ts'

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { CredentialStore } from '../../core/auth/credentials.ts'
 import { startTestServer } from '../helpers/server.ts'
 

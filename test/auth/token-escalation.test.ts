@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { plugins } from '../../plugins/index.ts'
 import { eventually, userWithToken } from '../helpers/identity.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'

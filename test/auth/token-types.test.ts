@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { eventually, userWithToken } from '../helpers/identity.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { holdsSeveralObjects } from '../../plugins/bulk/bulk.lines.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'

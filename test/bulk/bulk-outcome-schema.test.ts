@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { Ajv } from 'ajv'
 import addFormats from 'ajv-formats'
 import { toDocumentSchema } from '../../core/openapi/builder.ts'

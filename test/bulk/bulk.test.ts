@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { userWithToken } from '../helpers/identity.ts'
 import { bulkCall, ndjson, openBulk } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'

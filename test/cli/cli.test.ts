@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { runCli } from '../../core/cli/index.ts'
 import { projectRoot } from '../../core/paths.ts'
 import { plugins } from '../../plugins/index.ts'

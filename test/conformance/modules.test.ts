@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { referenceOrder, samplePayload, type SampleContext } from '../../core/modules/derive/sample.ts'
 import type { ModuleDefinition } from '../../core/modules/types.ts'
 import { startTestServer } from '../helpers/server.ts'

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { sql } from '../../core/db/index.ts'
 import { ShapedQuery } from '../../core/db/shaped-query.ts'
 

@@ -1,6 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { shellBlocks } from '../../scripts/doc-commands.ts'
 
 /**

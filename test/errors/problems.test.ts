@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import t, { type Test } from 'tap'
+import t, { type Test } from '../helpers/tap.ts'
 import { problemKinds } from '../../core/errors/kinds.ts'
 import { incidentPayload, startTestServer, type Reply } from '../helpers/server.ts'
 

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { eventsAfter, type StoredEvent } from '../../core/events/events.ts'
 import { eventually } from '../helpers/identity.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { loadConfig } from '../../core/config.ts'
 import { ExportColumnsError, exportColumns, fieldToColumn, summaryColumns, summaryExportColumns, type ExportRecord } from '../../core/modules/derive/columns.ts'
 import { loadModules } from '../../core/modules/registry.ts'

@@ -1,5 +1,6 @@
+// tap: own process (Agenda leaves a timer behind, so its teardown ends the process)
 import { randomUUID } from 'node:crypto'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { whileAnswerIsStored } from '../helpers/idempotency.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 

@@ -1,10 +1,11 @@
+// tap: own process (Agenda leaves a timer behind, so its teardown ends the process)
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import ExcelJS from 'exceljs'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { parseCsv } from '../helpers/csv.ts'
 import { createPlatform, startServer } from '../../core/app.ts'
 import { loadConfig } from '../../core/config.ts'

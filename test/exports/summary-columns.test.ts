@@ -1,4 +1,4 @@
-import t, { type Test } from 'tap'
+import t, { type Test } from '../helpers/tap.ts'
 import { loadConfig } from '../../core/config.ts'
 import { loadModules, ModuleRegistry } from '../../core/modules/registry.ts'
 import { ModuleDefinitionError } from '../../core/modules/validate.ts'

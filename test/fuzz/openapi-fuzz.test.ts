@@ -1,4 +1,4 @@
-import t, { type Test } from 'tap'
+import t, { type Test } from '../helpers/tap.ts'
 import fc from 'fast-check'
 import { startTestServer } from '../helpers/server.ts'
 import { basesOf, type Workflow } from './bases.ts'

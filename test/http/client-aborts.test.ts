@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { finished } from 'node:stream/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 

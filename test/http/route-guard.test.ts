@@ -1,5 +1,5 @@
 import { connect } from 'node:net'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 
 const server = await startTestServer()

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import t, { type Test } from 'tap'
+import t, { type Test } from '../helpers/tap.ts'
 import { purgeExpiredKeys } from '../../plugins/idempotency/idempotency.ts'
 import { incidentPayload, startTestServer, type Reply } from '../helpers/server.ts'
 

@@ -1,8 +1,9 @@
+// tap: own process (Agenda leaves a timer behind, so its teardown ends the process)
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { PostgresBackend } from '@agendajs/postgres-backend'
 import { Agenda } from 'agenda'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 
 // Its own file: the other idempotency tests run on a server without the job scheduler.

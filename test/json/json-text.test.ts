@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { jsonDataProblems, jsonLimits } from '../../core/json-data.ts'
 import { jsonTextProblem } from '../../core/json-text.ts'
 

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 
 /**
  * The layering of the plugin contract (.dependency-cruiser.cjs): core imports no plugin,

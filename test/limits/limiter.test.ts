@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
-import t, { type Test } from 'tap'
+import t, { type Test } from '../helpers/tap.ts'
 import { createLimiter, type Limiter, type WindowResult } from '../../core/limits/limiter.ts'
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { projectRoot } from '../../core/paths.ts'
 import { loadModules } from '../../core/modules/registry.ts'
 import { ModuleDefinitionError } from '../../core/modules/validate.ts'

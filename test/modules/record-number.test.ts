@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { compilePattern } from '../../core/modules/record-number.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream'
 import { text } from 'node:stream/consumers'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { ContractChecker, type Violation } from '../../core/openapi/contract.ts'
 
 const problem = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } }

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { loadConfig } from '../../core/config.ts'
 import { fieldTypes } from '../../core/modules/types.ts'
 import { idempotencyKeySchema } from '../../core/http/idempotency-key.ts'

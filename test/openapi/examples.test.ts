@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import type { Json } from '../../core/openapi/builder.ts'
 import { startTestServer } from '../helpers/server.ts'
 

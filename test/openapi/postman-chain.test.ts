@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { toPostmanCollection, type PostmanRequestItem } from '../../core/openapi/postman.ts'
 
 /**

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module'
 import type { EventEmitter } from 'node:events'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { startTestServer } from '../helpers/server.ts'
 
 /**

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { postmanSchema, toPostmanCollection, type PostmanCollection, type PostmanRequestItem } from '../../core/openapi/postman.ts'
 
 const recordId = '3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60'

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import type { Browser, BrowserContext } from 'playwright-core'
 import { chromiumMissing, launchChromium } from '../helpers/browser.ts'
 import { startTestServer } from '../helpers/server.ts'

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { loadConfig } from '../../core/config.ts'
 import { loadModules } from '../../core/modules/registry.ts'
 import { resolveLocal, type Json } from '../../core/openapi/builder.ts'

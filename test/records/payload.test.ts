@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { diffPayload, hasValue, mergePatch as merge } from '../../plugins/records/records.payload.ts'
 
 /** mergePatch's result as a plain object, for deep comparison (it has no prototype). */

@@ -1,4 +1,4 @@
-import t, { type Test } from 'tap'
+import t, { type Test } from '../helpers/tap.ts'
 import { createCipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto'
 import { CursorCodec } from '../../core/pagination/cursor.ts'
 import { incidentPayload, startTestServer, type Reply } from '../helpers/server.ts'

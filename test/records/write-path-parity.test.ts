@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { userWithToken, type TestUser } from '../helpers/identity.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer, type Reply } from '../helpers/server.ts'

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 
 

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import { createS3Driver } from '../../core/storage/s3.ts'
 import { startS3 } from '../helpers/s3.ts'
 

@@ -2,21 +2,57 @@
  * `npm test`: tap over every test file, and nothing left running afterwards. Without
  * DATABASE_URL the files share one embedded PostgreSQL (test/suite/cluster.ts): it is
  * started here, before tap, so no two files race to start it, and stopped here when tap
- * ends, whether the tests passed, failed or were interrupted. Arguments go to tap
- * (`npm test -- test/records`).
+ * ends, whether the tests passed, failed or were interrupted.
+ *
+ * With no arguments the files of each area (test/<area>/) run in one process, one
+ * subtest per file (test/suite/grouped.ts), except a file that says on a line of its own
+ * `// tap: own process` and why. Arguments go to tap as they are, one process per file
+ * as `npx tap` runs them (`npm test -- test/records`).
  */
 import { spawn } from 'node:child_process'
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { constants } from 'node:os'
 import { dirname, join } from 'node:path'
 import { startEmbedded, stopEmbedded } from '../../core/db/embedded.ts'
+import { projectRoot } from '../../core/paths.ts'
 import { testCluster } from './cluster.ts'
+
+const groupsDir = join(projectRoot, 'test', '.groups')
+
+/** Test files to hand tap: one generated file per area with two or more files that can share a process, and the rest as they are. */
+function suiteFiles(): string[] {
+  const testDir = join(projectRoot, 'test')
+  const areas = new Map<string, string[]>()
+  const own: string[] = []
+  for (const entry of readdirSync(testDir, { recursive: true, encoding: 'utf8' }).sort()) {
+    if (!entry.endsWith('.test.ts') || entry.startsWith('.')) continue
+    const file = join('test', entry)
+    if (/^\/\/ tap: own process/m.test(readFileSync(join(projectRoot, file), 'utf8'))) own.push(file)
+    else areas.set(dirname(entry), [...(areas.get(dirname(entry)) ?? []), file])
+  }
+  rmSync(groupsDir, { recursive: true, force: true })
+  mkdirSync(groupsDir, { recursive: true })
+  const files: string[] = []
+  // Largest areas first, so the two jobs finish close together.
+  for (const [area, members] of [...areas].sort((a, b) => b[1].length - a[1].length)) {
+    if (members.length === 1) {
+      files.push(members[0])
+      continue
+    }
+    const group = join('test', '.groups', `${area.replaceAll('/', '-')}.test.ts`)
+    writeFileSync(join(projectRoot, group), `import { runFiles } from '../suite/grouped.ts'\n\nawait runFiles(${JSON.stringify(members, null, 2)})\n`)
+    files.push(group)
+  }
+  return [...files, ...own]
+}
 
 const embedded = !process.env.DATABASE_URL
 if (embedded) await startEmbedded({ ...testCluster, database: 'postgres' })
 
 const tap = join(dirname(createRequire(import.meta.url).resolve('tap/package.json')), 'dist/esm/run.mjs')
-const child = spawn(process.execPath, [tap, ...process.argv.slice(2)], { stdio: 'inherit' })
+const args = process.argv.slice(2)
+const child = spawn(process.execPath, [tap, ...(args.length ? args : suiteFiles())], { stdio: 'inherit', cwd: projectRoot })
 // An interrupted run (Ctrl-C reaches tap too, being in the same process group) still stops the cluster below.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => child.kill(signal))
 // Killed by a signal: the shell's convention, 128 + its number.
@@ -25,4 +61,5 @@ const code = await new Promise<number>((resolve) => child.on('exit', (c, s) => r
 if (embedded && (await stopEmbedded(testCluster.dataDir).catch((err) => (console.error(`could not stop the embedded test PostgreSQL: ${err.message}`), false)))) {
   console.log('# stopped the embedded test PostgreSQL')
 }
+if (!args.length) rmSync(groupsDir, { recursive: true, force: true })
 process.exit(code)

@@ -1,4 +1,4 @@
-import t, { type Test } from 'tap'
+import t, { type Test } from '../helpers/tap.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 
 const server = await startTestServer()

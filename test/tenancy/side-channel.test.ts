@@ -1,6 +1,7 @@
+// tap: own process (Agenda leaves a timer behind, so its teardown ends the process)
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import t from 'tap'
+import t from '../helpers/tap.ts'
 import type { Lease } from '../../core/limits/limiter.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer, type Reply } from '../helpers/server.ts'
