@@ -4,6 +4,7 @@ import { attachmentsPlugin } from './attachments/attachments.ts'
 import { auditLogPlugin } from './audit-log/audit-log.ts'
 import { bulkPlugin } from './bulk/bulk.ts'
 import { exportsPlugin } from './exports/exports.ts'
+import { graphqlPlugin } from './graphql/graphql.ts'
 import { idempotencyPlugin } from './idempotency/idempotency.ts'
 import { mePlugin } from './me/me.ts'
 import { modulesPlugin } from './modules/modules.ts'
@@ -27,6 +28,7 @@ export const plugins: readonly Plugin[] = [
   auditLogPlugin,
   tokensPlugin,
   mePlugin,
+  graphqlPlugin,
   settingsPlugin,
   apiDocsPlugin
 ]

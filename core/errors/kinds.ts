@@ -6,6 +6,7 @@ export const problemKinds = {
   forbidden: { status: 403, title: 'Forbidden', text: 'The credential is valid but lacks the role, scope or right the operation needs. The detail names what is missing.' },
   'not-found': { status: 404, title: 'Not found', text: 'No such resource for this tenant: the route does not exist, the record is soft-deleted (see the audit log), or it belongs to a module the tenant has not installed.' },
   'method-not-allowed': { status: 405, title: 'Method not allowed', text: 'The route exists but does not accept this HTTP method.' },
+  'not-acceptable': { status: 406, title: 'Not acceptable', text: 'The Accept header names no media type the endpoint answers with. The detail lists those it does.' },
   conflict: { status: 409, title: 'Conflict', text: 'The request conflicts with the current state: a workflow transition that is not allowed from the record’s current state, or a retry with an Idempotency-Key whose first request is still being processed.' },
   'precondition-failed': { status: 412, title: 'Precondition failed', text: 'The If-Match header names a version of the record that is no longer current. Fetch the record again and re-apply the change.' },
   'payload-too-large': { status: 413, title: 'Payload too large', text: 'The request body is larger than the service accepts for this endpoint.' },

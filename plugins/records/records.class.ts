@@ -27,9 +27,18 @@ import {
 } from './records.schema.ts'
 import type { CallParams } from '../../core/hooks/call-params.ts'
 
+/** What a list item may carry besides its columns, each in the same statement (GraphQL asks for what its query selects). */
+export type RecordInclude = 'activity' | 'attachments' | 'transitions'
+
 export interface RecordParams extends CallParams<RecordQuery> {
   /** Internal only (exports): answer with the number of matching records, no page. */
   countOnly?: boolean
+  /** find: items with their activity, attachments or available transitions, as `get` gives them. */
+  include?: readonly RecordInclude[]
+  /** find: a cursor after each item (`RecordPage.cursors`), for GraphQL connection edges. */
+  itemCursors?: boolean
+  /** get and changes: the record must be of this module (GraphQL's per-module fields); another module's record is a 404. */
+  moduleKey?: string
   /** Set by the idempotency hook: stores the response inside the write's own transaction. */
   idempotency?: { complete(db: pg.PoolClient, body: unknown): Promise<void> }
 }
@@ -40,6 +49,8 @@ export interface RecordPage {
   limit: number
   /** With params.countOnly. */
   total?: number
+  /** With params.itemCursors: the cursor of the page that starts after each item. */
+  cursors?: string[]
 }
 
 export interface RecordsOptions {
@@ -77,17 +88,18 @@ export class RecordsService {
   }
 
   /** The record's module, checked installed for the caller's tenant; a record of another module is a 404. */
-  private moduleOf(principal: Principal, row: repo.RecordRow | undefined, id: string): RegisteredModule {
+  private moduleOf(principal: Principal, row: repo.RecordRow | undefined, id: string, moduleKey?: string): RegisteredModule {
     const m = row && this.o.tenants.get(principal.tenantId)?.modules.get(row.module_key)
     if (!m) throw this.notFound(id)
+    if (moduleKey !== undefined && m.definition.key !== moduleKey) throw problems.notFound('record.not_found', `No live ${moduleKey} record ${id} for this tenant.`)
     assertCan(principal, m, 'read')
     // A record outside the caller's row-level rule does not exist for it.
     if (rowRule(principal, m)?.test(row) === false) throw this.notFound(id)
     return m
   }
 
-  private present(principal: Principal, module: RegisteredModule, row: repo.RecordRow): RecordOut {
-    const out = view(principal, module, row)
+  private present(principal: Principal, module: RegisteredModule, row: repo.RecordRow, hidden?: ReadonlySet<string>): RecordOut {
+    const out = view(principal, module, row, hidden)
     out.attachments ??= []
     out.availableTransitions = this.firable(principal, module, row.state).map((t) => ({
       key: t.key,
@@ -135,14 +147,16 @@ export class RecordsService {
 
     // updatedSince pages in change order (incremental sync); otherwise in creation order.
     const byUpdate = !!q.updatedSince
-    const columns = byUpdate ? `${repo.recordColumns}, ${repo.updatedAtExact}` : repo.recordColumns
+    const include = new Set(params.include ?? [])
+    const columns = [repo.recordColumns, ...(byUpdate ? [repo.updatedAtExact] : []), ...(include.has('activity') ? [repo.activityJson] : []), ...(include.has('attachments') ? [repo.attachmentsJson] : [])].join(', ')
+    const shape = ['records.find', ...(byUpdate ? ['by-update'] : []), ...[...include].filter((i) => i !== 'transitions').sort()].join('.')
     // Internal callers (exports) may ask for the count of the same selection instead of a page.
     const countOnly = params.countOnly === true && !params.provider
     // Tenant and module are pinned on both shapes, first: the count once lacked them and counted every tenant's records.
     const select = (
       countOnly
         ? new ShapedQuery('records.count', () => sql('records as r').select(sql.raw('count(*)::int AS total')))
-        : new ShapedQuery(byUpdate ? 'records.find.by-update' : 'records.find', () => sql('records as r').select(sql.raw(columns)))
+        : new ShapedQuery(shape, () => sql('records as r').select(sql.raw(columns)))
     )
       .add('tenant', [principal.tenantId], (b) => b.where('r.tenant_id', principal.tenantId))
       .add('module', [module.definition.key], (b) => b.andWhere('r.module_key', module.definition.key))
@@ -164,6 +178,16 @@ export class RecordsService {
       }
       select.add(`state:${states.length}`, states, (b) => b.whereIn('r.state', states))
       scopeParts.push(['state', states])
+    }
+    if (q.id) {
+      const ids = q.id.split(',').map((s) => s.trim().toLowerCase())
+      const bad = ids.filter((s) => !isUuid(s))
+      if (bad.length || ids.length > limit) {
+        const detail = bad.length ? `must be record ids (UUIDs) separated by commas (got ${bad.slice(0, 3).map((b) => JSON.stringify(b)).join(', ')})` : `names ${ids.length} records; at most the page limit (${limit}) per call`
+        throw validationError([{ pointer: '/id', field: 'id', code: bad.length ? 'format' : 'maxItems', detail }])
+      }
+      select.add(`id:${ids.length}`, ids, (b) => b.whereIn('r.id', ids))
+      scopeParts.push(['id', ids])
     }
     if (q.externalRef) {
       const ref = canonicalExternalRef(q.externalRef)
@@ -204,8 +228,15 @@ export class RecordsService {
     const rows = await select.run<repo.RecordRow>(this.o.pool)
     const page = rows.slice(0, limit)
     const last = page[page.length - 1]
-    const nextCursor = rows.length > limit && last ? this.o.cursors.encode(scope, byUpdate ? [last.updated_at_exact, last.seq] : [last.seq]) : null
-    return { items: page.map((row) => view(principal, module, row, hidden)), nextCursor, limit }
+    const after = (row: repo.RecordRow) => this.o.cursors.encode(scope, byUpdate ? [row.updated_at_exact, row.seq] : [row.seq])
+    const nextCursor = rows.length > limit && last ? after(last) : null
+    const items = page.map((row) => {
+      if (!include.has('transitions')) return view(principal, module, row, hidden)
+      const out = this.present(principal, module, row, hidden)
+      if (!include.has('attachments')) delete out.attachments
+      return out
+    })
+    return { items, nextCursor, limit, ...(params.itemCursors ? { cursors: page.map(after) } : {}) }
   }
 
   private payloadFilter(module: RegisteredModule, key: string, condition: unknown): Array<{ sql: string; bindings: unknown[] }> {
@@ -240,7 +271,7 @@ export class RecordsService {
     const principal = this.principal(params)
     if (!isUuid(id)) throw this.notFound(String(id), principal.tenantId)
     const row = await repo.selectLive(this.o.pool, principal.tenantId, id)
-    const module = this.moduleOf(principal, row, id)
+    const module = this.moduleOf(principal, row, id, params.moduleKey)
     return this.present(principal, module, row!)
   }
 
@@ -293,7 +324,7 @@ export class RecordsService {
     if (!isUuid(id)) throw this.notFound(String(id), principal.tenantId)
     return transaction(this.o.pool, async (client) => {
       const row = await repo.lockLive(client, principal.tenantId, id)
-      const module = this.moduleOf(principal, row, id)
+      const module = this.moduleOf(principal, row, id, params.moduleKey)
       const ifMatch = params.ifMatch
       if (ifMatch !== undefined && ifMatch.trim() !== '*') {
         const wanted = ifMatch.split(',').map((v) => v.trim().replace(/^W\//, '').replace(/"/g, ''))

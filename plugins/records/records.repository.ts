@@ -21,14 +21,14 @@ export const updatedAtExact = `to_char(r.updated_at AT TIME ZONE 'UTC', 'YYYY-MM
  * table's own identity is numbered across tenants, so showing it would let a tenant count
  * the others' changes between two of its own.
  */
-const activityJson = `coalesce((SELECT json_agg(json_build_object('id', a.n, 'at', ${iso('a.at')}, 'actor', a.actor, 'action', a.action,
+export const activityJson = `coalesce((SELECT json_agg(json_build_object('id', a.n, 'at', ${iso('a.at')}, 'actor', a.actor, 'action', a.action,
   'changes', a.changes, 'transition', a.transition, 'comment', a.comment) ORDER BY a.n)
   FROM (SELECT row_number() OVER (ORDER BY x.id) AS n, x.* FROM record_activity x WHERE x.tenant_id = r.tenant_id AND x.record_id = r.id) a), '[]'::json) AS activity`
 
 /** Ready attachments of a record, as its metadata shows them (pending uploads are not part of the record yet). */
 export const attachmentColumns = (x: string) => `json_build_object('id', ${x}.id, 'fileName', ${x}.file_name, 'contentType', ${x}.content_type, 'size', ${x}.size,
   'sha256', encode(${x}.sha256, 'hex'), 'uploadedBy', ${x}.uploaded_by, 'uploadedAt', ${iso(`${x}.uploaded_at`)})`
-const attachmentsJson = `coalesce((SELECT json_agg(${attachmentColumns('x')} ORDER BY x.uploaded_at, x.id)
+export const attachmentsJson = `coalesce((SELECT json_agg(${attachmentColumns('x')} ORDER BY x.uploaded_at, x.id)
   FROM attachments x WHERE x.tenant_id = r.tenant_id AND x.record_id = r.id AND x.state = 'ready'), '[]'::json) AS attachments`
 
 export interface RecordRow {

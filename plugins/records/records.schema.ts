@@ -104,7 +104,8 @@ export const recordQuerySchema = (maxLimit: number) =>
       payload: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Record(Type.String(), Type.String())]))),
       includeDeleted: Type.Optional(Type.Boolean({ description: 'Also return soft-deleted records (with deletedAt); for incremental sync with updatedSince' })),
       externalRef: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The record with this source-system reference' })),
-      number: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'The record with this number, e.g. INC-2026-00042' }))
+      number: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'The record with this number, e.g. INC-2026-00042' })),
+      id: Type.Optional(Type.String({ minLength: 36, maxLength: 37 * maxLimit, description: 'These records: ids separated by commas, at most `limit` of them' }))
     },
     { title: 'RecordQuery', additionalProperties: false }
   )

@@ -1,0 +1,200 @@
+import { createHash } from 'node:crypto'
+import { getOperationAST, GraphQLError, OperationTypeNode, printSchema, type GraphQLSchema, type ValidationContext } from 'graphql'
+import { createHandler, type OperationContext } from 'graphql-http'
+import type { Middleware, ParameterizedContext } from 'koa'
+import type { Principal } from '../../core/auth/principal.ts'
+import type { App, Platform } from '../../core/declarations.ts'
+import { ApiError, problems, toProblem } from '../../core/errors/index.ts'
+import { readCapped } from '../../core/http/read-capped.ts'
+import { logger } from '../../core/logger.ts'
+import type { Plugin } from '../../core/plugin.ts'
+import { Loaders, type GraphQLContext } from './graphql.context.ts'
+import { limitRule, type QueryLimits } from './graphql.limits.ts'
+import { describeGraphQL } from './graphql.openapi.ts'
+import { buildSchema, schemaKey } from './graphql.schema.ts'
+import { graphqlPath, sdlPath } from './graphql.shared.ts'
+
+/** How much one operation may ask for; documented in docs/graphql.md. */
+export const queryLimits = (platform: Platform): QueryLimits => ({ maxDepth: 12, maxCost: 25_000, defaultPageSize: platform.config.pagination.defaultLimit })
+
+/**
+ * Schemas per tenant, module versions and the fields hidden from the caller (the key of
+ * graphql.schema.ts `schemaKey`), built once and kept; a module upgrade changes the key,
+ * so the next request builds the new one. Building is synchronous, so requests arriving
+ * together before the first build ends cannot build it twice.
+ */
+export class SchemaCache {
+  private readonly built = new Map<string, { schema: GraphQLSchema; sdl?: { text: string; etag: string } }>()
+  builds = 0
+  constructor(private readonly platform: Platform, private readonly max = 500) {}
+
+  get(principal: Principal) {
+    const { key, modules } = schemaKey(this.platform, principal)
+    let hit = this.built.get(key)
+    if (!hit) {
+      hit = { schema: buildSchema(this.platform, principal, modules) }
+      this.builds++
+      if (this.built.size >= this.max) this.built.delete(this.built.keys().next().value!)
+      this.built.set(key, hit)
+    }
+    return hit
+  }
+
+  sdl(principal: Principal) {
+    const hit = this.get(principal)
+    if (!hit.sdl) {
+      const text = printSchema(hit.schema)
+      hit.sdl = { text, etag: `"${createHash('sha256').update(text).digest('base64url').slice(0, 27)}"` }
+    }
+    return hit.sdl
+  }
+}
+
+/** An error as the same call over REST would answer it: `code`, `status`, `type` and `traceId` in `extensions`. */
+export function formatError(traceId: string, errorsUrl: string) {
+  return (err: Readonly<GraphQLError | Error>): GraphQLError => {
+    const gql = err instanceof GraphQLError ? err : new GraphQLError(err.message, { originalError: err })
+    const at = { nodes: gql.nodes, source: gql.source, positions: gql.positions, path: gql.path }
+    const original = gql.originalError
+    if (!original || original instanceof GraphQLError) {
+      // The request or document itself: syntax, validation against the schema, limits.
+      return new GraphQLError(gql.message, { ...at, extensions: { code: 'graphql.invalid', status: 400, ...gql.extensions, traceId } })
+    }
+    if (!(original instanceof ApiError) && !(original as { code?: unknown }).code && gql.path === undefined) {
+      // graphql-http's own refusals of a request it cannot read ("Missing query", "Unparsable JSON body").
+      return new GraphQLError(original.message, { extensions: { code: 'graphql.bad_request', status: 400, traceId } })
+    }
+    const { body, internal } = toProblem(original, traceId, errorsUrl)
+    if (internal) logger.error('graphql field failed', { traceId, path: gql.path?.join('.'), error: original.stack ?? String(original) })
+    const { detail, title, status, code, type, traceId: _trace, ...extra } = body
+    return new GraphQLError(detail ?? title, { ...at, extensions: { code, status, type, title, traceId, ...extra } })
+  }
+}
+
+/**
+ * An Idempotency-Key makes a retried write safe when the operation is one mutation field:
+ * the key then goes to that field's service call, as REST's header does. With several
+ * mutation fields it could not say which write it covers: refused.
+ */
+function idempotencyRule(key: string | undefined, operationName: string | null | undefined, context: GraphQLContext) {
+  return (v: ValidationContext) => {
+    const op = getOperationAST(v.getDocument(), operationName)
+    if (key && op?.operation === OperationTypeNode.MUTATION) {
+      if (op.selectionSet.selections.length === 1) context.idempotencyKey = key
+      else v.reportError(new GraphQLError(`An Idempotency-Key covers an operation with one mutation field; this one has ${op.selectionSet.selections.length}. Send them as separate requests.`, { nodes: [op], extensions: { code: 'idempotency.one_mutation', status: 400 } }))
+    }
+    return {}
+  }
+}
+
+type RequestContext = { koa: ParameterizedContext; principal: Principal }
+
+/** `POST /api/graphql`, `GET /api/graphql` (queries only), GraphQL over HTTP, and `GET /api/graphql/schema.graphql`. */
+export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
+  const platform = app.get('platform')
+  const limits = queryLimits(platform)
+  const maxBytes = platform.config.http.maxJsonBytes
+  const errorsUrl = () => app.get('errorsUrl') as string
+  // One handler per request: cheap (it closes over these options), and its formatError knows the request's trace id.
+  const handlerFor = (traceId: string) =>
+    createHandler<ParameterizedContext, RequestContext, GraphQLContext & OperationContext>({
+      schema: (req) => cache.get(req.context.principal).schema,
+      context: (req) => {
+        const base = { app, principal: req.context.principal, traceId }
+        return { ...base, loaders: new Loaders(base, platform.config.pagination.maxLimit) }
+      },
+      validationRules: (req, args, specified) => [
+        ...specified,
+        limitRule(limits, () => (args.variableValues ?? {}) as Record<string, unknown>),
+        idempotencyRule(req.context.koa.get('idempotency-key') || undefined, args.operationName, args.contextValue as GraphQLContext)
+      ],
+      formatError: formatError(traceId, errorsUrl())
+    })
+
+  return async (ctx, next) => {
+    if (ctx.path === `/${sdlPath}`) {
+      if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: GET, HEAD.`, {}, { Allow: 'GET, HEAD' })
+      const principal = requireCaller(ctx)
+      const { text, etag } = cache.sdl(principal)
+      ctx.set({ ETag: etag, 'Cache-Control': 'private, no-cache', Vary: 'Authorization, Cookie' })
+      if (ctx.get('if-none-match') === etag) {
+        ctx.status = 304
+        return
+      }
+      ctx.type = 'application/graphql; charset=utf-8'
+      ctx.body = text
+      return
+    }
+    if (ctx.path !== `/${graphqlPath}`) return next()
+    if (ctx.method !== 'GET' && ctx.method !== 'POST') throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: GET, POST.`, {}, { Allow: 'GET, POST' })
+    const principal = requireCaller(ctx)
+    let body: string | null = null
+    if (ctx.method === 'POST' && (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase() === 'application/json') {
+      if (Number(ctx.get('content-length') || 0) > maxBytes) {
+        ctx.set('Connection', 'close')
+        throw new ApiError('payload-too-large', 'request.too_large', `The body is ${ctx.get('content-length')} bytes; at most ${maxBytes} bytes are accepted.`)
+      }
+      const read = await readCapped(ctx.req, maxBytes, () => problems.badRequest('request.aborted', 'The request body ended before it was complete.'))
+      if (!read) {
+        ctx.set('Connection', 'close')
+        throw new ApiError('payload-too-large', 'request.too_large', `The body exceeds ${maxBytes} bytes.`)
+      }
+      body = read.toString('utf8')
+    }
+    const [result, init] = await handlerFor(ctx.state.traceId as string)({
+      method: ctx.method,
+      url: ctx.url,
+      headers: { get: (name: string) => ctx.get(name) || null },
+      body,
+      raw: ctx,
+      context: { koa: ctx, principal }
+    })
+    if (result === null) {
+      // graphql-http answers these without a body: as every refusal here, a problem.
+      if (init.status === 406) throw new ApiError('not-acceptable', 'http.not_acceptable', 'GraphQL answers application/graphql-response+json or application/json; send one of them in Accept.')
+      if (init.status === 415) throw new ApiError('unsupported-media-type', 'request.unsupported_media_type', `Send the GraphQL request as application/json (got ${ctx.get('content-type') || 'no Content-Type'}).`)
+      throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: GET, POST.`, {}, { Allow: 'GET, POST' })
+    }
+    if (init.status === 400) {
+      // A request graphql-http could not read (no query, unparsable JSON or variables): no GraphQL request yet, so a problem as elsewhere.
+      const refusal = requestRefusal(result)
+      if (refusal) throw problems.badRequest('graphql.bad_request', `${refusal}: a GraphQL request is a JSON object {"query": "...", "variables": {...}, "operationName": "..."} in a POST body, or the same members as URL parameters of a GET, variables and extensions as URL-encoded JSON objects.`)
+    }
+    ctx.status = init.status
+    for (const [name, value] of Object.entries(init.headers ?? {})) ctx.set(name, String(value))
+    ctx.body = result
+  }
+}
+
+/** The message of graphql-http's refusal of an unreadable request (see formatError), if the answer is one. */
+function requestRefusal(result: unknown): string | undefined {
+  if (typeof result !== 'string') return undefined
+  try {
+    const first = (JSON.parse(result) as { errors?: Array<{ message: string; extensions?: { code?: string } }> }).errors?.[0]
+    return first?.extensions?.code === 'graphql.bad_request' ? first.message : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function requireCaller(ctx: ParameterizedContext): Principal {
+  const principal = ctx.state.principal as Principal | undefined
+  if (!principal) throw problems.unauthenticated('auth.missing', 'GraphQL needs a credential: an Authorization: Bearer <token> header, or the session cookie of a signed-in browser (as the console at /settings/graphql sends).')
+  return principal
+}
+
+declare module '../../core/declarations.ts' {
+  interface Settings {
+    /** The GraphQL schemas built so far (plugins/graphql), for tests and benchmarks to count builds. */
+    graphqlSchemas?: SchemaCache
+  }
+}
+
+export function graphql(app: App) {
+  const cache = new SchemaCache(app.get('platform'))
+  app.set('graphqlSchemas', cache)
+  app.use(graphqlRoutes(app, cache))
+}
+
+/** GraphQL over HTTP at /api/graphql: reads its own body (so the route guard lets it through and the JSON reader leaves it). */
+export const graphqlPlugin: Plugin = { name: 'graphql', configure: graphql, streamingPaths: [new RegExp(`^/${graphqlPath}$`)], describe: describeGraphQL }
