@@ -15,6 +15,7 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void
 /** Why a 4xx answer is not an RFC 7807 problem with the six members the document requires. */
 export function problemIssues(reply: WireReply): string[] {
   const type = (reply.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
+  if (type === 'application/graphql-response+json') return graphqlErrorIssues(reply)
   if (type !== 'application/problem+json') return [`a ${reply.status} with Content-Type ${JSON.stringify(reply.headers['content-type'] ?? '(none)')}, not application/problem+json`]
   let body: any
   try {
@@ -28,6 +29,29 @@ export function problemIssues(reply: WireReply): string[] {
     if (typeof body[member] !== 'string' || (member !== 'detail' && !body[member])) issues.push(`problem member "${member}" is ${JSON.stringify(body[member])}, not a non-empty string`)
   }
   if (body.status !== reply.status) issues.push(`problem member "status" is ${JSON.stringify(body.status)}, the answer's status is ${reply.status}`)
+  return issues
+}
+
+/**
+ * GraphQL over HTTP answers a document it refuses (syntax, validation, limits) with a 4xx
+ * in GraphQL's own shape when the client accepts application/graphql-response+json: no
+ * `data`, and each error carrying the problem's code, status and traceId in `extensions`.
+ */
+function graphqlErrorIssues(reply: WireReply): string[] {
+  let body: any
+  try {
+    body = JSON.parse(reply.text)
+  } catch {
+    return [`a ${reply.status} GraphQL response that is not JSON`]
+  }
+  if (!Array.isArray(body?.errors) || !body.errors.length) return [`a ${reply.status} GraphQL response without errors`]
+  if ('data' in body) return [`a ${reply.status} GraphQL response with a data entry`]
+  const issues: string[] = []
+  for (const e of body.errors) {
+    if (typeof e?.message !== 'string' || !e.message) issues.push('a GraphQL error without a message')
+    for (const member of ['code', 'traceId']) if (typeof e?.extensions?.[member] !== 'string' || !e.extensions[member]) issues.push(`GraphQL error extension "${member}" is ${JSON.stringify(e?.extensions?.[member])}`)
+    if (e?.extensions?.status !== reply.status) issues.push(`GraphQL error extension "status" is ${JSON.stringify(e?.extensions?.status)}, the answer's status is ${reply.status}`)
+  }
   return issues
 }
 

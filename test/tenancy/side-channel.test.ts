@@ -235,6 +235,17 @@ const probes: Probe[] = [
       asset: await get(asset, true)
     }
   } },
+  { name: 'B lists its incidents through GraphQL two at a time, asks who it is by GET and fetches its SDL', covers: ['POST /api/graphql', 'GET /api/graphql', 'GET /api/graphql/schema.graphql'], run: async () => {
+    const page = '{ edges { cursor node { id number state version title site } } pageInfo { hasNextPage endCursor } }'
+    const first = await req('POST', '/api/graphql', { body: { query: `{ incidents(first: 2) ${page} }` } })
+    const after = first.body?.data?.incidents?.pageInfo?.endCursor
+    return {
+      first: normalise(first),
+      next: normalise(await req('POST', '/api/graphql', { body: { query: `query($after: String) { incidents(first: 2, after: $after) ${page} }`, variables: { after } } })),
+      me: await get(`/api/graphql?query=${enc('{ me { tenantId roles } }')}`),
+      sdl: await get('/api/graphql/schema.graphql', true)
+    }
+  } },
   { name: 'B reads the error pages', covers: ['GET /errors'], run: async () => ({ all: await get('/errors', true), one: await get('/errors/not-found', true) }) },
   { name: 'B\'s admin opens the token settings page and sends a token form without a name', covers: ['page GET /settings/api-keys', 'page POST /settings/api-keys'], run: async () => ({
     list: normalise(await page('GET', '/settings/api-keys')),
@@ -265,6 +276,9 @@ const groups: Group[] = [
   { name: 'B bulk-loads into the id as a module', covers: ['api/modules/:moduleKey/bulk#create'], values: (a) => ({ 'acme incident': a.records['acme incident'] }), run: (id) => bulk(`/api/modules/${id}/bulk?dryRun=true`, [bRow('GLOBEX-0001')]) },
   { name: 'B sends its signed download URL to the id\'s storage key', covers: ['GET /storage/{tenantId}/{recordId}/{fileId}'], values: (a) => a.attachments, run: (id) => storage(bDownload, `acme/${aInc.id}/${id}`) },
   { name: 'B sends its signed upload URL to the id\'s storage key', covers: ['PUT /storage/{tenantId}/{recordId}/{fileId}'], values: (a) => a.attachments, run: (id) => storage(bUpload, `acme/${aInc.id}/${id}`, 'PUT') },
+  { name: 'B reads a record by id through GraphQL', covers: ['POST /api/graphql'], values: (a) => a.records, run: (id) => req('POST', '/api/graphql', { body: { query: 'query($id: ID!) { record(id: $id) { id number state } }', variables: { id } } }) },
+  { name: 'B deletes a record by id through GraphQL', covers: ['POST /api/graphql'], values: (a) => a.records, run: (id) => req('POST', '/api/graphql', { body: { query: 'mutation($id: ID!) { deleteRecord(id: $id) { id } }', variables: { id } } }) },
+  { name: 'B pages its incidents through GraphQL with the cursor', covers: ['POST /api/graphql'], values: () => ({ "acme's cursor": aCursor, "acme's feed cursor": aFeedCursor }), run: (v) => req('POST', '/api/graphql', { body: { query: 'query($after: String) { incidents(first: 1, after: $after) { nodes { id } } }', variables: { after: v } } }) },
   // A's values that are no ids: titles, external references, cursors, numbers, the tenant id.
   { name: 'B filters incidents on the title', covers: ['api/v1/records#find'], values: () => ({ "acme's title": aOnly }), run: (v) => req('GET', `/api/v1/records?moduleKey=incident&payload[title]=${enc(v)}`) },
   { name: 'B filters incidents on the title, one at a time', covers: ['api/v1/records#find'], values: () => ({ "acme's title": aOnly }), run: (v) => req('GET', `/api/v1/records?moduleKey=incident&payload[title]=${enc(v)}&limit=1`) },
