@@ -236,8 +236,9 @@ const probes: Probe[] = [
     }
   } },
   { name: 'B lists its incidents through GraphQL two at a time, asks who it is by GET and fetches its SDL', covers: ['POST /api/graphql', 'GET /api/graphql', 'GET /api/graphql/schema.graphql'], run: async () => {
-    const page = '{ edges { cursor node { id number state version title site } } pageInfo { hasNextPage endCursor } }'
+    const page = '{ edges { cursor node { id number state version payload { title site } } } pageInfo { hasNextPage endCursor } }'
     const first = await req('POST', '/api/graphql', { body: { query: `{ incidents(first: 2) ${page} }` } })
+    if (first.body?.errors || first.body?.data?.incidents?.edges?.length !== 2) throw new Error(`setup: the GraphQL probe answered ${first.text.slice(0, 300)}`)
     const after = first.body?.data?.incidents?.pageInfo?.endCursor
     return {
       first: normalise(first),
