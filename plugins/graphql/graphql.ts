@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { getOperationAST, GraphQLError, OperationTypeNode, printSchema, type GraphQLSchema, type ValidationContext } from 'graphql'
 import { createHandler, type OperationContext } from 'graphql-http'
 import type { Middleware, ParameterizedContext } from 'koa'
+import { assertScope } from '../../core/auth/access.ts'
 import type { Principal } from '../../core/auth/principal.ts'
 import type { App, Platform } from '../../core/declarations.ts'
 import { ApiError, problems, toProblem } from '../../core/errors/index.ts'
@@ -87,7 +88,8 @@ function idempotencyRule(key: string | undefined, operationName: string | null |
   }
 }
 
-type RequestContext = { koa: ParameterizedContext; principal: Principal }
+/** `requestError`: the operation ran into a request error (a result without `data`), set by onOperation. */
+type RequestContext = { koa: ParameterizedContext; principal: Principal; requestError?: boolean }
 
 /** `POST /api/graphql`, `GET /api/graphql` (queries only), GraphQL over HTTP, and `GET /api/graphql/schema.graphql`. */
 export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
@@ -108,6 +110,12 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
         limitRule(limits, () => (args.variableValues ?? {}) as Record<string, unknown>),
         idempotencyRule(req.context.koa.get('idempotency-key') || undefined, args.operationName, args.contextValue as GraphQLContext)
       ],
+      // A result without `data` is a request error found once executing began (a variable value that does not
+      // coerce): GraphQL over HTTP wants a 4xx for it under application/graphql-response+json, as graphql-http
+      // already answers parse and validation errors, but it sends this one 200.
+      onOperation: (req, _args, result) => {
+        if (!('data' in result)) req.context.requestError = true
+      },
       formatError: formatError(traceId, errorsUrl())
     })
 
@@ -141,13 +149,14 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
       }
       body = read.toString('utf8')
     }
+    const context: RequestContext = { koa: ctx, principal }
     const [result, init] = await handlerFor(ctx.state.traceId as string)({
       method: ctx.method,
       url: ctx.url,
       headers: { get: (name: string) => ctx.get(name) || null },
       body,
       raw: ctx,
-      context: { koa: ctx, principal }
+      context
     })
     if (result === null) {
       // graphql-http answers these without a body: as every refusal here, a problem.
@@ -155,12 +164,17 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
       if (init.status === 415) throw new ApiError('unsupported-media-type', 'request.unsupported_media_type', `Send the GraphQL request as application/json (got ${ctx.get('content-type') || 'no Content-Type'}).`)
       throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: GET, POST.`, {}, { Allow: 'GET, POST' })
     }
+    if (init.status === 405) {
+      // graphql-http refuses a mutation sent with GET with a bare JSON body of its own (sent as text/plain): a problem, as every refusal.
+      throw new ApiError('method-not-allowed', 'http.method_not_allowed', 'A GET request may only run a query (GET must not change anything); send a mutation with POST.', {}, { Allow: 'POST' })
+    }
     if (init.status === 400) {
       // A request graphql-http could not read (no query, unparsable JSON or variables): no GraphQL request yet, so a problem as elsewhere.
       const refusal = requestRefusal(result)
       if (refusal) throw problems.badRequest('graphql.bad_request', `${refusal}: a GraphQL request is a JSON object {"query": "...", "variables": {...}, "operationName": "..."} in a POST body, or the same members as URL parameters of a GET, variables and extensions as URL-encoded JSON objects.`)
     }
-    ctx.status = init.status
+    const graphqlResponse = String(init.headers?.['content-type'] ?? '').startsWith('application/graphql-response+json')
+    ctx.status = context.requestError && graphqlResponse && init.status === 200 ? 400 : init.status
     for (const [name, value] of Object.entries(init.headers ?? {})) ctx.set(name, String(value))
     ctx.body = result
   }
@@ -180,6 +194,8 @@ function requestRefusal(result: unknown): string | undefined {
 function requireCaller(ctx: ParameterizedContext): Principal {
   const principal = ctx.state.principal as Principal | undefined
   if (!principal) throw problems.unauthenticated('auth.missing', 'GraphQL needs a credential: an Authorization: Bearer <token> header, or the session cookie of a signed-in browser (as the console at /settings/graphql sends).')
+  // A scoped token names `graphql` to use the endpoint at all; each field then needs its own scope, as over REST.
+  assertScope(principal, 'graphql')
   return principal
 }
 
