@@ -5,6 +5,9 @@ import { graphqlPath, sdlPath } from './graphql.shared.ts'
 
 const tag = 'GraphQL'
 
+/** Node reads at most 16 KiB of request line and headers (its default max-http-header-size). */
+const urlBound = 16_384
+
 export function describeGraphQL(ctx: DocContext): Fragment {
   const first = ctx.modules[0]?.definition.key
   const many = first && moduleFieldNames(ctx.modules.map((m) => m.definition.key)).get(first)!.many
@@ -87,10 +90,10 @@ export function describeGraphQL(ctx: DocContext): Fragment {
           description: `${description} A GET carries the request in the query string and may only run queries; a mutation is a 405.`,
           scope: '',
           parameters: [
-            { name: 'query', in: 'query', required: true, schema: { type: 'string' }, example: example },
-            { name: 'operationName', in: 'query', required: false, schema: { type: 'string' } },
-            { name: 'variables', in: 'query', required: false, schema: { type: 'string', description: 'A JSON object' } },
-            { name: 'extensions', in: 'query', required: false, schema: { type: 'string', description: 'A JSON object' } }
+            { name: 'query', in: 'query', required: true, schema: { type: 'string', maxLength: urlBound, description: 'The request line is bounded at 16 KiB in all; send longer operations by POST' }, example: example },
+            { name: 'operationName', in: 'query', required: false, schema: { type: 'string', maxLength: 256 } },
+            { name: 'variables', in: 'query', required: false, schema: { type: 'string', maxLength: urlBound, description: 'A JSON object' } },
+            { name: 'extensions', in: 'query', required: false, schema: { type: 'string', maxLength: urlBound, description: 'A JSON object' } }
           ],
           responses: answers,
           problems: [405, 406],
