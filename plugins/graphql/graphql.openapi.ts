@@ -105,9 +105,12 @@ export function describeGraphQL(ctx: DocContext): Fragment {
           operationId: 'graphqlSchema',
           tag,
           summary: "The caller's GraphQL schema as SDL",
-          description: 'For client code generation (e.g. graphql-codegen): the same schema introspection gives this credential, printed as GraphQL SDL.',
+          description: 'For client code generation (e.g. graphql-codegen): the same schema introspection gives this credential, printed as GraphQL SDL. Send the last `ETag` as `If-None-Match` to hear 304 while the schema is unchanged (it changes when a module is upgraded or the caller\'s roles change what it may read).',
           scope: '',
-          responses: { 200: { description: 'The schema.', schema: { type: 'string' }, contentType: 'application/graphql', headers: ['ETag'] } },
+          responses: {
+            200: { description: 'The schema.', schema: { type: 'string' }, contentType: 'application/graphql', headers: ['ETag'] },
+            304: { description: 'Your copy is current.', headers: ['ETag'] }
+          },
           omitProblems: [400]
         })
       }

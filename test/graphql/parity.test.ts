@@ -1,7 +1,5 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 import t from '../helpers/tap.ts'
-import { projectRoot } from '../../core/paths.ts'
+import { fixtureModules } from '../helpers/fixture-modules.ts'
 import { userWithToken } from '../helpers/identity.ts'
 import { defaultTenants, incidentPayload, startTestServer, type Reply } from '../helpers/server.ts'
 
@@ -13,10 +11,6 @@ import { defaultTenants, incidentPayload, startTestServer, type Reply } from '..
 
 // A module with a field some roles may read but only one may write: the only way a GraphQL
 // caller meets field.forbidden, as a field it may not read is not in its schema at all.
-const fixtures = mkdtempSync(join(projectRoot, 'test', 'fixtures-graphql-'))
-t.teardown(() => rmSync(fixtures, { recursive: true, force: true }))
-mkdirSync(join(fixtures, 'toolbox-talk'))
-writeFileSync(join(fixtures, 'toolbox-talk', 'package.json'), JSON.stringify({ name: '@fixture/toolbox-talk', version: '1.0.0', type: 'module', 'records-module': { entry: 'module.ts', host: '>=0.1.0 <1.0.0' } }))
 const toolboxTalk = {
   key: 'toolbox-talk',
   version: '1.0.0',
@@ -29,10 +23,11 @@ const toolboxTalk = {
   workflow: { initial: 'planned', states: [{ key: 'planned' }, { key: 'held', final: true }], transitions: [{ key: 'hold', from: ['planned'], to: 'held' }] },
   permissions: { reporter: ['read', 'create', 'update'], 'safety-manager': ['read', 'create', 'update', 'transition:hold'] }
 }
-writeFileSync(join(fixtures, 'toolbox-talk', 'module.ts'), `export default ${JSON.stringify(toolboxTalk, null, 2)}\n`)
+const fixtures = fixtureModules([toolboxTalk])
+t.teardown(fixtures.remove)
 
 const server = await startTestServer({
-  modules: { directories: ['tenant-modules', fixtures], packages: [] },
+  modules: { directories: ['tenant-modules', fixtures.directory], packages: [] },
   tenants: {
     ...defaultTenants,
     acme: { ...defaultTenants.acme, modules: [...defaultTenants.acme.modules, 'toolbox-talk'] },
