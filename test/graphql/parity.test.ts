@@ -246,3 +246,22 @@ t.test('a field a role may not read is absent from its schema and its data', asy
   const healthRead = await gql(health.token, 'query($id: ID!) { incident(id: $id) { payload { medicalDetails } } }', { id: r.body.id })
   t.equal(healthRead.body.data.incident.payload.medicalDetails, 'Three stitches')
 })
+
+t.test('the same changes through REST and GraphQL write the same events, in their commits', async (t) => {
+  const events = async (id: string) =>
+    (await server.platform.db.pool.query('SELECT type, actor, module_key, data FROM events WHERE subject_id = $1 ORDER BY position', [id])).rows.map((e: any) => ({ ...e, data: { ...e.data, number: undefined } }))
+  const viaRest = (await rest('POST', '/api/v1/records', acme, { moduleKey: 'incident', payload: incidentPayload() })).body
+  await rest('PATCH', `/api/v1/records/${viaRest.id}`, acme, { payload: { site: 'York' } })
+  await rest('POST', `/api/v1/records/${viaRest.id}:transition`, acme, { transition: 'dismiss', payload: { closureNote: 'Not an incident' } })
+  await rest('DELETE', `/api/v1/records/${viaRest.id}`, acme)
+  const made = (await gql(acme, 'mutation($p: IncidentPayloadInput!) { createIncident(payload: $p) { id } }', { p: asInput(incidentPayload()) })).body.data.createIncident
+  await gql(acme, 'mutation($id: ID!) { updateIncident(id: $id, payload: { site: "York" }) { id } }', { id: made.id })
+  await gql(acme, 'mutation($id: ID!) { transitionIncident(id: $id, transition: DISMISS, payload: { closureNote: "Not an incident" }) { id } }', { id: made.id })
+  await gql(acme, 'mutation($id: ID!) { deleteRecord(id: $id) { id } }', { id: made.id })
+  const [restEvents, graphqlEvents] = [await events(viaRest.id), await events(made.id)]
+  t.same(restEvents.map((e: any) => e.type), ['record.created', 'record.updated', 'record.transitioned', 'record.deleted'])
+  t.same(graphqlEvents, restEvents)
+  const refused = await gql(acme, 'mutation($id: ID!) { updateIncident(id: $id, payload: { site: "Leeds" }, expectedVersion: 1) { id } }', { id: made.id })
+  t.ok(refused.body.errors)
+  t.equal((await events(made.id)).length, 4, 'a refused change writes none')
+})
