@@ -1,6 +1,3 @@
 /** Where GraphQL is served: the endpoint (no `/v1`, as the spec has it) and the caller's schema as SDL. */
 export const graphqlPath = 'api/graphql'
 export const sdlPath = 'api/graphql/schema.graphql'
-
-// What other plugins use of GraphQL (the settings console): the root field names of a module.
-export { moduleFieldNames } from './graphql.names.ts'

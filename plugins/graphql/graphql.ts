@@ -9,6 +9,7 @@ import { ApiError, problems, toProblem } from '../../core/errors/index.ts'
 import { readCapped } from '../../core/http/read-capped.ts'
 import { logger } from '../../core/logger.ts'
 import type { Plugin } from '../../core/plugin.ts'
+import { graphqlConsole } from './graphql.console.ts'
 import { Loaders, type GraphQLContext } from './graphql.context.ts'
 import { limitRule, type QueryLimits } from './graphql.limits.ts'
 import { describeGraphQL } from './graphql.openapi.ts'
@@ -210,7 +211,12 @@ export function graphql(app: App) {
   const cache = new SchemaCache(app.get('platform'))
   app.set('graphqlSchemas', cache)
   app.use(graphqlRoutes(app, cache))
+  graphqlConsole(app)
 }
 
-/** GraphQL over HTTP at /api/graphql: reads its own body (so the route guard lets it through and the JSON reader leaves it). */
+/**
+ * GraphQL over HTTP at /api/graphql: reads its own body (so the route guard lets it through
+ * and the JSON reader leaves it). With its console for signed-in users at /settings/graphql
+ * (graphql.console.ts), in the settings menu.
+ */
 export const graphqlPlugin: Plugin = { name: 'graphql', configure: graphql, streamingPaths: [new RegExp(`^/${graphqlPath}$`)], describe: describeGraphQL }

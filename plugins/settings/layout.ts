@@ -6,9 +6,13 @@ export interface PageFrame {
   nonce: string
   /** Signed in: shows who, and a sign-out button carrying the CSRF token. */
   account?: { name: string; tenantName: string; csrfToken: string }
+  /** The settings pages a signed-in user can open (page-router.ts); `current` is this one. */
+  nav?: Array<{ href: string; label: string; current: boolean }>
   main: SafeHtml
   /** An inline script, allowed by the nonce. */
   script?: SafeHtml
+  /** More of <head>: stylesheets and scripts of the page's own, each carrying the nonce. */
+  head?: SafeHtml
 }
 
 const css = `
@@ -19,6 +23,10 @@ header{background:#fff;border-bottom:1px solid var(--line)}
 header .bar{max-width:72rem;margin:0 auto;padding:.6rem 1rem;display:flex;gap:1rem;align-items:center;justify-content:space-between}
 header .brand{font-weight:600;color:var(--fg);text-decoration:none}
 header .who{color:var(--muted);font-size:.9rem;display:flex;gap:.75rem;align-items:center}
+header nav{display:flex;gap:1.25rem;margin-right:auto}
+header nav a{color:var(--accent);text-decoration:none;padding:.15rem 0;border-bottom:2px solid transparent}
+header nav a:hover{border-bottom-color:var(--line)}
+header nav a[aria-current=page]{color:var(--fg);font-weight:600;border-bottom-color:var(--accent)}
 main{max-width:72rem;margin:2rem auto;padding:0 1rem}
 main.narrow{max-width:26rem}
 h1{font-size:1.6rem;margin:0 0 1rem}
@@ -62,10 +70,14 @@ export function layout(p: PageFrame): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${p.title} · Records</title>
 <style nonce="${p.nonce}">${styles}</style>
+${p.head ?? ''}
 </head>
 <body>
 <header><div class="bar">
 <a class="brand" href="/settings/api-keys">Records</a>
+${p.account && p.nav?.length
+  ? html`<nav aria-label="Settings">${p.nav.map((l) => html`<a href="${l.href}"${l.current ? html` aria-current="page"` : ''}>${l.label}</a>`)}</nav>`
+  : ''}
 ${p.account
   ? html`<div class="who"><span>Signed in as <strong>${p.account.name}</strong> · ${p.account.tenantName}</span>
 <form method="post" action="/sign-out"><input type="hidden" name="csrf" value="${p.account.csrfToken}"><button type="submit" class="link">Sign out</button></form></div>`

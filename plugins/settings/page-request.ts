@@ -40,9 +40,10 @@ export function sessionOf(r: PageRequest): Session | undefined {
   return r.ctx.state.session as Session | undefined
 }
 
-/** The parts of the page frame that depend on who is signed in. */
-export function frameFor(r: PageRequest, session: Session | undefined): Omit<PageFrame, 'main' | 'title' | 'script'> {
+/** The parts of the page frame that depend on who is signed in: who, and the menu of pages. */
+export function frameFor(r: PageRequest, session: Session | undefined): Omit<PageFrame, 'main' | 'title' | 'script' | 'head'> {
   if (!session) return { nonce: r.nonce }
   const p = session.principal
-  return { nonce: r.nonce, account: { name: p.actor.name, tenantName: r.platform.tenants.get(p.tenantId)?.name ?? p.tenantId, csrfToken: session.csrfToken } }
+  const nav = (r.app.get('settingsPages')?.nav ?? []).map((l) => ({ ...l, current: l.href === r.ctx.path }))
+  return { nonce: r.nonce, nav, account: { name: p.actor.name, tenantName: r.platform.tenants.get(p.tenantId)?.name ?? p.tenantId, csrfToken: session.csrfToken } }
 }

@@ -2,8 +2,6 @@ import { createHash } from 'node:crypto'
 import feathersPackage from '@feathersjs/feathers'
 import type { App } from '../../core/declarations.ts'
 import type { StorageDriver } from '../../core/storage/driver.ts'
-import { apiKeyRoutes } from '../../plugins/settings/api-keys.ts'
-import { signInRoutes } from '../../plugins/settings/sign-in.ts'
 
 /**
  * Tools for the tenant side-channel test (test/tenancy/side-channel.test.ts): what one
@@ -184,7 +182,10 @@ export function doors(app: App): string[] {
     if (servicePatterns.some((p) => p.test(path.replace(/\{[^}]+\}/g, 'x')))) continue
     for (const method of Object.keys(item)) if (['get', 'put', 'post', 'patch', 'delete'].includes(method)) out.push(`${method.toUpperCase()} ${path}`)
   }
-  for (const route of [...signInRoutes, ...apiKeyRoutes]) out.push(`page ${route.method} ${route.path.source}`)
+  // Every page route any plugin mounted (plugins/settings/page-router.ts records them), not a fixed list: a new page is a door too.
+  const pages = app.get('settingsPages')?.routes ?? []
+  if (!pages.length) throw new Error('no page routes registered: doors() reads them from app.get(\'settingsPages\')')
+  for (const route of pages) out.push(`page ${route.method} ${route.path.source}`)
   return out
 }
 

@@ -252,6 +252,12 @@ const probes: Probe[] = [
     list: normalise(await page('GET', '/settings/api-keys')),
     refused: normalise(await page('POST', '/settings/api-keys', { csrf: bSession.csrfToken, name: '', type: 'api-key', expires: 'never' }))
   }) },
+  { name: 'B\'s admin opens the GraphQL console and loads its script', covers: ['page GET /settings/graphql'], run: async () => {
+    const consolePage = await page('GET', '/settings/graphql')
+    const script = /\/settings\/graphql\/assets\/console\.js\?v=[^"]+/.exec(consolePage.text)?.[0]
+    if (consolePage.status !== 200 || !script) throw new Error(`setup: the console answered ${consolePage.status} ${consolePage.text.slice(0, 300)}`)
+    return { console: normalise(consolePage), script: normalise(await page('GET', script), undefined, true) }
+  } },
   { name: 'B opens the sign-in page and signs out without a session', covers: ['page GET /sign-in', 'page POST /sign-out'], run: async () => ({ signIn: normalise(await page('GET', '/sign-in', undefined, false)), signOut: normalise(await page('POST', '/sign-out', {}, false)) }) }
 ]
 
