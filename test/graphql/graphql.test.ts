@@ -20,7 +20,21 @@ const fixtures = fixtureModules([
     numberPattern: 'HAZ-{seq:4}',
     fields: [
       { key: 'title', type: 'text', required: true, maxLength: 120 },
-      { key: 'parent', type: 'recordRef', module: 'hazard' }
+      { key: 'parent', type: 'recordRef', module: 'hazard' },
+      // One field of every other type, for the derivation table.
+      { key: 'notes', type: 'longText' },
+      { key: 'exposure', type: 'number' },
+      { key: 'likelihood', type: 'integer', minimum: 1, maximum: 5 },
+      { key: 'peopleAtRisk', type: 'integer', minimum: 0 },
+      { key: 'controlled', type: 'boolean' },
+      { key: 'reviewOn', type: 'date' },
+      { key: 'foundAt', type: 'datetime' },
+      { key: 'level', type: 'singleChoice', options: ['low', { value: 'very-high', label: 'Very high' }] },
+      { key: 'tags', type: 'multipleChoice', options: ['noise', 'dust'] },
+      { key: 'owner', type: 'user' },
+      { key: 'incident', type: 'recordRef', module: 'incident' },
+      { key: 'controls', type: 'group', fields: [{ key: 'measure', type: 'text', required: true }, { key: 'inPlace', type: 'boolean' }] },
+      { key: 'where', type: 'location' }
     ],
     workflow: { initial: 'open', states: [{ key: 'open' }, { key: 'controlled', final: true }], transitions: [{ key: 'control', from: ['open'], to: 'controlled' }] },
     permissions: { 'safety-manager': ['read', 'create', 'update', 'transition:control'] }
@@ -55,6 +69,25 @@ t.test('a query 20 levels deep is refused before it runs, saying how deep and wh
     t.match(r.body.errors[0], { message: /nests fields \d+ deep; at most 12 levels/, extensions: { code: 'graphql.too_deep', status: 400, maxDepth: 12 } })
   }
   t.equal((await gql('{ hazards(first: 1) { nodes { payload { parent { payload { parent { number } } } } } } }')).body.errors, undefined, 'a reasonable depth runs')
+})
+
+t.test('every field type has its GraphQL type: choices as enums, groups nested, references as the record they point at', async (t) => {
+  const sdl = (await server.request('GET', '/api/graphql/schema.graphql')).text
+  // A type's lines in the SDL, without descriptions.
+  const block = (name: string) =>
+    new RegExp(`^(?:type|input|enum) ${name} [^{]*\\{([^}]*)\\}`, 'm')
+      .exec(sdl)?.[1]
+      .replace(/"""[^]*?"""|"[^"\n]*"/g, '')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+  t.same(block('HazardPayload'), [
+    'title: String', 'parentId: ID', 'parent: Hazard', 'notes: String', 'exposure: Float', 'likelihood: Int', 'peopleAtRisk: Float', 'controlled: Boolean', 'reviewOn: Date', 'foundAt: DateTime',
+    'level: HazardLevel', 'tags: [HazardTags!]', 'owner: User', 'incidentId: ID', 'incident: Incident', 'controls: [HazardControlsItem!]', 'where: Location'
+  ])
+  t.same(block('HazardLevel'), ['LOW', 'VERY_HIGH'])
+  t.same(block('HazardControlsItem'), ['measure: String', 'inPlace: Boolean'])
+  t.match(block('HazardPayloadInput'), ['title: String!', 'parent: ID', 'notes: String'])
 })
 
 t.test('a query over the cost bound is refused, with its estimate and the bound', async (t) => {
