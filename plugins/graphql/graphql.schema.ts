@@ -27,6 +27,9 @@ export function schemaKey(platform: Platform, principal: Principal): { key: stri
   return { key, modules }
 }
 
+/** `Incident` → `an Incident`, `Corrective action` → `a Corrective action`. */
+const article = (title: string) => `${/^[aeiou]/i.test(title) ? 'an' : 'a'} ${title}`
+
 function scalar(name: string, description: string, check: (v: unknown) => boolean, expected: string) {
   const parse = (v: unknown) => {
     if (!check(v)) throw new GraphQLError(`${name} must be ${expected} (got ${JSON.stringify(v)})`)
@@ -257,11 +260,11 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
       return out
     }
 
-    const payloadType = sc.createObjectTC({ name: `${T}Payload`, description: `The fields of a ${d.title} record this caller may read.`, fields: payloadFields(visible, types) })
+    const payloadType = sc.createObjectTC({ name: `${T}Payload`, description: `The fields of ${article(d.title)} record this caller may read.`, fields: payloadFields(visible, types) })
     if (!visible.length) payloadType.addFields({ _empty: { type: 'Boolean', description: 'This caller may read no field of the module.', resolve: () => null } })
     const inputVisible = visible.length ? visible : []
     sc.createInputTC({ name: `${T}PayloadInput`, description: `A new ${d.title}'s payload.`, fields: inputVisible.length ? inputFields(inputVisible, types, 'create') : { _empty: 'Boolean' } })
-    sc.createInputTC({ name: `${T}PayloadPatch`, description: `Changes to a ${d.title}'s payload (merge semantics: fields given replace, null removes, a group is replaced whole).`, fields: inputVisible.length ? inputFields(inputVisible, types, 'patch') : { _empty: 'Boolean' } })
+    sc.createInputTC({ name: `${T}PayloadPatch`, description: `Changes to ${article(d.title)}'s payload (merge semantics: fields given replace, null removes, a group is replaced whole).`, fields: inputVisible.length ? inputFields(inputVisible, types, 'patch') : { _empty: 'Boolean' } })
     enumOf(`${T}State`, d.workflow.states.map((s) => ({ value: s.key, label: s.label })), `${d.title} workflow states`)
     enumOf(`${T}Transition`, d.workflow.transitions.map((s) => ({ value: s.key, label: s.label })), `${d.title} workflow transitions`)
 
@@ -330,19 +333,19 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
     const version = { type: 'Int', description: "Change only if the record is still at this version (REST's If-Match); else a 412 error" }
     mutationFields[`create${T}`] = {
       type: `${T}!`,
-      description: `Creates a ${d.title} in its initial state (POST /api/v1/records).`,
+      description: `Creates ${article(d.title)} in its initial state (POST /api/v1/records).`,
       args: { payload: `${T}PayloadInput!`, externalRef: 'String' },
       resolve: ((_s, args, ctx) => ctx.app.service(recordsPath).create({ moduleKey: d.key, payload: args.payload, ...(args.externalRef !== undefined && args.externalRef !== null ? { externalRef: args.externalRef } : {}) }, callParams(ctx, { idempotencyKey: ctx.idempotencyKey }))) as Resolver
     }
     mutationFields[`update${T}`] = {
       type: `${T}!`,
-      description: `Changes a ${d.title}'s payload (PATCH /api/v1/records/{id}); states change through transition${T}.`,
+      description: `Changes ${article(d.title)}'s payload (PATCH /api/v1/records/{id}); states change through transition${T}.`,
       args: { id: 'ID!', payload: `${T}PayloadPatch!`, expectedVersion: version },
       resolve: ((_s, args, ctx) => ctx.app.service(recordsPath).patch(args.id, { payload: args.payload }, callParams(ctx, { ...only, ifMatch: expected(args.expectedVersion), idempotencyKey: ctx.idempotencyKey }))) as Resolver
     }
     mutationFields[`transition${T}`] = {
       type: `${T}!`,
-      description: `Fires a workflow transition of a ${d.title} (POST /api/v1/records/{id}:transition).`,
+      description: `Fires a workflow transition of ${article(d.title)} (POST /api/v1/records/{id}:transition).`,
       args: { id: 'ID!', transition: `${T}Transition!`, comment: 'String', payload: `${T}PayloadPatch`, expectedVersion: version },
       resolve: ((_s, args, ctx) =>
         ctx.app.service(recordsPath).transition(
@@ -387,7 +390,7 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
       actor: 'Actor!',
       userId: 'ID',
       roles: { type: 'JSON!', description: 'Role names, or "all" for a tenant API key' },
-      scopes: '[String!]!',
+      scopes: { type: 'JSON!', description: 'Scope names, or "all" for a token without scopes (limited by its roles alone)' },
       modules: { type: 'JSON!', description: 'Module key → the actions the roles grant' },
       rateLimit: sc.createObjectTC({ name: 'RateLimit', fields: { requestsPerMinute: 'Int!' } })
     }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
-import { getOperationAST, GraphQLError, OperationTypeNode, printSchema, type GraphQLSchema, type ValidationContext } from 'graphql'
+import { execute, getOperationAST, GraphQLError, OperationTypeNode, parse, printSchema, specifiedRules, validate, type DocumentNode, type ExecutionArgs, type ExecutionResult, type GraphQLSchema, type ValidationContext, type ValidationRule } from 'graphql'
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
 import { createHandler, type OperationContext } from 'graphql-http'
 import type { Middleware, ParameterizedContext } from 'koa'
 import { assertScope } from '../../core/auth/access.ts'
@@ -15,6 +16,8 @@ import { limitRule, type QueryLimits } from './graphql.limits.ts'
 import { describeGraphQL } from './graphql.openapi.ts'
 import { buildSchema, schemaKey } from './graphql.schema.ts'
 import { graphqlPath, sdlPath } from './graphql.shared.ts'
+
+type PromiseOrValue<T> = T | Promise<T>
 
 /** How much one operation may ask for; documented in docs/graphql.md. */
 export const queryLimits = (platform: Platform): QueryLimits => ({ maxDepth: 12, maxCost: 25_000, defaultPageSize: platform.config.pagination.defaultLimit })
@@ -57,8 +60,12 @@ export function formatError(traceId: string, errorsUrl: string) {
   return (err: Readonly<GraphQLError | Error>): GraphQLError => {
     const gql = err instanceof GraphQLError ? err : new GraphQLError(err.message, { originalError: err })
     const at = { nodes: gql.nodes, source: gql.source, positions: gql.positions, path: gql.path }
-    const original = gql.originalError
-    if (!original || original instanceof GraphQLError) {
+    let original = gql.originalError
+    if (gql.path !== undefined && (!original || original instanceof GraphQLError)) {
+      // Raised by GraphQL itself while resolving a field (a null where the schema promises a value, a list that is not
+      // one): the service's answer broke its own schema, a server fault like any other.
+      original = new Error(`GraphQL could not resolve ${gql.path.join('.')}: ${gql.message}`)
+    } else if (!original || original instanceof GraphQLError) {
       // The request or document itself: syntax, validation against the schema, limits.
       return new GraphQLError(gql.message, { ...at, extensions: { code: 'graphql.invalid', status: 400, ...gql.extensions, traceId } })
     }
@@ -89,6 +96,56 @@ function idempotencyRule(key: string | undefined, operationName: string | null |
   }
 }
 
+/**
+ * The work per operation text that does not depend on the request, done once: parsing,
+ * the specified validation rules (against one schema object) and compiling it to a
+ * function (graphql-jit). Clients send the same few operations again and again; texts up
+ * to 16 KB are kept, the 1,000 most recent, so the cache stays under about 16 MB. The
+ * request's own rules (depth and cost with its variables, Idempotency-Key) run every time.
+ */
+const maxCachedText = 16_384
+const documents = new Map<string, DocumentNode>()
+const cachedDocuments = new WeakSet<DocumentNode>()
+function cachedParse(source: string): DocumentNode {
+  let d = documents.get(source)
+  if (d) return d
+  d = parse(source)
+  if (source.length <= maxCachedText) {
+    if (documents.size >= 1000) documents.delete(documents.keys().next().value!)
+    documents.set(source, d)
+    cachedDocuments.add(d)
+  }
+  return d
+}
+
+const validated = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, readonly GraphQLError[]>>()
+function cachedValidate(schema: GraphQLSchema, doc: DocumentNode, rules: readonly ValidationRule[]): readonly GraphQLError[] {
+  const own = rules.filter((r) => !specifiedRules.includes(r))
+  if (!cachedDocuments.has(doc)) return validate(schema, doc, rules)
+  let bySchema = validated.get(schema)
+  if (!bySchema) validated.set(schema, (bySchema = new WeakMap()))
+  let errors = bySchema.get(doc)
+  if (!errors) bySchema.set(doc, (errors = validate(schema, doc, specifiedRules)))
+  return errors.length ? errors : validate(schema, doc, own)
+}
+
+const compiled = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, Map<string, CompiledQuery>>>()
+/** Runs a validated operation: compiled once per schema, document and operation name when the document is a cached one, else as graphql-js does. */
+function cachedExecute(args: ExecutionArgs): PromiseOrValue<ExecutionResult> {
+  if (!cachedDocuments.has(args.document)) return execute(args)
+  let bySchema = compiled.get(args.schema)
+  if (!bySchema) compiled.set(args.schema, (bySchema = new WeakMap()))
+  let byName = bySchema.get(args.document)
+  if (!byName) bySchema.set(args.document, (byName = new Map()))
+  let query = byName.get(args.operationName ?? '')
+  if (!query) {
+    const made = compileQuery(args.schema, args.document, args.operationName ?? undefined)
+    if (!isCompiledQuery(made)) return made
+    byName.set(args.operationName ?? '', (query = made))
+  }
+  return query.query(args.rootValue, args.contextValue, args.variableValues) as PromiseOrValue<ExecutionResult>
+}
+
 /** `requestError`: the operation ran into a request error (a result without `data`), set by onOperation. */
 type RequestContext = { koa: ParameterizedContext; principal: Principal; requestError?: boolean }
 
@@ -102,6 +159,9 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
   const handlerFor = (traceId: string) =>
     createHandler<ParameterizedContext, RequestContext, GraphQLContext & OperationContext>({
       schema: (req) => cache.get(req.context.principal).schema,
+      parse: cachedParse as never,
+      validate: cachedValidate as never,
+      execute: cachedExecute as never,
       context: (req) => {
         const base = { app, principal: req.context.principal, traceId }
         return { ...base, loaders: new Loaders(base, platform.config.pagination.maxLimit) }

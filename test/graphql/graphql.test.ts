@@ -160,6 +160,8 @@ t.test('GraphQL over HTTP: queries by GET, mutations only by POST, the negotiate
   t.match(unauthenticated.body, { status: 401, code: 'auth.missing' }, 'no introspection without a credential')
   const introspection = await gql('{ __schema { queryType { name } mutationType { name } } }')
   t.same(introspection.body.data, { __schema: { queryType: { name: 'Query' }, mutationType: { name: 'Mutation' } } }, 'introspection for a caller')
+  const me = await gql('{ me { tenantId roles scopes } }')
+  t.same(me.body, { data: { me: { tenantId: 'acme', roles: 'all', scopes: 'all' } } }, 'me as REST has it: "all" for a tenant API key')
   const scoped = await userWithToken(server, 'acme', ['safety-manager'], { scopes: ['records:read'] })
   const noScope = await gql('{ me { tenantId } }', undefined, { token: scoped.token })
   t.match(noScope.body, { status: 403, code: 'scope.missing', missingScope: 'graphql' }, 'a scoped token needs the graphql scope')
