@@ -224,3 +224,28 @@ export function prepareRun(resultsDir: string, log: (line: string) => void): { s
   if (loadBefore > 0.5 * cpus().length) log(`warning: load average ${loadBefore.toFixed(2)} on ${cpus().length} CPU(s) before start: other work on this machine will skew the figures`)
   return { startedAt: new Date(), loadBefore }
 }
+
+/** The options of a load benchmark that runs REST against something in one run (bench/run.ts, bench/graphql.ts). */
+export const loadOptions = {
+  quick: { type: 'boolean', default: false },
+  repeats: { type: 'string' },
+  duration: { type: 'string' },
+  warmup: { type: 'string' },
+  connections: { type: 'string' },
+  records: { type: 'string' },
+  only: { type: 'string' },
+  'cpu-prof': { type: 'boolean', default: false },
+  'service-root': { type: 'string' },
+  'keep-db': { type: 'boolean', default: false }
+} as const
+
+/** Settings from those options: `--quick` is 1 s warm-up, 3 s runs, one repeat; otherwise the benchmark's own durations. */
+export function loadSettings(opt: { quick?: boolean; repeats?: string; duration?: string; warmup?: string; connections?: string; records?: string }, full: { warmup: number; duration: number }) {
+  return {
+    warmup: Number(opt.warmup ?? (opt.quick ? 1 : full.warmup)),
+    duration: Number(opt.duration ?? (opt.quick ? 3 : full.duration)),
+    repeats: Number(opt.repeats ?? (opt.quick ? 1 : 3)),
+    connections: Number(opt.connections ?? 32),
+    records: Number(opt.records ?? 100_000)
+  }
+}

@@ -27,7 +27,7 @@ import { parseArgs } from 'node:util'
 import autocannon, { type Request, type Result } from 'autocannon'
 import pg from 'pg'
 import { projectRoot } from '../core/paths.ts'
-import { benchDatabase, cpuDelta, defaultTenant, fmt, median, pgBackendCpu, postgresVersion, prepareRun, startChild, table, type ChildServer } from './common.ts'
+import { benchDatabase, cpuDelta, defaultTenant, loadOptions, loadSettings, fmt, median, pgBackendCpu, postgresVersion, prepareRun, startChild, table, type ChildServer } from './common.ts'
 import { randomRecordIds, seedIncidents } from './seed.ts'
 
 // ---------------------------------------------------------------- child: the service, counting statements
@@ -64,27 +64,11 @@ async function serve() {
 
 const { values: opt } = parseArgs({
   args: process.argv[2] === '--serve' ? [] : process.argv.slice(2),
-  options: {
-    quick: { type: 'boolean', default: false },
-    repeats: { type: 'string' },
-    duration: { type: 'string' },
-    warmup: { type: 'string' },
-    connections: { type: 'string' },
-    records: { type: 'string' },
-    only: { type: 'string' },
-    'cpu-prof': { type: 'boolean', default: false },
-    'show-sql': { type: 'boolean', default: false },
-    'service-root': { type: 'string' },
-    'keep-db': { type: 'boolean', default: false }
-  }
+  options: { ...loadOptions, 'show-sql': { type: 'boolean', default: false } }
 })
 
 const settings = {
-  warmup: Number(opt.warmup ?? (opt.quick ? 1 : 2)),
-  duration: Number(opt.duration ?? (opt.quick ? 3 : 8)),
-  repeats: Number(opt.repeats ?? (opt.quick ? 1 : 3)),
-  connections: Number(opt.connections ?? 32),
-  records: Number(opt.records ?? 100_000),
+  ...loadSettings(opt, { warmup: 2, duration: 8 }),
   idCount: 1000,
   correctiveActions: 200,
   pageSizes: [20, 200]

@@ -22,30 +22,15 @@ import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import autocannon, { type Request, type Result } from 'autocannon'
 import { projectRoot } from '../core/paths.ts'
-import { benchDatabase, cpuDelta, prepareRun, createPayload, defaultTenant, fmt, median, pgBackendCpu, postgresVersion, startChild as forkServer, table, type ChildServer } from './common.ts'
+import { benchDatabase, cpuDelta, loadOptions, loadSettings, prepareRun, createPayload, defaultTenant, fmt, median, pgBackendCpu, postgresVersion, startChild as forkServer, table, type ChildServer } from './common.ts'
 import { randomRecordIds, seedIncidents } from './seed.ts'
 
 const { values: opt } = parseArgs({
-  options: {
-    quick: { type: 'boolean', default: false },
-    repeats: { type: 'string' },
-    duration: { type: 'string' },
-    warmup: { type: 'string' },
-    connections: { type: 'string' },
-    records: { type: 'string' },
-    only: { type: 'string' },
-    'cpu-prof': { type: 'boolean', default: false },
-    'service-root': { type: 'string' },
-    'keep-db': { type: 'boolean', default: false }
-  }
+  options: loadOptions
 })
 
 const settings = {
-  warmup: Number(opt.warmup ?? (opt.quick ? 1 : 3)),
-  duration: Number(opt.duration ?? (opt.quick ? 3 : 10)),
-  repeats: Number(opt.repeats ?? (opt.quick ? 1 : 3)),
-  connections: Number(opt.connections ?? 32),
-  records: Number(opt.records ?? 100_000),
+  ...loadSettings(opt, { warmup: 3, duration: 10 }),
   idCount: 1000
 }
 const resultsDir = join(projectRoot, 'bench', 'results')
