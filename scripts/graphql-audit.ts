@@ -20,29 +20,13 @@ import { join } from 'node:path'
 import { auditServer, type AuditResult } from 'graphql-http'
 import { createPlatform } from '../core/app.ts'
 import { loadConfig } from '../core/config.ts'
-import { startEmbedded, type EmbeddedServer } from '../core/db/embedded.ts'
 import { graphqlPath } from '../plugins/graphql/graphql.shared.ts'
 import { freshDatabase } from '../test/helpers/database.ts'
-import { assertContract, startCheckedServer } from '../test/helpers/server.ts'
+import { startCheckedServer } from '../test/helpers/server.ts'
 import { testCluster } from '../test/suite/cluster.ts'
+import { contractBroken, databaseServer, onCleanUp, runScript, say } from './harness.ts'
 
 const tenantId = 'audit'
-const cleanups: Array<() => Promise<unknown> | unknown> = []
-const say = (line: string) => process.stdout.write(`${line}\n`)
-
-/** Runs the cleanups, last registered first; one that fails does not stop the others. */
-async function cleanUp() {
-  for (const step of cleanups.splice(0).reverse()) {
-    await Promise.resolve()
-      .then(step)
-      .catch((err) => say(`cleanup: ${(err as Error).message}`))
-  }
-}
-
-// Interrupted: stop everything, then leave with the shell's code for the signal.
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
-  process.once(signal, () => void cleanUp().finally(() => process.exit(code)))
-}
 
 /**
  * What graphql-http's 86EE means to check and, in 1.23.1, does not: its document never uses the
@@ -64,16 +48,11 @@ async function coercionAudit(url: string, fetchFn: typeof fetch): Promise<AuditR
 interface Exchange { request: string; status: number; contentType: string; body: Promise<string> }
 
 async function main(): Promise<number> {
-  // Started here rather than by freshDatabase, so that we know whether to stop it.
-  let embedded: EmbeddedServer | undefined
-  if (!process.env.DATABASE_URL) {
-    embedded = await startEmbedded({ ...testCluster, database: 'postgres' })
-    cleanups.push(() => embedded?.startedHere && embedded.stop())
-  }
+  const where = await databaseServer()
   const db = await freshDatabase(testCluster)
-  cleanups.push(() => db.drop())
+  onCleanUp(() => db.drop())
   const attachmentsDir = mkdtempSync(join(tmpdir(), 'records-audit-files-'))
-  cleanups.push(() => rmSync(attachmentsDir, { recursive: true, force: true }))
+  onCleanUp(() => rmSync(attachmentsDir, { recursive: true, force: true }))
 
   const config = loadConfig({
     port: 0,
@@ -92,7 +71,7 @@ async function main(): Promise<number> {
     await platform.db.close()
     throw err
   })
-  cleanups.push(() => running.close())
+  onCleanUp(() => running.close())
   const { token } = await platform.credentials.create({ tenantId, kind: 'api_key', name: 'graphql-http audit' })
 
   const url = `${running.url}/${graphqlPath}`
@@ -113,7 +92,7 @@ async function main(): Promise<number> {
     return res
   }
 
-  say(`graphql-http auditServer against ${url} (tenant ${tenantId}, ${embedded ? 'embedded PostgreSQL' : 'DATABASE_URL'})`)
+  say(`graphql-http auditServer against ${url} (tenant ${tenantId}, ${where})`)
   const results: AuditResult[] = [...(await auditServer({ url, fetchFn })), await coercionAudit(url, fetchFn)]
   const order = { error: 0, warn: 1, notice: 2, ok: 3 }
   const counts = { ok: 0, notice: 0, warn: 0, error: 0 }
@@ -131,22 +110,8 @@ async function main(): Promise<number> {
   }
   say(`${counts.ok} ok, ${counts.warn} warnings, ${counts.error} errors${counts.notice ? `, ${counts.notice} notices` : ''}`)
 
-  let failed = counts.error > 0
-  try {
-    assertContract(running.violations)
-  } catch (err) {
-    say((err as Error).message)
-    failed = true
-  }
-  return failed ? 1 : 0
+  const broken = await contractBroken(running.violations)
+  return counts.error > 0 || broken ? 1 : 0
 }
 
-let code = 1
-try {
-  code = await main()
-} catch (err) {
-  say(`graphql audit: ${(err as Error).stack ?? String(err)}`)
-} finally {
-  await cleanUp()
-}
-process.exit(code)
+await runScript('graphql audit', main)
