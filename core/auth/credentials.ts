@@ -126,6 +126,12 @@ export class CredentialStore {
     for (const [key, entry] of this.cache) if (entry.row && matches(entry.row)) this.cache.delete(key)
   }
 
+  /** Drops this instance's cached resolutions of the users' tokens at once (the directory calls it after a commit that narrowed them; the NOTIFY reaches the other instances). */
+  forgetUsers(what: { userIds?: readonly string[]; tenantId?: string }) {
+    for (const id of what.userIds ?? []) this.forget(`u:${id}`)
+    if (what.tenantId) this.forget(`t:${what.tenantId}`)
+  }
+
   async close() {
     this.closed = true
     clearTimeout(this.retryTimer)

@@ -6,6 +6,7 @@ import * as attachments from './migrations/004-attachments.ts'
 import * as exportsMigration from './migrations/005-exports.ts'
 import * as events from './migrations/006-events.ts'
 import * as recordNumberIndex from './migrations/007-record-number-index.ts'
+import * as scim from './migrations/008-scim.ts'
 
 /** Versioned migrations, in order. Add a file and a row; never edit a released one. */
 const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }]> = [
@@ -15,7 +16,8 @@ const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   ['004-attachments', attachments],
   ['005-exports', exportsMigration],
   ['006-events', events],
-  ['007-record-number-index', recordNumberIndex]
+  ['007-record-number-index', recordNumberIndex],
+  ['008-scim', scim]
 ]
 
 const source: Knex.MigrationSource<string> = {

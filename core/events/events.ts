@@ -15,7 +15,13 @@ export const eventKinds = {
   'record.deleted': 'A record was soft-deleted. data: number, version.',
   'attachment.added': 'An upload was verified and attached to a record (subject: the record). data: attachmentId, fileName, contentType, size.',
   'export.succeeded': 'An export job finished; its file can be downloaded (subject: the export). data: format, rows, size.',
-  'export.failed': 'An export job failed or gave up (subject: the export). data: format, code.'
+  'export.failed': 'An export job failed or gave up (subject: the export). data: format, code.',
+  'user.provisioned': 'A user was created (SCIM, the CLI). Subject: the user. data: version, roles (direct), via (scim|directory).',
+  'user.updated': 'A user changed: attributes (names only), direct roles, group memberships or the roles granted through them; a reactivation. Subject: the user. data: version, changed, rolesGranted, rolesRevoked, groupsJoined, groupsLeft, via.',
+  'user.deactivated': 'A user was deactivated or deleted: its tokens and sessions stop on their next call. Subject: the user. data: version, deleted, rolesRevoked, groupsLeft, via.',
+  'group.provisioned': 'A group was created. Subject: the group. data: version, roles (those it grants), members (count), via.',
+  'group.updated': 'A group changed: display name, external id, the roles it grants, members. Subject: the group. data: version, changed, rolesGranted, rolesRevoked, membersAdded, membersRemoved (counts), via.',
+  'group.deleted': 'A group was deleted; its members lost the roles it granted. Subject: the group. data: version, roles, members (count), via.'
 } as const satisfies Record<string, string>
 
 export type EventType = keyof typeof eventKinds
