@@ -21,7 +21,7 @@ import { acceptJsonData } from './hooks/json-data.ts'
 import { jsonBody, passBodyStream } from './http/body.ts'
 import { logAppError } from './http/client-aborts.ts'
 import { answerClientErrors } from './http/client-errors.ts'
-import { colonMethods } from './http/custom-methods.ts'
+import { canonicalPaths, colonMethods } from './http/custom-methods.ts'
 import { routeGuard } from './http/route-guard.ts'
 import { errorPages } from './http/error-pages.ts'
 import { problemResponses } from './http/problem.ts'
@@ -53,7 +53,7 @@ export async function createPlatform(config: AppConfig, options: { limiter?: boo
     const tenants = new TenantDirectory(db.pool, registry)
     await tenants.load()
     const credentials = new CredentialStore(db.pool)
-    const users = new UserDirectory(db.pool, tenants)
+    const users = new UserDirectory(db.pool, tenants, (what) => credentials.forgetUsers(what))
     const sessions = new SessionStore(db.pool, config.sessions)
     const cursors = new CursorCodec(await platformSecret(db.pool, 'cursor-signing'))
     const limiter = options.limiter === false ? undefined : await createLimiter({ redisUrl: config.redis.url, prefix: config.redis.prefix })
@@ -85,12 +85,13 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.set('describes', descriptionsOf(plugins))
   app.set('errorsUrl', platform.config.errors.baseUrl ?? `${platform.config.publicUrl ?? `http://${platform.config.host}:${platform.config.port}`}/errors`)
   app.use(traceId())
-  app.use(problemResponses(() => app.get('errorsUrl')))
+  app.use(problemResponses(() => app.get('errorsUrl'), plugins.flatMap((p) => p.problemFormats ?? [])))
   app.use(errorPages())
   app.use(identify(platform.credentials, platform.sessions))
   if (platform.limiter) app.use(rateLimit(platform.limiter, (p) => platform.limitsFor(p?.tenantId).requestsPerMinute))
   app.use(rejectBadCredentials)
   // Routes first: a request to a path or method that does not exist is refused before its body is read.
+  app.use(canonicalPaths(plugins.flatMap((p) => (p.canonicalPath ? [p.canonicalPath] : []))))
   app.use(colonMethods(plugins.flatMap((p) => p.colonMethods ?? [])))
   app.use(routeGuard(app, streaming))
   app.use(jsonBody(platform.config.http.maxJsonBytes, streaming))

@@ -1,6 +1,7 @@
 import type { App, Platform } from './declarations.ts'
 import type { JobDefinition } from './jobs/index.ts'
 import type { Describe } from './openapi/builder.ts'
+import type { ProblemBody } from './errors/index.ts'
 
 /**
  * What a CLI command is handed: the platform, the app (its services with their hooks, as
@@ -45,12 +46,31 @@ export interface Plugin {
   colonMethods?: readonly string[]
   /** Paths whose request bodies the feature reads itself as a stream, not as JSON. */
   streamingPaths?: readonly RegExp[]
+  /**
+   * The canonical spelling of a path the feature serves under others (SCIM's endpoint names in
+   * any case: Microsoft's collection asks for `/users`), or undefined. Applied before routing;
+   * the OpenAPI contract checker judges such a request as one to the canonical path.
+   */
+  canonicalPath?(path: string): string | undefined
+  /**
+   * Refusals on these paths, from any layer (authentication, rate limit, routing, the feature
+   * itself), in the protocol's own error format instead of application/problem+json (SCIM's
+   * errors), built from the problem so they keep its members (`code`, `traceId`).
+   */
+  problemFormats?: readonly ProblemFormat[]
   /** Jobs the feature runs on the scheduler (`<area>.<action>`, ids only, safe to run twice). */
   jobs?(app: App): JobDefinition[]
   /** Admin CLI commands. */
   cli?: readonly CliCommand[]
   /** Its part of the OpenAPI document (tag, paths, schemas); the document lists them in plugin order. */
   describe?: Describe
+}
+
+/** How refusals on some paths are written (see Plugin.problemFormats). */
+export interface ProblemFormat {
+  paths: RegExp
+  contentType: string
+  render(problem: ProblemBody): unknown
 }
 
 /** The OpenAPI descriptions of `plugins`, in their order. */

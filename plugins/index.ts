@@ -10,6 +10,7 @@ import { mePlugin } from './me/me.ts'
 import { modulesPlugin } from './modules/modules.ts'
 import { recordReportPlugin } from './record-report/record-report.ts'
 import { recordsPlugin } from './records/records.ts'
+import { scimPlugin } from './scim/scim.ts'
 import { settingsPlugin } from './settings/settings.ts'
 import { tokensPlugin } from './tokens/tokens.ts'
 
@@ -29,6 +30,7 @@ export const plugins: readonly Plugin[] = [
   tokensPlugin,
   mePlugin,
   graphqlPlugin,
+  scimPlugin,
   settingsPlugin,
   apiDocsPlugin
 ]

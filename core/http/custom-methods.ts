@@ -38,3 +38,15 @@ export const colonMethods = (servicePaths: string[]): Middleware => {
     return next()
   }
 }
+
+/** Rewrites a path a plugin serves under another spelling to its canonical one (Plugin.canonicalPath), before routing. */
+export const canonicalPaths = (canonical: Array<(path: string) => string | undefined>): Middleware => async (ctx, next) => {
+  for (const c of canonical) {
+    const to = c(ctx.path)
+    if (to !== undefined && to !== ctx.path) {
+      ctx.path = to
+      break
+    }
+  }
+  return next()
+}

@@ -3,6 +3,7 @@ import feathersPackage from '@feathersjs/feathers'
 import type { Middleware, ParameterizedContext } from 'koa'
 import { ApiError, toProblem, problems } from '../errors/index.ts'
 import { logger } from '../logger.ts'
+import type { ProblemFormat } from '../plugin.ts'
 
 const verbsById: Record<string, string> = { get: 'GET', patch: 'PATCH', update: 'PUT', remove: 'DELETE' }
 const verbsOfCollection: Record<string, string> = { find: 'GET', create: 'POST' }
@@ -24,9 +25,10 @@ function allowHeader(ctx: ParameterizedContext): string | undefined {
 
 /**
  * The outermost middleware: renders every error, from any layer, as
- * application/problem+json, and turns an unmatched route into a 404 problem.
+ * application/problem+json (or the format a plugin declares for its paths), and turns an
+ * unmatched route into a 404 problem.
  */
-export const problemResponses = (errorsUrl: () => string): Middleware => async (ctx, next) => {
+export const problemResponses = (errorsUrl: () => string, formats: readonly ProblemFormat[] = []): Middleware => async (ctx, next) => {
   try {
     await next()
     if (ctx.status === 404 && ctx.body === undefined) {
@@ -51,7 +53,9 @@ export const problemResponses = (errorsUrl: () => string): Middleware => async (
     ctx.status = body.status
     ctx.set(headers)
     ctx.set('X-Trace-Id', traceId)
-    ctx.type = 'application/problem+json'
-    ctx.body = body
+    // A protocol with an error format of its own (SCIM) gets the same problem in that format.
+    const format = formats.find((f) => f.paths.test(path))
+    ctx.type = format?.contentType ?? 'application/problem+json'
+    ctx.body = format ? format.render(body) : body
   }
 }

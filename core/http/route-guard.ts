@@ -11,7 +11,7 @@ const changingVerbs = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
  * Just before the Feathers router, answers the requests it would get wrong:
  * - a path segment naming a member of Object.prototype (`constructor`, `__proto__`,
  *   `toString`…): the router keeps its children in a plain object and throws on them (a 500);
- * - an `/api/` path ending in a slash: no route has one;
+ * - an `/api/` path ending in a slash: no route has one (a streaming route may take one: SCIM's);
  * - POST on an item URL, which Feathers runs as `create` with the id ignored, and PATCH,
  *   PUT or DELETE on a collection, which it runs on every record: 405 with `Allow`.
  * - POST, PUT, PATCH or DELETE on an `/api/` path no service or streaming route serves:
@@ -21,7 +21,9 @@ const changingVerbs = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
  */
 export const routeGuard = (app: App, streamingPaths: readonly RegExp[] = []): Middleware => async (ctx, next) => {
   const segments = ctx.path.split('/').slice(1)
-  if (segments.some((s) => Object.hasOwn(Object.prototype, decodeSegment(s))) || (ctx.path.startsWith('/api/') && ctx.path.endsWith('/'))) {
+  // A feature that reads its own requests (streamingPaths) also owns the spelling of its paths: SCIM clients send `/Users/`.
+  const trailingSlash = ctx.path.startsWith('/api/') && ctx.path.endsWith('/') && !streamingPaths.some((p) => p.test(ctx.path))
+  if (segments.some((s) => Object.hasOwn(Object.prototype, decodeSegment(s))) || trailingSlash) {
     throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.${ctx.path.endsWith('/') ? ` Paths end without a slash: ${ctx.path.replace(/\/+$/, '')}.` : ''}`)
   }
   const found = ctx.path.startsWith('/api/') ? app.lookup(ctx.path) : null

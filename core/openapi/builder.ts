@@ -19,8 +19,10 @@ export interface Fragment {
    * Adds to operations other features describe, once every fragment is in: a second
    * representation of a response (the record report's PDF of a record's GET), so the
    * feature that brings it documents it, and the document loses it when the feature goes.
+   * `components` are the shared ones (problem responses, headers): a feature that answers
+   * unknown routes under its paths in another format adds that format to `NotFound` (SCIM).
    */
-  amend?(paths: Record<string, Record<string, Json>>): void
+  amend?(paths: Record<string, Record<string, Json>>, components: Json): void
 }
 export type Describe = (ctx: DocContext) => Fragment
 
@@ -108,6 +110,8 @@ export interface OperationSpec {
   problemResponses?: Record<number, Json>
   /** Accepts `Idempotency-Key`; a replay carries `Idempotent-Replayed: true`. */
   idempotent?: boolean
+  /** Of several success statuses, the one a plain request gets (`x-default-status`; the Postman collection checks for it), when it is not the lowest. */
+  defaultStatus?: number
 }
 
 /** Statuses every call through the API can answer with a problem. */
@@ -153,6 +157,7 @@ export function operation(spec: OperationSpec): Json {
     operationId: spec.operationId,
     tags: [spec.tag],
     summary: spec.summary,
+    ...(spec.defaultStatus ? { 'x-default-status': spec.defaultStatus } : {}),
     ...(spec.description ? { description: spec.description } : {}),
     security,
     ...(parameters.length ? { parameters } : {}),

@@ -17,6 +17,8 @@ export interface Violation {
 interface Route {
   template: string
   pattern: RegExp
+  /** The same, in any case and with a trailing slash. */
+  loose: RegExp
 }
 
 interface Compiled {
@@ -32,7 +34,7 @@ function routeOf(template: string): Route {
     .split(/(\{[^}]+\})/)
     .map((part) => (part.startsWith('{') ? '([^/:]+)' : part.replace(/[.*+?^$()|[\]\\]/g, '\\$&')))
     .join('')
-  return { template, pattern: new RegExp(`^${source}$`) }
+  return { template, pattern: new RegExp(`^${source}$`), loose: new RegExp(`^${source}/?$`, 'i') }
 }
 
 /**
@@ -63,7 +65,8 @@ export class ContractChecker {
   /** The response object (its `$ref` followed) and its JSON pointer in the document, or a reason. */
   private response(doc: Json, method: string, path: string, status: number): { at: string; response: Json } | { error: string } {
     const { routes } = this.compile(doc)
-    const route = routes.find((r) => r.pattern.test(path))
+    // A path a feature also serves spelled otherwise (a trailing slash, SCIM's endpoint names in another case) is judged as the one it names.
+    const route = routes.find((r) => r.pattern.test(path)) ?? (status !== 404 && status !== 405 ? routes.find((r) => r.loose.test(path)) : undefined)
     if (!route) {
       if (status === 404 || status === 405) return { at: '#/components/responses/NotFound', response: doc.components.responses.NotFound }
       return { error: `no path of the document matches ${path}` }

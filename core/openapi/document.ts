@@ -96,8 +96,8 @@ export function buildDocument(o: DocumentOptions): Json {
     for (const [path, item] of Object.entries(f.paths)) paths[path] = { ...paths[path], ...item }
     if (f.amend) amends.push(f.amend)
   }
-  for (const amend of amends) amend(paths)
   const base = components(o)
+  for (const amend of amends) amend(paths, base)
   // Only the problem responses some operation uses (the contract checker needs NotFound for unknown routes).
   const used = JSON.stringify(paths)
   for (const name of Object.keys(base.responses)) if (name !== 'NotFound' && !used.includes(`#/components/responses/${name}"`)) delete base.responses[name]

@@ -206,7 +206,8 @@ interface Chain {
 /** The status a successful call answers (the lowest 2xx documented) and its JSON schema. */
 function successOf(doc: Json, op: Json): { status: number; schema?: Json } | undefined {
   const codes = Object.keys(op.responses ?? {}).filter((s) => /^\d{3}$/.test(s))
-  const status = codes.filter((s) => s.startsWith('2')).sort()[0] ?? codes.filter((s) => Number(s) < 400).sort()[0]
+  const preferred = codes.find((s) => Number(s) === op['x-default-status'])
+  const status = preferred ?? codes.filter((s) => s.startsWith('2')).sort()[0] ?? codes.filter((s) => Number(s) < 400).sort()[0]
   if (!status) return undefined
   const content: Json = deref(doc, op.responses[status])?.content ?? {}
   const type = Object.keys(content).find(isJson)

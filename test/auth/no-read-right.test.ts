@@ -18,7 +18,11 @@ await fetch(upload.upload.url, { method: 'PUT', headers: upload.upload.headers, 
 const incidentAttachment = upload.id
 // An export of incidents made by the tenant's key (it stays queued: this server runs no jobs).
 const incidentExport = (await server.request('POST', '/api/v1/exports', { body: { moduleKey: 'incident', format: 'csv' } })).body.id
-const secrets = ['secret-report.pdf', incident.id, incident.number, 'Solvent spill in bay 7']
+// A provisioned user and group (SCIM needs the scim scope and the admin role: the tenant's key has both).
+const scim = (path: string, body: unknown) => server.request('POST', `/api/scim/v2/${path}`, { body, headers: { 'content-type': 'application/scim+json' } })
+const scimUser = (await scim('Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'hidden.person@example.com' })).body.id
+const scimGroup = (await scim('Groups', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'reporter' })).body.id
+const secrets = ['secret-report.pdf', incident.id, incident.number, 'Solvent spill in bay 7', 'hidden.person@example.com', scimUser]
 
 const { getServiceOptions } = feathers
 
@@ -60,7 +64,29 @@ const calls: Record<string, Call[]> = {
   'api/v1/tokens.get': [{ method: 'GET', path: `/api/v1/tokens/${someToken}`, expect: [404] }],
   'api/v1/tokens.create': [{ method: 'POST', path: '/api/v1/tokens', body: { type: 'service-account', name: 'x', scopes: ['records:read:incident'] }, expect: [403] }],
   'api/v1/tokens.remove': [{ method: 'DELETE', path: `/api/v1/tokens/${someToken}`, expect: [404] }],
-  'api/v1/me.find': [{ method: 'GET', path: '/api/v1/me', expect: [200] }]
+  'api/v1/me.find': [{ method: 'GET', path: '/api/v1/me', expect: [200] }],
+  'api/v1/identity-log.find': [{ method: 'GET', path: '/api/v1/identity-log', expect: [403] }],
+  ...Object.fromEntries(
+    (['Users', 'Groups'] as const).flatMap((kind) => {
+      const id = kind === 'Users' ? scimUser : scimGroup
+      const schema = `urn:ietf:params:scim:schemas:core:2.0:${kind.slice(0, -1)}`
+      const patch = { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'externalId', value: 'x' }] }
+      const headers = { 'content-type': 'application/scim+json' }
+      return [
+        [`api/scim/v2/${kind}.find`, [{ method: 'GET', path: `/api/scim/v2/${kind}`, expect: [403] }]],
+        [`api/scim/v2/${kind}.get`, [{ method: 'GET', path: `/api/scim/v2/${kind}/${id}`, expect: [403] }]],
+        [`api/scim/v2/${kind}.create`, [{ method: 'POST', path: `/api/scim/v2/${kind}`, raw: JSON.stringify({ schemas: [schema], userName: 'x', displayName: 'x' }), headers, expect: [403] }]],
+        [`api/scim/v2/${kind}.update`, [{ method: 'PUT', path: `/api/scim/v2/${kind}/${id}`, raw: JSON.stringify({ schemas: [schema], userName: 'x', displayName: 'x' }), headers, expect: [403] }]],
+        [`api/scim/v2/${kind}.patch`, [{ method: 'PATCH', path: `/api/scim/v2/${kind}/${id}`, raw: JSON.stringify(patch), headers, expect: [403] }]],
+        [`api/scim/v2/${kind}.remove`, [{ method: 'DELETE', path: `/api/scim/v2/${kind}/${id}`, expect: [403] }]]
+      ]
+    })
+  ),
+  'api/scim/v2/ServiceProviderConfig.find': [{ method: 'GET', path: '/api/scim/v2/ServiceProviderConfig', expect: [403] }],
+  'api/scim/v2/ResourceTypes.find': [{ method: 'GET', path: '/api/scim/v2/ResourceTypes', expect: [403] }],
+  'api/scim/v2/ResourceTypes.get': [{ method: 'GET', path: '/api/scim/v2/ResourceTypes/User', expect: [403] }],
+  'api/scim/v2/Schemas.find': [{ method: 'GET', path: '/api/scim/v2/Schemas', expect: [403] }],
+  'api/scim/v2/Schemas.get': [{ method: 'GET', path: '/api/scim/v2/Schemas/urn%3Aietf%3Aparams%3Ascim%3Aschemas%3Acore%3A2.0%3AUser', expect: [403] }]
 }
 
 t.test('the list covers every method of every registered service', async (t) => {

@@ -44,6 +44,11 @@ function idRef(path: string, module?: string): string {
   if (path.startsWith('/api/v1/attachments/')) return '@attachment:ready'
   if (path.startsWith('/api/v1/exports/')) return '@export'
   if (path.startsWith('/api/v1/tokens/')) return '@token:0'
+  if (path.startsWith('/api/scim/v2/Users/')) return '@scim-user'
+  if (path.startsWith('/api/scim/v2/Groups/')) return '@scim-group'
+  if (path.startsWith('/api/scim/v2/ResourceTypes/')) return 'User'
+  // Percent-encoded: the contract checker's path parameters never span a colon (colon methods follow them).
+  if (path.startsWith('/api/scim/v2/Schemas/')) return encodeURIComponent('urn:ietf:params:scim:schemas:core:2.0:User')
   return '@record:incident:0'
 }
 

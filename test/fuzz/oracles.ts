@@ -16,6 +16,7 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void
 export function problemIssues(reply: WireReply): string[] {
   const type = (reply.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
   if (type === 'application/graphql-response+json') return graphqlErrorIssues(reply)
+  if (type === 'application/scim+json') return scimErrorIssues(reply)
   if (type !== 'application/problem+json') return [`a ${reply.status} with Content-Type ${JSON.stringify(reply.headers['content-type'] ?? '(none)')}, not application/problem+json`]
   let body: any
   try {
@@ -52,6 +53,29 @@ function graphqlErrorIssues(reply: WireReply): string[] {
     for (const member of ['code', 'traceId']) if (typeof e?.extensions?.[member] !== 'string' || !e.extensions[member]) issues.push(`GraphQL error extension "${member}" is ${JSON.stringify(e?.extensions?.[member])}`)
     if (e?.extensions?.status !== reply.status) issues.push(`GraphQL error extension "status" is ${JSON.stringify(e?.extensions?.status)}, the answer's status is ${reply.status}`)
   }
+  return issues
+}
+
+/**
+ * SCIM (RFC 7644 §3.12) answers its refusals in its own shape under application/scim+json:
+ * the Error schema, `status` as a string equal to the answer's, `detail`, a known `scimType`
+ * when there is one, and the problem's `code` and `traceId` beside them.
+ */
+function scimErrorIssues(reply: WireReply): string[] {
+  let body: any
+  try {
+    body = JSON.parse(reply.text)
+  } catch {
+    return [`a ${reply.status} SCIM error that is not JSON`]
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return [`a ${reply.status} SCIM error that is not an object`]
+  const issues: string[] = []
+  if (!Array.isArray(body.schemas) || !body.schemas.includes('urn:ietf:params:scim:api:messages:2.0:Error')) issues.push(`SCIM error "schemas" is ${JSON.stringify(body.schemas)}, without urn:ietf:params:scim:api:messages:2.0:Error`)
+  if (body.status !== String(reply.status)) issues.push(`SCIM error "status" is ${JSON.stringify(body.status)}, not the answer's status "${reply.status}" as a string`)
+  if (typeof body.detail !== 'string') issues.push(`SCIM error "detail" is ${JSON.stringify(body.detail)}, not a string`)
+  const scimTypes = ['invalidFilter', 'tooMany', 'uniqueness', 'mutability', 'invalidSyntax', 'invalidPath', 'noTarget', 'invalidValue', 'invalidVers', 'sensitive']
+  if (body.scimType !== undefined && !scimTypes.includes(body.scimType)) issues.push(`SCIM error "scimType" is ${JSON.stringify(body.scimType)}, not one of RFC 7644's`)
+  for (const member of ['code', 'traceId']) if (typeof body[member] !== 'string' || !body[member]) issues.push(`SCIM error member "${member}" is ${JSON.stringify(body[member])}, not a non-empty string`)
   return issues
 }
 

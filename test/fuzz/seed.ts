@@ -74,6 +74,17 @@ export class Pools {
     this.upload = { url: (await this.newUpload()).url, at: Date.now() }
     this.ids.set('export', (await this.must('POST', '/api/v1/exports', { moduleKey: 'incident', format: 'csv' })).id)
     for (const slot of [0, 1]) this.ids.set(`token:${slot}`, (await this.must('POST', '/api/v1/tokens', { type: 'api-key', name: `fuzz disposable ${slot}` })).id)
+    await this.scimUser()
+    await this.scimGroup()
+  }
+
+  /** A SCIM user and a group with it as member, for the SCIM item operations (made again when one deletes them). */
+  private async scimUser() {
+    this.ids.set('scim-user', (await this.must('POST', '/api/scim/v2/Users', { userName: `fuzz.user.${Date.now()}.${Math.random().toString(36).slice(2)}`, name: { givenName: 'Fuzz', familyName: 'User' } })).id)
+  }
+
+  private async scimGroup() {
+    this.ids.set('scim-group', (await this.must('POST', '/api/scim/v2/Groups', { displayName: `fuzz group ${Date.now()} ${Math.random().toString(36).slice(2)}`, members: [{ value: this.id('scim-user') }] })).id)
   }
 
   private async newUpload(): Promise<{ id: string; url: SignedUrl }> {
@@ -114,6 +125,9 @@ export class Pools {
       for (const ref of seeded) if (!fresh.has(this.ids.get(ref))) this.ids.set(ref, await this.createRecord(ref.split(':')[1]))
     }
     if (opId === 'uploadStoredFile') this.upload = { url: (await this.newUpload()).url, at: Date.now() }
+    // A deleted SCIM user or group (the pooled one, or another a mutation pointed at) is made again.
+    if (opId === 'deleteScimUser' && (await this.server.request('GET', `/api/scim/v2/Users/${this.id('scim-user')}`)).status === 404) await this.scimUser()
+    if (opId === 'deleteScimGroup' && (await this.server.request('GET', `/api/scim/v2/Groups/${this.id('scim-group')}`)).status === 404) await this.scimGroup()
   }
 }
 

@@ -1,0 +1,37 @@
+import { ApiError, type ProblemBody, type ProblemKind } from '../../core/errors/index.ts'
+import type { ProblemFormat } from '../../core/plugin.ts'
+import { scimMediaType, scimPathPattern, urn } from './scim.shared.ts'
+
+/** RFC 7644 §3.12 scimType values this service sends. */
+export const scimTypes = ['invalidFilter', 'tooMany', 'uniqueness', 'mutability', 'invalidSyntax', 'invalidPath', 'noTarget', 'invalidValue', 'invalidVers', 'sensitive'] as const
+export type ScimType = (typeof scimTypes)[number]
+
+const kindOf: Record<number, ProblemKind> = { 400: 'bad-request', 403: 'forbidden', 404: 'not-found', 409: 'conflict', 412: 'precondition-failed', 413: 'payload-too-large' }
+const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+
+/** A refusal with a SCIM `scimType`; its code is `scim.<scim_type>` unless given. */
+export function scimError(status: 400 | 403 | 404 | 409 | 412 | 413, scimType: ScimType | undefined, detail: string, o: { code?: string; extra?: Record<string, unknown> } = {}): ApiError {
+  return new ApiError(kindOf[status], o.code ?? (scimType ? `scim.${snake(scimType)}` : 'scim.refused'), detail, { ...(scimType ? { scimType } : {}), ...o.extra })
+}
+
+/** The scimType of problems raised outside the SCIM code (the JSON reader, the data checks, the directory). */
+const scimTypeOfCode: Record<string, ScimType> = {
+  'field.invalid': 'invalidValue',
+  'request.malformed_json': 'invalidSyntax',
+  'user.exists': 'uniqueness',
+  'group.exists': 'uniqueness'
+}
+
+/**
+ * A problem as a SCIM error (RFC 7644 §3.12): `schemas`, `status` as a string, `scimType`
+ * where one applies and `detail`, still carrying the problem's `type`, `title`, `code`,
+ * `traceId` and details, so a client reading either shape finds what it looks for.
+ */
+export function scimErrorBody(problem: ProblemBody): Record<string, unknown> {
+  const { status, scimType, ...rest } = problem
+  const type = (typeof scimType === 'string' ? scimType : undefined) ?? scimTypeOfCode[problem.code]
+  return { schemas: [urn.error], status: String(status), ...(type ? { scimType: type } : {}), ...rest }
+}
+
+/** Every refusal under /api/scim/v2, whichever layer makes it. */
+export const scimProblemFormat: ProblemFormat = { paths: scimPathPattern, contentType: scimMediaType, render: scimErrorBody }

@@ -1,0 +1,193 @@
+import type { Id } from '@feathersjs/feathers'
+import type { GroupInfo, GroupMember } from '../../core/auth/groups.ts'
+import type { Principal } from '../../core/auth/principal.ts'
+import { problems } from '../../core/errors/index.ts'
+import { answered, ifMatchVersion, listResponse, paging, scimPrincipal, scimUrl, single, type ScimContext, type ScimParams } from './scim.common.ts'
+import { scimError } from './scim.errors.ts'
+import { parseFilter } from './scim.filter.ts'
+import { applyPatch, patchOperations } from './scim.patch.ts'
+import { excludes, project, projectionOf } from './scim.projection.ts'
+import { coerceIn, groupDefinition, groupDocument, groupResource } from './scim.schemas.ts'
+import { urn } from './scim.shared.ts'
+import { filterSql } from './scim.sql.ts'
+
+const attempts = 5
+
+/** What a Group resource sets in the directory. */
+interface GroupWrite {
+  displayName: string
+  externalId: string | null
+  namedRoles: string[] | null
+  members: Array<{ userId: string; display: string | null }>
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v)
+
+/**
+ * Microsoft's test collection labels a member `displayName`; the schema calls it `display`.
+ * Read as that, so the label a client gives a member is kept (members' sub-attributes are
+ * immutable in SCIM: set when the member is added).
+ */
+function memberLabels(data: unknown): unknown {
+  if (!isObject(data)) return data
+  const key = Object.keys(data).find((k) => k.toLowerCase() === 'members')
+  if (!key || !Array.isArray(data[key])) return data
+  const members = (data[key] as unknown[]).map((m) => {
+    if (!isObject(m) || Object.keys(m).some((k) => k.toLowerCase() === 'display')) return m
+    const label = Object.keys(m).find((k) => k.toLowerCase() === 'displayname')
+    return label ? { ...m, display: m[label] } : m
+  })
+  return { ...data, [key]: members }
+}
+
+/** A coerced Group resource as the directory takes it. */
+function groupWrite(resource: Record<string, unknown>): GroupWrite {
+  const ext = resource[urn.recordsGroup] as { roles?: string[] } | undefined
+  const members = (resource.members as Array<{ value?: string; display?: string }> | undefined) ?? []
+  return {
+    displayName: resource.displayName as string,
+    externalId: (resource.externalId as string | undefined) ?? null,
+    namedRoles: ext?.roles ?? null,
+    members: members.filter((m) => typeof m.value === 'string').map((m) => ({ userId: m.value!, display: m.display ?? null }))
+  }
+}
+
+/**
+ * SCIM Groups over the directory's groups. A group grants roles (core/auth/groups.ts): those
+ * its records extension names, else the role its displayName is. Members that are no user of
+ * the tenant are left out. A credential acting with some roles only (not the tenant's all)
+ * manages only groups that grant roles it holds itself: no credential hands out more than it has.
+ */
+export class ScimGroupsService {
+  constructor(private readonly o: ScimContext) {}
+
+  private get users() {
+    return this.o.platform.users
+  }
+
+  private async current(tenantId: string, id: Id | null): Promise<GroupInfo> {
+    const group = typeof id === 'string' && /^[0-9a-f-]{36}$/i.test(id) ? await this.users.group(tenantId, id) : undefined
+    if (!group) throw scimError(404, undefined, `No Group ${String(id)}.`, { code: 'group.not_found' })
+    return group
+  }
+
+  private async shown(g: GroupInfo, params: ScimParams) {
+    const projection = projectionOf(params.query ?? {})
+    const members = excludes(projection, 'members') ? undefined : await this.users.groupMembers(g.tenantId, g.id)
+    const base = scimUrl(this.o.platform)
+    return answered(project(groupResource(g, members, base), projection), g.version, `${base}/Groups/${g.id}`)
+  }
+
+  /** 403 when the group would grant a role the caller does not hold (callers acting with every role pass). */
+  private withinCaller(p: Principal, w: Pick<GroupWrite, 'namedRoles' | 'displayName'>, before?: GroupInfo) {
+    if (p.roles === 'all') return
+    const held = p.roles
+    const granted = [...this.users.rolesGrantedBy(p.tenantId, w.namedRoles, w.displayName), ...(before?.roles ?? [])]
+    const notHeld = [...new Set(granted.filter((r) => !held.includes(r)))]
+    if (notHeld.length) {
+      throw problems.forbidden('role.escalation', `This group grants ${notHeld.join(', ')}, which this credential does not hold (it acts with ${held.join(', ') || 'no role'}); only a credential holding a role manages who gets it.`, { notHeld, heldRoles: held })
+    }
+  }
+
+  async find(params: ScimParams) {
+    const p = scimPrincipal(params)
+    const filter = single(params.query, 'filter')
+    const where = filterSql('Group', filter === undefined ? undefined : parseFilter(filter))
+    const projection = projectionOf(params.query ?? {})
+    const { startIndex, count } = paging(params.query, this.o.maxResults)
+    const { total, groups } = await this.users.groupPage(p.tenantId, where, startIndex - 1, count)
+    const base = scimUrl(this.o.platform)
+    const withMembers = !excludes(projection, 'members')
+    const members = withMembers ? await this.users.groupsMembers(p.tenantId, groups.map((g) => g.id)) : undefined
+    const resources = groups.map((g) => project(groupResource(g, members?.get(g.id) ?? (members ? [] : undefined), base), projection))
+    return listResponse(total, startIndex, resources)
+  }
+
+  async get(id: Id, params: ScimParams) {
+    const p = scimPrincipal(params)
+    return this.shown(await this.current(p.tenantId, id), params)
+  }
+
+  async create(data: unknown, params: ScimParams) {
+    const p = scimPrincipal(params)
+    const w = groupWrite(coerceIn(groupDefinition, memberLabels(data)))
+    this.withinCaller(p, w)
+    const group = await this.users.createGroup(p.tenantId, { displayName: w.displayName, externalId: w.externalId, namedRoles: w.namedRoles, members: w.members }, { by: p.actor, via: 'scim' })
+    return this.shown(group, params)
+  }
+
+  async update(id: Id, data: unknown, params: ScimParams) {
+    const p = scimPrincipal(params)
+    const current = await this.current(p.tenantId, id)
+    const sentId = isObject(data) ? data.id : undefined
+    if (sentId !== undefined && String(sentId).toLowerCase() !== current.id) throw scimError(400, 'mutability', `The body's id ${JSON.stringify(sentId)} is not this Group's (${current.id}); id cannot change.`)
+    const w = groupWrite(coerceIn(groupDefinition, memberLabels(data)))
+    this.withinCaller(p, w, current)
+    const group = await this.users.updateGroup(
+      p.tenantId,
+      current.id,
+      { displayName: w.displayName, externalId: w.externalId, namedRoles: w.namedRoles, replaceMembers: w.members },
+      { by: p.actor, via: 'scim', ifVersion: ifMatchVersion(params.ifMatch, () => current.version) }
+    )
+    return this.shown(group, params)
+  }
+
+  /** PATCH: applied to the group and its members as they are, written as what was added and removed. */
+  async patch(id: Id | null, data: unknown, params: ScimParams) {
+    const p = scimPrincipal(params)
+    const operations = patchOperations(memberPatchLabels(data))
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.current(p.tenantId, id)
+      const members: GroupMember[] = await this.users.groupMembers(p.tenantId, current.id)
+      const patched = applyPatch(groupDefinition, groupDocument(current, members), operations, { id: current.id })
+      const w = groupWrite(coerceIn(groupDefinition, patched))
+      this.withinCaller(p, w, current)
+      const before = new Set(members.map((m) => m.userId))
+      const after = new Set(w.members.map((m) => m.userId.toLowerCase()))
+      const ifVersion = ifMatchVersion(params.ifMatch, () => current.version)
+      try {
+        const group = await this.users.updateGroup(
+          p.tenantId,
+          current.id,
+          {
+            displayName: w.displayName,
+            externalId: w.externalId,
+            namedRoles: w.namedRoles,
+            addMembers: w.members.filter((m) => !before.has(m.userId.toLowerCase())),
+            removeMembers: [...before].filter((m) => !after.has(m))
+          },
+          { by: p.actor, via: 'scim', ifVersion: ifVersion ?? current.version }
+        )
+        return this.shown(group, params)
+      } catch (err) {
+        // Changed since it was read: read again and re-apply (unless the client named the version it meant).
+        if (ifVersion !== undefined || (err as { code?: number }).code !== 412) throw err
+        if (attempt >= attempts) throw scimError(409, undefined, 'The Group kept changing while this PATCH was applied; send it again.', { code: 'group.busy' })
+      }
+    }
+  }
+
+  async remove(id: Id | null, params: ScimParams) {
+    const p = scimPrincipal(params)
+    const current = await this.current(p.tenantId, id)
+    this.withinCaller(p, { namedRoles: current.namedRoles, displayName: current.displayName }, current)
+    await this.users.removeGroup(p.tenantId, current.id, { by: p.actor, via: 'scim', ifVersion: ifMatchVersion(params.ifMatch, () => current.version) })
+    return null
+  }
+}
+
+/** memberLabels for the values of PATCH operations on members. */
+function memberPatchLabels(data: unknown): unknown {
+  if (!isObject(data)) return data
+  const key = Object.keys(data).find((k) => k.toLowerCase() === 'operations')
+  if (!key || !Array.isArray(data[key])) return data
+  const ops = (data[key] as unknown[]).map((op) => {
+    if (!isObject(op)) return op
+    const value = op[Object.keys(op).find((k) => k.toLowerCase() === 'value') ?? 'value']
+    if (!Array.isArray(value)) return op
+    const labelled = memberLabels({ members: value }) as { members: unknown[] }
+    return { ...op, value: labelled.members }
+  })
+  return { ...data, [key]: ops }
+}
+
