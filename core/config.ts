@@ -20,12 +20,43 @@ const LimitsConfig = Type.Object(
   { additionalProperties: false }
 )
 
+/**
+ * Single sign-on through the tenant's OpenID provider (Entra ID, Okta, …) for the users
+ * it provisions (docs/identity-and-access.md, "Single sign-on"). Checked beyond its shape
+ * by oidcConfigProblems at start.
+ */
+const OidcConfig = Type.Object(
+  {
+    /** The issuer identifier, e.g. `https://login.microsoftonline.com/<directory id>/v2.0`: its discovery document is read from it. */
+    issuer: Type.String({ minLength: 1 }),
+    clientId: Type.String({ minLength: 1 }),
+    /** The client secret itself, or (better) `clientSecretEnv`: the environment variable that holds it. */
+    clientSecret: Type.Optional(Type.String({ minLength: 1 })),
+    clientSecretEnv: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
+    /** How the secret is sent to the token endpoint. Default `client_secret_basic`. */
+    tokenEndpointAuthMethod: Type.Optional(Type.Union([Type.Literal('client_secret_basic'), Type.Literal('client_secret_post')])),
+    /** Space-separated; must include `openid` (and `email` when matching by email). Default `openid email profile`. */
+    scopes: Type.Optional(Type.String({ minLength: 1 })),
+    /**
+     * Which claim of the ID token finds the user: `sub` or `oid` (Entra's object id) equal to
+     * the user's externalId, or `email` equal to the user's email or user name (any case).
+     */
+    match: Type.Union([Type.Literal('sub'), Type.Literal('oid'), Type.Literal('email')]),
+    /** The button's text on the sign-in page. Default `Sign in with single sign-on`. */
+    label: Type.Optional(Type.String({ minLength: 1, maxLength: 80 }))
+  },
+  { additionalProperties: false }
+)
+
+export type OidcConfig = Static<typeof OidcConfig>
+
 const TenantConfig = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1 })),
     modules: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9-]*$' }), { uniqueItems: true }),
     /** Enterprise plans: any of the limits, raised (or lowered) for this tenant. */
-    limits: Type.Optional(Type.Partial(LimitsConfig))
+    limits: Type.Optional(Type.Partial(LimitsConfig)),
+    oidc: Type.Optional(OidcConfig)
   },
   { additionalProperties: false }
 )
@@ -139,5 +170,36 @@ export function loadConfig(overrides: DeepPartial<AppConfig> & Record<string, un
     const problems = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ')
     throw new Error(`Invalid configuration: ${problems}`)
   }
+  const oidc = oidcConfigProblems(merged as AppConfig)
+  if (oidc.length) throw new Error(`Invalid configuration: ${oidc.join('; ')}`)
   return merged as AppConfig
 }
+
+const loopbacks = new Set(['localhost', '127.0.0.1', '[::1]'])
+
+/** Whether an issuer URL names this machine, the one place plain http is accepted (a provider started by a test or a developer). */
+export function isLoopbackUrl(url: URL): boolean {
+  return loopbacks.has(url.hostname)
+}
+
+/** What is wrong with the tenants' `oidc` blocks beyond their shape, each naming the tenant and the setting. */
+export function oidcConfigProblems(config: AppConfig, env: NodeJS.ProcessEnv = process.env): string[] {
+  const out: string[] = []
+  for (const [id, tenant] of Object.entries(config.tenants)) {
+    const o = tenant.oidc
+    if (!o) continue
+    const at = `/tenants/${id}/oidc`
+    const issuer = URL.canParse(o.issuer) ? new URL(o.issuer) : undefined
+    if (!issuer || !['https:', 'http:'].includes(issuer.protocol)) out.push(`${at}/issuer must be an absolute https URL (the provider's issuer identifier), not "${o.issuer}"`)
+    else if (issuer.protocol === 'http:' && !isLoopbackUrl(issuer)) out.push(`${at}/issuer must use https (plain http only on localhost): "${o.issuer}"`)
+    else if (issuer.search || issuer.hash) out.push(`${at}/issuer must have no query or fragment: "${o.issuer}"`)
+    if ((o.clientSecret === undefined) === (o.clientSecretEnv === undefined)) out.push(`${at} must have exactly one of clientSecret and clientSecretEnv`)
+    else if (o.clientSecretEnv !== undefined && !env[o.clientSecretEnv]) out.push(`${at}/clientSecretEnv names the environment variable ${o.clientSecretEnv}, which is not set`)
+    const scopes = (o.scopes ?? defaultOidcScopes).split(' ').filter(Boolean)
+    if (!scopes.includes('openid')) out.push(`${at}/scopes must include openid: "${o.scopes}"`)
+    if (o.match === 'email' && !scopes.includes('email')) out.push(`${at}/scopes must include email when match is email: "${o.scopes}"`)
+  }
+  return out
+}
+
+export const defaultOidcScopes = 'openid email profile'

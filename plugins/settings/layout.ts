@@ -44,6 +44,8 @@ button{font:inherit;padding:.5rem 1rem;border-radius:6px;border:1px solid var(--
 button.secondary{background:#fff;color:var(--accent)}
 button.danger{background:#fff;color:var(--danger);border-color:var(--danger);padding:.25rem .7rem}
 button.link{background:none;border:none;color:var(--accent);padding:0;text-decoration:underline}
+a.button{display:block;text-align:center;padding:.6rem 1rem;border-radius:6px;background:var(--accent);color:#fff;text-decoration:none;font-weight:600}
+.divider{color:var(--muted);text-align:center;margin:1rem 0}
 .actions{margin-top:1.25rem;display:flex;gap:.75rem;align-items:center}
 .alert{border-radius:6px;padding:.75rem 1rem;margin:0 0 1rem;border:1px solid}
 .alert.error{background:#fdecea;border-color:#f1b0aa;color:#7a1c16}

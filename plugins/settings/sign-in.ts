@@ -3,7 +3,8 @@ import { logger } from '../../core/logger.ts'
 import { field, readForm } from './form-body.ts'
 import { sendPage, seeOther, sessionOf, type PageRequest, type PageRoute } from './page-request.ts'
 import { assertCsrf, assertSameOrigin, expiredSessionCookie, safeNext, sessionCookieHeader } from './security.ts'
-import { signInPage } from './sign-in.views.ts'
+import { oidcLabel, oidcOf, oidcStart } from './sign-in-oidc.ts'
+import { signInPage, type SignInView } from './sign-in.views.ts'
 
 /** One message for an unknown organisation, an unknown user and a wrong password alike. */
 export const wrongCredentials = 'The organisation, user name or password is not right.'
@@ -39,11 +40,25 @@ async function throttled(r: PageRequest, tenant: string, userName: string): Prom
   return undefined
 }
 
+/**
+ * What the page offers for single sign-on: the button of the organisation, when it is
+ * known and signs in through an IdP; else, when any organisation does, a way to look its
+ * up. An unknown organisation and one without single sign-on look the same.
+ */
+function ssoOf(r: PageRequest, tenant: string, next: string): Pick<SignInView, 'sso' | 'ssoOffered'> {
+  const o = tenant ? oidcOf(r.platform, tenant) : undefined
+  return {
+    sso: o && { href: oidcStart(tenant, next), label: oidcLabel(o) },
+    ssoOffered: Object.values(r.platform.config.tenants).some((t) => t.oidc)
+  }
+}
+
 async function showSignIn(r: PageRequest) {
   const tenants = r.platform.tenants.list()
   const query = r.ctx.query
   const tenant = typeof query.tenant === 'string' ? query.tenant.slice(0, 63) : tenants.length === 1 ? tenants[0].id : ''
-  sendPage(r, 200, signInPage({ nonce: r.nonce, tenant, userName: '', next: safeNext(typeof query.next === 'string' ? query.next : undefined) }))
+  const next = safeNext(typeof query.next === 'string' ? query.next : undefined)
+  sendPage(r, 200, signInPage({ nonce: r.nonce, tenant, userName: '', next, ...ssoOf(r, tenant, next) }))
 }
 
 async function signIn(r: PageRequest) {
@@ -53,7 +68,14 @@ async function signIn(r: PageRequest) {
   const userName = field(form, 'userName')
   const password = field(form, 'password', { trim: false })
   const next = safeNext(form.get('next'))
-  const again = (status: number, error: string) => sendPage(r, status, signInPage({ nonce: r.nonce, tenant, userName, next, error }))
+  const again = (status: number, error: string) => sendPage(r, status, signInPage({ nonce: r.nonce, tenant, userName, next, error, ...ssoOf(r, tenant, next) }))
+  if (form.has('sso')) {
+    // To the page with the organisation's button, not straight to the IdP: the form-action
+    // policy of this page would stop the browser following a form's redirect to another site.
+    if (!tenant) return again(400, 'Enter your organisation to use single sign-on.')
+    if (!oidcOf(r.platform, tenant)) return again(400, 'This organisation does not sign in through an identity provider here. Sign in with your user name and password.')
+    return seeOther(r, `/sign-in?tenant=${encodeURIComponent(tenant)}&next=${encodeURIComponent(next).replace(/%2F/g, '/')}`)
+  }
   if (!tenant || !userName || !password) return again(400, 'Enter your organisation, user name and password.')
   const wait = await throttled(r, tenant, userName)
   if (wait !== undefined) {

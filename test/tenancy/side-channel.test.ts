@@ -101,13 +101,23 @@ await exportIn(A, aExports[0].id, ['running'])
 await holdExportSlots('acme')
 aExports.push(await startExport(A, { moduleKey: 'incident', format: 'csv', filters: { payload: { title: aOnly } } }))
 
+// A's SCIM user (its userName a secret too) and a group with it as member.
+const scimUrn = 'urn:ietf:params:scim:api:messages:2.0:PatchOp'
+const aScimName = 'ammonia.lead@acme.example'
+const aScimUser = must(await req('POST', '/api/scim/v2/Users', { token: A, body: { userName: aScimName, name: { givenName: 'Ammonia', familyName: 'Lead' } } }), 201, 'scim user')
+const aScimGroup = must(await req('POST', '/api/scim/v2/Groups', { token: A, body: { displayName: 'Acme chiller crew', members: [{ value: aScimUser.id }] } }), 201, 'scim group')
+aSecrets.set(aScimName, "A's SCIM userName")
+aSecrets.set('Acme chiller crew', "A's SCIM group name")
+
 /** A's ids by kind, each under a label. */
-type Pool = Record<'records' | 'attachments' | 'exports' | 'tokens', Record<string, string>>
+type Pool = Record<'records' | 'attachments' | 'exports' | 'tokens' | 'scimUsers' | 'scimGroups', Record<string, string>>
 const aIds: Pool = {
   records: { 'acme incident': aInc.id, 'acme corrective action': aAction.id, 'acme inspection': aInspection.id, 'acme deleted incident': aDeleted.id },
   attachments: { 'acme attachment': aFile.id, 'acme pending attachment': aPending.id },
   exports: { 'acme running export': aExports[0].id, 'acme queued export': aExports[1].id },
-  tokens: { 'acme token': aToken.id }
+  tokens: { 'acme token': aToken.id },
+  scimUsers: { 'acme scim user': aScimUser.id },
+  scimGroups: { 'acme scim group': aScimGroup.id }
 }
 const secretIds = (pool: Pool) => Object.values(pool).forEach((ids) => Object.entries(ids).forEach(([label, id]) => aSecrets.set(id, label)))
 secretIds(aIds)
@@ -128,6 +138,8 @@ must(await exportIn(B, bDone.id, ['succeeded']), 200, 'export')
 const password = 'globex-admin-password-1'
 const bUser = await server.platform.users.create('globex', { userName: 'dana', roles: ['admin'], password })
 const bSession = await server.platform.sessions.create('globex', bUser.id)
+const bScimUser = must(await req('POST', '/api/scim/v2/Users', { body: { userName: 'globex.scim@globex.example', name: { givenName: 'Globex', familyName: 'Scim' }, displayName: 'Globex Scim' } }), 201, 'scim user')
+const bScimGroup = must(await req('POST', '/api/scim/v2/Groups', { body: { displayName: 'Globex dock crew', members: [{ value: bScimUser.id }] } }), 201, 'scim group')
 const bDownload = must(await req('GET', `/api/v1/attachments/${bFile.id}`), 200, 'attachment').download.url as string
 const bUpload = bPending.upload.url as string
 
@@ -182,6 +194,34 @@ const get = async (path: string, digest = false) => normalise(await req('GET', p
 const bRow = (externalRef: string) => ({ externalRef, payload: incidentPayload({ title: 'From the Globex ERP' }) })
 
 const probes: Probe[] = [
+  { name: 'B lists its SCIM users and groups, reads them and the discovery endpoints', covers: ['api/scim/v2/Users#find', 'api/scim/v2/Users#get', 'api/scim/v2/Groups#find', 'api/scim/v2/Groups#get', 'api/scim/v2/ServiceProviderConfig#find', 'api/scim/v2/ResourceTypes#find', 'api/scim/v2/ResourceTypes#get', 'api/scim/v2/Schemas#find', 'api/scim/v2/Schemas#get'], run: async () => ({
+    users: await get('/api/scim/v2/Users'),
+    firstUser: await get('/api/scim/v2/Users?count=1&startIndex=2'),
+    groups: await get('/api/scim/v2/Groups'),
+    user: await get(`/api/scim/v2/Users/${bScimUser.id}`),
+    group: await get(`/api/scim/v2/Groups/${bScimGroup.id}`),
+    config: await get('/api/scim/v2/ServiceProviderConfig'),
+    types: await get('/api/scim/v2/ResourceTypes'),
+    type: await get('/api/scim/v2/ResourceTypes/User'),
+    schemas: await get('/api/scim/v2/Schemas', true),
+    schema: await get(`/api/scim/v2/Schemas/${enc('urn:ietf:params:scim:schemas:core:2.0:Group')}`, true)
+  }) },
+  { name: 'B provisions a SCIM user and a group whose names it already has', covers: ['api/scim/v2/Users#create', 'api/scim/v2/Groups#create'], run: async () => ({
+    user: normalise(await req('POST', '/api/scim/v2/Users', { body: { userName: 'GLOBEX.SCIM@globex.example' } })),
+    group: normalise(await req('POST', '/api/scim/v2/Groups', { body: { displayName: 'Globex dock crew' } }))
+  }) },
+  { name: 'B replaces and patches its SCIM user and group to what they are, and deletes them with a stale If-Match', covers: ['api/scim/v2/Users#update', 'api/scim/v2/Users#patch', 'api/scim/v2/Users#remove', 'api/scim/v2/Groups#update', 'api/scim/v2/Groups#patch', 'api/scim/v2/Groups#remove'], run: async () => ({
+    putUser: normalise(await req('PUT', `/api/scim/v2/Users/${bScimUser.id}`, { body: { userName: 'globex.scim@globex.example', name: { givenName: 'Globex', familyName: 'Scim' }, displayName: 'Globex Scim' } })),
+    patchUser: normalise(await req('PATCH', `/api/scim/v2/Users/${bScimUser.id}`, { body: { schemas: [scimUrn], Operations: [{ op: 'replace', path: 'displayName', value: 'Globex Scim' }] } })),
+    deleteUser: normalise(await req('DELETE', `/api/scim/v2/Users/${bScimUser.id}`, { headers: { 'if-match': 'W/"99"' } })),
+    putGroup: normalise(await req('PUT', `/api/scim/v2/Groups/${bScimGroup.id}`, { body: { displayName: 'Globex dock crew', members: [{ value: bScimUser.id }] } })),
+    patchGroup: normalise(await req('PATCH', `/api/scim/v2/Groups/${bScimGroup.id}`, { body: { schemas: [scimUrn], Operations: [{ op: 'add', path: 'members', value: [{ value: bScimUser.id }] }] } })),
+    deleteGroup: normalise(await req('DELETE', `/api/scim/v2/Groups/${bScimGroup.id}`, { headers: { 'if-match': 'W/"99"' } }))
+  }) },
+  { name: 'B reads its identity log, a page at a time', covers: ['api/v1/identity-log#find'], run: async () => {
+    const first = await req('GET', '/api/v1/identity-log?limit=1')
+    return { first: normalise(first), next: await get(`/api/v1/identity-log?limit=1&cursor=${enc(first.body.nextCursor)}`), user: await get(`/api/v1/identity-log?subjectId=${bScimUser.id}`) }
+  } },
   { name: 'B lists its incidents two at a time', covers: ['api/v1/records#find'], run: async () => {
     const first = await req('GET', '/api/v1/records?moduleKey=incident&limit=2')
     return { first: normalise(first), next: await get(`/api/v1/records?moduleKey=incident&limit=2&cursor=${enc(first.body.nextCursor)}`) }
@@ -263,6 +303,18 @@ const probes: Probe[] = [
 
 const ref = (value: string) => ({ moduleKey: 'corrective-action', payload: { title: 'Borrowed incident', incident: value, kind: 'corrective' } })
 const groups: Group[] = [
+  { name: 'B reads a SCIM user by id', covers: ['api/scim/v2/Users#get'], values: (a) => a.scimUsers, run: (id) => req('GET', `/api/scim/v2/Users/${id}`) },
+  { name: 'B replaces a SCIM user by id', covers: ['api/scim/v2/Users#update'], values: (a) => a.scimUsers, run: (id) => req('PUT', `/api/scim/v2/Users/${id}`, { body: { userName: 'hijacked@globex.example' } }) },
+  { name: 'B deactivates a SCIM user by id', covers: ['api/scim/v2/Users#patch'], values: (a) => a.scimUsers, run: (id) => req('PATCH', `/api/scim/v2/Users/${id}`, { body: { schemas: [scimUrn], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] } }) },
+  { name: 'B deletes a SCIM user by id', covers: ['api/scim/v2/Users#remove'], values: (a) => a.scimUsers, run: (id) => req('DELETE', `/api/scim/v2/Users/${id}`) },
+  { name: 'B filters its SCIM users and groups on the id', covers: ['api/scim/v2/Users#find'], values: (a) => ({ ...a.scimUsers, ...a.scimGroups }), run: (id) => req('GET', `/api/scim/v2/Users?filter=${enc(`id eq "${id}" or groups.value eq "${id}"`)}`) },
+  { name: 'B adds the id to its SCIM group as a member', covers: ['api/scim/v2/Groups#patch'], values: (a) => a.scimUsers, run: (id) => req('PATCH', `/api/scim/v2/Groups/${bScimGroup.id}`, { body: { schemas: [scimUrn], Operations: [{ op: 'add', path: 'members', value: [{ value: id }] }] } }) },
+  { name: 'B reads a SCIM group by id', covers: ['api/scim/v2/Groups#get'], values: (a) => a.scimGroups, run: (id) => req('GET', `/api/scim/v2/Groups/${id}`) },
+  { name: 'B replaces a SCIM group by id', covers: ['api/scim/v2/Groups#update'], values: (a) => a.scimGroups, run: (id) => req('PUT', `/api/scim/v2/Groups/${id}`, { body: { displayName: 'Hijacked' } }) },
+  { name: 'B empties a SCIM group by id', covers: ['api/scim/v2/Groups#patch'], values: (a) => a.scimGroups, run: (id) => req('PATCH', `/api/scim/v2/Groups/${id}`, { body: { schemas: [scimUrn], Operations: [{ op: 'remove', path: 'members' }] } }) },
+  { name: 'B deletes a SCIM group by id', covers: ['api/scim/v2/Groups#remove'], values: (a) => a.scimGroups, run: (id) => req('DELETE', `/api/scim/v2/Groups/${id}`) },
+  { name: 'B reads the identity log of the id', covers: ['api/v1/identity-log#find'], values: (a) => ({ ...a.scimUsers, ...a.scimGroups }), run: (id) => req('GET', `/api/v1/identity-log?subjectId=${id}`) },
+  { name: "B filters its SCIM users on A's userName", covers: ['api/scim/v2/Users#find'], values: () => ({ "acme's SCIM userName": aScimName }), run: (v) => req('GET', `/api/scim/v2/Users?filter=${enc(`userName eq "${v}"`)}`) },
   { name: 'B reads a record by id', covers: ['api/v1/records#get'], values: (a) => a.records, run: (id) => req('GET', `/api/v1/records/${id}`) },
   { name: 'B patches a record by id', covers: ['api/v1/records#patch'], values: (a) => a.records, run: (id) => req('PATCH', `/api/v1/records/${id}`, { body: { payload: { title: 'hijacked' } } }) },
   { name: 'B fires a transition by id', covers: ['api/v1/records#transition'], values: (a) => a.records, run: (id) => req('POST', `/api/v1/records/${id}:transition`, { body: { transition: 'cancel' } }) },
@@ -296,7 +348,9 @@ const groups: Group[] = [
   // One group per module: the 404 for a number names the module whose number pattern the text has (B's own modules, the text's shape; no data).
   { name: 'B asks for a record by an incident number', covers: ['api/v1/records#get'], values: () => ({ "acme's number": aInc.number }), run: (v) => req('GET', `/api/v1/records/${v}`) },
   { name: 'B asks for a record by a corrective action number', covers: ['api/v1/records#get'], values: () => ({ "acme's corrective action number": aAction.number }), run: (v) => req('GET', `/api/v1/records/${v}`) },
-  { name: 'B signs in to the tenant with its own name and password', covers: ['page POST /sign-in'], values: () => ({ 'acme as tenant': 'acme' }), labels: (v) => [[`value="${v}"`, 'value="<value>"']], run: (v) => page('POST', '/sign-in', { tenant: v, userName: 'dana', password, next: '/settings/api-keys' }, false) }
+  { name: 'B signs in to the tenant with its own name and password', covers: ['page POST /sign-in'], values: () => ({ 'acme as tenant': 'acme' }), labels: (v) => [[`value="${v}"`, 'value="<value>"']], run: (v) => page('POST', '/sign-in', { tenant: v, userName: 'dana', password, next: '/settings/api-keys' }, false) },
+  { name: 'B starts single sign-on for the tenant', covers: ['page GET /sign-in/oidc/acme'], values: () => ({ 'acme as tenant': 'acme' }), run: (v) => page('GET', `/sign-in/oidc/${v}?next=/settings/api-keys`, undefined, false) },
+  { name: 'B sends an IdP answer to the tenant\'s sign-in callback', covers: ['page GET /sign-in/oidc/acme/callback'], values: () => ({ 'acme as tenant': 'acme' }), run: (v) => page('GET', `/sign-in/oidc/${v}/callback?code=c&state=s`, undefined, false) }
 ]
 const randomOf = (values: Record<string, string>): string => {
   const sample = Object.values(values)[0]
@@ -375,7 +429,15 @@ async function changeA(): Promise<Pool> {
   const [kept, revoked] = await Promise.all(tokens)
   must(await req('DELETE', `/api/v1/tokens/${revoked.id}`, { token: A }), 200, 'revoke')
   for (let i = 0; i < 5; i++) await req('GET', '/api/v1/records?moduleKey=incident&limit=1', { token: A })
+  const scimUser = must(await req('POST', '/api/scim/v2/Users', { token: A, body: { userName: 'second.lead@acme.example' } }), 201, 'scim user')
+  const scimGone = must(await req('POST', '/api/scim/v2/Users', { token: A, body: { userName: 'gone.lead@acme.example' } }), 201, 'scim user')
+  must(await req('PATCH', `/api/scim/v2/Groups/${aScimGroup.id}`, { token: A, body: { schemas: [scimUrn], Operations: [{ op: 'add', path: 'members', value: [{ value: scimUser.id }, { value: scimGone.id }] }] } }), 204, 'scim members')
+  must(await req('PATCH', `/api/scim/v2/Users/${aScimUser.id}`, { token: A, body: { schemas: [scimUrn], Operations: [{ op: 'replace', path: 'title', value: 'Chiller lead' }] } }), 204, 'scim patch')
+  must(await req('DELETE', `/api/scim/v2/Users/${scimGone.id}`, { token: A }), 204, 'scim delete')
+  const scimGroup = must(await req('POST', '/api/scim/v2/Groups', { token: A, body: { displayName: 'reporter', members: [{ value: scimUser.id }] } }), 201, 'scim group')
   const pool: Pool = {
+    scimUsers: { ...aIds.scimUsers, 'acme new scim user': scimUser.id, 'acme deleted scim user': scimGone.id },
+    scimGroups: { ...aIds.scimGroups, 'acme new scim group': scimGroup.id },
     records: { ...aIds.records, 'acme new incident': more[0].id, 'acme new deleted incident': more[2].id },
     attachments: { ...aIds.attachments, 'acme new attachment': file.id },
     exports: { ...aIds.exports, 'acme new export': aExports[aExports.length - 1].id },
