@@ -74,7 +74,22 @@ async function browserTests() {
   })
   idpServer.on('request', provider.callback())
 
-  const sam = await server.platform.users.create('acme', { userName: 'sam@acme.test', displayName: 'Sam Taylor', email: 'sam@acme.test', externalId: 'okta-sam', roles: ['safety-manager'] })
+  // Sam is provisioned as Okta does it, through SCIM (no password), and made a safety manager by a group.
+  const scim = async (method: string, path: string, body: unknown) => {
+    const r = await server.request(method, `/api/scim/v2/${path}`, { token: server.keys.acme, raw: JSON.stringify(body), headers: { 'content-type': 'application/scim+json' } })
+    if (r.status >= 300) throw new Error(`setup: SCIM ${method} ${path} answered ${r.status} ${r.text}`)
+    return r.body
+  }
+  const sam = await scim('POST', 'Users', {
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+    userName: 'sam@acme.test',
+    externalId: 'okta-sam',
+    name: { givenName: 'Sam', familyName: 'Taylor' },
+    displayName: 'Sam Taylor',
+    emails: [{ value: 'sam@acme.test', type: 'work', primary: true }],
+    active: true
+  })
+  await scim('POST', 'Groups', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'safety-manager', members: [{ value: sam.id }] })
   const dana = await server.platform.users.create('globex', { userName: 'dana', displayName: 'Dana Reyes', email: 'Dana@Globex.test', externalId: 'e2c1', roles: ['admin'] })
 
   let browser: Browser | undefined
@@ -142,7 +157,7 @@ async function browserTests() {
     t.match(await cookie(context, 'records_session'), { httpOnly: true, secure: true, sameSite: 'Lax', path: '/' }, 'the same session cookie as a password sign-in')
     t.equal(await cookie(context, 'records_oidc'), undefined, 'the flow cookie is spent')
     const me = await (await context.request.get('/api/v1/me')).json()
-    t.match(me, { tenantId: 'acme', actor: { type: 'user', id: sam.id } }, 'the API sees the provisioned user')
+    t.match(me, { tenantId: 'acme', actor: { type: 'user', id: sam.id }, roles: ['safety-manager'] }, 'the API sees the provisioned user, with the role its SCIM group grants')
     t.ok((await server.platform.users.get('acme', sam.id))?.lastSignInAt, 'the sign-in is recorded')
   })
 
@@ -211,7 +226,8 @@ async function browserTests() {
   })
 
   await t.test('a deactivated user is refused with a page saying so, and their open session has ended', async (t) => {
-    await server.platform.users.setActive('acme', sam.id, false)
+    // As Entra deactivates: a PATCH with a capitalised op and a string boolean.
+    await scim('PATCH', `Users/${sam.id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] })
     await first.page.goto('/settings/api-keys')
     t.match(first.page.url(), /\/sign-in\?next=\/settings\/api-keys$/, 'the session of the first sign-in no longer works')
     const { context, page } = await freshPage()
