@@ -7,6 +7,25 @@ import { validationError } from '../validation.ts'
 const jsonTypes = ['application/json', 'application/merge-patch+json', 'application/problem+json']
 
 /**
+ * A request body as text, at most `maxBytes`: a larger one is 413 (the rest discarded
+ * unread, the connection closed after the answer), a client hanging up mid-body 400. For
+ * the JSON reader below and the features that read their own bodies (GraphQL, SCIM).
+ */
+export async function readBodyText(ctx: Parameters<Middleware>[0], maxBytes: number): Promise<string> {
+  const length = Number(ctx.get('content-length') || 0)
+  if (length > maxBytes) {
+    ctx.set('Connection', 'close')
+    throw new ApiError('payload-too-large', 'request.too_large', `The body is ${length} bytes; at most ${maxBytes} bytes are accepted.`)
+  }
+  const body = await readCapped(ctx.req, maxBytes, () => problems.badRequest('request.aborted', 'The request body ended before it was complete.'))
+  if (!body) {
+    ctx.set('Connection', 'close')
+    throw new ApiError('payload-too-large', 'request.too_large', `The body exceeds ${maxBytes} bytes.`)
+  }
+  return body.toString('utf8')
+}
+
+/**
  * Reads JSON bodies of POST/PATCH/PUT with a size cap. A body with another media type
  * is refused with 415; a streaming route (bulk) declares itself and reads its own body,
  * and the browser pages (outside /api/) read their own form bodies.
@@ -24,17 +43,7 @@ export const jsonBody = (maxBytes: number, streamingPaths: RegExp[] = []): Middl
   if (!jsonTypes.includes(type)) {
     throw new ApiError('unsupported-media-type', 'request.unsupported_media_type', `Send the body as application/json (got ${type || 'no Content-Type'}).`)
   }
-  // The rest of a refused body is discarded, never buffered, and the connection closes after the 413.
-  if (length > maxBytes) {
-    ctx.set('Connection', 'close')
-    throw new ApiError('payload-too-large', 'request.too_large', `The body is ${length} bytes; at most ${maxBytes} bytes are accepted.`)
-  }
-  const body = await readCapped(ctx.req, maxBytes, () => problems.badRequest('request.aborted', 'The request body ended before it was complete.'))
-  if (!body) {
-    ctx.set('Connection', 'close')
-    throw new ApiError('payload-too-large', 'request.too_large', `The body exceeds ${maxBytes} bytes.`)
-  }
-  const text = body.toString('utf8')
+  const text = await readBodyText(ctx, maxBytes)
   if (text.trim() === '') {
     ctx.request.body = undefined
     return next()

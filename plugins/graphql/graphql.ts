@@ -7,7 +7,7 @@ import { assertScope } from '../../core/auth/access.ts'
 import type { Principal } from '../../core/auth/principal.ts'
 import type { App, Platform } from '../../core/declarations.ts'
 import { ApiError, problems, toProblem } from '../../core/errors/index.ts'
-import { readCapped } from '../../core/http/read-capped.ts'
+import { readBodyText } from '../../core/http/body.ts'
 import { logger } from '../../core/logger.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { graphqlConsole } from './graphql.console.ts'
@@ -199,16 +199,7 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
     const principal = requireCaller(ctx)
     let body: string | null = null
     if (ctx.method === 'POST' && (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase() === 'application/json') {
-      if (Number(ctx.get('content-length') || 0) > maxBytes) {
-        ctx.set('Connection', 'close')
-        throw new ApiError('payload-too-large', 'request.too_large', `The body is ${ctx.get('content-length')} bytes; at most ${maxBytes} bytes are accepted.`)
-      }
-      const read = await readCapped(ctx.req, maxBytes, () => problems.badRequest('request.aborted', 'The request body ended before it was complete.'))
-      if (!read) {
-        ctx.set('Connection', 'close')
-        throw new ApiError('payload-too-large', 'request.too_large', `The body exceeds ${maxBytes} bytes.`)
-      }
-      body = read.toString('utf8')
+      body = await readBodyText(ctx, maxBytes)
     }
     const context: RequestContext = { koa: ctx, principal }
     const [result, init] = await handlerFor(ctx.state.traceId as string)({

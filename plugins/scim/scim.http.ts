@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa'
 import { ApiError, problems } from '../../core/errors/index.ts'
-import { readCapped } from '../../core/http/read-capped.ts'
+import { readBodyText } from '../../core/http/body.ts'
 import { jsonTextProblem } from '../../core/json-text.ts'
 import { validationError } from '../../core/validation.ts'
 import { scimError } from './scim.errors.ts'
@@ -27,16 +27,7 @@ async function readBody(ctx: Parameters<Middleware>[0], maxBytes: number): Promi
   if (!length && !ctx.get('transfer-encoding')) return undefined
   const type = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase()
   if (!bodyTypes.includes(type)) throw new ApiError('unsupported-media-type', 'request.unsupported_media_type', `Send the body as ${scimMediaType} (or application/json); got ${type || 'no Content-Type'}.`)
-  if (length > maxBytes) {
-    ctx.set('Connection', 'close')
-    throw new ApiError('payload-too-large', 'request.too_large', `The body is ${length} bytes; at most ${maxBytes} bytes are accepted.`)
-  }
-  const body = await readCapped(ctx.req, maxBytes, () => problems.badRequest('request.aborted', 'The request body ended before it was complete.'))
-  if (!body) {
-    ctx.set('Connection', 'close')
-    throw new ApiError('payload-too-large', 'request.too_large', `The body exceeds ${maxBytes} bytes.`)
-  }
-  const text = body.toString('utf8')
+  const text = await readBodyText(ctx, maxBytes)
   if (!text.trim()) return undefined
   const shape = jsonTextProblem(text)
   if (shape) throw validationError([shape])
