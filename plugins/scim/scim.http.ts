@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa'
-import { ApiError, problems } from '../../core/errors/index.ts'
+import { ApiError } from '../../core/errors/index.ts'
 import { readBodyText } from '../../core/http/body.ts'
 import { jsonTextProblem } from '../../core/json-text.ts'
 import { validationError } from '../../core/validation.ts'
