@@ -22,6 +22,7 @@ import { jsonBody, passBodyStream } from './http/body.ts'
 import { logAppError } from './http/client-aborts.ts'
 import { answerClientErrors } from './http/client-errors.ts'
 import { canonicalPaths, colonMethods } from './http/custom-methods.ts'
+import { fastQuery } from './http/query-string.ts'
 import { routeGuard } from './http/route-guard.ts'
 import { errorPages } from './http/error-pages.ts'
 import { problemResponses } from './http/problem.ts'
@@ -79,6 +80,7 @@ export interface AppOptions {
 export function createApp(platform: Platform, plugins: readonly Plugin[], options: AppOptions = {}): App {
   const streaming = plugins.flatMap((p) => p.streamingPaths ?? [])
   const app = koa(feathers()) as unknown as App
+  fastQuery(app.request)
   app.on('error', logAppError)
   for (const m of options.outermost?.(app) ?? []) app.use(m)
   app.set('platform', platform)

@@ -31,9 +31,12 @@ export const identityLogPath = 'api/v1/identity-log'
 
 const endpointNames = ['Users', 'Groups', 'ServiceProviderConfig', 'ResourceTypes', 'Schemas']
 
-/** `/api/scim/v2/users/…` → `/api/scim/v2/Users/…`: endpoint names in any case (Microsoft's collection asks for `/users`). */
+const scimEndpoint = new RegExp(`^/${scimBase}/([^/]+)(/.*)?$`)
+
+/** `/api/scim/v2/users/…` → `/api/scim/v2/Users/…`: endpoint names in any case (Microsoft's collection asks for `/users`). Runs on every request: a prefix test first. */
 export function canonicalScimPath(path: string): string | undefined {
-  const m = new RegExp(`^/${scimBase}/([^/]+)(/.*)?$`).exec(path)
+  if (!path.startsWith(`/${scimBase}/`)) return undefined
+  const m = scimEndpoint.exec(path)
   const name = m && endpointNames.find((n) => n.toLowerCase() === m[1].toLowerCase())
   return name && name !== m[1] ? `/${scimBase}/${name}${m[2] ?? ''}` : undefined
 }
