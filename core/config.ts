@@ -87,6 +87,10 @@ export const configSchema = Type.Object({
     retentionHours: Type.Number({ exclusiveMinimum: 0 }),
     inFlightTimeoutSeconds: Type.Number({ exclusiveMinimum: 0 })
   }),
+  events: Type.Object({
+    /** Events older than this are removed by the events.purge job; a feed cursor past removed events is 410. */
+    retentionDays: Type.Number({ exclusiveMinimum: 0 })
+  }),
   redis: Type.Object({
     /** Shares rate-limit windows and concurrency slots across instances; memory when null. */
     url: Type.Union([Type.String(), Type.Null()]),
@@ -130,6 +134,30 @@ export const configSchema = Type.Object({
     batchSize: Type.Integer({ minimum: 1 }),
     /** A batch is written at the latest this long after its first row arrived (first outcomes stream early). */
     flushAfterMs: Type.Integer({ minimum: 1 })
+  }),
+  webhooks: Type.Object({
+    /** Run the webhook dispatcher on this instance (LISTEN/NOTIFY on commit, and a poll). */
+    dispatch: Type.Boolean(),
+    /** Accept plain `http://` target URLs (development, tests); https only otherwise. */
+    allowHttp: Type.Boolean(),
+    /** Address ranges (CIDR) a target may resolve to although private, loopback or link-local, e.g. `127.0.0.1/32` in tests. */
+    allowedCidrs: Type.Array(Type.String({ minLength: 1 })),
+    /** How long one delivery may take, connection to the last byte read. */
+    timeoutMs: Type.Integer({ minimum: 1 }),
+    /** How long resolving a target's host name may take before it is refused. */
+    dnsTimeoutMs: Type.Integer({ minimum: 1 }),
+    /** When each attempt is due, in ms after the first (the first is 0): its length is the number of attempts. */
+    retryScheduleMs: Type.Array(Type.Integer({ minimum: 0 }), { minItems: 1 }),
+    /** Each retry is delayed by up to this fraction of the gap before it (jitter). */
+    retryJitter: Type.Number({ minimum: 0, maximum: 1 }),
+    /** A subscription whose deliveries failed without a success for this long is disabled. */
+    disableAfterFailingHours: Type.Number({ exclusiveMinimum: 0 }),
+    /** How long a rotated-out secret keeps signing beside the new one. */
+    secretGraceHours: Type.Number({ minimum: 0 }),
+    /** The fallback poll when no NOTIFY arrives (retries due, a lease of a dead instance expired). */
+    pollMs: Type.Integer({ minimum: 10 }),
+    /** Subscriptions sending at once per instance (each sends one delivery at a time). */
+    maxConcurrentSubscriptions: Type.Integer({ minimum: 1 })
   }),
   sessions: Type.Object({
     ttlHours: Type.Number({ exclusiveMinimum: 0 }),

@@ -3,6 +3,7 @@ import { apiDocsPlugin } from './api-docs/api-docs.ts'
 import { attachmentsPlugin } from './attachments/attachments.ts'
 import { auditLogPlugin } from './audit-log/audit-log.ts'
 import { bulkPlugin } from './bulk/bulk.ts'
+import { eventsFeedPlugin } from './events-feed/events-feed.ts'
 import { exportsPlugin } from './exports/exports.ts'
 import { graphqlPlugin } from './graphql/graphql.ts'
 import { idempotencyPlugin } from './idempotency/idempotency.ts'
@@ -13,6 +14,7 @@ import { recordsPlugin } from './records/records.ts'
 import { scimPlugin } from './scim/scim.ts'
 import { settingsPlugin } from './settings/settings.ts'
 import { tokensPlugin } from './tokens/tokens.ts'
+import { webhooksPlugin } from './webhooks/webhooks.ts'
 
 /**
  * Every feature, in the order it is configured and described in the OpenAPI document:
@@ -32,5 +34,7 @@ export const plugins: readonly Plugin[] = [
   graphqlPlugin,
   scimPlugin,
   settingsPlugin,
-  apiDocsPlugin
+  apiDocsPlugin,
+  eventsFeedPlugin,
+  webhooksPlugin
 ]

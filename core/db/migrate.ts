@@ -7,6 +7,8 @@ import * as exportsMigration from './migrations/005-exports.ts'
 import * as events from './migrations/006-events.ts'
 import * as recordNumberIndex from './migrations/007-record-number-index.ts'
 import * as scim from './migrations/008-scim.ts'
+import * as eventsFeed from './migrations/009-events-feed.ts'
+import * as webhooks from './migrations/010-webhooks.ts'
 
 /** Versioned migrations, in order. Add a file and a row; never edit a released one. */
 const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }]> = [
@@ -17,7 +19,9 @@ const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   ['005-exports', exportsMigration],
   ['006-events', events],
   ['007-record-number-index', recordNumberIndex],
-  ['008-scim', scim]
+  ['008-scim', scim],
+  ['009-events-feed', eventsFeed],
+  ['010-webhooks', webhooks]
 ]
 
 const source: Knex.MigrationSource<string> = {

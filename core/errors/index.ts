@@ -39,7 +39,8 @@ export const problems = {
   notFound: (code: string, detail: string) => new ApiError('not-found', code, detail),
   conflict: (code: string, detail: string, extra?: Record<string, unknown>) => new ApiError('conflict', code, detail, extra),
   preconditionFailed: (detail: string, extra?: Record<string, unknown>) => new ApiError('precondition-failed', 'record.version_mismatch', detail, extra),
-  unprocessable: (code: string, detail: string) => new ApiError('unprocessable', code, detail)
+  unprocessable: (code: string, detail: string) => new ApiError('unprocessable', code, detail),
+  gone: (code: string, detail: string) => new ApiError('gone', code, detail)
 }
 
 /** The public part of a domain error, for problems carried inside a larger answer (bulk row outcomes, failed export jobs). */

@@ -9,6 +9,7 @@ export const problemKinds = {
   'not-acceptable': { status: 406, title: 'Not acceptable', text: 'The Accept header names no media type the endpoint answers with. The detail lists those it does.' },
   conflict: { status: 409, title: 'Conflict', text: 'The request conflicts with the current state: a workflow transition that is not allowed from the record’s current state, or a retry with an Idempotency-Key whose first request is still being processed.' },
   'precondition-failed': { status: 412, title: 'Precondition failed', text: 'The If-Match header names a version of the record that is no longer current. Fetch the record again and re-apply the change.' },
+  gone: { status: 410, title: 'Gone', text: 'What the request points at is no longer kept: an events-feed cursor whose following events passed the retention period. Start again without a cursor (resync) and page from the oldest event kept.' },
   'payload-too-large': { status: 413, title: 'Payload too large', text: 'The request body is larger than the service accepts for this endpoint.' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type', text: 'The request body must be sent with the content type the endpoint accepts, usually `application/json`.' },
   'headers-too-large': { status: 431, title: 'Request header fields too large', text: 'The request line and headers together exceed 16 KiB. Send long values in the body instead.' },

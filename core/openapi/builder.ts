@@ -15,6 +15,8 @@ export type Json = Record<string, any>
 export interface Fragment {
   tags: Array<{ name: string; description: string }>
   paths: Record<string, Record<string, Json>>
+  /** OpenAPI 3.1 top-level `webhooks`: requests the service sends to its clients, by name. */
+  webhooks?: Record<string, Json>
   /**
    * Adds to operations other features describe, once every fragment is in: a second
    * representation of a response (the record report's PDF of a record's GET), so the

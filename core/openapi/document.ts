@@ -89,11 +89,13 @@ export function buildDocument(o: DocumentOptions): Json {
   const ctx = new DocContext(o.config, o.tenant?.modules ?? [], o.errorsUrl, o.tenant ? { id: o.tenant.id, name: o.tenant.name } : undefined)
   const tags: Json[] = []
   const paths: Json = {}
+  const webhooks: Json = {}
   const amends: Array<NonNullable<ReturnType<Describe>['amend']>> = []
   for (const describe of o.describes) {
     const f = describe(ctx)
     tags.push(...f.tags)
     for (const [path, item] of Object.entries(f.paths)) paths[path] = { ...paths[path], ...item }
+    Object.assign(webhooks, f.webhooks)
     if (f.amend) amends.push(f.amend)
   }
   const base = components(o)
@@ -124,6 +126,7 @@ export function buildDocument(o: DocumentOptions): Json {
     security: [{ bearerAuth: [] }, { sessionCookie: [] }],
     tags,
     paths,
+    ...(Object.keys(webhooks).length ? { webhooks } : {}),
     components: { ...base, schemas: { ...base.schemas, ...ctx.schemas } }
   }
 }

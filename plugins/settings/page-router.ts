@@ -1,5 +1,6 @@
 import { FeathersError } from '@feathersjs/errors'
 import type { Middleware } from 'koa'
+import type { Principal } from '../../core/auth/principal.ts'
 import type { App } from '../../core/declarations.ts'
 import { logger } from '../../core/logger.ts'
 import { messagePage } from './layout.ts'
@@ -7,10 +8,12 @@ import { PageError } from './page-error.ts'
 import { frameFor, sendPage, sessionOf, type PageRequest, type PageRoute } from './page-request.ts'
 import { newNonce, setPageHeaders } from './security.ts'
 
-/** A link of the settings navigation, shown to a signed-in user on every page. */
+/** A link of the settings navigation, shown to a signed-in user on every page (or to those `visible` admits). */
 export interface NavLink {
   href: string
   label: string
+  /** Whom the link is shown to, when not everyone signed in may use the page (e.g. admins only). */
+  visible?: (principal: Principal) => boolean
 }
 
 /** What a feature adds to the browser pages: its routes and, for the pages a person opens from the menu, a link. */

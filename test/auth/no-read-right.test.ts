@@ -22,6 +22,8 @@ const incidentExport = (await server.request('POST', '/api/v1/exports', { body: 
 const scim = (path: string, body: unknown) => server.request('POST', `/api/scim/v2/${path}`, { body, headers: { 'content-type': 'application/scim+json' } })
 const scimUser = (await scim('Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'hidden.person@example.com' })).body.id
 const scimGroup = (await scim('Groups', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'reporter' })).body.id
+// A webhook subscription of the tenant (a public documentation address: created, never called, as it takes test pings only).
+const webhook = (await server.request('POST', '/api/v1/webhooks', { body: { url: 'https://203.0.113.10/hook', kinds: ['webhook.test'] } })).body.id
 const secrets = ['secret-report.pdf', incident.id, incident.number, 'Solvent spill in bay 7', 'hidden.person@example.com', scimUser]
 
 const { getServiceOptions } = feathers
@@ -66,6 +68,22 @@ const calls: Record<string, Call[]> = {
   'api/v1/tokens.remove': [{ method: 'DELETE', path: `/api/v1/tokens/${someToken}`, expect: [404] }],
   'api/v1/me.find': [{ method: 'GET', path: '/api/v1/me', expect: [200] }],
   'api/v1/identity-log.find': [{ method: 'GET', path: '/api/v1/identity-log', expect: [403] }],
+  // The action owner reads the feed of its corrective actions, never the incident's events.
+  'api/v1/events.find': [
+    { method: 'GET', path: '/api/v1/events', expect: [200] },
+    { method: 'GET', path: '/api/v1/events?moduleKey=incident', expect: [403] },
+    { method: 'GET', path: '/api/v1/events?types=record.created,user.provisioned', expect: [200] }
+  ],
+  // Webhooks are admins' only: every call is refused before the subscription is looked up.
+  'api/v1/webhooks.find': [{ method: 'GET', path: '/api/v1/webhooks', expect: [403] }],
+  'api/v1/webhooks.get': [{ method: 'GET', path: `/api/v1/webhooks/${webhook}`, expect: [403] }],
+  'api/v1/webhooks.create': [{ method: 'POST', path: '/api/v1/webhooks', body: { url: 'https://203.0.113.10/x', kinds: ['record.created'], modules: ['incident'] }, expect: [403] }],
+  'api/v1/webhooks.patch': [{ method: 'PATCH', path: `/api/v1/webhooks/${webhook}`, body: { enabled: false }, expect: [403] }],
+  'api/v1/webhooks.remove': [{ method: 'DELETE', path: `/api/v1/webhooks/${webhook}`, expect: [403] }],
+  'api/v1/webhooks.rotate-secret': [{ method: 'POST', path: `/api/v1/webhooks/${webhook}:rotate-secret`, expect: [403] }],
+  'api/v1/webhooks.test': [{ method: 'POST', path: `/api/v1/webhooks/${webhook}:test`, expect: [403] }],
+  'api/v1/webhooks.replay': [{ method: 'POST', path: `/api/v1/webhooks/${webhook}:replay`, body: { from: '2000-01-01T00:00:00Z', to: '2100-01-01T00:00:00Z' }, expect: [403] }],
+  'api/v1/webhooks/:webhookId/deliveries.find': [{ method: 'GET', path: `/api/v1/webhooks/${webhook}/deliveries`, expect: [403] }],
   ...Object.fromEntries(
     (['Users', 'Groups'] as const).flatMap((kind) => {
       const id = kind === 'Users' ? scimUser : scimGroup

@@ -41,12 +41,16 @@ t.test('each request example of the tenant document is accepted as sent on a fre
   const create = await send(find('POST', '/api/v1/records')!)
   t.equal(create.status, 201, `POST /api/v1/records as documented${create.status === 201 ? '' : `: ${create.text.slice(0, 500)}`}`)
   const id: string = create.body.id
+  // The same for a webhook subscription: its example is made first, and its id goes into the paths of its methods.
+  const subscribe = await send(find('POST', '/api/v1/webhooks')!)
+  t.equal(subscribe.status, 201, `POST /api/v1/webhooks as documented${subscribe.status === 201 ? '' : `: ${subscribe.text.slice(0, 500)}`}`)
+  const idFor = (path: string) => (path.startsWith('/api/v1/webhooks/') ? subscribe.body.id : id)
   const order = (e: Example) => (e.path.endsWith(':transition') ? 1 : 0)
-  const rest = examples.filter((e) => !(e.verb === 'POST' && e.path === '/api/v1/records')).sort((a, b) => order(a) - order(b))
+  const rest = examples.filter((e) => !(e.verb === 'POST' && ['/api/v1/records', '/api/v1/webhooks'].includes(e.path))).sort((a, b) => order(a) - order(b))
   t.ok(rest.length >= 6, `${rest.length} more examples`)
   for (const e of rest) {
     const value = e.value && typeof e.value === 'object' && 'recordId' in e.value ? { ...e.value, recordId: id } : e.value
-    const r = await send(e, e.path.replace('{id}', id), value)
+    const r = await send(e, e.path.replace('{id}', idFor(e.path)), value)
     t.ok(r.status >= 200 && r.status < 300, `${e.verb} ${e.path} answers ${r.status}${r.status >= 300 ? `: ${r.text.slice(0, 500)}` : ''}`)
     if (e.contentType !== 'application/x-ndjson') continue
     // A bulk call is 200 even when its row fails: the row must load, unless the document says

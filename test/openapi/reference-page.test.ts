@@ -206,7 +206,7 @@ t.test('on the service, the same routes answer from its own document', async (t)
     t.equal(requests.length, operations.length, 'one request per operation of the tenant’s document')
     const folders: string[] = collection.item.map((f: any) => f.name)
     t.same(folders, [...spec.tags.map((tag: any) => tag.name).filter((name: string) => folders.includes(name)), 'Clean up'], 'folders in the order of the document’s tags, none for untagged operations, and Clean up last')
-    t.same(collection.item.at(-1).item.map((i: any) => i.request.method), ['DELETE', 'DELETE', 'DELETE', 'DELETE'], 'Clean up holds the deletes (a record, a token, a SCIM user and group)')
+    t.same(collection.item.at(-1).item.map((i: any) => i.request.method), ['DELETE', 'DELETE', 'DELETE', 'DELETE', 'DELETE'], 'Clean up holds the deletes (a record, a token, a SCIM user and group, a webhook subscription)')
     const byName = (name: string) => requests.find((r: any) => r.name === name)?.request
     t.equal(byName('Move a record through its workflow')?.url.raw, '{{baseUrl}}/api/v1/records/{{records.id}}:transition')
     const create = byName('Create a record')

@@ -132,7 +132,7 @@ t.test('every tenant-owned table leads its primary key and every index with tena
        AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'tenant_id' AND NOT a.attisdropped)
      ORDER BY 1, 2`)
   const tables = [...new Set(rows.map((r) => r.table))].sort()
-  t.same(tables, ['attachments', 'bulk_outcomes', 'credentials', 'events', 'export_jobs', 'group_members', 'groups', 'idempotency_keys', 'record_activity', 'record_sequences', 'records', 'sessions', 'tenant_modules', 'users'], 'the tenant-owned tables')
+  t.same(tables, ['attachments', 'bulk_outcomes', 'credentials', 'event_retention', 'events', 'export_jobs', 'group_members', 'groups', 'idempotency_keys', 'record_activity', 'record_sequences', 'records', 'sessions', 'tenant_modules', 'users', 'webhook_attempts', 'webhook_cursors', 'webhook_deliveries', 'webhook_subscriptions'], 'the tenant-owned tables')
   for (const table of tables) t.ok(rows.some((r) => r.table === table && r.primary && r.first === 'tenant_id'), `${table}: primary key starts with tenant_id`)
   const offenders = rows.filter((r) => r.first !== 'tenant_id').map((r) => `${r.table}.${r.index} (${r.first})`)
   t.same(offenders, ['credentials.credentials_secret_hash_unique (secret_hash)', 'sessions.sessions_by_id (id)'], 'only the documented token and session hash indexes do not lead with tenant_id')

@@ -95,6 +95,7 @@ const aToken = must(await req('POST', '/api/v1/tokens', { token: A, body: { type
 aSecrets.set(aToken.prefix, "A's token prefix")
 const aCursor = (await req('GET', '/api/v1/records?moduleKey=incident&limit=1', { token: A })).body.nextCursor
 const aFeedCursor = (await req('GET', '/api/v1/audit-log?moduleKey=incident&limit=1', { token: A })).body.nextCursor
+const aEventsCursor = (await req('GET', '/api/v1/events?limit=1', { token: A })).body.nextCursor
 gate.hold('acme')
 const aExports = [await startExport(A, { moduleKey: 'incident', format: 'csv' })]
 await exportIn(A, aExports[0].id, ['running'])
@@ -108,16 +109,21 @@ const aScimUser = must(await req('POST', '/api/scim/v2/Users', { token: A, body:
 const aScimGroup = must(await req('POST', '/api/scim/v2/Groups', { token: A, body: { displayName: 'Acme chiller crew', members: [{ value: aScimUser.id }] } }), 201, 'scim group')
 aSecrets.set(aScimName, "A's SCIM userName")
 aSecrets.set('Acme chiller crew', "A's SCIM group name")
+// A's webhook (a public documentation address, test pings only: nothing is ever sent to it here).
+const aHook = must(await req('POST', '/api/v1/webhooks', { token: A, body: { url: 'https://203.0.113.10/acme-hooks', kinds: ['webhook.test'], description: 'Acme chiller alerts' } }), 201, 'webhook')
+aSecrets.set('acme-hooks', "A's webhook URL")
+aSecrets.set('Acme chiller alerts', "A's webhook description")
 
 /** A's ids by kind, each under a label. */
-type Pool = Record<'records' | 'attachments' | 'exports' | 'tokens' | 'scimUsers' | 'scimGroups', Record<string, string>>
+type Pool = Record<'records' | 'attachments' | 'exports' | 'tokens' | 'scimUsers' | 'scimGroups' | 'webhooks', Record<string, string>>
 const aIds: Pool = {
   records: { 'acme incident': aInc.id, 'acme corrective action': aAction.id, 'acme inspection': aInspection.id, 'acme deleted incident': aDeleted.id },
   attachments: { 'acme attachment': aFile.id, 'acme pending attachment': aPending.id },
   exports: { 'acme running export': aExports[0].id, 'acme queued export': aExports[1].id },
   tokens: { 'acme token': aToken.id },
   scimUsers: { 'acme scim user': aScimUser.id },
-  scimGroups: { 'acme scim group': aScimGroup.id }
+  scimGroups: { 'acme scim group': aScimGroup.id },
+  webhooks: { 'acme webhook': aHook.id }
 }
 const secretIds = (pool: Pool) => Object.values(pool).forEach((ids) => Object.entries(ids).forEach(([label, id]) => aSecrets.set(id, label)))
 secretIds(aIds)
@@ -142,6 +148,7 @@ const bScimUser = must(await req('POST', '/api/scim/v2/Users', { body: { userNam
 const bScimGroup = must(await req('POST', '/api/scim/v2/Groups', { body: { displayName: 'Globex dock crew', members: [{ value: bScimUser.id }] } }), 201, 'scim group')
 const bDownload = must(await req('GET', `/api/v1/attachments/${bFile.id}`), 200, 'attachment').download.url as string
 const bUpload = bPending.upload.url as string
+const bHook = must(await req('POST', '/api/v1/webhooks', { body: { url: 'https://203.0.113.20/globex-hooks', kinds: ['webhook.test'] } }), 201, 'webhook')
 
 /** A browser request of B's signed-in admin (no redirects followed). */
 async function page(method: string, path: string, form?: Record<string, string>, cookie = true): Promise<Reply> {
@@ -258,11 +265,32 @@ const probes: Probe[] = [
       deleted: await get(`/api/v1/audit-log?recordId=${bDeleted.id}`)
     }
   } },
+  { name: 'B pages through its events feed, and reads its attachment and inspection events', covers: ['api/v1/events#find'], run: async () => {
+    // Positions count every tenant's events: B's cursors must not move when A writes (they carry only B's own places, sealed).
+    const first = await req('GET', '/api/v1/events?limit=3')
+    return {
+      first: normalise(first),
+      next: await get(`/api/v1/events?limit=3&after=${enc(first.body.nextCursor)}`),
+      attachments: await get('/api/v1/events?types=attachment.added'),
+      inspections: await get('/api/v1/events?moduleKey=inspection')
+    }
+  } },
   { name: 'B lists its tokens, all of them and the revoked ones, and reads one', covers: ['api/v1/tokens#find', 'api/v1/tokens#get'], run: async () => ({
     mine: await get('/api/v1/tokens'), all: await get('/api/v1/tokens?all=true'), revoked: await get('/api/v1/tokens?all=true&includeRevoked=true'), one: await get(`/api/v1/tokens/${bToken.id}`)
   }) },
   { name: 'B asks for a token with an Idempotency-Key', covers: ['api/v1/tokens#create'], run: async () => normalise(await req('POST', '/api/v1/tokens', { body: { type: 'api-key', name: 'x' }, headers: { 'idempotency-key': 'k-1' } })) },
   { name: 'B asks who it is', covers: ['api/v1/me#find'], run: () => get('/api/v1/me') },
+  { name: 'B lists its webhooks, reads one and its delivery log', covers: ['api/v1/webhooks#find', 'api/v1/webhooks#get', 'api/v1/webhooks/:webhookId/deliveries#find'], run: async () => ({
+    list: await get('/api/v1/webhooks'), one: await get(`/api/v1/webhooks/${bHook.id}`), log: await get(`/api/v1/webhooks/${bHook.id}/deliveries`)
+  }) },
+  { name: 'B subscribes an internal address, and changes, rotates, pings and replays its webhook with bodies that are refused', covers: ['api/v1/webhooks#create', 'api/v1/webhooks#patch', 'api/v1/webhooks#rotate-secret', 'api/v1/webhooks#test', 'api/v1/webhooks#replay'], run: async () => ({
+    create: normalise(await req('POST', '/api/v1/webhooks', { body: { url: 'https://10.0.0.1/hooks', kinds: ['record.created'] } })),
+    patch: normalise(await req('PATCH', `/api/v1/webhooks/${bHook.id}`, { body: { kinds: ['record.exploded'] } })),
+    rotate: normalise(await req('POST', `/api/v1/webhooks/${bHook.id}:rotate-secret`, { body: { keep: true } })),
+    test: normalise(await req('POST', `/api/v1/webhooks/${bHook.id}:test`, { body: { loud: true } })),
+    replay: normalise(await req('POST', `/api/v1/webhooks/${bHook.id}:replay`, { body: { from: '2020-01-01T00:00:00Z' } })),
+    replayAll: normalise(await req('POST', `/api/v1/webhooks/${bHook.id}:replay`, { body: { from: '2020-01-01T00:00:00Z', to: '2020-01-02T00:00:00Z' } }))
+  }) },
   { name: 'B fetches its OpenAPI document, conditionally too, its Postman collection and the reference page', covers: ['GET /api/docs/spec.json', 'GET /api/docs/postman.json', 'GET /api/docs', 'GET /api/docs/assets/{file}'], run: async () => {
     const spec = await req('GET', '/api/docs/spec.json')
     const reference = await req('GET', '/api/docs')
@@ -298,6 +326,7 @@ const probes: Probe[] = [
     if (consolePage.status !== 200 || !script) throw new Error(`setup: the console answered ${consolePage.status} ${consolePage.text.slice(0, 300)}`)
     return { console: normalise(consolePage), script: normalise(await page('GET', script), undefined, true) }
   } },
+  { name: 'B\'s admin opens the webhooks settings page', covers: ['page GET /settings/webhooks'], run: async () => ({ list: normalise(await page('GET', '/settings/webhooks')) }) },
   { name: 'B opens the sign-in page and signs out without a session', covers: ['page GET /sign-in', 'page POST /sign-out'], run: async () => ({ signIn: normalise(await page('GET', '/sign-in', undefined, false)), signOut: normalise(await page('POST', '/sign-out', {}, false)) }) }
 ]
 
@@ -328,9 +357,19 @@ const groups: Group[] = [
   { name: 'B completes an attachment by id', covers: ['api/v1/attachments#complete'], values: (a) => a.attachments, run: (id) => req('POST', `/api/v1/attachments/${id}:complete`) },
   { name: 'B attaches a file to the id', covers: ['api/v1/attachments#create'], values: (a) => a.records, run: (id) => req('POST', '/api/v1/attachments', { body: { recordId: id, fileName: 'a.txt', contentType: 'text/plain', size: 3 } }) },
   { name: 'B reads an export by id', covers: ['api/v1/exports#get'], values: (a) => a.exports, run: (id) => req('GET', `/api/v1/exports/${id}`) },
+  { name: 'B reads a webhook by id', covers: ['api/v1/webhooks#get'], values: (a) => a.webhooks, run: (id) => req('GET', `/api/v1/webhooks/${id}`) },
+  { name: 'B reads a webhook\'s delivery log by id', covers: ['api/v1/webhooks/:webhookId/deliveries#find'], values: (a) => a.webhooks, run: (id) => req('GET', `/api/v1/webhooks/${id}/deliveries`) },
+  { name: 'B disables a webhook by id', covers: ['api/v1/webhooks#patch'], values: (a) => a.webhooks, run: (id) => req('PATCH', `/api/v1/webhooks/${id}`, { body: { enabled: false } }) },
+  { name: 'B deletes a webhook by id', covers: ['api/v1/webhooks#remove'], values: (a) => a.webhooks, run: (id) => req('DELETE', `/api/v1/webhooks/${id}`) },
+  { name: 'B rotates a webhook\'s secret by id', covers: ['api/v1/webhooks#rotate-secret'], values: (a) => a.webhooks, run: (id) => req('POST', `/api/v1/webhooks/${id}:rotate-secret`) },
+  { name: 'B pings a webhook by id', covers: ['api/v1/webhooks#test'], values: (a) => a.webhooks, run: (id) => req('POST', `/api/v1/webhooks/${id}:test`) },
+  { name: 'B replays events to a webhook by id', covers: ['api/v1/webhooks#replay'], values: (a) => a.webhooks, run: (id) => req('POST', `/api/v1/webhooks/${id}:replay`, { body: { from: '2020-01-01T00:00:00Z', to: '2100-01-01T00:00:00Z' } }) },
+  { name: 'B replays one of A\'s events to its own webhook', covers: ['api/v1/webhooks#replay'], values: (a) => a.records, run: (id) => req('POST', `/api/v1/webhooks/${bHook.id}:replay`, { body: { eventId: id } }) },
   { name: 'B reads a token by id', covers: ['api/v1/tokens#get'], values: (a) => a.tokens, run: (id) => req('GET', `/api/v1/tokens/${id}`) },
   { name: 'B revokes a token by id', covers: ['api/v1/tokens#remove'], values: (a) => a.tokens, run: (id) => req('DELETE', `/api/v1/tokens/${id}`) },
   { name: 'B\'s admin revokes a token by id on the settings page', covers: ['page POST /settings/api-keys/x/revoke'], values: (a) => a.tokens, run: (id) => page('POST', `/settings/api-keys/${id}/revoke`, { csrf: bSession.csrfToken }) },
+  { name: 'B\'s admin sends a test event to a webhook by id on the settings page', covers: ['page POST /settings/webhooks/x/test'], values: (a) => a.webhooks, run: (id) => page('POST', `/settings/webhooks/${id}/test`, { csrf: bSession.csrfToken }) },
+  { name: 'B\'s admin resumes a webhook by id on the settings page', covers: ['page POST /settings/webhooks/x/resume'], values: (a) => a.webhooks, run: (id) => page('POST', `/settings/webhooks/${id}/resume`, { csrf: bSession.csrfToken }) },
   { name: 'B reads the id as a module', covers: ['api/v1/modules#get'], values: (a) => ({ 'acme incident': a.records['acme incident'] }), run: (id) => req('GET', `/api/v1/modules/${id}`) },
   { name: 'B bulk-loads into the id as a module', covers: ['api/modules/:moduleKey/bulk#create'], values: (a) => ({ 'acme incident': a.records['acme incident'] }), run: (id) => bulk(`/api/modules/${id}/bulk?dryRun=true`, [bRow('GLOBEX-0001')]) },
   { name: 'B sends its signed download URL to the id\'s storage key', covers: ['GET /storage/{tenantId}/{recordId}/{fileId}'], values: (a) => a.attachments, run: (id) => storage(bDownload, `acme/${aInc.id}/${id}`) },
@@ -344,6 +383,7 @@ const groups: Group[] = [
   { name: 'B filters incidents on the title among others', covers: ['api/v1/records#find'], values: () => ({ "acme's title": aOnly }), run: (v) => req('GET', `/api/v1/records?moduleKey=incident&payload[title][in]=${enc(`${v},Dock leveller trapped a foot`)}&limit=1`) },
   { name: 'B filters incidents on the external reference', covers: ['api/v1/records#find'], values: () => ({ "acme's reference": aRefs[0], "acme's later reference": aRefs[1] }), run: (v) => req('GET', `/api/v1/records?moduleKey=incident&externalRef=${enc(v)}`) },
   { name: 'B pages its incidents with the cursor', covers: ['api/v1/records#find'], values: () => ({ "acme's cursor": aCursor, "acme's feed cursor": aFeedCursor }), run: (v) => req('GET', `/api/v1/records?moduleKey=incident&limit=1&cursor=${enc(v)}`) },
+  { name: 'B pages its events feed with the cursor', covers: ['api/v1/events#find'], values: () => ({ "acme's cursor": aCursor, "acme's events cursor": aEventsCursor }), run: (v) => req('GET', `/api/v1/events?limit=1&after=${enc(v)}`) },
   { name: 'B pages its audit feed with the cursor', covers: ['api/v1/audit-log#find'], values: () => ({ "acme's cursor": aCursor, "acme's feed cursor": aFeedCursor }), run: (v) => req('GET', `/api/v1/audit-log?moduleKey=incident&limit=1&cursor=${enc(v)}`) },
   // One group per module: the 404 for a number names the module whose number pattern the text has (B's own modules, the text's shape; no data).
   { name: 'B asks for a record by an incident number', covers: ['api/v1/records#get'], values: () => ({ "acme's number": aInc.number }), run: (v) => req('GET', `/api/v1/records/${v}`) },
@@ -435,13 +475,17 @@ async function changeA(): Promise<Pool> {
   must(await req('PATCH', `/api/scim/v2/Users/${aScimUser.id}`, { token: A, body: { schemas: [scimUrn], Operations: [{ op: 'replace', path: 'title', value: 'Chiller lead' }] } }), 204, 'scim patch')
   must(await req('DELETE', `/api/scim/v2/Users/${scimGone.id}`, { token: A }), 204, 'scim delete')
   const scimGroup = must(await req('POST', '/api/scim/v2/Groups', { token: A, body: { displayName: 'reporter', members: [{ value: scimUser.id }] } }), 201, 'scim group')
+  const hook = must(await req('POST', '/api/v1/webhooks', { token: A, body: { url: 'https://203.0.113.10/acme-hooks-2', kinds: ['webhook.test'] } }), 201, 'webhook')
+  must(await req('POST', `/api/v1/webhooks/${aHook.id}:rotate-secret`, { token: A }), 200, 'rotate')
+  must(await req('PATCH', `/api/v1/webhooks/${aHook.id}`, { token: A, body: { kinds: ['webhook.test', 'record.created'], enabled: false } }), 200, 'webhook patch')
   const pool: Pool = {
     scimUsers: { ...aIds.scimUsers, 'acme new scim user': scimUser.id, 'acme deleted scim user': scimGone.id },
     scimGroups: { ...aIds.scimGroups, 'acme new scim group': scimGroup.id },
     records: { ...aIds.records, 'acme new incident': more[0].id, 'acme new deleted incident': more[2].id },
     attachments: { ...aIds.attachments, 'acme new attachment': file.id },
     exports: { ...aIds.exports, 'acme new export': aExports[aExports.length - 1].id },
-    tokens: { ...aIds.tokens, 'acme new token': kept.id, 'acme revoked token': revoked.id }
+    tokens: { ...aIds.tokens, 'acme new token': kept.id, 'acme revoked token': revoked.id },
+    webhooks: { ...aIds.webhooks, 'acme new webhook': hook.id }
   }
   secretIds(pool)
   aSecrets.set(kept.prefix, "A's token prefix")

@@ -1,0 +1,254 @@
+import { randomUUID } from 'node:crypto'
+import type pg from 'pg'
+import { transaction } from '../../core/db/index.ts'
+import type { AppConfig } from '../../core/config.ts'
+import { logger } from '../../core/logger.ts'
+import * as repo from './webhooks.repository.ts'
+import type { SecretBox } from './webhooks.signing.ts'
+import { signatureHeader } from './webhooks.signing.ts'
+import { allowList, checkTarget, send, TargetRefused, type SendResult } from './webhooks.target.ts'
+import type { WebhookEnvelope } from './webhooks.schema.ts'
+
+const channel = 'records_events'
+/** Events read per fan-out transaction. */
+const fanOutBatch = 500
+/** Deliveries claimed at once per subscription (sent one after another). */
+const claimBatch = 25
+
+/** The subject's type by event kind prefix. */
+const subjectTypes: Record<string, string> = { record: 'record', attachment: 'record', export: 'export', user: 'user', group: 'group', webhook: 'webhook' }
+
+/** The envelope a receiver gets for an event of the log: a reference, never record values. */
+export function envelopeOf(tenantId: string, e: Record<string, any>): WebhookEnvelope {
+  return {
+    id: e.id,
+    type: e.type,
+    occurredAt: e.occurredAt,
+    tenantId,
+    actor: e.actor ?? null,
+    moduleKey: e.moduleKey ?? null,
+    subject: { type: subjectTypes[String(e.type).split('.')[0]] ?? 'record', id: e.subjectId ?? null },
+    data: e.data ?? {}
+  }
+}
+
+/**
+ * The per-instance webhook dispatcher. It wakes on every commit that wrote events (NOTIFY
+ * from the `events` trigger, delivered at commit, never for a rollback), on retries coming
+ * due (a timer) and on a fallback poll. Each pass fans the tenants' new events out into
+ * deliveries (the outbox) and starts one lane per subscription with deliveries due: a lane
+ * sends its subscription's deliveries one at a time in event order, so a slow receiver holds
+ * only its own lane.
+ */
+export class Dispatcher {
+  private readonly me = `${process.pid}-${randomUUID()}`
+  private readonly lanes = new Map<string, Promise<void>>()
+  private readonly abort = new AbortController()
+  private listener?: pg.PoolClient
+  private poll?: NodeJS.Timeout
+  private timer?: NodeJS.Timeout
+  private timerAt = Infinity
+  private running = false
+  private again = false
+  private stopped = false
+  private readonly allowed
+  private readonly leaseMs
+
+  constructor(private readonly pool: pg.Pool, private readonly config: AppConfig['webhooks'], private readonly secrets: SecretBox) {
+    this.allowed = allowList(config.allowedCidrs)
+    // Long enough for one delivery with room to spare; a dead instance's claim is taken over once it lapses.
+    this.leaseMs = config.timeoutMs * 2 + 5000
+  }
+
+  async start(): Promise<void> {
+    await this.listen()
+    this.poll = setInterval(() => this.wake(), this.config.pollMs)
+    this.poll.unref()
+    this.wake()
+  }
+
+  private async listen(attempt = 0): Promise<void> {
+    if (this.stopped) return
+    try {
+      const client = await this.pool.connect()
+      this.listener = client
+      client.on('notification', () => this.wake())
+      client.on('error', (err) => {
+        if (this.listener !== client) return
+        this.listener = undefined
+        client.release(err)
+        logger.warn('webhook listener lost; reconnecting', { error: err?.message })
+        setTimeout(() => void this.listen(), 1000).unref()
+      })
+      await client.query(`LISTEN ${channel}`)
+    } catch (err) {
+      logger.warn('webhook listener could not connect; polling meanwhile', { error: (err as Error).message })
+      if (attempt < 30) setTimeout(() => void this.listen(attempt + 1), 1000).unref()
+    }
+  }
+
+  /** Asks for a pass; passes never overlap, and a wake during one asks for another. */
+  wake(): void {
+    if (this.stopped) return
+    if (this.running) {
+      this.again = true
+      return
+    }
+    this.running = true
+    void this.pass()
+      .catch((err) => logger.error('webhook dispatch failed', { error: (err as Error)?.stack ?? String(err) }))
+      .finally(() => {
+        this.running = false
+        if (this.again && !this.stopped) {
+          this.again = false
+          this.wake()
+        }
+      })
+  }
+
+  private wakeAt(at: Date) {
+    const ms = at.getTime() - Date.now()
+    if (this.stopped || at.getTime() >= this.timerAt) return
+    clearTimeout(this.timer)
+    this.timerAt = at.getTime()
+    this.timer = setTimeout(() => {
+      this.timerAt = Infinity
+      this.wake()
+    }, Math.max(ms, 0) + 5)
+    this.timer.unref()
+  }
+
+  private async pass(): Promise<void> {
+    let behind = false
+    const tenants = await repo.tenantsToFanOut(this.pool)
+    // No subscription anywhere, so no delivery either: a commit costs this one statement.
+    if (!tenants.length && !this.lanes.size) return
+    for (const tenantId of tenants) {
+      for (;;) {
+        const r = await transaction(this.pool, (client) => repo.fanOut(client, tenantId, fanOutBatch))
+        behind ||= r.behind
+        if (r.read < fanOutBatch) break
+      }
+    }
+    // Events written but not yet visible (an older transaction still runs): look again soon.
+    if (behind) this.wakeAt(new Date(Date.now() + 100))
+    const free = this.config.maxConcurrentSubscriptions - this.lanes.size
+    if (free > 0) {
+      for (const s of await repo.dueSubscriptions(this.pool, free + this.lanes.size)) {
+        const key = `${s.tenantId}/${s.subscriptionId}`
+        if (this.lanes.has(key) || this.lanes.size >= this.config.maxConcurrentSubscriptions) continue
+        let failed = false
+        const lane = this.lane(s.tenantId, s.subscriptionId)
+          .catch((err) => {
+            failed = true
+            logger.error('webhook lane failed', { subscriptionId: s.subscriptionId, error: (err as Error)?.stack ?? String(err) })
+          })
+          .finally(() => {
+            this.lanes.delete(key)
+            // After an error, the poll tries again: no tight loop on a fault that persists.
+            if (!failed) this.wake()
+          })
+        this.lanes.set(key, lane)
+      }
+    }
+    const next = await repo.nextDue(this.pool)
+    if (next) this.wakeAt(next)
+  }
+
+  /** Sends one subscription's due deliveries, one at a time, until none is left or it is disabled. */
+  private async lane(tenantId: string, subscriptionId: string): Promise<void> {
+    try {
+      while (!this.stopped) {
+        const claimed = await transaction(this.pool, (client) => repo.claim(client, tenantId, subscriptionId, this.me, claimBatch, this.leaseMs))
+        if (!claimed?.deliveries.length) return
+        const secrets = [claimed.subscription.secret, ...(claimed.subscription.previousSecret ? [claimed.subscription.previousSecret] : [])].map((s) => this.secrets.unseal(s))
+        let renewed = Date.now()
+        // Subjects whose delivery failed in this claim: their later ones wait for the retry (given back below).
+        const held = new Set<string>()
+        for (const d of claimed.deliveries) {
+          if (this.stopped) return
+          if (d.subjectId && held.has(d.subjectId)) continue
+          const envelope = d.envelope ?? (d.event ? envelopeOf(tenantId, d.event) : undefined)
+          const { disabled, succeeded } = await this.deliver(tenantId, subscriptionId, claimed.subscription.url, secrets, d, envelope)
+          if (disabled) return
+          if (!succeeded && d.subjectId) held.add(d.subjectId)
+          // The claim outlives one delivery's deadline; renewed well before it runs out.
+          if (Date.now() - renewed > this.config.timeoutMs / 2) {
+            renewed = Date.now()
+            await repo.renewLease(this.pool, tenantId, subscriptionId, this.me, this.leaseMs)
+          }
+        }
+        if (held.size) await repo.releaseLeases(this.pool, this.me, { tenantId, subscriptionId })
+      }
+    } finally {
+      await repo.releaseLeases(this.pool, this.me, { tenantId, subscriptionId }).catch(() => undefined)
+    }
+  }
+
+  private async deliver(tenantId: string, subscriptionId: string, url: string, secrets: string[], d: repo.Claimed['deliveries'][number], envelope: unknown): Promise<{ disabled: boolean; succeeded: boolean }> {
+    const at = new Date()
+    const attempt = d.attempts + 1
+    let result: SendResult
+    if (!envelope) result = { latencyMs: 0, error: 'the event is no longer in the event log' }
+    else {
+      const body = JSON.stringify(envelope)
+      const timestamp = Math.floor(at.getTime() / 1000)
+      try {
+        // Checked again at every attempt: the name may resolve elsewhere since the subscription was made.
+        const target = await checkTarget(url, this.config, this.allowed)
+        result = await send(target, { 'webhook-id': d.eventId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatureHeader(secrets, d.eventId, timestamp, body) }, body, this.config.timeoutMs, this.abort.signal)
+      } catch (err) {
+        if (!(err instanceof TargetRefused)) throw err
+        result = { latencyMs: Math.round(Date.now() - at.getTime()), error: `target refused: ${err.message}` }
+      }
+    }
+    // Stopping mid-request is not an attempt: the lease is given back and another pass sends it.
+    if (this.stopped && result.error === 'aborted') return { disabled: true, succeeded: false }
+    const ok = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300
+    const gone = result.statusCode === 410
+    const schedule = this.config.retryScheduleMs
+    const firstAttemptAt = d.firstAttemptAt ?? at
+    const outcome: repo.AttemptRecord['outcome'] = ok ? 'succeeded' : gone || attempt >= schedule.length || !envelope ? 'failed' : 'retrying'
+    let nextAt: Date | undefined
+    if (outcome === 'retrying') {
+      const gap = schedule[attempt] - schedule[attempt - 1]
+      nextAt = new Date(firstAttemptAt.getTime() + schedule[attempt] + Math.random() * this.config.retryJitter * gap)
+    }
+    const { disabled } = await repo.recordAttempt(this.pool, {
+      tenantId,
+      subscriptionId,
+      eventId: d.eventId,
+      eventType: d.eventType,
+      attempt,
+      at,
+      firstAttemptAt,
+      statusCode: result.statusCode ?? null,
+      latencyMs: result.latencyMs,
+      excerpt: result.excerpt ?? null,
+      error: result.error ?? null,
+      outcome,
+      nextAt,
+      disable: gone ? `The receiver answered 410 Gone to event ${d.eventId} at ${at.toISOString()}: the subscription was disabled at once.` : undefined,
+      failingCutoff: new Date(at.getTime() - this.config.disableAfterFailingHours * 3600_000)
+    })
+    if (nextAt) this.wakeAt(nextAt)
+    return { disabled, succeeded: ok }
+  }
+
+  /** Stops waking, aborts requests in flight (not counted as attempts) and gives back this instance's claims. */
+  async stop(): Promise<void> {
+    this.stopped = true
+    clearInterval(this.poll)
+    clearTimeout(this.timer)
+    this.abort.abort()
+    await Promise.allSettled([...this.lanes.values()])
+    while (this.running) await new Promise((r) => setTimeout(r, 10))
+    const client = this.listener
+    this.listener = undefined
+    if (client) {
+      await client.query(`UNLISTEN ${channel}`).catch(() => undefined)
+      client.release()
+    }
+    await repo.releaseLeases(this.pool, this.me).catch(() => undefined)
+  }
+}

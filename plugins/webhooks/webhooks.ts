@@ -1,0 +1,59 @@
+import type { HookContext, NextFunction } from '@feathersjs/feathers'
+import type { App } from '../../core/declarations.ts'
+import type { Plugin } from '../../core/plugin.ts'
+import { WebhookDeliveriesService } from './webhooks.deliveries.ts'
+import { Dispatcher } from './webhooks.dispatcher.ts'
+import { WebhooksService } from './webhooks.class.ts'
+import { describeWebhooks } from './webhooks.openapi.ts'
+import { webhookPages } from './webhooks.page.ts'
+import { webhookDeliveriesMethods, webhookDeliveriesPath, webhooksMethods, webhooksPath } from './webhooks.shared.ts'
+import { SecretBox } from './webhooks.signing.ts'
+
+declare module '../../core/declarations.ts' {
+  interface ServiceTypes {
+    [webhooksPath]: WebhooksService
+    [webhookDeliveriesPath]: WebhookDeliveriesService
+  }
+}
+
+/** A created subscription is 201; answers that may hold a secret are never cached. */
+const respond = async (context: HookContext, next: NextFunction) => {
+  await next()
+  const status = context.method === 'create' ? 201 : context.method === 'test' || context.method === 'replay' ? 202 : context.http?.status
+  context.http = { ...context.http, status, headers: { ...context.http?.headers, 'Cache-Control': 'no-store' } }
+}
+
+/**
+ * Webhook subscriptions and the per-instance dispatcher that delivers the event log to them.
+ * The dispatcher runs while the server listens (service setup/teardown), on instances with
+ * `webhooks.dispatch`; the CLI, which never listens, runs none. Admins see the subscriptions
+ * and their recent deliveries on /settings/webhooks (webhooks.page.ts).
+ */
+export function configureWebhooks(app: App) {
+  const platform = app.get('platform')
+  const { pool } = platform.db
+  const config = platform.config.webhooks
+  let box: Promise<SecretBox> | undefined
+  const secrets = () => (box ??= SecretBox.open(pool))
+  let dispatcher: Dispatcher | undefined
+  const service = new WebhooksService({ pool, config, tenants: platform.tenants, secrets, dispatcher: () => dispatcher })
+  Object.assign(service, {
+    async setup() {
+      if (!config.dispatch) return
+      dispatcher = new Dispatcher(pool, config, await secrets())
+      await dispatcher.start()
+    },
+    async teardown() {
+      await dispatcher?.stop()
+      dispatcher = undefined
+    }
+  })
+  app.use(webhooksPath, service, { methods: [...webhooksMethods] })
+  app.service(webhooksPath).hooks({ around: { all: [respond] } })
+  app.use(webhookDeliveriesPath, new WebhookDeliveriesService(service, pool), { methods: [...webhookDeliveriesMethods] })
+  app.service(webhookDeliveriesPath).hooks({ around: { all: [respond] } })
+  app.use(webhookPages(app))
+}
+
+/** Webhooks: subscriptions with colon methods (`:rotate-secret`, `:test`, `:replay`), their delivery log, the dispatcher and the settings page. */
+export const webhooksPlugin: Plugin = { name: 'webhooks', configure: configureWebhooks, colonMethods: [webhooksPath], describe: describeWebhooks }
