@@ -29,11 +29,14 @@ export type Queryable = pg.Pool | pg.PoolClient
 /**
  * Runs fn inside a transaction on one client; rolls back on any error, and instead of
  * committing when `rollback` is set (a bulk dry run: every write checked, none kept).
+ * `asyncCommit`: the commit returns before its WAL is flushed (`synchronous_commit off`),
+ * for writes a crash may lose because they are redone (the webhook dispatcher's bookkeeping).
  */
-export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, options: { rollback?: boolean } = {}): Promise<T> {
+export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, options: { rollback?: boolean; asyncCommit?: boolean } = {}): Promise<T> {
   const client = await pool.connect()
   try {
-    await client.query('BEGIN')
+    // Bookkeeping that may be lost in a crash without harm (it is redone): COMMIT does not wait for the WAL flush.
+    await client.query(options.asyncCommit ? 'BEGIN; SET LOCAL synchronous_commit TO off' : 'BEGIN')
     const result = await fn(client)
     await client.query(options.rollback ? 'ROLLBACK' : 'COMMIT')
     return result

@@ -14,6 +14,15 @@ const channel = 'records_events'
 const fanOutBatch = 500
 /** Deliveries claimed at once per subscription (sent one after another). */
 const claimBatch = 25
+/**
+ * The dispatcher's own writes (fan-out, claims, attempt outcomes) commit without waiting for
+ * the WAL flush: one fsync per delivery would bound a lane at the disk's commit rate (~80/s
+ * here). A crash can lose the last fraction of a second of them, which is redone: fan-out
+ * reads the events again, a lost claim lapses, and a delivery whose outcome was lost is sent
+ * again with the same webhook-id (delivery is at least once; receivers deduplicate on it).
+ * The events themselves are written with the change, durably.
+ */
+const bookkeeping = { asyncCommit: true }
 
 /** The subject's type by event kind prefix. */
 const subjectTypes: Record<string, string> = { record: 'record', attachment: 'record', export: 'export', user: 'user', group: 'group', webhook: 'webhook' }
@@ -125,7 +134,7 @@ export class Dispatcher {
     if (!tenants.length && !this.lanes.size) return
     for (const tenantId of tenants) {
       for (;;) {
-        const r = await transaction(this.pool, (client) => repo.fanOut(client, tenantId, fanOutBatch))
+        const r = await transaction(this.pool, (client) => repo.fanOut(client, tenantId, fanOutBatch), bookkeeping)
         behind ||= r.behind
         if (r.read < fanOutBatch) break
       }
@@ -159,7 +168,7 @@ export class Dispatcher {
   private async lane(tenantId: string, subscriptionId: string): Promise<void> {
     try {
       while (!this.stopped) {
-        const claimed = await transaction(this.pool, (client) => repo.claim(client, tenantId, subscriptionId, this.me, claimBatch, this.leaseMs))
+        const claimed = await transaction(this.pool, (client) => repo.claim(client, tenantId, subscriptionId, this.me, claimBatch, this.leaseMs), bookkeeping)
         if (!claimed?.deliveries.length) return
         const secrets = [claimed.subscription.secret, ...(claimed.subscription.previousSecret ? [claimed.subscription.previousSecret] : [])].map((s) => this.secrets.unseal(s))
         let renewed = Date.now()
@@ -214,7 +223,7 @@ export class Dispatcher {
       const gap = schedule[attempt] - schedule[attempt - 1]
       nextAt = new Date(firstAttemptAt.getTime() + schedule[attempt] + Math.random() * this.config.retryJitter * gap)
     }
-    const { disabled } = await repo.recordAttempt(this.pool, {
+    const { disabled } = await transaction(this.pool, (client) => repo.recordAttempt(client, {
       tenantId,
       subscriptionId,
       eventId: d.eventId,
@@ -230,7 +239,7 @@ export class Dispatcher {
       nextAt,
       disable: gone ? `The receiver answered 410 Gone to event ${d.eventId} at ${at.toISOString()}: the subscription was disabled at once.` : undefined,
       failingCutoff: new Date(at.getTime() - this.config.disableAfterFailingHours * 3600_000)
-    })
+    }), bookkeeping)
     if (nextAt) this.wakeAt(nextAt)
     return { disabled, succeeded: ok }
   }

@@ -250,8 +250,8 @@ export interface AttemptRecord {
 const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, ''))
 
 /** Writes an attempt's outcome: the delivery, the log line and the subscription's health, in one statement. */
-export async function recordAttempt(pool: pg.Pool, a: AttemptRecord): Promise<{ disabled: boolean }> {
-  const { rows } = await pool.query(
+export async function recordAttempt(db: Queryable, a: AttemptRecord): Promise<{ disabled: boolean }> {
+  const { rows } = await db.query(
     `WITH d AS (UPDATE webhook_deliveries SET attempts = $5, first_attempt_at = coalesce(first_attempt_at, $7), lease_until = NULL, leased_by = NULL,
                   status = CASE $11 WHEN 'retrying' THEN 'pending' ELSE $11 END, next_attempt_at = coalesce($12, next_attempt_at)
                  WHERE tenant_id = $1 AND subscription_id = $2 AND event_id = $3 RETURNING 1),
