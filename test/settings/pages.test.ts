@@ -1,4 +1,5 @@
 import t from '../helpers/tap.ts'
+import { sendPage, type Page } from '../helpers/pages.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 
 
@@ -17,27 +18,7 @@ await server.platform.users.create('acme', { userName: 'ada', password, roles: [
 await server.platform.users.create('globex', { userName: 'sam', password, roles: ['safety-manager'] })
 await throttled.platform.users.create('acme', { userName: 'sam', password, roles: ['safety-manager'] })
 
-interface Page {
-  status: number
-  headers: Headers
-  html: string
-  location: string | null
-  setCookie: string[]
-}
-
-async function send(s: TestServer, method: string, path: string, o: { cookie?: string; form?: Record<string, string | string[]>; headers?: Record<string, string> } = {}): Promise<Page> {
-  const headers: Record<string, string> = { ...(o.headers ?? {}) }
-  if (o.cookie) headers.cookie = `records_session=${o.cookie}`
-  let body: string | undefined
-  if (o.form) {
-    const params = new URLSearchParams()
-    for (const [k, v] of Object.entries(o.form)) for (const one of [v].flat()) params.append(k, one)
-    body = params.toString()
-    headers['content-type'] ??= 'application/x-www-form-urlencoded'
-  }
-  const res = await fetch(s.url + path, { method, headers, body, redirect: 'manual' })
-  return { status: res.status, headers: res.headers, html: await res.text(), location: res.headers.get('location'), setCookie: res.headers.getSetCookie() }
-}
+const send = sendPage
 
 function sessionCookieOf(page: Page): string | undefined {
   const line = page.setCookie.find((c) => c.startsWith('records_session='))

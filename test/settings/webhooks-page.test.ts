@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from '../helpers/tap.ts'
+import { sendPage } from '../helpers/pages.ts'
 import { incidentPayload, startTestServer, type TestServer } from '../helpers/server.ts'
 import { startReceiver, webhookTestConfig } from '../webhooks/receiver.ts'
 
@@ -18,24 +19,7 @@ await server.platform.users.create('acme', { userName: 'sam', password, roles: [
 await server.platform.users.create('globex', { userName: 'gus', password, roles: ['admin'] })
 await server.platform.users.create('initech', { userName: 'ida', password, roles: ['admin'] })
 
-interface Page {
-  status: number
-  headers: Headers
-  html: string
-  location: string | null
-}
-
-async function send(s: TestServer, method: string, path: string, o: { cookie?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Page> {
-  const headers: Record<string, string> = { ...(o.headers ?? {}) }
-  if (o.cookie) headers.cookie = `records_session=${o.cookie}`
-  let body: string | undefined
-  if (o.form) {
-    body = new URLSearchParams(o.form).toString()
-    headers['content-type'] ??= 'application/x-www-form-urlencoded'
-  }
-  const res = await fetch(s.url + path, { method, headers, body, redirect: 'manual' })
-  return { status: res.status, headers: res.headers, html: await res.text(), location: res.headers.get('location') }
-}
+const send = sendPage
 
 const csrfOf = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1]
 
