@@ -3,11 +3,13 @@
  * startServer from core/app.ts with authentication, tenancy and hooks on, and a real
  * tenant API key. Migrates the database and syncs the bench tenant as a normal start does.
  *
- * Usage: node --import tsx bench/service-server.ts [--database-url URL] [--tenant ID] [--jobs] [--attachments-dir DIR]
- *   (or BENCH_DATABASE_URL / DATABASE_URL, BENCH_TENANT, BENCH_JOBS=1, BENCH_ATTACHMENTS_DIR).
+ * Usage: node --import tsx bench/service-server.ts [--database-url URL] [--tenant ID] [--jobs] [--attachments-dir DIR] [--local-webhooks]
+ *   (or BENCH_DATABASE_URL / DATABASE_URL, BENCH_TENANT, BENCH_JOBS=1, BENCH_ATTACHMENTS_DIR, BENCH_LOCAL_WEBHOOKS=1).
  *   Jobs stay off unless --jobs is given (bench/exports.ts needs the export jobs to run here);
  *   with it Agenda processes jobs in this process, scanning every second. --attachments-dir
- *   moves the local file store (export files) out of data/attachments. Run by hand it prints `listening <url>`
+ *   moves the local file store (export files) out of data/attachments. --local-webhooks lets webhook
+ *   subscriptions target plain http on 127.0.0.1 (bench/webhooks.ts's receiver), with the dispatcher
+ *   on; without it the webhooks config is the default one. Run by hand it prints `listening <url>`
  *   and `token <api key>`; when forked, it sends { type: 'ready', url, token } over IPC and
  *   answers { type: 'cpu' } with process.cpuUsage().
  */
@@ -18,18 +20,20 @@ import { benchModules, serveAsChild } from './common.ts'
 import { plugins } from '../plugins/index.ts'
 
 const { values: args } = parseArgs({
-  options: { 'database-url': { type: 'string' }, tenant: { type: 'string' }, jobs: { type: 'boolean', default: false }, 'attachments-dir': { type: 'string' } }
+  options: { 'database-url': { type: 'string' }, tenant: { type: 'string' }, jobs: { type: 'boolean', default: false }, 'attachments-dir': { type: 'string' }, 'local-webhooks': { type: 'boolean', default: false } }
 })
 const url = args['database-url'] ?? process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL
 if (!url) throw new Error('service-server: pass --database-url or set DATABASE_URL')
 const tenantId = args.tenant ?? process.env.BENCH_TENANT ?? 'bench'
 const jobs = args.jobs || process.env.BENCH_JOBS === '1'
 const attachmentsDir = args['attachments-dir'] ?? process.env.BENCH_ATTACHMENTS_DIR
+const localWebhooks = args['local-webhooks'] || process.env.BENCH_LOCAL_WEBHOOKS === '1'
 
 const config = loadConfig({
   port: 0,
   jobs: jobs ? { enabled: true, processEverySeconds: 1 } : { enabled: false },
   ...(attachmentsDir ? { attachments: { local: { dir: attachmentsDir } } } : {}),
+  ...(localWebhooks ? { webhooks: { dispatch: true, allowHttp: true, allowedCidrs: ['127.0.0.1/32'] } } : {}),
   logLevel: 'error',
   // The limiter runs (its cost is part of the figure) with a ceiling the load never reaches.
   tenants: { [tenantId]: { name: 'Bench', modules: benchModules, limits: { requestsPerMinute: 1_000_000_000 } } },

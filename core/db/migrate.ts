@@ -9,6 +9,7 @@ import * as recordNumberIndex from './migrations/007-record-number-index.ts'
 import * as scim from './migrations/008-scim.ts'
 import * as eventsFeed from './migrations/009-events-feed.ts'
 import * as webhooks from './migrations/010-webhooks.ts'
+import * as webhookRetriesIndex from './migrations/011-webhook-retries-index.ts'
 
 /** Versioned migrations, in order. Add a file and a row; never edit a released one. */
 const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }]> = [
@@ -21,7 +22,8 @@ const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   ['007-record-number-index', recordNumberIndex],
   ['008-scim', scim],
   ['009-events-feed', eventsFeed],
-  ['010-webhooks', webhooks]
+  ['010-webhooks', webhooks],
+  ['011-webhook-retries-index', webhookRetriesIndex]
 ]
 
 const source: Knex.MigrationSource<string> = {

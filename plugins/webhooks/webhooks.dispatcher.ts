@@ -160,7 +160,7 @@ export class Dispatcher {
         this.lanes.set(key, lane)
       }
     }
-    const next = await repo.nextDue(this.pool)
+    const next = await repo.nextDue(this.pool, [...this.lanes.keys()].map((key) => key.slice(key.indexOf('/') + 1)))
     if (next) this.wakeAt(next)
   }
 

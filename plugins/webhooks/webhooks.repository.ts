@@ -147,20 +147,26 @@ export async function fanOut(client: pg.PoolClient, tenantId: string, batch: num
   return { read: rows[0].read, behind: rows[0].behind }
 }
 
-/** Subscriptions with a delivery due and none in flight. */
+/** Subscriptions with a delivery due that no instance has claimed (each looked up in the pending index, stopping at the first). */
 export async function dueSubscriptions(pool: pg.Pool, limit: number): Promise<Array<{ tenantId: string; subscriptionId: string }>> {
   const { rows } = await pool.query(
-    `SELECT DISTINCT d.tenant_id AS "tenantId", d.subscription_id AS "subscriptionId" FROM webhook_deliveries d
-       JOIN webhook_subscriptions s ON s.tenant_id = d.tenant_id AND s.id = d.subscription_id AND s.enabled
-      WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now()) LIMIT $1`,
+    `SELECT s.tenant_id AS "tenantId", s.id AS "subscriptionId" FROM webhook_subscriptions s
+      WHERE s.enabled AND EXISTS (SELECT 1 FROM webhook_deliveries d
+                                   WHERE d.tenant_id = s.tenant_id AND d.subscription_id = s.id AND d.status = 'pending'
+                                     AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now()))
+      LIMIT $1`,
     [limit]
   )
   return rows
 }
 
 /** The earliest retry still to come, for the dispatcher's timer. */
-export async function nextDue(pool: pg.Pool): Promise<Date | undefined> {
-  const { rows } = await pool.query(`SELECT min(coalesce(greatest(lease_until, next_attempt_at), next_attempt_at)) AS at FROM webhook_deliveries WHERE status = 'pending'`)
+export async function nextDue(pool: pg.Pool, running: readonly string[] = []): Promise<Date | undefined> {
+  // A subscription whose lane runs here is left out: its lane sends what is due and wakes the dispatcher when it ends.
+  const { rows } = await pool.query(
+    `SELECT min(coalesce(greatest(lease_until, next_attempt_at), next_attempt_at)) AS at FROM webhook_deliveries WHERE status = 'pending' AND subscription_id <> ALL($1::uuid[])`,
+    [running]
+  )
   return rows[0]?.at ?? undefined
 }
 
@@ -190,16 +196,19 @@ export async function claim(client: pg.PoolClient, tenantId: string, subscriptio
   )
   if (busy.length) return undefined
   const { rows } = await client.query(
-    `WITH pending AS (SELECT event_id, event_position, subject_id, next_attempt_at FROM webhook_deliveries
-                       WHERE tenant_id = $1 AND subscription_id = $2 AND status = 'pending'),
-     -- Due, in event order, but none of a subject with an earlier delivery waiting for its retry (order per record).
-     due AS (SELECT p.event_id FROM pending p
-              WHERE p.next_attempt_at <= now()
-                AND NOT EXISTS (SELECT 1 FROM pending w WHERE p.subject_id IS NOT NULL AND w.subject_id = p.subject_id
+    // Read in event order from the pending index and stopped at the limit (no scan of the table): only a delivery
+    // waiting for a retry (attempts > 0) can have next_attempt_at ahead, so the per-subject check looks at those only.
+    // `due` is computed once (MATERIALIZED) and its ids looked up by key: with the statistics of a table that churns,
+    // the planner otherwise ran it once per delivery of the subscription (0.35 s a claim at 5,000 deliveries).
+    `WITH due AS MATERIALIZED (SELECT p.event_id FROM webhook_deliveries p
+              WHERE p.tenant_id = $1 AND p.subscription_id = $2 AND p.status = 'pending' AND p.next_attempt_at <= now()
+                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries w
+                                 WHERE w.tenant_id = $1 AND w.subscription_id = $2 AND w.status = 'pending' AND w.attempts > 0
+                                   AND p.subject_id IS NOT NULL AND w.subject_id = p.subject_id
                                    AND w.event_position < p.event_position AND w.next_attempt_at > now())
               ORDER BY p.event_position LIMIT $3)
      UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $5), leased_by = $4
-       FROM due WHERE d.tenant_id = $1 AND d.subscription_id = $2 AND d.event_id = due.event_id
+      WHERE d.tenant_id = $1 AND d.subscription_id = $2 AND d.event_id = ANY (ARRAY(SELECT event_id FROM due))
      RETURNING d.event_id AS "eventId", d.event_type AS "eventType", d.subject_id AS "subjectId", d.attempts, d.first_attempt_at AS "firstAttemptAt", d.envelope, d.event_position,
        (SELECT jsonb_build_object('id', e.id, 'type', e.type, 'occurredAt', ${isoUtc('e.occurred_at')}, 'actor', e.actor, 'moduleKey', e.module_key, 'subjectId', e.subject_id, 'data', e.data)
           FROM events e WHERE e.tenant_id = $1 AND e.position = d.event_position AND e.id = d.event_id) AS event`,
