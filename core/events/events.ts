@@ -26,6 +26,13 @@ export const eventKinds = {
 
 export type EventType = keyof typeof eventKinds
 
+/**
+ * The kinds that make the identity audit trail (users and groups: who was given which
+ * roles, by whom). The events feed's retention leaves them; the identity log reads them
+ * for as long as the tenant exists.
+ */
+export const identityEventKinds: readonly EventType[] = (Object.keys(eventKinds) as EventType[]).filter((k) => k.startsWith('user.') || k.startsWith('group.'))
+
 /** SQL expressions, over the rows of a CTE or table, that make one event per row. */
 export interface EventSql {
   tenantId: string

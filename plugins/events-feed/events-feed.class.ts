@@ -70,7 +70,7 @@ export class EventsFeedService {
       }
     }
     const limit = query.limit ?? Math.min(feedDefaultLimit, this.o.maxLimit)
-    const rows = await readFeed(this.o.pool, principal.tenantId, after, where, limit + 1)
+    const rows = await readFeed(this.o.pool, principal.tenantId, after, where, limit + 1, this.o.retentionDays)
     const page = rows.slice(0, limit)
     const last = page.length ? page[page.length - 1] : after
     return {

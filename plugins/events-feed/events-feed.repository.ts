@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import { isoUtc } from '../../core/db/index.ts'
+import { identityEventKinds } from '../../core/events/events.ts'
 
 /**
  * A place in a tenant's feed: the (txid, position) of the last event read, as decimal text
@@ -38,10 +39,12 @@ export interface FeedCondition {
 
 /**
  * The tenant's events after `after` in feed order, of transactions that ended before every
- * one still running, that pass `where` (the caller's rights and filters); at most `limit`.
+ * one still running, within the retention (identity events, kept longer for the identity
+ * log, leave the feed at the same age as the others), that pass `where` (the caller's rights
+ * and filters); at most `limit`.
  */
-export async function readFeed(pool: pg.Pool, tenantId: string, after: FeedPlace, where: FeedCondition, limit: number): Promise<FeedRow[]> {
-  const values: unknown[] = [tenantId, after.txid, after.position, limit]
+export async function readFeed(pool: pg.Pool, tenantId: string, after: FeedPlace, where: FeedCondition, limit: number, retentionDays: number): Promise<FeedRow[]> {
+  const values: unknown[] = [tenantId, after.txid, after.position, limit, retentionDays]
   let i = 0
   const condition = where.sql.replace(/\?/g, () => `$${values.push(where.values[i++])}`)
   const { rows } = await pool.query(
@@ -49,7 +52,7 @@ export async function readFeed(pool: pg.Pool, tenantId: string, after: FeedPlace
             e.module_key AS "moduleKey", e.subject_id AS "subjectId", e.data
        FROM events e
       WHERE e.tenant_id = $1 AND (e.txid, e.position) > ($2::xid8, $3::bigint) AND e.txid < pg_snapshot_xmin(pg_current_snapshot())
-        AND (${condition})
+        AND e.occurred_at >= now() - make_interval(secs => $5::float8 * 86400) AND (${condition})
       ORDER BY e.txid, e.position LIMIT $4`,
     values
   )
@@ -65,7 +68,9 @@ export async function purgedThrough(pool: pg.Pool, tenantId: string): Promise<Fe
 /**
  * Removes the tenant's events older than `days`, as a prefix of the feed order only (it
  * stops at the first event to keep, or of a transaction not yet final), `batch` at a time,
- * and records the last one removed. Returns how many were removed.
+ * and records the last one removed. Identity events (users, groups) are the identity log's
+ * audit trail and stay: the feed, which starts after the last removed event, no longer
+ * shows those older than it. Returns how many were removed.
  */
 export async function purgeTenantEvents(pool: pg.Pool, tenantId: string, days: number, batch = 1000): Promise<number> {
   let removed = 0
@@ -73,7 +78,7 @@ export async function purgeTenantEvents(pool: pg.Pool, tenantId: string, days: n
     const { rows } = await pool.query(
       `WITH head AS (
          SELECT txid, position, occurred_at < now() - make_interval(secs => $2 * 86400) AND txid < pg_snapshot_xmin(pg_current_snapshot()) AS old
-           FROM events WHERE tenant_id = $1 ORDER BY txid, position LIMIT $3
+           FROM events WHERE tenant_id = $1 AND type <> ALL($4::text[]) ORDER BY txid, position LIMIT $3
        ), keep AS (
          SELECT txid, position FROM head WHERE NOT old ORDER BY txid, position LIMIT 1
        ), doomed AS (
@@ -87,7 +92,7 @@ export async function purgeTenantEvents(pool: pg.Pool, tenantId: string, days: n
          RETURNING 1
        )
        SELECT (SELECT count(*)::int FROM gone) AS removed, (SELECT count(*)::int FROM keep) AS stopped, (SELECT count(*)::int FROM mark) AS marked`,
-      [tenantId, days, batch]
+      [tenantId, days, batch, identityEventKinds]
     )
     removed += rows[0].removed
     if (rows[0].stopped > 0 || rows[0].removed < batch) return removed

@@ -3,14 +3,14 @@ import type pg from 'pg'
 import { assertScope } from '../../core/auth/access.ts'
 import { isAdmin, requirePrincipal } from '../../core/auth/principal.ts'
 import { isoUtc as iso } from '../../core/db/index.ts'
-import { eventKinds } from '../../core/events/events.ts'
+import { identityEventKinds } from '../../core/events/events.ts'
 import { problems } from '../../core/errors/index.ts'
 import type { CallParams } from '../../core/hooks/call-params.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import { assertValid, compileQuery } from '../../core/validation.ts'
 
-/** The kinds the identity log shows: every change of users and groups. */
-export const identityEventTypes = Object.keys(eventKinds).filter((k) => k.startsWith('user.') || k.startsWith('group.'))
+/** The kinds the identity log shows: every change of users and groups (kept whatever the events feed's retention). */
+export const identityEventTypes = identityEventKinds
 
 export const identityLogQuerySchema = (maxLimit: number) =>
   Type.Object(

@@ -232,14 +232,22 @@ t.test('the retention job removes old events, and a cursor before them is 410 Go
   const first = await feed('limit=1')
   const start = first.nextCursor
   const keep = await create({ title: 'kept' })
-  const { rows } = await pool.query("SELECT count(*)::int AS n FROM events WHERE tenant_id = 'acme' AND subject_id IS DISTINCT FROM $1", [keep.id])
+  // An identity change: the identity log's audit trail, which the retention leaves.
+  const auditor = await server.platform.users.create('acme', { userName: 'retention.auditor', password: 'correct horse battery staple', roles: ['auditor'] })
+  const identity = (await pool.query("SELECT count(*)::int AS n FROM events WHERE tenant_id = 'acme' AND (type LIKE 'user.%' OR type LIKE 'group.%')")).rows[0].n
+  t.ok(identity >= 1, `${identity} identity events`)
+  const { rows } = await pool.query("SELECT count(*)::int AS n FROM events WHERE tenant_id = 'acme' AND subject_id IS DISTINCT FROM $1 AND NOT (type LIKE 'user.%' OR type LIKE 'group.%')", [keep.id])
   await pool.query("UPDATE events SET occurred_at = now() - interval '31 days' WHERE tenant_id = 'acme' AND subject_id IS DISTINCT FROM $1", [keep.id])
   const globexBefore = (await pool.query("SELECT count(*)::int AS n FROM events WHERE tenant_id = 'globex'")).rows[0].n
   const job = eventsFeedPlugin.jobs!(server.running.app).find((j) => j.name === 'events.purge')!
   t.equal(server.platform.config.events.retentionDays, 30)
   const result = (await job.run({}, { touch: async () => undefined })) as { removed: number }
   t.equal(result.removed, rows[0].n, 'every event older than 30 days was removed')
-  t.same((await pool.query("SELECT subject_id FROM events WHERE tenant_id = 'acme'")).rows.map((r) => r.subject_id), [keep.id], 'the newer one is kept')
+  t.same((await pool.query("SELECT subject_id FROM events WHERE tenant_id = 'acme' AND NOT (type LIKE 'user.%' OR type LIKE 'group.%')")).rows.map((r) => r.subject_id), [keep.id], 'the newer one is kept')
+  t.equal((await pool.query("SELECT count(*)::int AS n FROM events WHERE tenant_id = 'acme' AND (type LIKE 'user.%' OR type LIKE 'group.%')")).rows[0].n, identity, 'identity events stay, however old')
+  const log = await server.request('GET', `/api/v1/identity-log?subjectId=${auditor.id}`)
+  t.equal(log.status, 200)
+  t.same(log.body.items.map((e: any) => e.type), ['user.provisioned'], 'the identity log still shows the old change')
   t.equal((await pool.query("SELECT count(*)::int AS n FROM events WHERE tenant_id = 'globex'")).rows[0].n, globexBefore, "another tenant's recent events are kept")
 
   const gone = await server.request('GET', `/api/v1/events?after=${enc(start)}`)
