@@ -56,7 +56,7 @@ export function describeEventsFeed(ctx: DocContext): Fragment {
   }
   const defaultLimit = Math.min(feedDefaultLimit, config.pagination.maxLimit)
   return {
-    tags: [{ name: tag, description: `The tenant's events in order, for clients that cannot receive webhooks or catch up after an outage. Events are kept ${config.events.retentionDays} days.` }],
+    tags: [{ name: tag, description: `The tenant's events in order, for clients that cannot receive webhooks or catch up after an outage. The feed shows the last ${config.events.retentionDays} days (user and group events are kept longer, for the identity log).` }],
     paths: {
       [`/${eventsFeedPath}`]: {
         get: operation({
@@ -66,7 +66,7 @@ export function describeEventsFeed(ctx: DocContext): Fragment {
           description: [
             'The tenant\'s events, oldest first, a page at a time: pass each page\'s `nextCursor` as `after`. An event appears once its transaction and every transaction that began before it has ended, so paging never skips an event committed late and never shows one twice.',
             'Each event needs the `read` right on its module (the caller\'s row rule applies); export events are their requester\'s or an admin\'s, user and group events an admin\'s.',
-            `Events older than ${config.events.retentionDays} days are removed; a cursor whose following events were removed is 410 \`events.cursor_expired\`: resync, then read without \`after\`.`
+            `Events older than ${config.events.retentionDays} days leave the feed (and are removed, but for user and group events); a cursor whose following events were removed is 410 \`events.cursor_expired\`: resync, then read without \`after\`.`
           ].join(' '),
           scope: 'events:read',
           parameters: [
