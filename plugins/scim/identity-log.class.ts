@@ -36,6 +36,18 @@ export class IdentityLogService {
     this.validate = compileQuery(identityLogQuerySchema(o.maxLimit))
   }
 
+  /** The place a cursor names: (txid, position); a cursor issued before (the position alone) by its event's place. */
+  private async place(tenantId: string, decoded: unknown[]): Promise<{ txid: string; position: string }> {
+    const invalid = () => problems.badRequest('cursor.invalid', 'The cursor is not one this service issued for this query; pass back the nextCursor of the previous page with the same filters.')
+    const digits = (v: unknown): v is string => typeof v === 'string' && /^\d{1,20}$/.test(v)
+    if (decoded.length === 2 && digits(decoded[0]) && digits(decoded[1])) return { txid: decoded[0], position: decoded[1] }
+    if (decoded.length === 1 && Number.isSafeInteger(Number(decoded[0]))) {
+      const { rows } = await this.o.pool.query('SELECT txid::text AS txid, position::text AS position FROM events WHERE tenant_id = $1 AND position = $2', [tenantId, Number(decoded[0])])
+      if (rows[0]) return rows[0]
+    }
+    throw invalid()
+  }
+
   async find(params: CallParams<IdentityLogQuery>) {
     const p = requirePrincipal(params, 'An identity-log call')
     assertScope(p, 'scim')
@@ -44,18 +56,22 @@ export class IdentityLogService {
     assertValid<IdentityLogQuery>(this.validate, query)
     const limit = query.limit ?? this.o.defaultLimit
     const scope = JSON.stringify(['identity-log', p.tenantId, query.subjectId ?? null, query.type ?? null])
-    const after = query.cursor ? Number(this.o.cursors.decode(query.cursor, scope)[0]) : 0
-    const values: unknown[] = [p.tenantId, after, limit + 1, query.type ? [query.type] : identityEventTypes]
+    const after = query.cursor ? await this.place(p.tenantId, this.o.cursors.decode(query.cursor, scope)) : { txid: '0', position: '0' }
+    const values: unknown[] = [p.tenantId, after.txid, after.position, limit + 1, query.type ? [query.type] : identityEventTypes]
     const subject = query.subjectId ? `AND subject_id = $${values.push(query.subjectId)}` : ''
-    // Only events of transactions that ended before every one still running: a page never steps past a change still committing.
+    // In (txid, position) order, and only events of transactions that ended before every one still running: every
+    // transaction below that bound has ended, so no change can commit later before a cursor (by position alone, one
+    // that took a lower position and committed after a higher one was read would be stepped over).
     const { rows } = await this.o.pool.query(
-      `SELECT position, id, type, ${iso('occurred_at')} AS "occurredAt", actor, subject_id AS "subjectId", data
-         FROM events WHERE tenant_id = $1 AND position > $2 AND type = ANY($4::text[]) ${subject} AND txid < pg_snapshot_xmin(pg_current_snapshot())
-        ORDER BY position LIMIT $3`,
+      `SELECT txid::text AS txid, position::text AS position, id, type, ${iso('occurred_at')} AS "occurredAt", actor, subject_id AS "subjectId", data
+         FROM events WHERE tenant_id = $1 AND (txid, position) > ($2::xid8, $3::bigint) AND type = ANY($5::text[]) ${subject}
+          AND txid < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY txid, position LIMIT $4`,
       values
     )
     const page = rows.slice(0, limit)
-    const nextCursor = rows.length > limit ? this.o.cursors.encode(scope, [page[page.length - 1].position]) : null
-    return { items: page.map(({ position, ...e }) => e), nextCursor, limit }
+    const last = page[page.length - 1]
+    const nextCursor = rows.length > limit ? this.o.cursors.encode(scope, [last.txid, last.position]) : null
+    return { items: page.map(({ txid, position, ...e }) => e), nextCursor, limit }
   }
 }
