@@ -1,6 +1,3 @@
-import type { Queryable } from '../db/index.ts'
-import { isoUtc } from '../db/index.ts'
-
 /**
  * Domain events: one per committed change, written by the statement that makes the change
  * (table `events`, migration 006). Whatever reads events (the webhook outbox, an events
@@ -54,30 +51,3 @@ export function insertEvents(e: EventSql, from: string): string {
 
 /** A SQL string literal of an event type, checked against the kinds. */
 export const eventType = (type: EventType) => `'${type}'`
-
-export interface StoredEvent {
-  position: number
-  id: string
-  type: EventType
-  occurredAt: string
-  actor: unknown
-  moduleKey: string | null
-  subjectId: string | null
-  data: Record<string, unknown>
-}
-
-/**
- * The tenant's events after a position, in order. Only events of transactions that ended
- * before every transaction still running are returned: positions are taken when a change
- * is written, not when it commits, so a reader must not step past one still in flight.
- */
-export async function eventsAfter(db: Queryable, tenantId: string, after = 0, limit = 100): Promise<StoredEvent[]> {
-  const { rows } = await db.query({
-    name: 'events-after',
-    text: `SELECT position, id, type, ${isoUtc('occurred_at')} AS "occurredAt", actor, module_key AS "moduleKey", subject_id AS "subjectId", data
-             FROM events WHERE tenant_id = $1 AND position > $2 AND txid < pg_snapshot_xmin(pg_current_snapshot())
-             ORDER BY position LIMIT $3`,
-    values: [tenantId, after, limit]
-  })
-  return rows
-}

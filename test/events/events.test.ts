@@ -1,5 +1,5 @@
 import t from '../helpers/tap.ts'
-import { eventsAfter, type StoredEvent } from '../../core/events/events.ts'
+import { eventsAfter, type StoredEvent } from '../helpers/events.ts'
 import { eventually } from '../helpers/identity.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
