@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { feathers } from '@feathersjs/feathers'
 import { koa, rest } from '@feathersjs/koa'
@@ -14,7 +13,7 @@ import { identify, rejectBadCredentials } from './http/identify.ts'
 import { rateLimit } from './http/rate-limit.ts'
 import type { AppConfig } from './config.ts'
 import type { App, Platform } from './declarations.ts'
-import { openDatabase } from './db/index.ts'
+import { openDatabase, platformSecret } from './db/index.ts'
 import { authenticate } from './hooks/authenticate.ts'
 import { fromHttp } from './hooks/call-params.ts'
 import { acceptJsonData } from './hooks/json-data.ts'
@@ -33,12 +32,6 @@ import { descriptionsOf, type Plugin } from './plugin.ts'
 import { loadModules } from './modules/registry.ts'
 import { CursorCodec } from './pagination/cursor.ts'
 import { syncTenants, TenantDirectory } from './tenancy/tenants.ts'
-
-async function platformSecret(pool: Platform['db']['pool'], name: string): Promise<Buffer> {
-  await pool.query('INSERT INTO platform_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, randomBytes(32)])
-  const { rows } = await pool.query('SELECT value FROM platform_secrets WHERE name = $1', [name])
-  return rows[0].value
-}
 
 /**
  * Everything the HTTP app and the CLI share: module registry (a malformed module

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import knexFactory from 'knex'
 import pg from 'pg'
 import type { AppConfig } from '../config.ts'
@@ -70,4 +71,15 @@ export async function openDatabase(config: AppConfig, options: { migrate?: boole
       await embedded?.stop()
     }
   }
+}
+
+/**
+ * A platform-wide secret by name (cursor sealing, storage URL signing, OIDC flow cookies,
+ * webhook signing secrets at rest): 32 random bytes in `platform_secrets`, made on first use
+ * by whichever instance gets there first, the same for every instance afterwards.
+ */
+export async function platformSecret(pool: pg.Pool, name: string): Promise<Buffer> {
+  await pool.query('INSERT INTO platform_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, randomBytes(32)])
+  const { rows } = await pool.query('SELECT value FROM platform_secrets WHERE name = $1', [name])
+  return rows[0].value
 }

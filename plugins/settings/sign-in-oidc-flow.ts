@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto'
 import type { Platform } from '../../core/declarations.ts'
+import { platformSecret } from '../../core/db/index.ts'
 
 /*
  * What a single sign-on flow must remember between the redirect to the IdP and its answer
@@ -34,10 +35,7 @@ export class FlowSeal {
 
   private keyOf(): Promise<Buffer> {
     this.key ??= (async () => {
-      const pool = this.platform.db.pool
-      await pool.query('INSERT INTO platform_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', ['oidc-flow-sealing', randomBytes(32)])
-      const { rows } = await pool.query('SELECT value FROM platform_secrets WHERE name = $1', ['oidc-flow-sealing'])
-      return Buffer.from(hkdfSync('sha256', rows[0].value, '', 'records oidc flow', 32))
+      return Buffer.from(hkdfSync('sha256', await platformSecret(this.platform.db.pool, 'oidc-flow-sealing'), '', 'records oidc flow', 32))
     })().catch((err) => {
       this.key = undefined
       throw err

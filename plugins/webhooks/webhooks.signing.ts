@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto'
 import type pg from 'pg'
+import { platformSecret } from '../../core/db/index.ts'
 
 /**
  * Signing secrets. A secret must be readable to sign with, so it is sealed, not hashed:
@@ -10,9 +11,7 @@ export class SecretBox {
   private constructor(private readonly key: Buffer) {}
 
   static async open(pool: pg.Pool): Promise<SecretBox> {
-    await pool.query('INSERT INTO platform_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', ['webhook-secrets', randomBytes(32)])
-    const { rows } = await pool.query('SELECT value FROM platform_secrets WHERE name = $1', ['webhook-secrets'])
-    return new SecretBox(rows[0].value)
+    return new SecretBox(await platformSecret(pool, 'webhook-secrets'))
   }
 
   seal(secret: string): Buffer {
