@@ -6,6 +6,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
+import type { Result } from 'autocannon'
 import pg from 'pg'
 import { projectRoot } from '../core/paths.ts'
 
@@ -249,3 +250,63 @@ export function loadSettings(opt: { quick?: boolean; repeats?: string; duration?
     records: Number(opt.records ?? 100_000)
   }
 }
+
+/** One measured load of one side: throughput, latency, and CPU per request of the server and of the database's backends. */
+export interface LoadRun {
+  side: string
+  repeat: number
+  reqPerSec: number
+  p50: number
+  p99: number
+  requests: number
+  non2xx: number
+  errors: number
+  timeouts: number
+  serverCpuUsPerReq: number
+  pgCpuUsPerReq: number
+}
+
+/**
+ * A warm-up (discarded), then the measured run of `load`, with the server's CPU (`cpu`, over
+ * IPC) and the PostgreSQL backends' CPU of `database` read around it; logs one line per run.
+ */
+export async function measureLoad<S extends string>(o: {
+  key: string
+  side: S
+  repeat: number
+  database: string
+  warmup: number
+  duration: number
+  load: (seconds: number) => Promise<Result>
+  cpu: () => Promise<number>
+  log: (line: string) => void
+  pad?: number
+}): Promise<LoadRun & { side: S }> {
+  await o.load(o.warmup)
+  const cpu0 = await o.cpu()
+  const pg0 = pgBackendCpu(o.database)
+  const r = await o.load(o.duration)
+  const pg1 = pgBackendCpu(o.database)
+  const cpu1 = await o.cpu()
+  const total = r['2xx'] + r.non2xx
+  const run = {
+    side: o.side,
+    repeat: o.repeat,
+    reqPerSec: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    requests: total,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    serverCpuUsPerReq: total ? (cpu1 - cpu0) / total : NaN,
+    pgCpuUsPerReq: total && pg1.size ? cpuDelta(pg0, pg1) / total : NaN
+  }
+  const bad = run.non2xx || run.errors ? `  (${run.non2xx} non-2xx, ${run.errors} errors: ${JSON.stringify(r.statusCodeStats)})` : ''
+  o.log(
+    `  [${o.key}] #${o.repeat + 1} ${o.side.padEnd(o.pad ?? 8)} ${run.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  ` +
+      `server CPU ${run.serverCpuUsPerReq.toFixed(0)} µs/req  pg CPU ${run.pgCpuUsPerReq.toFixed(0)} µs/req${bad}`
+  )
+  return run
+}
+

@@ -27,7 +27,7 @@ import { parseArgs } from 'node:util'
 import autocannon, { type Request, type Result } from 'autocannon'
 import pg from 'pg'
 import { projectRoot } from '../core/paths.ts'
-import { benchDatabase, cpuDelta, defaultTenant, loadOptions, loadSettings, fmt, median, pgBackendCpu, postgresVersion, prepareRun, startChild, table, type ChildServer } from './common.ts'
+import { benchDatabase, defaultTenant, loadOptions, loadSettings, fmt, median, measureLoad, postgresVersion, prepareRun, startChild, table, type ChildServer, type LoadRun } from './common.ts'
 import { randomRecordIds, seedIncidents } from './seed.ts'
 
 // ---------------------------------------------------------------- child: the service, counting statements
@@ -143,47 +143,12 @@ function scenarios(ids: string[]): Scenario[] {
   ]
 }
 
-interface Run {
-  side: Side['name']
-  repeat: number
-  reqPerSec: number
-  p50: number
-  p99: number
-  requests: number
-  non2xx: number
-  errors: number
-  serverCpuUsPerReq: number
-  pgCpuUsPerReq: number
-}
+type Run = LoadRun & { side: Side['name'] }
 
-async function measure(service: Service, scenario: Scenario, side: Side, repeat: number, database: string): Promise<Run> {
-  const run = (seconds: number) =>
+function measure(service: Service, scenario: Scenario, side: Side, repeat: number, database: string): Promise<Run> {
+  const load = async (seconds: number): Promise<Result> =>
     autocannon({ url: service.url, connections: settings.connections, duration: seconds, headers: { authorization: `Bearer ${service.token}` }, requests: side.requests })
-  await run(settings.warmup)
-  const cpu0 = await service.cpu()
-  const pg0 = pgBackendCpu(database)
-  const r: Result = await run(settings.duration)
-  const pg1 = pgBackendCpu(database)
-  const cpu1 = await service.cpu()
-  const total = r['2xx'] + r.non2xx
-  const out: Run = {
-    side: side.name,
-    repeat,
-    reqPerSec: r.requests.average,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    requests: total,
-    non2xx: r.non2xx,
-    errors: r.errors,
-    serverCpuUsPerReq: total ? (cpu1 - cpu0) / total : NaN,
-    pgCpuUsPerReq: total && pg1.size ? cpuDelta(pg0, pg1) / total : NaN
-  }
-  const bad = out.non2xx || out.errors ? `  (${out.non2xx} non-2xx, ${out.errors} errors: ${JSON.stringify(r.statusCodeStats)})` : ''
-  log(
-    `  [${scenario.key}] #${repeat + 1} ${side.name.padEnd(7)} ${out.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${out.p50} ms  p99 ${out.p99} ms  ` +
-      `server CPU ${out.serverCpuUsPerReq.toFixed(0)} µs/req  pg CPU ${out.pgCpuUsPerReq.toFixed(0)} µs/req${bad}`
-  )
-  return out
+  return measureLoad({ key: scenario.key, side: side.name, repeat, database, warmup: settings.warmup, duration: settings.duration, load, cpu: () => service.cpu(), log, pad: 7 })
 }
 
 /** One HTTP call to the service; GraphQL answers must carry data and no errors. */

@@ -22,7 +22,7 @@ import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import autocannon, { type Request, type Result } from 'autocannon'
 import { projectRoot } from '../core/paths.ts'
-import { benchDatabase, cpuDelta, loadOptions, loadSettings, prepareRun, createPayload, defaultTenant, fmt, median, pgBackendCpu, postgresVersion, startChild as forkServer, table, type ChildServer } from './common.ts'
+import { benchDatabase, loadOptions, loadSettings, prepareRun, createPayload, defaultTenant, fmt, median, postgresVersion, startChild as forkServer, measureLoad, type LoadRun, table, type ChildServer } from './common.ts'
 import { randomRecordIds, seedIncidents } from './seed.ts'
 
 const { values: opt } = parseArgs({
@@ -78,52 +78,15 @@ function scenarios(ids: string[]): Scenario[] {
   ]
 }
 
-interface Run {
-  side: 'service' | 'baseline'
-  repeat: number
-  reqPerSec: number
-  p50: number
-  p99: number
-  requests: number
-  non2xx: number
-  errors: number
-  timeouts: number
-  serverCpuUsPerReq: number
-  pgCpuUsPerReq: number
-}
+type Run = LoadRun & { side: 'service' | 'baseline' }
 
 async function load(server: ServerProcess, s: Scenario, seconds: number): Promise<Result> {
   const headers: Record<string, string> = server.token ? { authorization: `Bearer ${server.token}` } : { authorization: 'Bearer none' }
   return autocannon({ url: server.url, connections: settings.connections, duration: seconds, headers, requests: s.requests })
 }
 
-async function measure(server: ServerProcess, s: Scenario, repeat: number, database: string): Promise<Run> {
-  await load(server, s, settings.warmup)
-  const cpu0 = await server.cpu()
-  const pg0 = pgBackendCpu(database)
-  const r = await load(server, s, settings.duration)
-  const pg1 = pgBackendCpu(database)
-  const cpu1 = await server.cpu()
-  const total = r['2xx'] + r.non2xx
-  const run: Run = {
-    side: server.name,
-    repeat,
-    reqPerSec: r.requests.average,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    requests: total,
-    non2xx: r.non2xx,
-    errors: r.errors,
-    timeouts: r.timeouts,
-    serverCpuUsPerReq: total ? (cpu1 - cpu0) / total : NaN,
-    pgCpuUsPerReq: total && pg1.size ? cpuDelta(pg0, pg1) / total : NaN
-  }
-  const bad = run.non2xx || run.errors ? `  (${run.non2xx} non-2xx, ${run.errors} errors: ${JSON.stringify(r.statusCodeStats)})` : ''
-  log(
-    `  [${s.key}] #${repeat + 1} ${server.name.padEnd(8)} ${run.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  ` +
-      `server CPU ${run.serverCpuUsPerReq.toFixed(0)} µs/req  pg CPU ${run.pgCpuUsPerReq.toFixed(0)} µs/req${bad}`
-  )
-  return run
+function measure(server: ServerProcess, s: Scenario, repeat: number, database: string): Promise<Run> {
+  return measureLoad({ key: s.key, side: server.name, repeat, database, warmup: settings.warmup, duration: settings.duration, load: (seconds) => load(server, s, seconds), cpu: () => server.cpu(), log })
 }
 
 /** One request per scenario to each server, so a broken setup shows before minutes of load. */
