@@ -105,8 +105,7 @@ export class WebhooksService {
 
   async remove(id: string | null, params: WebhookParams): Promise<WebhookOut> {
     const p = this.principal(params)
-    await this.subscription(p, id)
-    const out = await repo.deleteSubscription(this.o.pool, p.tenantId, String(id))
+    const out = isUuid(id) ? await repo.deleteSubscription(this.o.pool, p.tenantId, id) : undefined
     if (!out) throw problems.notFound('webhook.not_found', `No webhook subscription ${String(id)}.`)
     return out
   }

@@ -34,7 +34,12 @@ export function configureWebhooks(app: App) {
   const { pool } = platform.db
   const config = platform.config.webhooks
   let box: Promise<SecretBox> | undefined
-  const secrets = () => (box ??= SecretBox.open(pool))
+  // Opened once; a failure (the database away) is not kept, so the next call tries again.
+  const secrets = () =>
+    (box ??= SecretBox.open(pool).catch((err) => {
+      box = undefined
+      throw err
+    }))
   let dispatcher: Dispatcher | undefined
   const service = new WebhooksService({ pool, config, tenants: platform.tenants, secrets, dispatcher: () => dispatcher })
   Object.assign(service, {
