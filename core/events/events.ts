@@ -1,3 +1,4 @@
+import type { Actor } from '../auth/principal.ts'
 /**
  * Domain events: one per committed change, written by the statement that makes the change
  * (table `events`, migration 006). Whatever reads events (the webhook outbox, an events
@@ -51,3 +52,38 @@ export function insertEvents(e: EventSql, from: string): string {
 
 /** A SQL string literal of an event type, checked against the kinds. */
 export const eventType = (type: EventType) => `'${type}'`
+
+/** What an event is about, by the prefix of its type (an attachment event is about its record). */
+export type SubjectType = 'record' | 'export' | 'user' | 'group' | 'webhook'
+const subjectTypes: Record<string, SubjectType> = { record: 'record', attachment: 'record', export: 'export', user: 'user', group: 'group', webhook: 'webhook' }
+
+/**
+ * An event as clients see it, the same in the events feed and in webhook deliveries: a
+ * reference to what changed (names of fields, never their values). No position: it counts
+ * every tenant's events.
+ */
+export interface EventEnvelope {
+  id: string
+  type: string
+  occurredAt: string
+  tenantId: string
+  actor: Actor | null
+  moduleKey: string | null
+  subject: { type: SubjectType; id: string | null }
+  data: Record<string, unknown>
+}
+
+/** The envelope of a stored event of the tenant. */
+export function eventEnvelope(tenantId: string, e: { id: string; type: string; occurredAt: string; actor?: unknown; moduleKey?: string | null; subjectId?: string | null; data?: Record<string, unknown> | null }): EventEnvelope {
+  return {
+    id: e.id,
+    type: e.type,
+    occurredAt: e.occurredAt,
+    tenantId,
+    actor: (e.actor as Actor | null | undefined) ?? null,
+    moduleKey: e.moduleKey ?? null,
+    subject: { type: subjectTypes[e.type.split('.')[0]] ?? 'record', id: e.subjectId ?? null },
+    data: e.data ?? {}
+  }
+}
+

@@ -15,12 +15,12 @@ export function describeEventsFeed(ctx: DocContext): Fragment {
       type: 'object',
       title: 'Feed event',
       description: 'One committed change. Events carry field names, never values: read the subject through the API to see it as your rights allow. The kinds and their `data` are listed in docs/events.md.',
-      required: ['id', 'type', 'occurredAt', 'tenant', 'actor', 'moduleKey', 'subject', 'data'],
+      required: ['id', 'type', 'occurredAt', 'tenantId', 'actor', 'moduleKey', 'subject', 'data'],
       properties: {
         id: { type: 'string', format: 'uuid', description: 'The event\'s id: the same event read twice (or delivered by webhook) has the same id.' },
         type: { type: 'string', enum: types, description: types.map((t) => `\`${t}\`: ${eventKinds[t as keyof typeof eventKinds]}`).join(' ') },
         occurredAt: { type: 'string', format: 'date-time' },
-        tenant: { type: 'string', description: 'The tenant id.' },
+        tenantId: { type: 'string', description: 'The tenant id.' },
         actor: { oneOf: [{ $ref: '#/components/schemas/Actor' }, { type: 'null' }], description: 'Who made the change.' },
         moduleKey: { type: ['string', 'null'], description: 'The module of a record, attachment or export event; null for user and group events.' },
         subject: {
@@ -85,7 +85,7 @@ export function describeEventsFeed(ctx: DocContext): Fragment {
                     id: '5b0f3c8e-7d1a-4c2b-9e6f-1a2b3c4d5e6f',
                     type: 'record.transitioned',
                     occurredAt: '2026-11-22T09:15:00.000Z',
-                    tenant: 'demo',
+                    tenantId: 'demo',
                     actor: { type: 'user', id: '0b7e6f3a-5c2d-4e1f-8a9b-7c6d5e4f3a2b', name: 'Dana Reyes' },
                     moduleKey: 'incident',
                     subject: { type: 'record', id: '3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60' },

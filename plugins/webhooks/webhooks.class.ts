@@ -4,7 +4,7 @@ import { assertScope } from '../../core/auth/access.ts'
 import { isAdmin, requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import type { AppConfig } from '../../core/config.ts'
 import { problems } from '../../core/errors/index.ts'
-import { eventKinds } from '../../core/events/events.ts'
+import { eventEnvelope, eventKinds } from '../../core/events/events.ts'
 import type { CallParams } from '../../core/hooks/call-params.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, isUuid, validationError } from '../../core/validation.ts'
@@ -12,7 +12,7 @@ import type { Dispatcher } from './webhooks.dispatcher.ts'
 import * as repo from './webhooks.repository.ts'
 import {
   webhookDataValidator, webhookEmptyValidator, webhookPatchValidator, webhookQueryValidator, webhookReplayValidator,
-  type WebhookData, type WebhookEnvelope, type WebhookOut, type WebhookPatch, type WebhookReplay
+  type WebhookData, type WebhookOut, type WebhookPatch, type WebhookReplay
 } from './webhooks.schema.ts'
 import { webhookTestKind } from './webhooks.shared.ts'
 import { newSecret, type SecretBox } from './webhooks.signing.ts'
@@ -126,7 +126,7 @@ export class WebhooksService {
     const p = this.principal(params)
     const sub = await this.subscription(p, params.id)
     assertValid(webhookEmptyValidator, data ?? {})
-    const envelope: WebhookEnvelope = { id: randomUUID(), type: webhookTestKind, occurredAt: new Date().toISOString(), tenantId: p.tenantId, actor: p.actor, moduleKey: null, subject: { type: 'webhook', id: sub.id }, data: {} }
+    const envelope = eventEnvelope(p.tenantId, { id: randomUUID(), type: webhookTestKind, occurredAt: new Date().toISOString(), actor: p.actor, subjectId: sub.id })
     await repo.queueEnvelope(this.o.pool, p.tenantId, sub.id, envelope)
     this.o.dispatcher()?.wake()
     return { eventId: envelope.id, queued: true }

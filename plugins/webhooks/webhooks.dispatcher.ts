@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
 import { transaction } from '../../core/db/index.ts'
+import { eventEnvelope } from '../../core/events/events.ts'
 import type { AppConfig } from '../../core/config.ts'
 import { logger } from '../../core/logger.ts'
 import * as repo from './webhooks.repository.ts'
 import type { SecretBox } from './webhooks.signing.ts'
 import { signatureHeader } from './webhooks.signing.ts'
 import { allowList, checkTarget, send, TargetRefused, type SendResult } from './webhooks.target.ts'
-import type { WebhookEnvelope } from './webhooks.schema.ts'
 
 const channel = 'records_events'
 /** Events read per fan-out transaction. */
@@ -23,23 +23,6 @@ const claimBatch = 25
  * The events themselves are written with the change, durably.
  */
 const bookkeeping = { asyncCommit: true }
-
-/** The subject's type by event kind prefix. */
-const subjectTypes: Record<string, string> = { record: 'record', attachment: 'record', export: 'export', user: 'user', group: 'group', webhook: 'webhook' }
-
-/** The envelope a receiver gets for an event of the log: a reference, never record values. */
-export function envelopeOf(tenantId: string, e: Record<string, any>): WebhookEnvelope {
-  return {
-    id: e.id,
-    type: e.type,
-    occurredAt: e.occurredAt,
-    tenantId,
-    actor: e.actor ?? null,
-    moduleKey: e.moduleKey ?? null,
-    subject: { type: subjectTypes[String(e.type).split('.')[0]] ?? 'record', id: e.subjectId ?? null },
-    data: e.data ?? {}
-  }
-}
 
 /**
  * The per-instance webhook dispatcher. It wakes on every commit that wrote events (NOTIFY
@@ -177,7 +160,7 @@ export class Dispatcher {
         for (const d of claimed.deliveries) {
           if (this.stopped) return
           if (d.subjectId && held.has(d.subjectId)) continue
-          const envelope = d.envelope ?? (d.event ? envelopeOf(tenantId, d.event) : undefined)
+          const envelope = d.envelope ?? (d.event ? eventEnvelope(tenantId, d.event as Parameters<typeof eventEnvelope>[1]) : undefined)
           const { disabled, succeeded } = await this.deliver(tenantId, subscriptionId, claimed.subscription.url, secrets, d, envelope)
           if (disabled) return
           if (!succeeded && d.subjectId) held.add(d.subjectId)
