@@ -66,3 +66,21 @@ t.test('a resumed subscription gets what happens after it resumes, not what happ
   t.same(receiver.received.slice(1).map((r) => r.json.subject.id), [during.id, after.id], 'the missed event, and the later one again')
   await server.request('DELETE', `/api/v1/webhooks/${sub.id}`)
 })
+
+t.test('a module filter keeps other modules\' record events out, and lets events without a module through', async (t) => {
+  const receiver = await startReceiver()
+  t.teardown(() => receiver.close())
+  const sub = (await server.request('POST', '/api/v1/webhooks', { body: { url: receiver.url, kinds: ['record.created', 'user.provisioned'], modules: ['incident'] } })).body
+  const incident = (await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: incidentPayload({ title: 'Filtered in' }) } })).body
+  const action = await server.request('POST', '/api/v1/records', { body: { moduleKey: 'corrective-action', payload: { title: 'Filtered out', incident: incident.id, kind: 'corrective' } } })
+  t.equal(action.status, 201)
+  const user = await server.platform.users.create('acme', { userName: 'filter.check', password: 'correct horse battery staple', roles: ['auditor'] })
+  await receiver.waitFor(2)
+  await new Promise((r) => setTimeout(r, 600))
+  t.same(receiver.received.map((r) => `${r.json.type} ${r.json.subject.id}`).sort(), [`record.created ${incident.id}`, `user.provisioned ${user.id}`].sort(), 'the incident and the user, not the corrective action')
+  // A replay applies the same filter.
+  const actionEvent = (await server.platform.db.pool.query('SELECT id::text FROM events WHERE subject_id = $1', [action.body.id])).rows[0].id
+  const replay = await server.request('POST', `/api/v1/webhooks/${sub.id}:replay`, { body: { eventId: actionEvent } })
+  t.equal(replay.status, 404, 'the corrective action\'s event is not one of this subscription\'s')
+  await server.request('DELETE', `/api/v1/webhooks/${sub.id}`)
+})
