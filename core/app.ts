@@ -10,7 +10,7 @@ import { UserDirectory } from './auth/users.ts'
 import { createLimiter } from './limits/limiter.ts'
 import { createStorage } from './storage/index.ts'
 import { identify, rejectBadCredentials } from './http/identify.ts'
-import { rateLimit } from './http/rate-limit.ts'
+import { rateLimit, requestBudget } from './http/rate-limit.ts'
 import type { AppConfig } from './config.ts'
 import type { App, Platform } from './declarations.ts'
 import { openDatabase, platformSecret } from './db/index.ts'
@@ -84,6 +84,12 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.use(errorPages())
   app.use(identify(platform.credentials, platform.sessions))
   if (platform.limiter) app.use(rateLimit(platform.limiter, (p) => platform.limitsFor(p?.tenantId).requestsPerMinute))
+  app.use(
+    requestBudget((p) => {
+      const limits = platform.limitsFor(p?.tenantId)
+      return { units: limits.requestBudget, unitsPerRequest: limits.budgetUnitsPerRequest }
+    })
+  )
   app.use(rejectBadCredentials)
   // Routes first: a request to a path or method that does not exist is refused before its body is read.
   app.use(canonicalPaths(plugins.flatMap((p) => (p.canonicalPath ? [p.canonicalPath] : []))))

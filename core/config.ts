@@ -15,7 +15,11 @@ const LimitsConfig = Type.Object(
     /** Signed upload URLs per credential per minute. */
     attachmentUrlsPerMinute: Type.Integer({ minimum: 1 }),
     /** Password attempts per user name and per client address per minute. */
-    signInAttemptsPerMinute: Type.Integer({ minimum: 1 })
+    signInAttemptsPerMinute: Type.Integer({ minimum: 1 }),
+    /** Work units one request may do (core/limits/budget.ts): fields resolved, rows read, array elements touched, lookups. */
+    requestBudget: Type.Integer({ minimum: 1 }),
+    /** Units of work that count as one request against requestsPerMinute (an expensive request counts as several). */
+    budgetUnitsPerRequest: Type.Integer({ minimum: 1 })
   },
   { additionalProperties: false }
 )

@@ -1,7 +1,8 @@
 import type { Middleware } from 'koa'
 import type { Principal } from '../auth/principal.ts'
 import { ApiError } from '../errors/index.ts'
-import type { Limiter } from '../limits/limiter.ts'
+import { Budget, withBudget } from '../limits/budget.ts'
+import type { Limiter, WindowResult } from '../limits/limiter.ts'
 import { logger } from '../logger.ts'
 
 export const windowMs = 60_000
@@ -35,16 +36,42 @@ export const rateLimit = (limiter: Limiter, limitFor: (principal: Principal | un
       'X-RateLimit-Reset': String(Math.ceil(result.resetAt / 1000))
     }
     ctx.set(headers)
-    if (!result.allowed) {
-      const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000))
-      throw new ApiError(
-        'rate-limited',
-        'rate_limit.exceeded',
-        `This credential made ${limit} requests in the last minute, its limit. The next request will be accepted at ${new Date(result.resetAt).toISOString()} (in ${retryAfter} s).`,
-        { limit, resetAt: new Date(result.resetAt).toISOString() },
-        { ...headers, 'Retry-After': String(retryAfter) }
-      )
+    if (!result.allowed) throw refused(limit, result, headers)
+    // An expensive request counts as more than one (core/limits/budget.ts): refused like any other when it does not fit.
+    ctx.state.countRequests = async (extra: number) => {
+      const more = await limiter.hit(key, limit, windowMs, extra)
+      const moreHeaders = { ...headers, 'X-RateLimit-Remaining': String(more.remaining), 'X-RateLimit-Reset': String(Math.ceil(more.resetAt / 1000)) }
+      ctx.set(moreHeaders)
+      if (!more.allowed) throw refused(limit, more, moreHeaders, extra + 1)
     }
     await next()
+  }
+}
+
+function refused(limit: number, result: WindowResult, headers: Record<string, string>, weight = 1): ApiError {
+  const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000))
+  const what = weight > 1 ? `This request counts as ${weight} requests (the work it asks for) and does not fit in the ${limit} requests this credential may make per minute` : `This credential made ${limit} requests in the last minute, its limit`
+  return new ApiError(
+    'rate-limited',
+    'rate_limit.exceeded',
+    `${what}. The next request will be accepted at ${new Date(result.resetAt).toISOString()} (in ${retryAfter} s).`,
+    { limit, resetAt: new Date(result.resetAt).toISOString(), ...(weight > 1 ? { weight } : {}) },
+    { ...headers, 'Retry-After': String(retryAfter) }
+  )
+}
+
+/**
+ * Every request's work budget (core/limits/budget.ts), current for everything that runs
+ * for the request. Placed after the rate limit, whose allowance the budget draws on.
+ */
+export const requestBudget = (unitsFor: (principal: Principal | undefined) => { units: number; unitsPerRequest: number }): Middleware => {
+  return async (ctx, next) => {
+    const principal: Principal | undefined = ctx.state.authError ? undefined : ctx.state.principal
+    const { units, unitsPerRequest } = unitsFor(principal)
+    const budget = new Budget(units, unitsPerRequest, ctx.state.countRequests)
+    ctx.state.budget = budget
+    await withBudget(budget, next)
+    // Work charged as it went (not reserved up front) counts after the answer; it can no longer be refused.
+    await budget.settleRate().catch(() => undefined)
   }
 }

@@ -47,8 +47,11 @@ export interface AcquireResult {
 
 export interface Limiter {
   readonly backend: 'memory' | 'redis'
-  /** Sliding-log window: counts the hit only if it is allowed (refused requests do not extend the wait). */
-  hit(key: string, limit: number, windowMs: number): Promise<WindowResult>
+  /**
+   * Sliding-log window: counts the hit only if it is allowed (refused requests do not extend the wait).
+   * A hit of `weight` counts as that many hits, all or none (an expensive request, core/limits/budget.ts).
+   */
+  hit(key: string, limit: number, windowMs: number, weight?: number): Promise<WindowResult>
   /** Concurrency slots: takes one of `limit` slots for at most ttlMs, so a crashed holder's slot frees itself. */
   acquire(key: string, limit: number, ttlMs: number): Promise<AcquireResult>
   close(): Promise<void>
@@ -77,7 +80,8 @@ export async function createLimiter(options: LimiterOptions): Promise<Limiter> {
  * Rejects arguments that would otherwise fail silently: a NaN limit compares false with
  * everything and would let every request through. Limit 0 is valid and refuses everything.
  */
-export function checkLimitArgs(key: string, limit: number, periodMs: number, periodName: string): void {
+export function checkLimitArgs(key: string, limit: number, periodMs: number, periodName: string, weight = 1): void {
+  if (!Number.isInteger(weight) || weight < 1) throw new RangeError(`weight must be an integer >= 1, got ${weight}`)
   if (typeof key !== 'string' || key === '') throw new TypeError('limiter key must be a non-empty string')
   if (!Number.isInteger(limit) || limit < 0) throw new RangeError(`limit must be an integer >= 0, got ${limit}`)
   if (!Number.isInteger(periodMs) || periodMs <= 0) throw new RangeError(`${periodName} must be a positive integer, got ${periodMs}`)

@@ -29,9 +29,9 @@ export class MemoryLimiter implements Limiter {
     this.sweeper.unref()
   }
 
-  async hit(key: string, limit: number, windowMs: number): Promise<WindowResult> {
+  async hit(key: string, limit: number, windowMs: number, weight = 1): Promise<WindowResult> {
     this.ensureOpen()
-    checkLimitArgs(key, limit, windowMs, 'windowMs')
+    checkLimitArgs(key, limit, windowMs, 'windowMs', weight)
     const now = Date.now()
     let log = this.logs.get(key)
     if (!log) {
@@ -40,8 +40,8 @@ export class MemoryLimiter implements Limiter {
     }
     log.windowMs = windowMs
     prune(log.hits, now - windowMs)
-    const allowed = log.hits.length < limit
-    if (allowed) log.hits.push(now)
+    const allowed = log.hits.length + weight <= limit
+    if (allowed) for (let i = 0; i < weight; i++) log.hits.push(now)
     if (log.hits.length === 0) this.logs.delete(key)
     const resetAt = log.hits.length > 0 ? log.hits[0] + windowMs : now + windowMs
     return {

@@ -12,17 +12,17 @@ const connectTimeoutMs = 5_000
 const nowMs = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`
 
-/** KEYS[1] log; ARGV limit, windowMs, unique member -> { allowed, counted, resetAt, now } */
+/** KEYS[1] log; ARGV limit, windowMs, unique member, weight -> { allowed, counted, resetAt, now } */
 const hitScript = `${nowMs}
-local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+local limit, window, weight = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
 local allowed = 0
-if count < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
+if count + weight <= limit then
+  for i = 1, weight do redis.call('ZADD', KEYS[1], now, ARGV[3] .. ':' .. i) end
   -- The newest hit is the last to leave, so the key lives exactly as long as it matters.
   redis.call('PEXPIRE', KEYS[1], window)
-  count = count + 1
+  count = count + weight
   allowed = 1
 end
 local resetAt = now + window
@@ -57,7 +57,7 @@ return 1`
 
 /** ioredis adds these methods at runtime through defineCommand (EVALSHA, falling back to EVAL). */
 interface ScriptCommands {
-  limiterHit(key: string, limit: number, windowMs: number, member: string): Promise<[number, number, number, number]>
+  limiterHit(key: string, limit: number, windowMs: number, member: string, weight: number): Promise<[number, number, number, number]>
   limiterAcquire(key: string, limit: number, ttlMs: number, id: string): Promise<[number, number, number]>
   limiterExtend(key: string, id: string, ttlMs: number): Promise<number>
 }
@@ -100,10 +100,10 @@ export class RedisLimiter implements Limiter {
     this.commands = client as unknown as ScriptCommands
   }
 
-  async hit(key: string, limit: number, windowMs: number): Promise<WindowResult> {
-    checkLimitArgs(key, limit, windowMs, 'windowMs')
+  async hit(key: string, limit: number, windowMs: number, weight = 1): Promise<WindowResult> {
+    checkLimitArgs(key, limit, windowMs, 'windowMs', weight)
     // The member only has to be unique within the key; two hits in one millisecond are two hits.
-    const [allowed, counted, resetAt, now] = await this.commands.limiterHit(`${this.prefix}rl:${key}`, limit, windowMs, randomUUID())
+    const [allowed, counted, resetAt, now] = await this.commands.limiterHit(`${this.prefix}rl:${key}`, limit, windowMs, randomUUID(), weight)
     return {
       allowed: allowed === 1,
       limit,
