@@ -6,6 +6,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
+import { GCProfiler } from 'node:v8'
 import type { Result } from 'autocannon'
 import pg from 'pg'
 import { projectRoot } from '../core/paths.ts'
@@ -36,6 +37,34 @@ export function median(values: number[]): number {
  * 'stop', SIGTERM/SIGINT or a lost parent, and exits through process.exit so that
  * --cpu-prof can write its profile. `ready` is sent to the parent once listening.
  */
+/**
+ * The heap's high-water mark over a stretch of time: sampled every millisecond while the event
+ * loop turns, and read from V8's GC profiler at every collection (the heap in use just before
+ * it, where it is largest), so work that blocks the loop is still caught by the collections it causes.
+ */
+const heapPeak = (() => {
+  let peak = 0
+  let timer: NodeJS.Timeout | undefined
+  let profiler: GCProfiler | undefined
+  const sample = () => (peak = Math.max(peak, process.memoryUsage().heapUsed))
+  return {
+    start(): number {
+      global.gc?.()
+      peak = process.memoryUsage().heapUsed
+      timer = setInterval(sample, 1)
+      profiler = new GCProfiler()
+      profiler.start()
+      return peak
+    },
+    stop(): number {
+      sample()
+      clearInterval(timer)
+      for (const gc of profiler?.stop()?.statistics ?? []) peak = Math.max(peak, gc.beforeGC.heapStatistics.usedHeapSize)
+      return peak
+    }
+  }
+})()
+
 export function serveAsChild(close: () => Promise<void>, ready: Record<string, unknown>) {
   let stopping = false
   const stop = async () => {
@@ -50,6 +79,8 @@ export function serveAsChild(close: () => Promise<void>, ready: Record<string, u
     process.on('message', (msg: { type?: string }) => {
       if (msg?.type === 'cpu') process.send!({ type: 'cpu', usage: process.cpuUsage() })
       if (msg?.type === 'mem') process.send!({ type: 'mem', maxRSS: process.resourceUsage().maxRSS, rss: Math.round(process.memoryUsage.rss() / 1024) })
+      if (msg?.type === 'heap-start') process.send!({ type: 'heap-start', base: heapPeak.start() })
+      if (msg?.type === 'heap-peak') process.send!({ type: 'heap-peak', peak: heapPeak.stop() })
       if (msg?.type === 'stop') void stop()
     })
     process.on('disconnect', () => void stop())
@@ -118,6 +149,12 @@ export interface ChildServer<N extends string = string> {
   cpu(): Promise<number>
   /** The child's peak (`process.resourceUsage().maxRSS`) and current resident set size, KiB. */
   mem(): Promise<{ maxRSS: number; rss: number }>
+  /** Starts tracking the child's heap high-water mark (after a GC); resolves the heap bytes in use then. */
+  heapStart(): Promise<number>
+  /** Stops tracking; resolves the highest heap bytes in use since heapStart. */
+  heapPeak(): Promise<number>
+  /** What the child sent with `ready` besides url and token. */
+  ready: Record<string, unknown>
   stop(): Promise<void>
 }
 
@@ -134,8 +171,8 @@ export function startScriptNodeFlags(): string[] {
  * Forks `script` under tsx, with `npm start`'s heap flags, and resolves once it sends `ready`. With `cpuProfDir`, node
  * writes a CPU profile per thread (the main thread and tsx's loader thread) there on exit.
  */
-export function startChild<N extends string>(name: N, script: string, args: string[], cwd: string, options: { cpuProfDir?: string } = {}): Promise<ChildServer<N>> {
-  const execArgv = ['--import', 'tsx', ...startScriptNodeFlags()]
+export function startChild<N extends string>(name: N, script: string, args: string[], cwd: string, options: { cpuProfDir?: string; nodeFlags?: string[] } = {}): Promise<ChildServer<N>> {
+  const execArgv = ['--import', 'tsx', ...startScriptNodeFlags(), ...(options.nodeFlags ?? [])]
   if (options.cpuProfDir) {
     mkdirSync(options.cpuProfDir, { recursive: true })
     execArgv.push('--cpu-prof', '--cpu-prof-dir', options.cpuProfDir)
@@ -165,6 +202,9 @@ export function startChild<N extends string>(name: N, script: string, args: stri
         token: msg.token,
         cpu: () => ask('cpu', (m) => m.usage.user + m.usage.system),
         mem: () => ask('mem', (m) => ({ maxRSS: m.maxRSS, rss: m.rss })),
+        heapStart: () => ask('heap-start', (m) => m.base as number),
+        heapPeak: () => ask('heap-peak', (m) => m.peak as number),
+        ready: msg,
         async stop() {
           if (child.exitCode !== null || child.signalCode !== null) return
           child.send({ type: 'stop' })

@@ -5,6 +5,8 @@
  *
  * Usage: node --import tsx bench/service-server.ts [--database-url URL] [--tenant ID] [--jobs] [--attachments-dir DIR] [--local-webhooks]
  *   (or BENCH_DATABASE_URL / DATABASE_URL, BENCH_TENANT, BENCH_JOBS=1, BENCH_ATTACHMENTS_DIR, BENCH_LOCAL_WEBHOOKS=1).
+ *   --other-tenant adds a second tenant (`bench-other`) and sends its API key as `otherToken`
+ *   (bench/validation.ts times that tenant's requests while the first one's run).
  *   Jobs stay off unless --jobs is given (bench/exports.ts needs the export jobs to run here);
  *   with it Agenda processes jobs in this process, scanning every second. --attachments-dir
  *   moves the local file store (export files) out of data/attachments. --local-webhooks lets webhook
@@ -20,7 +22,7 @@ import { benchModules, serveAsChild } from './common.ts'
 import { plugins } from '../plugins/index.ts'
 
 const { values: args } = parseArgs({
-  options: { 'database-url': { type: 'string' }, tenant: { type: 'string' }, jobs: { type: 'boolean', default: false }, 'attachments-dir': { type: 'string' }, 'local-webhooks': { type: 'boolean', default: false } }
+  options: { 'database-url': { type: 'string' }, tenant: { type: 'string' }, jobs: { type: 'boolean', default: false }, 'attachments-dir': { type: 'string' }, 'local-webhooks': { type: 'boolean', default: false }, 'other-tenant': { type: 'boolean', default: false } }
 })
 const url = args['database-url'] ?? process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL
 if (!url) throw new Error('service-server: pass --database-url or set DATABASE_URL')
@@ -36,12 +38,16 @@ const config = loadConfig({
   ...(localWebhooks ? { webhooks: { dispatch: true, allowHttp: true, allowedCidrs: ['127.0.0.1/32'] } } : {}),
   logLevel: 'error',
   // The limiter runs (its cost is part of the figure) with a ceiling the load never reaches.
-  tenants: { [tenantId]: { name: 'Bench', modules: benchModules, limits: { requestsPerMinute: 1_000_000_000 } } },
+  tenants: {
+    [tenantId]: { name: 'Bench', modules: benchModules, limits: { requestsPerMinute: 1_000_000_000 } },
+    ...(args['other-tenant'] ? { 'bench-other': { name: 'Bench (other tenant)', modules: benchModules } } : {})
+  },
   database: { url }
 })
 const platform = await createPlatform(config)
 const running = await startServer(platform, plugins)
 const { token } = await platform.credentials.create({ tenantId, kind: 'api_key', name: 'benchmark key' })
+const otherToken = args['other-tenant'] ? (await platform.credentials.create({ tenantId: 'bench-other', kind: 'api_key', name: 'benchmark key' })).token : undefined
 // Forked by run.ts the key travels over IPC only; run by hand it is printed for curl/autocannon.
 process.stdout.write(process.send ? `service listening ${running.url}\n` : `listening ${running.url}\ntoken ${token}\n`)
 
@@ -50,5 +56,5 @@ serveAsChild(
     running.server.closeAllConnections()
     await running.close()
   },
-  { url: running.url, token }
+  { url: running.url, token, otherToken }
 )
