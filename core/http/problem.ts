@@ -4,6 +4,7 @@ import type { Middleware, ParameterizedContext } from 'koa'
 import { ApiError, toProblem, problems } from '../errors/index.ts'
 import { logger } from '../logger.ts'
 import type { ProblemFormat } from '../plugin.ts'
+import { routedPath } from './path.ts'
 
 const verbsById: Record<string, string> = { get: 'GET', patch: 'PATCH', update: 'PUT', remove: 'DELETE' }
 const verbsOfCollection: Record<string, string> = { find: 'GET', create: 'POST' }
@@ -37,7 +38,7 @@ export const problemResponses = (errorsUrl: () => string, formats: readonly Prob
   } catch (caught) {
     const traceId: string = ctx.state.traceId ?? 'unknown'
     let err = caught
-    const path = ctx.originalUrl.split('?')[0]
+    const path = routedPath(ctx.originalUrl.split('?')[0])
     // Feathers' own MethodNotAllowed (a service lacking the method the verb maps to).
     const methodNotAllowed = err instanceof FeathersError && !(err instanceof ApiError) && err.code === 405
     // An unknown `<id>:<operation>` reaches Feathers as a method the service lacks: it is no route at all.
