@@ -3,7 +3,12 @@ import { isoUtc as iso, transaction } from '../db/index.ts'
 import { problems } from '../errors/index.ts'
 import { validationError } from '../validation.ts'
 import { accessEvents, added, directoryActor, effectiveRoles, memberships, notifyUsers, removed, versionMismatch, writeEvents, type DirectoryEvent } from './directory-log.ts'
+import { assertHoldsRoles } from './escalation.ts'
+import type { Actor, Principal } from './principal.ts'
 import type { ChangeOptions } from './users.ts'
+
+/** The actor a change is written with: the one named, else the caller's, else the directory's. */
+export const actorOf = (o: ChangeOptions): Actor => o.by ?? o.as?.actor ?? directoryActor
 
 /**
  * Groups of the user directory (UserDirectory delegates here). A group grants roles to its
@@ -117,6 +122,7 @@ export class GroupWrites {
     const named = input.namedRoles !== undefined ? input.namedRoles : (input.roles ?? [])
     if (named) this.checkRoles(tenantId, named, '/roles')
     const roles = this.granted(tenantId, named, input.displayName)
+    assertHoldsRoles(o.as, roles, 'This group would grant')
     const { id, userIds } = await transaction(this.pool, async (client) => {
       const { rows } = await client
         .query('INSERT INTO groups (tenant_id, display_name, external_id, roles, named_roles) VALUES ($1, $2, $3, $4, $5) RETURNING id::text, version', [tenantId, input.displayName.trim(), input.externalId ?? null, roles, named ? [...new Set(named)] : null])
@@ -125,8 +131,8 @@ export class GroupWrites {
       const members = await this.liveMembers(client, tenantId, input.members ?? [])
       const via = o.via ?? 'directory'
       const events: DirectoryEvent[] = [{ type: 'group.provisioned', subjectId: id, data: { version: rows[0].version, roles, members: members.length, via } }]
-      if (members.length) events.push(...(await this.changeMembers(client, tenantId, id, { add: members }, { groupId: id, via })))
-      await writeEvents(client, tenantId, o.by ?? directoryActor, events)
+      if (members.length) events.push(...(await this.changeMembers(client, tenantId, id, { add: members }, { groupId: id, via }, o.as)))
+      await writeEvents(client, tenantId, actorOf(o), events)
       return { id, userIds: members.map((m) => m.userId) }
     })
     if (userIds.length) this.onAccessChange({ userIds })
@@ -177,12 +183,14 @@ export class GroupWrites {
    * the members whose roles or groups changed (computed before and after, so a user who keeps
    * a role through another group or directly is told only about the group).
    */
-  private async changeMembers(client: pg.PoolClient, tenantId: string, groupId: string, m: { add?: NewMember[]; remove?: string[]; removeAll?: boolean }, extra: Record<string, unknown>) {
+  private async changeMembers(client: pg.PoolClient, tenantId: string, groupId: string, m: { add?: NewMember[]; remove?: string[]; removeAll?: boolean }, extra: Record<string, unknown>, as: Principal | undefined) {
     const removing = m.removeAll
       ? (await client.query<{ id: string }>('SELECT user_id::text AS id FROM group_members WHERE tenant_id = $1 AND group_id = $2', [tenantId, groupId])).rows.map((r) => r.id)
       : (m.remove ?? []).filter((id) => uuid.test(id)).map((id) => id.toLowerCase())
     const affected = [...new Set([...(m.add ?? []).map((a) => a.userId), ...removing])]
     const before = { roles: await effectiveRoles(client, tenantId, affected), groups: await memberships(client, tenantId, affected) }
+    // Joining or leaving a group is a change of the user: only by a caller holding what the user holds.
+    for (const id of affected) assertHoldsRoles(as, before.roles.get(id) ?? [], `User ${id} holds`)
     if (removing.length) await client.query('DELETE FROM group_members WHERE tenant_id = $1 AND group_id = $2 AND user_id = ANY($3::uuid[])', [tenantId, groupId, removing])
     if (m.add?.length) {
       await client.query(
@@ -218,6 +226,7 @@ export class GroupWrites {
       const externalId = c.externalId !== undefined ? c.externalId : g.external_id
       const named: string[] | null = c.namedRoles !== undefined ? (c.namedRoles ? [...new Set(c.namedRoles)] : null) : g.named_roles
       const roles = this.granted(tenantId, named, displayName)
+      assertHoldsRoles(o.as, [...g.roles, ...roles], 'This group grants')
       const changed = [
         ...(displayName !== g.display_name ? ['displayName'] : []),
         ...(externalId !== g.external_id ? ['externalId'] : []),
@@ -249,7 +258,7 @@ export class GroupWrites {
         remove = current.filter((id) => !wanted.some((w) => w.userId === id))
       }
       add = add.filter((a) => !current.includes(a.userId) || remove.includes(a.userId))
-      const membership = add.length || remove.length || (c.removeAllMembers && current.length) ? await this.changeMembers(client, tenantId, groupId, { add, remove, removeAll: c.removeAllMembers }, { groupId, via }) : undefined
+      const membership = add.length || remove.length || (c.removeAllMembers && current.length) ? await this.changeMembers(client, tenantId, groupId, { add, remove, removeAll: c.removeAllMembers }, { groupId, via }, o.as) : undefined
       if (membership) {
         events.push(...membership)
         narrowed.push(...membership.narrowed)
@@ -262,7 +271,7 @@ export class GroupWrites {
         subjectId: groupId,
         data: { version: v[0].version, changed: [...changed, ...(membersChanged ? ['members'] : [])], rolesGranted, rolesRevoked, membersAdded: membership?.joined ?? 0, membersRemoved: membership?.left ?? 0, via }
       })
-      await writeEvents(client, tenantId, o.by ?? directoryActor, events)
+      await writeEvents(client, tenantId, actorOf(o), events)
       if (narrowed.length) await notifyUsers(client, narrowed)
       return { narrowed, affected: events.filter((e) => e.type === 'user.updated').map((e) => e.subjectId) }
     })
@@ -278,10 +287,11 @@ export class GroupWrites {
       const { rows } = await client.query('SELECT roles, version FROM groups WHERE tenant_id = $1 AND id = $2 FOR UPDATE', [tenantId, groupId])
       if (!rows[0]) throw notFound()
       if (o.ifVersion !== undefined && o.ifVersion !== rows[0].version) throw versionMismatch('group', groupId, rows[0].version)
+      assertHoldsRoles(o.as, rows[0].roles, 'This group grants')
       const via = o.via ?? 'directory'
-      const members = await this.changeMembers(client, tenantId, groupId, { removeAll: true }, { groupId, via })
+      const members = await this.changeMembers(client, tenantId, groupId, { removeAll: true }, { groupId, via }, o.as)
       await client.query('DELETE FROM groups WHERE tenant_id = $1 AND id = $2', [tenantId, groupId])
-      await writeEvents(client, tenantId, o.by ?? directoryActor, [{ type: 'group.deleted', subjectId: groupId, data: { version: rows[0].version, roles: rows[0].roles, members: members.left, via } }, ...members])
+      await writeEvents(client, tenantId, actorOf(o), [{ type: 'group.deleted', subjectId: groupId, data: { version: rows[0].version, roles: rows[0].roles, members: members.left, via } }, ...members])
       if (members.narrowed.length) await notifyUsers(client, members.narrowed)
       return members.narrowed
     })

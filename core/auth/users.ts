@@ -3,10 +3,11 @@ import { isoUtc as iso, transaction } from '../db/index.ts'
 import { problems } from '../errors/index.ts'
 import type { TenantDirectory } from '../tenancy/tenants.ts'
 import { validationError } from '../validation.ts'
-import { directoryActor, effectiveRolesSql, notifyUsers, removed, versionMismatch, writeEvents, type DirectoryEvent, type Via } from './directory-log.ts'
-import { GroupWrites, type GroupInfo, type GroupInput, type GroupChanges, type GroupMember } from './groups.ts'
+import { added, effectiveRolesSql, notifyUsers, removed, versionMismatch, writeEvents, type DirectoryEvent, type Via } from './directory-log.ts'
+import { actorOf, GroupWrites, type GroupInfo, type GroupInput, type GroupChanges, type GroupMember } from './groups.ts'
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.ts'
-import { adminRole, type Actor } from './principal.ts'
+import { assertHoldsRoles, identityAttributes } from './escalation.ts'
+import { adminRole, type Actor, type Principal } from './principal.ts'
 
 export { effectiveRolesSql } from './directory-log.ts'
 export type { GroupInfo, GroupInput, GroupChanges, GroupMember } from './groups.ts'
@@ -63,7 +64,13 @@ export interface ChangeOptions {
   by?: Actor
   via?: Via
   ifVersion?: number
+  /**
+   * The caller whose roles bound the change (core/auth/escalation.ts): every door that acts
+   * for a credential passes it. Left out, the change is a system action (the CLI, jobs).
+   */
+  as?: Principal
 }
+
 
 // Deleted users (SCIM DELETE) stay as rows for the names records and the audit trail show, and are no user otherwise.
 const userSelect = `SELECT u.tenant_id AS "tenantId", u.id, u.user_name AS "userName", u.display_name AS "displayName", u.email,
@@ -145,6 +152,7 @@ export class UserDirectory {
     if (typeof input.userName !== 'string' || !input.userName.trim()) throw validationError([{ pointer: '/userName', field: 'userName', code: 'required', detail: 'must be a non-empty string' }])
     this.checkRoles(tenantId, input.roles ?? [], '/roles')
     this.checkLengths(input)
+    assertHoldsRoles(o.as, input.roles ?? [], 'The new user would hold')
     let passwordHash: string | null = null
     if (input.password !== undefined) {
       const problem = passwordProblem(input.password)
@@ -160,7 +168,7 @@ export class UserDirectory {
         [tenantId, input.userName.trim(), input.displayName ?? null, input.email ?? primaryEmail(emails), input.externalId ?? null, passwordHash, roles, input.active ?? true,
           JSON.stringify(input.name ?? null), JSON.stringify(emails), JSON.stringify(input.phoneNumbers ?? []), JSON.stringify(input.enterprise ?? null), JSON.stringify(input.attributes ?? {})]
       ).catch((err) => this.exists(err, input.userName))
-      await writeEvents(client, tenantId, o.by ?? directoryActor, [{ type: 'user.provisioned', subjectId: rows[0].id, data: { version: rows[0].version, roles, active: input.active ?? true, via: o.via ?? 'directory' } }])
+      await writeEvents(client, tenantId, actorOf(o), [{ type: 'user.provisioned', subjectId: rows[0].id, data: { version: rows[0].version, roles, active: input.active ?? true, via: o.via ?? 'directory' } }])
       return rows[0].id as string
     })
     return (await this.get(tenantId, id))!
@@ -267,6 +275,8 @@ export class UserDirectory {
       if (next.emails && next.email === undefined) next.email = primaryEmail(next.emails)
       const changed = (Object.keys(next) as Array<keyof UserInput>).filter((k) => next[k] !== undefined && !same(next[k], current[k]))
       if (!changed.length) return false
+      if (changed.some((k) => identityAttributes.has(k))) assertHoldsRoles(o.as, current.effectiveRoles, `User "${current.userName}" holds`)
+      if (changed.includes('roles')) assertHoldsRoles(o.as, [...added(current.roles, next.roles!), ...removed(current.roles, next.roles!)], 'This change grants or revokes')
       const sets: string[] = []
       const values: unknown[] = [tenantId, id]
       for (const k of changed) {
@@ -285,7 +295,7 @@ export class UserDirectory {
       const rolesGranted = after[0].roles.filter((r: string) => !current.effectiveRoles.includes(r))
       const rolesRevoked = removed(current.effectiveRoles, after[0].roles)
       const data = { version: after[0].version, changed: changed.filter((k) => k !== 'email' || !changed.includes('emails')), rolesGranted, rolesRevoked, via: o.via ?? 'directory' }
-      await writeEvents(client, tenantId, o.by ?? directoryActor, [{ type: deactivated ? 'user.deactivated' : 'user.updated', subjectId: id, data: deactivated ? { ...data, deleted: false } : data }])
+      await writeEvents(client, tenantId, actorOf(o), [{ type: deactivated ? 'user.deactivated' : 'user.updated', subjectId: id, data: deactivated ? { ...data, deleted: false } : data }])
       // Any change of what the user may do is announced, widening too (a role granted, a reactivation): cached tokens act on it at once.
       const narrows = current.active !== (next.active ?? current.active) || rolesRevoked.length > 0 || rolesGranted.length > 0
       if (narrows) await notifyUsers(client, [id])
@@ -317,6 +327,7 @@ export class UserDirectory {
       const current = await this.locked(client, tenantId, id)
       if (!current) throw notFound()
       if (o.ifVersion !== undefined && o.ifVersion !== current.version) throw versionMismatch('user', id, current.version)
+      assertHoldsRoles(o.as, current.effectiveRoles, `User "${current.userName}" holds`)
       const left = await client.query<{ group_id: string }>('DELETE FROM group_members WHERE tenant_id = $1 AND user_id = $2 RETURNING group_id::text', [tenantId, id])
       if (left.rows.length) await client.query('UPDATE groups SET version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = ANY($2::uuid[])', [tenantId, left.rows.map((r) => r.group_id)])
       const { rows: after } = await client.query('UPDATE users SET deleted_at = now(), active = false, roles = \'{}\', version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING version', [tenantId, id])
@@ -325,7 +336,7 @@ export class UserDirectory {
         { type: 'user.deactivated', subjectId: id, data: { version: after[0].version, deleted: true, rolesRevoked: current.effectiveRoles, groupsLeft: left.rows.map((r) => r.group_id), via: o.via ?? 'directory' } },
         ...left.rows.map((r) => ({ type: 'group.updated' as const, subjectId: r.group_id, data: { changed: ['members'], membersRemoved: 1, via: o.via ?? 'directory' } }))
       ]
-      await writeEvents(client, tenantId, o.by ?? directoryActor, events)
+      await writeEvents(client, tenantId, actorOf(o), events)
       await notifyUsers(client, [id])
     })
     this.onAccessChange({ userIds: [id] })

@@ -1,7 +1,5 @@
 import type { Id } from '@feathersjs/feathers'
 import type { GroupInfo, GroupMember } from '../../core/auth/groups.ts'
-import type { Principal } from '../../core/auth/principal.ts'
-import { problems } from '../../core/errors/index.ts'
 import { answered, ifMatchVersion, listResponse, paging, scimPrincipal, scimUrl, single, type ScimContext, type ScimParams } from './scim.common.ts'
 import { scimError } from './scim.errors.ts'
 import { parseFilter } from './scim.filter.ts'
@@ -56,7 +54,8 @@ function groupWrite(resource: Record<string, unknown>): GroupWrite {
  * SCIM Groups over the directory's groups. A group grants roles (core/auth/groups.ts): those
  * its records extension names, else the role its displayName is. Members that are no user of
  * the tenant are left out. A credential acting with some roles only (not the tenant's all)
- * manages only groups that grant roles it holds itself: no credential hands out more than it has.
+ * manages only groups that grant roles it holds itself, and adds or removes only members
+ * holding nothing more than it holds (core/auth/escalation.ts, applied by the directory).
  */
 export class ScimGroupsService {
   constructor(private readonly o: ScimContext) {}
@@ -76,17 +75,6 @@ export class ScimGroupsService {
     const members = excludes(projection, 'members') ? undefined : await this.users.groupMembers(g.tenantId, g.id)
     const base = scimUrl(this.o.platform)
     return answered(project(groupResource(g, members, base), projection), g.version, `${base}/Groups/${g.id}`)
-  }
-
-  /** 403 when the group would grant a role the caller does not hold (callers acting with every role pass). */
-  private withinCaller(p: Principal, w: Pick<GroupWrite, 'namedRoles' | 'displayName'>, before?: GroupInfo) {
-    if (p.roles === 'all') return
-    const held = p.roles
-    const granted = [...this.users.rolesGrantedBy(p.tenantId, w.namedRoles, w.displayName), ...(before?.roles ?? [])]
-    const notHeld = [...new Set(granted.filter((r) => !held.includes(r)))]
-    if (notHeld.length) {
-      throw problems.forbidden('role.escalation', `This group grants ${notHeld.join(', ')}, which this credential does not hold (it acts with ${held.join(', ') || 'no role'}); only a credential holding a role manages who gets it.`, { notHeld, heldRoles: held })
-    }
   }
 
   async find(params: ScimParams) {
@@ -111,8 +99,7 @@ export class ScimGroupsService {
   async create(data: unknown, params: ScimParams) {
     const p = scimPrincipal(params)
     const w = groupWrite(coerceIn(groupDefinition, memberLabels(data)))
-    this.withinCaller(p, w)
-    const group = await this.users.createGroup(p.tenantId, { displayName: w.displayName, externalId: w.externalId, namedRoles: w.namedRoles, members: w.members }, { by: p.actor, via: 'scim' })
+    const group = await this.users.createGroup(p.tenantId, { displayName: w.displayName, externalId: w.externalId, namedRoles: w.namedRoles, members: w.members }, { as: p, via: 'scim' })
     return this.shown(group, params)
   }
 
@@ -122,12 +109,11 @@ export class ScimGroupsService {
     const sentId = isObject(data) ? data.id : undefined
     if (sentId !== undefined && String(sentId).toLowerCase() !== current.id) throw scimError(400, 'mutability', `The body's id ${JSON.stringify(sentId)} is not this Group's (${current.id}); id cannot change.`)
     const w = groupWrite(coerceIn(groupDefinition, memberLabels(data)))
-    this.withinCaller(p, w, current)
     const group = await this.users.updateGroup(
       p.tenantId,
       current.id,
       { displayName: w.displayName, externalId: w.externalId, namedRoles: w.namedRoles, replaceMembers: w.members },
-      { by: p.actor, via: 'scim', ifVersion: ifMatchVersion(params.ifMatch, () => current.version) }
+      { as: p, via: 'scim', ifVersion: ifMatchVersion(params.ifMatch, () => current.version) }
     )
     return this.shown(group, params)
   }
@@ -141,7 +127,6 @@ export class ScimGroupsService {
       const members: GroupMember[] = await this.users.groupMembers(p.tenantId, current.id)
       const patched = applyPatch(groupDefinition, groupDocument(current, members), operations, { id: current.id })
       const w = groupWrite(coerceIn(groupDefinition, patched))
-      this.withinCaller(p, w, current)
       const before = new Set(members.map((m) => m.userId))
       const after = new Set(w.members.map((m) => m.userId.toLowerCase()))
       const ifVersion = ifMatchVersion(params.ifMatch, () => current.version)
@@ -156,7 +141,7 @@ export class ScimGroupsService {
             addMembers: w.members.filter((m) => !before.has(m.userId.toLowerCase())),
             removeMembers: [...before].filter((m) => !after.has(m))
           },
-          { by: p.actor, via: 'scim', ifVersion: ifVersion ?? current.version }
+          { as: p, via: 'scim', ifVersion: ifVersion ?? current.version }
         )
         return this.shown(group, params)
       } catch (err) {
@@ -170,8 +155,7 @@ export class ScimGroupsService {
   async remove(id: Id | null, params: ScimParams) {
     const p = scimPrincipal(params)
     const current = await this.current(p.tenantId, id)
-    this.withinCaller(p, { namedRoles: current.namedRoles, displayName: current.displayName }, current)
-    await this.users.removeGroup(p.tenantId, current.id, { by: p.actor, via: 'scim', ifVersion: ifMatchVersion(params.ifMatch, () => current.version) })
+    await this.users.removeGroup(p.tenantId, current.id, { as: p, via: 'scim', ifVersion: ifMatchVersion(params.ifMatch, () => current.version) })
     return null
   }
 }

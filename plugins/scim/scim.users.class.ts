@@ -55,7 +55,7 @@ export class ScimUsersService {
   async create(data: unknown, params: ScimParams) {
     const p = scimPrincipal(params)
     const input = userInput(coerceIn(userDefinition, data))
-    const user = await this.users.create(p.tenantId, input, { by: p.actor, via: 'scim' })
+    const user = await this.users.create(p.tenantId, input, { as: p, via: 'scim' })
     return this.shown(user, params)
   }
 
@@ -67,7 +67,7 @@ export class ScimUsersService {
     if (sentId !== undefined && String(sentId).toLowerCase() !== current.id) throw scimError(400, 'mutability', `The body's id ${JSON.stringify(sentId)} is not this User's (${current.id}); id cannot change.`)
     const input = userInput(coerceIn(userDefinition, data))
     const ifVersion = ifMatchVersion(params.ifMatch, () => current.version)
-    const user = await this.users.update(p.tenantId, current.id, () => input, { by: p.actor, via: 'scim', ifVersion })
+    const user = await this.users.update(p.tenantId, current.id, () => input, { as: p, via: 'scim', ifVersion })
     return this.shown(user, params)
   }
 
@@ -92,7 +92,7 @@ export class ScimUsersService {
             if (ifVersion === undefined && now.version !== current.version) throw new Moved()
             return input
           },
-          { by: p.actor, via: 'scim', ifVersion }
+          { as: p, via: 'scim', ifVersion }
         )
         return this.shown(user, params)
       } catch (err) {
@@ -104,7 +104,7 @@ export class ScimUsersService {
   async remove(id: Id | null, params: ScimParams) {
     const p = scimPrincipal(params)
     const current = await this.current(p.tenantId, id)
-    await this.users.remove(p.tenantId, current.id, { by: p.actor, via: 'scim', ifVersion: ifMatchVersion(params.ifMatch, () => current.version) })
+    await this.users.remove(p.tenantId, current.id, { as: p, via: 'scim', ifVersion: ifMatchVersion(params.ifMatch, () => current.version) })
     return null
   }
 }
