@@ -54,15 +54,26 @@ export function sessionCookieHeader(value: string, maxAgeSeconds: number): strin
 export const expiredSessionCookie = `${sessionCookie}=; HttpOnly; Secure; SameSite=Lax; Path=/; Max-Age=0`
 
 /**
- * Where to go after signing in: only a path of this site. `//host` and `/\host` are
- * read by browsers as another host, so they (and anything odd) fall back to the default.
+ * Where to go after signing in: only a path of this site, checked as the browser will read
+ * it. The URL parser drops tabs and newlines, reads a backslash as `/` and resolves `.`/`..`
+ * segments, so `/.//evil.com` becomes `//evil.com`, another host: the value is normalised
+ * first and the result checked. Control characters, whitespace, backslashes and
+ * percent-encoded slashes (no page of this site has one) fall back to the default. The one
+ * check for every door that redirects after a sign-in (password and single sign-on, whose
+ * sealed flow cookie carries the checked value to the callback).
  */
 export function safeNext(value: string | null | undefined, fallback = '/settings/api-keys'): string {
-  if (!value || value.length > 500 || !value.startsWith('/') || value.startsWith('//')) return fallback
-  if (/[\\\u0000-\u001f\u007f\s]/.test(value)) return fallback
+  if (!value || value.length > 500 || !value.startsWith('/') || /[\\\u0000-\u001f\u007f\s]/.test(value)) return fallback
   const base = 'http://records.invalid'
-  const url = new URL(value, base)
-  return url.origin === base ? url.pathname + url.search + url.hash : fallback
+  let url: URL
+  try {
+    url = new URL(value, base)
+  } catch {
+    return fallback
+  }
+  if (url.origin !== base || /%(2f|5c)/i.test(url.pathname)) return fallback
+  const next = url.pathname + url.search + url.hash
+  return next.startsWith('/') && !next.startsWith('//') ? next : fallback
 }
 
 /** `/sign-in?next=/settings/api-keys`, the slashes of the path left readable. */

@@ -219,7 +219,7 @@ export function oidcRoutes(platform: Platform): PageRoute[] {
     if (!user.active) {
       throw new Refusal(403, 'Account deactivated', `Your account in ${tenantName} is deactivated, so you cannot sign in. If you should have access, ask your administrator to reactivate it (in Entra ID or Okta, where it is managed).`, 'inactive-user', { ...details, userId: user.id })
     }
-    return { user, next: safeNext(flow.next), sub: claims.sub }
+    return { user, next: flow.next, sub: claims.sub }
   }
 
   async function callback(r: PageRequest) {

@@ -1,6 +1,7 @@
 import t from '../helpers/tap.ts'
 import { sendPage, type Page } from '../helpers/pages.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { safeNext } from '../../plugins/settings/security.ts'
 
 
 // Counted per account and per address, and this file signs in many times a minute from one address.
@@ -118,6 +119,51 @@ t.test('after signing in, next is followed only when it is a path of this site',
   for (const [next, want] of cases) {
     const { page } = await signIn(server, 'sam', 'acme', password, { next })
     t.equal(page.location, want, `next=${JSON.stringify(next)} → ${want}`)
+  }
+})
+
+/** next values a browser would follow off this site, once the URL parser has read them. */
+const hostileNexts = [
+  '//evil.com',
+  '/\\evil.com',
+  '/%2F%2Fevil.com',
+  '/%2f/evil.com',
+  '/%5Cevil.com',
+  '/.//evil.com',
+  '/..//evil.com',
+  '/%2e//evil.com',
+  '/%2E%2E//evil.com',
+  '/a/..//evil.com',
+  '/settings/../..//evil.com',
+  'https://evil.com',
+  'HTTPS://evil.com/settings',
+  '/\t/evil.com',
+  '/\t//evil.com',
+  '/\n/evil.com',
+  '\t//evil.com',
+  '/\r\n//evil.com',
+  'javascript:alert(1)',
+  ' /settings/api-keys',
+  '/.\\evil.com'
+]
+
+t.test('safeNext turns every next value that leaves the site into the default page', async (t) => {
+  for (const next of hostileNexts) t.equal(safeNext(next), '/settings/api-keys', JSON.stringify(next))
+  for (const [next, want] of [
+    ['/settings/api-keys?tab=1', '/settings/api-keys?tab=1'],
+    ['/settings/./webhooks', '/settings/webhooks'],
+    ['/settings/graphql#query', '/settings/graphql#query']
+  ]) t.equal(safeNext(next), want, `${JSON.stringify(next)} is kept, as the browser would read it`)
+})
+
+t.test('the sign-in page and the sign-in redirect never point off the site, whatever next says', async (t) => {
+  await server.platform.users.create('acme', { userName: 'nia', password, roles: ['safety-manager'] })
+  for (const next of hostileNexts) {
+    const form = await send(server, 'GET', `/sign-in?next=${encodeURIComponent(next)}`)
+    t.match(form.html, '<input type="hidden" name="next" value="/settings/api-keys">', `the form's next for ${JSON.stringify(next)}`)
+    const { page } = await signIn(server, 'nia', 'acme', password, { next })
+    t.equal(page.status, 303)
+    t.equal(page.location, '/settings/api-keys', `after signing in with next=${JSON.stringify(next)}`)
   }
 })
 
