@@ -13,7 +13,7 @@ export const problemKinds = {
   'payload-too-large': { status: 413, title: 'Payload too large', text: 'The request body is larger than the service accepts for this endpoint.' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type', text: 'The request body must be sent with the content type the endpoint accepts, usually `application/json`.' },
   'headers-too-large': { status: 431, title: 'Request header fields too large', text: 'The request line and headers together exceed 16 KiB. Send long values in the body instead.' },
-  unprocessable: { status: 422, title: 'Unprocessable request', text: 'The request is well-formed but cannot be processed as sent, for example an Idempotency-Key reused with a different request.' },
+  unprocessable: { status: 422, title: 'Unprocessable request', text: 'The request is well-formed but cannot be processed as sent: an Idempotency-Key reused with a different request, or (`request.too_costly`) a request that would do more work than one request may: fields resolved, rows read, lookups, array elements touched. Nothing was changed; ask for less at once (smaller pages, fewer fields, fewer operations per request).' },
   'rate-limited': { status: 429, title: 'Too many requests', text: 'The credential exceeded its rate or concurrency limit. Wait until the epoch second in `X-RateLimit-Reset` (or `Retry-After` seconds) before retrying.' },
   internal: { status: 500, title: 'Internal error', text: 'The service failed unexpectedly. Nothing was changed. Quote the traceId when reporting it.' },
   unavailable: { status: 503, title: 'Service unavailable', text: 'The service is starting, stopping or overloaded. Retry after the time in `Retry-After`.' }

@@ -32,6 +32,11 @@ export class Budget {
     return Math.max(0, this.limit - this.spent)
   }
 
+  /** Whether `units` more would still fit. */
+  fits(units: number): boolean {
+    return this.spent + units <= this.limit
+  }
+
   /** Charges `units` of `what` before doing it; past the budget, throws `request.too_costly` and charges nothing. */
   charge(units: number, what: string): void {
     if (!Number.isFinite(units) || units < 0) throw new RangeError(`budget charge must be a finite number >= 0, got ${units}`)

@@ -104,7 +104,7 @@ export interface OperationSpec {
   parameters?: Json[]
   body?: { schema: JsonSchema; binary?: boolean; contentType?: string; example?: unknown; examples?: Record<string, { summary: string; value: unknown }>; description?: string; required?: boolean }
   responses: Record<number, ResponseSpec>
-  /** Problem statuses beyond those every call gets: 429 and 500; 401 and 403 when authenticated; 400 when it takes input. */
+  /** Problem statuses beyond those every call gets: 422, 429 and 500; 401 and 403 when authenticated; 400 when it takes input. */
   problems?: number[]
   /** Of those, the ones this operation cannot answer (e.g. 400 for a GET that takes no input). */
   omitProblems?: number[]
@@ -116,8 +116,8 @@ export interface OperationSpec {
   defaultStatus?: number
 }
 
-/** Statuses every call through the API can answer with a problem. */
-const commonProblems = [429, 500]
+/** Statuses every call through the API can answer with a problem (422: `request.too_costly`, past the request's work budget). */
+const commonProblems = [422, 429, 500]
 const authenticatedProblems = [401, 403]
 
 /** One operation object: security with its scope, standard headers, every problem response. */

@@ -2,6 +2,7 @@ import { once } from 'node:events'
 import { PassThrough } from 'node:stream'
 import type pg from 'pg'
 import { rowRule } from '../../core/auth/access.ts'
+import { currentBudget } from '../../core/limits/budget.ts'
 import type { Principal } from '../../core/auth/principal.ts'
 import { ApiError, problemFields, problems } from '../../core/errors/index.ts'
 import type { Lease } from '../../core/limits/limiter.ts'
@@ -33,6 +34,9 @@ export interface BulkOptions {
   flushAfterMs: number
   inFlightTimeoutSeconds: number
 }
+
+/** Units of the request budget one bulk row costs: parsing, checking and writing a row is a few lookups' worth. */
+const rowUnits = 4
 
 /** One input row on its way: parsed and checked, or already failed. */
 interface Row {
@@ -81,6 +85,8 @@ export class BulkRun {
   private stopped = false
   private failure?: unknown
   private readonly tally: BulkTally
+  /** The budget of the request this call runs for. */
+  private readonly budget = currentBudget()
 
   constructor(
     private readonly o: BulkOptions,
@@ -130,6 +136,8 @@ export class BulkRun {
     await this.emit([summary])
     if (this.key) await endBulkKey(this.o.pool, this.key, complete ? summary : undefined).catch((err) => logger.warn('could not end bulk key', { error: err.message }))
     await this.lease?.release().catch(() => undefined)
+    // The rows count against the rate limit once the call is over (the HTTP layer settled before the stream ended).
+    await this.budget.settleRate().catch(() => undefined)
     this.out.end()
   }
 
@@ -144,6 +152,13 @@ export class BulkRun {
       const resume = this.firstRefusedLine
       return { line, outcome: errorOutcome({ line }, { status: 413, code: 'bulk.row_limit', detail: `A bulk call takes at most ${this.o.maxRows} rows; this is row ${rowNumber}. It was not attempted: send the lines from ${resume} on in another call, with ?firstLine=${resume} to keep these line numbers.` }) }
     }
+    // Each row is work of the call's budget (core/limits/budget.ts), which also counts the call against the rate limit by its rows.
+    if (!this.budget.fits(rowUnits)) {
+      this.firstRefusedLine ??= line
+      const resume = this.firstRefusedLine
+      return { line, outcome: errorOutcome({ line }, { status: 422, code: 'request.too_costly', detail: `This call has done the work one request may (${this.budget.limit} units, ${rowUnits} a row). Row ${rowNumber} was not attempted: send the lines from ${resume} on in another call, with ?firstLine=${resume} to keep these line numbers.` }) }
+    }
+    this.budget.charge(rowUnits, 'bulk rows')
     if (raw.tooLong) {
       if (holdsSeveralObjects(raw.head!)) return { line, outcome: errorOutcome({ line }, newlinesMissing()) }
       return { line, outcome: errorOutcome({ line }, { status: 413, code: 'row.too_large', detail: `The line is longer than ${this.o.maxLineBytes} bytes.` }) }

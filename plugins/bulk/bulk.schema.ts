@@ -46,7 +46,7 @@ const rowProblemShape = Type.Object(
     status: Type.Integer({ minimum: 400, maximum: 599 }),
     code: Type.String({
       description:
-        '`row.malformed_json`, `bulk.newlines_missing` (400: the line holds several JSON objects back to back; each row needs its own line), `row.too_large` (413), `field.invalid`, `field.forbidden`, `permission.denied`, `scope.missing`, `record.external_ref_taken` (409), `bulk.row_limit` (413: past the row limit, not attempted), `idempotency.line_changed` (422), `row.refused` (422, with `sqlState`: the database refused this row alone; the rest of its batch loaded), `bulk.not_loaded` (503: its batch failed in the database); on the call\'s own problem line, `internal.error` (500).',
+        '`row.malformed_json`, `bulk.newlines_missing` (400: the line holds several JSON objects back to back; each row needs its own line), `row.too_large` (413), `field.invalid`, `field.forbidden`, `permission.denied`, `scope.missing`, `record.external_ref_taken` (409), `bulk.row_limit` (413: past the row limit, not attempted), `request.too_costly` (422: past the call\'s work budget, not attempted), `idempotency.line_changed` (422), `row.refused` (422, with `sqlState`: the database refused this row alone; the rest of its batch loaded), `bulk.not_loaded` (503: its batch failed in the database); on the call\'s own problem line, `internal.error` (500).',
       examples: ['field.invalid']
     }),
     detail: Type.String(),
@@ -137,7 +137,7 @@ const summarySchema = Type.Object(
     valid: count(),
     errors: count('`error` outcomes, the `notAttempted` ones included.'),
     replayed: count('Outcomes answered from the store of the `Idempotency-Key`.'),
-    notAttempted: count('Rows read that got no verdict of their own: `bulk.row_limit` (past the row limit) or `bulk.not_loaded` (their batch failed). Sending them again can load them.'),
+    notAttempted: count('Rows read that got no verdict of their own: `bulk.row_limit` (past the row limit), `request.too_costly` (past the call\'s work budget) or `bulk.not_loaded` (their batch failed). Sending them again can load them.'),
     dryRun: Type.Boolean(),
     complete: Type.Boolean({
       description:

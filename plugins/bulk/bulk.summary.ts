@@ -1,7 +1,7 @@
 import type { BulkSummary, Outcome } from './bulk.schema.ts'
 
 /** Row problem codes that are no verdict on the row: it was never attempted (past the row limit) or its batch failed, so sending it again can load it. */
-const notFinal = new Set(['bulk.row_limit', 'bulk.not_loaded'])
+const notFinal = new Set(['bulk.row_limit', 'request.too_costly', 'bulk.not_loaded'])
 
 /**
  * Counts the outcomes of a call and says whether it is complete: every row of the body

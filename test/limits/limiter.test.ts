@@ -68,6 +68,22 @@ for (const backend of backends) {
       t.ok(refused.retryAfterMs > 59_000 && refused.retryAfterMs <= 60_000, `retryAfterMs ${refused.retryAfterMs}`)
     })
 
+    t.test('a weighted hit counts as that many hits, all or none', async (t) => {
+      const limiter = await setup(t, backend)()
+      const a = await limiter.hit('k', 10, 60_000, 4)
+      t.ok(a.allowed)
+      t.equal(a.remaining, 6)
+      const tooHeavy = await limiter.hit('k', 10, 60_000, 7)
+      t.notOk(tooHeavy.allowed, 'seven more do not fit in six')
+      t.equal(tooHeavy.remaining, 0)
+      const b = await limiter.hit('k', 10, 60_000, 6)
+      t.ok(b.allowed, 'the refused weight was not counted: six still fit')
+      t.equal(b.remaining, 0)
+      t.notOk((await limiter.hit('k', 10, 60_000)).allowed)
+      await t.rejects(limiter.hit('k', 10, 60_000, 0), RangeError)
+      await t.rejects(limiter.hit('k', 10, 60_000, 1.5), RangeError)
+    })
+
     t.test('counts remaining down and reports when the oldest hit leaves', async (t) => {
       const limiter = await setup(t, backend)()
       const results: WindowResult[] = []
