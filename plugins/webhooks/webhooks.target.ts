@@ -2,6 +2,7 @@ import { lookup } from 'node:dns/promises'
 import http from 'node:http'
 import https from 'node:https'
 import { BlockList, isIP } from 'node:net'
+import { addressRefusal } from './webhooks.addresses.ts'
 
 /**
  * Where a webhook may be sent, and the sending itself. A target is checked when a
@@ -19,13 +20,6 @@ export interface TargetRules {
 
 export class TargetRefused extends Error {}
 
-const blocked = new BlockList()
-for (const [net, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.0.0.0', 24],
-  ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4]
-] as const) blocked.addSubnet(net, prefix, 'ipv4')
-for (const [net, prefix] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96]] as const) blocked.addSubnet(net, prefix, 'ipv6')
-
 /** The operator's allow-list as a BlockList (used as a match list); a malformed entry is a start-up error. */
 export function allowList(cidrs: readonly string[]): BlockList {
   const list = new BlockList()
@@ -37,19 +31,6 @@ export function allowList(cidrs: readonly string[]): BlockList {
     list.addSubnet(net, prefix, family === 6 ? 'ipv6' : 'ipv4')
   }
   return list
-}
-
-/** An IPv4-mapped IPv6 address as its IPv4 form, so `::ffff:127.0.0.1` is judged as 127.0.0.1. */
-function normalise(address: string): { address: string; type: 'ipv4' | 'ipv6' } {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
-  if (mapped) return { address: mapped[1], type: 'ipv4' }
-  return { address, type: isIP(address) === 6 ? 'ipv6' : 'ipv4' }
-}
-
-/** Whether an address is one a webhook may not reach (private, loopback, link-local, metadata, CGNAT, unspecified, multicast) unless allow-listed. */
-export function isForbiddenAddress(address: string, allowed: BlockList): boolean {
-  const a = normalise(address)
-  return blocked.check(a.address, a.type) && !allowed.check(a.address, a.type)
 }
 
 export interface CheckedTarget {
@@ -86,9 +67,12 @@ export async function checkTarget(text: string, rules: TargetRules, allowed: Blo
     }
   }
   if (!addresses.length) throw new TargetRefused(`The host ${host} resolves to no address.`)
-  const bad = addresses.filter((a) => isForbiddenAddress(a.address, allowed))
+  const bad = addresses.flatMap((a) => {
+    const why = addressRefusal(a.address, allowed)
+    return why ? [`${a.address} (${why})`] : []
+  })
   if (bad.length) {
-    throw new TargetRefused(`The host ${host} resolves to ${bad.map((a) => a.address).join(', ')}: a private, loopback, link-local or otherwise internal address, which webhooks may not reach (an operator can allow a range with webhooks.allowedCidrs).`)
+    throw new TargetRefused(`The host ${host} resolves to ${bad.join(', ')}: a private, loopback, link-local or otherwise internal address, which webhooks may not reach (an operator can allow a range with webhooks.allowedCidrs).`)
   }
   return { url, address: addresses[0].address, family: addresses[0].family === 6 ? 6 : 4 }
 }
