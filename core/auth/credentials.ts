@@ -2,7 +2,7 @@ import type pg from 'pg'
 import { problems } from '../errors/index.ts'
 import { logger } from '../logger.ts'
 import { announceAccessChange, credentialsChannel } from './changes.ts'
-import type { Principal } from './principal.ts'
+import { personOf, type Actor, type Principal } from './principal.ts'
 import { effectiveRolesSql } from './users.ts'
 import { generateToken, hashToken, sameHash, tokenKind, type CredentialKind } from './tokens.ts'
 
@@ -20,6 +20,8 @@ interface CredentialRow {
   roles: string[] | null
   expires_at: Date | null
   revoked_at: Date | null
+  /** The actor that created the token: the person behind a service account or API key is theirs. */
+  created_by: Actor | null
   /** Personal tokens: the issuing user, whose current roles bound the token. */
   user_name: string | null
   user_active: boolean | null
@@ -184,7 +186,7 @@ export class CredentialStore {
   private async lookup(hash: Buffer): Promise<CredentialRow | null> {
     const { rows } = await this.pool.query({
       name: 'credential-by-hash',
-      text: `SELECT c.tenant_id, c.id, c.kind, c.name, c.secret_hash, c.user_id, c.scopes, c.roles, c.expires_at, c.revoked_at,
+      text: `SELECT c.tenant_id, c.id, c.kind, c.name, c.secret_hash, c.user_id, c.scopes, c.roles, c.expires_at, c.revoked_at, c.created_by,
                     u.user_name, u.active AS user_active, CASE WHEN u.id IS NULL THEN NULL ELSE ${effectiveRolesSql} END AS user_roles
                FROM credentials c LEFT JOIN users u ON u.tenant_id = c.tenant_id AND u.id = c.user_id
               WHERE c.secret_hash = $1`,
@@ -240,15 +242,22 @@ export class CredentialStore {
  * What a token acts as. API key: the tenant. Personal token: its user, with the
  * user's roles as they are now (the cache is dropped when they change), narrowed by
  * the token's scopes if it has any. Service account: its scopes, and its roles if it
- * was given some (otherwise the tenant's rights within those scopes).
+ * was given some (otherwise the tenant's rights within those scopes). Every actor names
+ * its token; a service account or API key also the person behind it (its creator's
+ * person, if one is recorded), who is the one four-eyes rules compare.
  */
 function principalOf(row: CredentialRow): Principal {
   const base = { tenantId: row.tenant_id, credentialId: row.id, kind: row.kind, ...(row.expires_at ? { expiresAt: row.expires_at.toISOString() } : {}) }
+  const token = { type: tokenTypeOf[row.kind], id: row.id, name: row.name }
   if (row.kind === 'personal') {
-    return { ...base, actor: { type: 'user', id: row.user_id!, name: row.user_name ?? row.name }, userId: row.user_id!, roles: row.user_roles ?? [], scopes: row.scopes ?? 'all' }
+    return { ...base, actor: { type: 'user', id: row.user_id!, name: row.user_name ?? row.name, token }, userId: row.user_id!, roles: row.user_roles ?? [], scopes: row.scopes ?? 'all' }
   }
+  const person = personOf(row.created_by)
+  const onBehalfOf = person ? { onBehalfOf: person } : {}
   if (row.kind === 'service_account') {
-    return { ...base, actor: { type: 'service-account', id: row.id, name: row.name }, roles: row.roles ?? 'all', scopes: row.scopes ?? [] }
+    return { ...base, actor: { type: 'service-account', id: row.id, name: row.name, token, ...onBehalfOf }, roles: row.roles ?? 'all', scopes: row.scopes ?? [] }
   }
-  return { ...base, actor: { type: 'api-key', id: row.id, name: row.name }, roles: 'all', scopes: row.scopes ?? 'all' }
+  return { ...base, actor: { type: 'api-key', id: row.id, name: row.name, token, ...onBehalfOf }, roles: 'all', scopes: row.scopes ?? 'all' }
 }
+
+const tokenTypeOf = { api_key: 'api-key', personal: 'personal', service_account: 'service-account' } as const satisfies Record<CredentialKind, NonNullable<Actor['token']>['type']>

@@ -2,10 +2,36 @@ import { problems } from '../errors/index.ts'
 import type { Scopes } from './scopes.ts'
 import type { CredentialKind } from './tokens.ts'
 
+/**
+ * Who did something, as records, activity, events and audit entries keep it (a snapshot at
+ * the time). A call through a token names the token (`token`); a service account or API key
+ * also names the person behind it (`onBehalfOf`: the user who created it). The person a
+ * four-eyes rule compares is `personOf`.
+ */
 export interface Actor {
   type: 'api-key' | 'user' | 'service-account' | 'system'
   id: string
   name: string
+  /** The token the call came through (absent for sessions and system actions). */
+  token?: { type: 'api-key' | 'personal' | 'service-account'; id: string; name: string }
+  /** The person behind a service account or API key: its creator, or the person behind its creator. */
+  onBehalfOf?: { userId: string; name: string }
+}
+
+/** The person behind an actor: itself if a user, else whom it acts for; undefined if nobody is recorded. */
+export function personOf(actor: Partial<Actor> | null | undefined): { userId: string; name: string } | undefined {
+  if (!actor) return undefined
+  if (actor.type === 'user' && typeof actor.id === 'string') return { userId: actor.id, name: String(actor.name ?? '') }
+  const o = actor.onBehalfOf
+  return o && typeof o.userId === 'string' ? { userId: o.userId, name: String(o.name ?? '') } : undefined
+}
+
+/** Whether two actors are one: the same credential, or the same person behind two credentials (four-eyes rules). */
+export function sameActor(a: Partial<Actor> | null | undefined, b: Actor): boolean {
+  if (!a) return false
+  if (a.id === b.id) return true
+  const pa = personOf(a)
+  return !!pa && pa.userId === personOf(b)?.userId
 }
 
 /** Who is calling, for which tenant, with which rights. Every service call carries one. */

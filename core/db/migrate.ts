@@ -10,6 +10,7 @@ import * as scim from './migrations/008-scim.ts'
 import * as eventsFeed from './migrations/009-events-feed.ts'
 import * as webhooks from './migrations/010-webhooks.ts'
 import * as webhookRetriesIndex from './migrations/011-webhook-retries-index.ts'
+import * as tokenPersons from './migrations/013-token-persons.ts'
 
 /** Versioned migrations, in order. Add a file and a row; never edit a released one. */
 const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }]> = [
@@ -23,7 +24,8 @@ const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   ['008-scim', scim],
   ['009-events-feed', eventsFeed],
   ['010-webhooks', webhooks],
-  ['011-webhook-retries-index', webhookRetriesIndex]
+  ['011-webhook-retries-index', webhookRetriesIndex],
+  ['013-token-persons', tokenPersons]
 ]
 
 const source: Knex.MigrationSource<string> = {

@@ -362,7 +362,7 @@ export class RecordsService {
     const id = params.id ?? ''
     assertValid<RecordTransition>(recordTransitionValidator, data)
     return this.change(id, params, async (row, module, principal, client) => {
-      const plan = transitionRules(principal, module, { state: row.state, payload: row.payload, createdById: row.created_by?.id }, data.transition, (data.payload ?? {}) as Record<string, unknown>)
+      const plan = transitionRules(principal, module, { state: row.state, payload: row.payload, createdBy: row.created_by }, data.transition, (data.payload ?? {}) as Record<string, unknown>)
       if (plan.changes.length) await this.checkReferences(principal, module, plan.payload, client, new Set(plan.changes.map((c) => c.field)))
       return { payload: plan.payload, state: plan.transition.to, action: 'transitioned', changes: plan.changes, transition: plan.transition, comment: data.comment }
     })

@@ -1,5 +1,5 @@
 import { assertCan, assertScope, assertWritable, canFire } from '../../core/auth/access.ts'
-import type { Principal } from '../../core/auth/principal.ts'
+import { sameActor, type Actor, type Principal } from '../../core/auth/principal.ts'
 import { problems } from '../../core/errors/index.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
@@ -54,7 +54,7 @@ export interface PlannedTransition extends PlannedChange {
 export function transitionRules(
   principal: Principal,
   module: RegisteredModule,
-  record: { state: string; payload: Record<string, unknown>; createdById?: string },
+  record: { state: string; payload: Record<string, unknown>; createdBy?: Actor | null },
   key: string,
   patch: Record<string, unknown>
 ): PlannedTransition {
@@ -72,8 +72,9 @@ export function transitionRules(
   if (!canFire(principal, module, t)) {
     throw problems.forbidden('permission.denied', `This credential may not fire transition "${t.key}"${t.roles?.length ? `; it needs one of the roles ${t.roles.join(', ')}` : ''}.`, { missing: `transition:${t.key}` })
   }
-  if (t.forbidSelf && record.createdById === principal.actor.id && principal.kind !== 'system') {
-    throw problems.forbidden('workflow.self_approval', `Transition "${t.key}" may not be fired by the record's creator.`)
+  // The creator is a person: the same credential, or any credential acting for the person behind it.
+  if (t.forbidSelf && principal.kind !== 'system' && sameActor(record.createdBy, principal.actor)) {
+    throw problems.forbidden('workflow.self_approval', `Transition "${t.key}" may not be fired by the record's creator, nor through a token of the same person (a token acts for the person who created it); another person with the role must fire it.`)
   }
   // Fields set on the way are an update of the record, under the same rules.
   const { payload, changes } = Object.keys(patch).length ? updateRules(principal, module, record.payload, patch) : { payload: record.payload, changes: [] }

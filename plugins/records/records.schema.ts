@@ -5,9 +5,21 @@ export const actorSchema = Type.Object(
   {
     type: Type.Union([Type.Literal('api-key'), Type.Literal('user'), Type.Literal('service-account'), Type.Literal('system')]),
     id: Type.String(),
-    name: Type.String()
+    name: Type.String(),
+    token: Type.Optional(
+      Type.Object(
+        { type: Type.Union([Type.Literal('api-key'), Type.Literal('personal'), Type.Literal('service-account')]), id: Type.String({ format: 'uuid' }), name: Type.String() },
+        { description: 'The token the change came through (absent for a signed-in session or a system action)' }
+      )
+    ),
+    onBehalfOf: Type.Optional(
+      Type.Object(
+        { userId: Type.String({ format: 'uuid' }), name: Type.String() },
+        { description: 'The person behind a service account or API key: the user who created it (or who created the token that created it); absent when nobody is recorded. Four-eyes transitions count this person as the actor.' }
+      )
+    )
   },
-  { $id: 'Actor' }
+  { $id: 'Actor', description: 'Who made a change, as it was then: a user (signed in, or through their personal token), a service account, an API key or a system action.' }
 )
 
 export const fieldChangeSchema = Type.Object({ field: Type.String(), from: Type.Unknown(), to: Type.Unknown() }, { $id: 'FieldChange' })

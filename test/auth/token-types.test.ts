@@ -66,7 +66,8 @@ t.test('a personal access token acts as its user, with exactly the user\'s roles
   t.same(me.body.roles, ['reporter'])
   const created = await createIncident(reporter.token)
   t.equal(created.status, 201)
-  t.same(created.body.createdBy, { type: 'user', id: reporter.id, name: reporter.userName })
+  t.match(created.body.createdBy, { type: 'user', id: reporter.id, name: reporter.userName, token: { type: 'personal', id: String, name: `${reporter.userName} token` } })
+  t.notOk(created.body.createdBy.onBehalfOf, 'a user is the person themselves')
   t.same(created.body.availableTransitions, [], 'a reporter fires no transitions')
   const fire = await server.request('POST', `/api/v1/records/${created.body.id}:transition`, { token: reporter.token, body: { transition: 'dismiss' } })
   t.equal(fire.status, 403)
@@ -151,7 +152,8 @@ t.test('a service-account token may do what its scopes name and gets 403 naming 
   t.same(me.body.scopes, ['records:read:incident', 'records:write:incident'])
   const created = await createIncident(sa.token)
   t.equal(created.status, 201)
-  t.same(created.body.createdBy, { type: 'service-account', id: sa.id, name: 'integration' })
+  // Created by the tenant API key, which acts for nobody: no person behind it either.
+  t.same(created.body.createdBy, { type: 'service-account', id: sa.id, name: 'integration', token: { type: 'service-account', id: sa.id, name: 'integration' } })
   t.equal((await server.request('GET', `/api/v1/records/${created.body.id}`, { token: sa.token })).status, 200)
 
   const cases: Array<[string, string, unknown, string]> = [
