@@ -251,7 +251,8 @@ export class GroupWrites {
       }
       // Membership: the whole of it (PUT), or what is added and removed (PATCH).
       let add = c.addMembers ? await this.liveMembers(client, tenantId, c.addMembers) : []
-      let remove = c.removeMembers ?? []
+      // Only members can leave: an id that is no member (or no user) is nothing to remove.
+      let remove = (c.removeMembers ?? []).map((id) => id.toLowerCase()).filter((id) => current.includes(id))
       if (c.replaceMembers) {
         const wanted = await this.liveMembers(client, tenantId, c.replaceMembers)
         add = wanted.filter((w) => !current.includes(w.userId))

@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import { isoUtc as iso, transaction } from '../db/index.ts'
+import { charge } from '../limits/budget.ts'
 import { problems } from '../errors/index.ts'
 import type { TenantDirectory } from '../tenancy/tenants.ts'
 import { validationError } from '../validation.ts'
@@ -59,6 +60,19 @@ export interface UserInput {
   attributes?: Record<string, unknown>
 }
 
+/** A condition over the directory's rows (SCIM filters, plugins/scim/scim.sql.ts), with the per-row work it does beyond one step. */
+export interface FilterCondition {
+  sql: string
+  values: unknown[]
+  elements?: string
+}
+
+/** Charges the request's budget for a filter's work over the tenant's rows, before the filter runs. */
+async function chargeFilter(pool: pg.Pool, from: string, elements: string, tenantId: string) {
+  const { rows } = await pool.query<{ n: string }>(`SELECT (count(*) + coalesce(sum(${elements}), 0))::text AS n FROM ${from}`, [tenantId])
+  charge(Number(rows[0].n), 'scim filter elements')
+}
+
 /** Who makes a change, through which door, and on which version of the user (SCIM's If-Match). */
 export interface ChangeOptions {
   by?: Actor
@@ -106,6 +120,14 @@ export function primaryEmail(emails: readonly MultiValue[] | undefined): string 
 const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null)
 
 /**
+ * Most values a user holds in one multi-valued attribute (emails, phoneNumbers, addresses,
+ * roles, entitlements…). Identity providers send a handful (Entra ID and Okta: one to three
+ * e-mails, phone numbers and addresses); the bound keeps every filter and PATCH over a user
+ * small (docs/scim.md, Limits).
+ */
+export const maxValuesPerAttribute = 100
+
+/**
  * Users and groups of each tenant, and the roles they hold: the one place that changes them,
  * for the CLI, the settings pages and SCIM alike. Each change runs in one transaction that
  * also writes its events (user.*, group.*) and announces what may have narrowed, so cached
@@ -136,10 +158,24 @@ export class UserDirectory {
     if (unknown.length) throw validationError([{ pointer, field: pointer.slice(1), code: 'enum', detail: `names unknown role ${unknown.join(', ')}; roles of this tenant: ${known.join(', ')}`, allowed: known }])
   }
 
-  /** Bounds of what is indexed (a btree entry holds at most ~2.7 kB): refused before the database would. */
-  private checkLengths(input: UserInput) {
+  /**
+   * Bounds of what is indexed (a btree entry holds at most ~2.7 kB), and of multi-valued
+   * attributes (`maxValuesPerAttribute`): refused before the database would store them.
+   * `only`: the attributes a change sets (a user stored before a bound keeps what it has
+   * until that attribute changes).
+   */
+  private checkLengths(input: UserInput, only?: ReadonlyArray<keyof UserInput>) {
     const bounds: Array<[keyof UserInput, number]> = [['userName', 256], ['displayName', 1024], ['externalId', 1024], ['email', 1024]]
     const found = bounds.filter(([k, max]) => typeof input[k] === 'string' && (input[k] as string).length > max).map(([k, max]) => ({ pointer: `/${k}`, field: k, code: 'maxLength', detail: `must be at most ${max} characters` }))
+    const lists: Array<[string, unknown]> = [
+      ['emails', input.emails],
+      ['phoneNumbers', input.phoneNumbers],
+      ...(!only || only.includes('attributes') ? Object.entries(input.attributes ?? {}) : [])
+    ]
+    for (const [k, v] of lists) {
+      if (only && (k === 'emails' || k === 'phoneNumbers') && !only.includes(k)) continue
+      if (Array.isArray(v) && v.length > maxValuesPerAttribute) found.push({ pointer: `/${k}`, field: k, code: 'maxItems', detail: `holds ${v.length} values; a user holds at most ${maxValuesPerAttribute} of each multi-valued attribute` })
+    }
     if (found.length) throw validationError(found)
   }
 
@@ -222,8 +258,13 @@ export class UserDirectory {
     return rows
   }
 
-  /** Users by a WHERE condition over `u` (SCIM filters), in creation order: one page and the total. */
-  async page(tenantId: string, where: { sql: string; values: unknown[] }, offset: number, limit: number): Promise<{ total: number; users: UserInfo[] }> {
+  /**
+   * Users by a WHERE condition over `u` (SCIM filters), in creation order: one page and the
+   * total. `where.elements` (SQL over `u`) is the work the condition does per row beyond one
+   * step: summed over the tenant's users and charged, with a unit per user, before it runs.
+   */
+  async page(tenantId: string, where: FilterCondition, offset: number, limit: number): Promise<{ total: number; users: UserInfo[] }> {
+    if (where.elements) await chargeFilter(this.pool, '(SELECT * FROM users WHERE deleted_at IS NULL) u WHERE u.tenant_id = $1', where.elements, tenantId)
     const n = where.values.length
     const condition = where.sql ? `AND (${where.sql})` : ''
     const total = await this.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM (SELECT * FROM users WHERE deleted_at IS NULL) u WHERE u.tenant_id = $${n + 1} ${condition}`, [...where.values, tenantId])
@@ -270,11 +311,12 @@ export class UserDirectory {
       if (o.ifVersion !== undefined && o.ifVersion !== current.version) throw versionMismatch('user', id, current.version)
       const next = change(current)
       if (next.roles) this.checkRoles(tenantId, next.roles, '/roles')
-      this.checkLengths(next)
+      this.checkLengths(next, [])
       if (next.userName !== undefined && (typeof next.userName !== 'string' || !next.userName.trim())) throw validationError([{ pointer: '/userName', field: 'userName', code: 'required', detail: 'must be a non-empty string' }])
       if (next.emails && next.email === undefined) next.email = primaryEmail(next.emails)
       const changed = (Object.keys(next) as Array<keyof UserInput>).filter((k) => next[k] !== undefined && !same(next[k], current[k]))
       if (!changed.length) return false
+      this.checkLengths(next, changed)
       if (changed.some((k) => identityAttributes.has(k))) assertHoldsRoles(o.as, current.effectiveRoles, `User "${current.userName}" holds`)
       if (changed.includes('roles')) assertHoldsRoles(o.as, [...added(current.roles, next.roles!), ...removed(current.roles, next.roles!)], 'This change grants or revokes')
       const sets: string[] = []
@@ -372,8 +414,9 @@ export class UserDirectory {
     return this.groupWrites.list(tenantId)
   }
 
-  /** Groups by a WHERE condition over `g` (SCIM filters), in creation order: one page and the total. */
-  async groupPage(tenantId: string, where: { sql: string; values: unknown[] }, offset: number, limit: number) {
+  /** Groups by a WHERE condition over `g` (SCIM filters), in creation order: one page and the total (metered as `page`). */
+  async groupPage(tenantId: string, where: FilterCondition, offset: number, limit: number) {
+    if (where.elements) await chargeFilter(this.pool, 'groups g WHERE g.tenant_id = $1', where.elements, tenantId)
     return this.groupWrites.page(tenantId, where, offset, limit)
   }
 

@@ -204,6 +204,21 @@ function literal(text: string): Value {
   return text
 }
 
+/** Comparisons a filter makes on each element it is evaluated on: what one element costs. */
+export function comparisons(f: Filter): number {
+  switch (f.op) {
+    case 'and':
+    case 'or':
+      return comparisons(f.left) + comparisons(f.right)
+    case 'not':
+      return comparisons(f.expr)
+    case 'has':
+      return 1 + comparisons(f.filter) + (f.then ? comparisons(f.then) : 0)
+    default:
+      return 1
+  }
+}
+
 /** Parses a `filter` query parameter (or the filter inside a PATCH path's brackets). */
 export function parseFilter(text: unknown): Filter {
   if (typeof text !== 'string' || !text.trim()) throw invalid('give it as one non-empty string')

@@ -1,8 +1,10 @@
 import type { Id } from '@feathersjs/feathers'
-import type { GroupInfo, GroupMember } from '../../core/auth/groups.ts'
+import type { GroupChanges, GroupInfo, GroupMember } from '../../core/auth/groups.ts'
+import { charge } from '../../core/limits/budget.ts'
 import { answered, ifMatchVersion, listResponse, paging, scimPrincipal, scimUrl, single, type ScimContext, type ScimParams } from './scim.common.ts'
 import { scimError } from './scim.errors.ts'
 import { parseFilter } from './scim.filter.ts'
+import { memberPlan } from './scim.members.ts'
 import { applyPatch, patchOperations } from './scim.patch.ts'
 import { excludes, project, projectionOf } from './scim.projection.ts'
 import { coerceIn, groupDefinition, groupDocument, groupResource } from './scim.schemas.ts'
@@ -42,6 +44,7 @@ function memberLabels(data: unknown): unknown {
 function groupWrite(resource: Record<string, unknown>): GroupWrite {
   const ext = resource[urn.recordsGroup] as { roles?: string[] } | undefined
   const members = (resource.members as Array<{ value?: string; display?: string }> | undefined) ?? []
+  charge(members.length, 'scim group members')
   return {
     displayName: resource.displayName as string,
     externalId: (resource.externalId as string | undefined) ?? null,
@@ -118,29 +121,37 @@ export class ScimGroupsService {
     return this.shown(group, params)
   }
 
-  /** PATCH: applied to the group and its members as they are, written as what was added and removed. */
+  /**
+   * PATCH: applied to the group as it is, written as the members added and removed. The
+   * membership operations identity providers send are applied by id, without reading the
+   * members (scim.members.ts); others are applied to the members as they are, each element
+   * metered.
+   */
   async patch(id: Id | null, data: unknown, params: ScimParams) {
     const p = scimPrincipal(params)
     const operations = patchOperations(memberPatchLabels(data))
+    const plan = memberPlan(operations)
     for (let attempt = 1; ; attempt++) {
       const current = await this.current(p.tenantId, id)
-      const members: GroupMember[] = await this.users.groupMembers(p.tenantId, current.id)
-      const patched = applyPatch(groupDefinition, groupDocument(current, members), operations, { id: current.id })
-      const w = groupWrite(coerceIn(groupDefinition, patched))
-      const before = new Set(members.map((m) => m.userId))
-      const after = new Set(w.members.map((m) => m.userId.toLowerCase()))
+      let changes: Pick<GroupChanges, 'replaceMembers' | 'addMembers' | 'removeMembers'>
+      let w: GroupWrite
+      if (plan) {
+        const doc = groupDocument(current, undefined)
+        w = groupWrite(coerceIn(groupDefinition, plan.rest.length ? applyPatch(groupDefinition, doc, plan.rest, { id: current.id }) : doc))
+        changes = plan.replace ? { replaceMembers: plan.replace } : { addMembers: plan.add, removeMembers: plan.remove }
+      } else {
+        const members: GroupMember[] = await this.users.groupMembers(p.tenantId, current.id)
+        w = groupWrite(coerceIn(groupDefinition, applyPatch(groupDefinition, groupDocument(current, members), operations, { id: current.id })))
+        const before = new Set(members.map((m) => m.userId))
+        const after = new Set(w.members.map((m) => m.userId.toLowerCase()))
+        changes = { addMembers: w.members.filter((m) => !before.has(m.userId.toLowerCase())), removeMembers: [...before].filter((m) => !after.has(m)) }
+      }
       const ifVersion = ifMatchVersion(params.ifMatch, () => current.version)
       try {
         const group = await this.users.updateGroup(
           p.tenantId,
           current.id,
-          {
-            displayName: w.displayName,
-            externalId: w.externalId,
-            namedRoles: w.namedRoles,
-            addMembers: w.members.filter((m) => !before.has(m.userId.toLowerCase())),
-            removeMembers: [...before].filter((m) => !after.has(m))
-          },
+          { displayName: w.displayName, externalId: w.externalId, namedRoles: w.namedRoles, ...changes },
           { as: p, via: 'scim', ifVersion: ifVersion ?? current.version }
         )
         return this.shown(group, params)

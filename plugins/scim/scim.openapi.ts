@@ -58,6 +58,7 @@ const statusTexts: Record<number, string> = {
   412: 'If-Match names a version that is no longer current.',
   413: 'The body is larger than 1 MiB.',
   415: 'The body is not application/scim+json or application/json.',
+  422: 'The request would do more work than one request may (`request.too_costly`): a PATCH whose filters and values touch too many elements, a filter over too many multi-valued values. Nothing was changed; send less at once.',
   429: 'Over the rate limit: wait for Retry-After.',
   500: 'The service failed; nothing was changed.'
 }
@@ -89,7 +90,7 @@ export function describeScim(ctx: DocContext): Fragment {
       content: { [scimMediaType]: { schema: error, example: { schemas: [urn.error], status: String(status), detail: statusTexts[status], code: 'scim.refused', traceId: exampleTraceId } } }
     }
   }
-  const refusals = (...extra: number[]) => Object.fromEntries([400, 401, 403, 429, 500, ...extra].map((s) => [s, scimProblem(s)]))
+  const refusals = (...extra: number[]) => Object.fromEntries([400, 401, 403, 422, 429, 500, ...extra].map((s) => [s, scimProblem(s)]))
 
   const multi = () => ({ type: 'array', items: { type: 'object', properties: { value: { type: 'string' }, display: { type: 'string' }, type: { type: 'string' }, primary: { type: 'boolean' } }, additionalProperties: true } })
   const meta = { type: 'object', properties: { resourceType: { type: 'string' }, created: { type: 'string', format: 'date-time' }, lastModified: { type: 'string', format: 'date-time' }, location: { type: 'string' }, version: { type: 'string' } } }

@@ -1,6 +1,8 @@
 import type SCIMMY from 'scimmy'
+import { maxValuesPerAttribute } from '../../core/auth/users.ts'
+import { charge } from '../../core/limits/budget.ts'
 import { scimError } from './scim.errors.ts'
-import { parsePatchPath, type Filter, type Value } from './scim.filter.ts'
+import { comparisons, parsePatchPath, type Filter, type Value } from './scim.filter.ts'
 import { attributeOf } from './scim.schemas.ts'
 import { urn } from './scim.shared.ts'
 
@@ -16,6 +18,13 @@ import { urn } from './scim.shared.ts'
  * nothing (Entra's way to add a work e-mail); it also matches value filters case-sensitively.
  * Those are accepted here: ops and names in any case, booleans as strings (by normalise() in
  * the coercion), and a filter of `eq` comparisons that matches nothing makes the element.
+ *
+ * Bounded and metered: at most `maxOperations` operations, op values of at most
+ * `maxValuesPerAttribute` values (members aside), and every array element an operation
+ * evaluates a filter on or touches is charged to the request's budget before the work
+ * (`scim patch elements`, one unit per element and comparison), so a PATCH past the budget
+ * is 422 request.too_costly having changed nothing. Each operation is linear in the
+ * elements it touches.
  */
 
 type Definition = InstanceType<typeof SCIMMY.Types.SchemaDefinition>
@@ -24,8 +33,14 @@ type Doc = Record<string, unknown>
 
 const isObject = (v: unknown): v is Doc => !!v && typeof v === 'object' && !Array.isArray(v)
 const isDefinition = (a: unknown): a is Definition => !!a && typeof (a as Definition).id === 'string' && Array.isArray((a as Definition).attributes)
-const keyOf = (o: Doc, name: string) => Object.keys(o).find((k) => k.toLowerCase() === name.toLowerCase())
-const maxOperations = 1_000
+const keyOf = (o: Doc, name: string) => {
+  if (Object.hasOwn(o, name)) return name
+  const lower = name.toLowerCase()
+  return Object.keys(o).find((k) => k.toLowerCase() === lower)
+}
+/** Entra ID sends one operation per changed attribute (a handful), Okta one or two. */
+export const maxOperations = 100
+const meter = 'scim patch elements'
 
 export interface PatchOperation {
   op: 'add' | 'replace' | 'remove'
@@ -56,8 +71,21 @@ export function patchOperations(body: unknown): PatchOperation[] {
     if (lower === 'remove' && path === undefined) throw scimError(400, 'noTarget', `Operation ${n}: remove needs a "path".`)
     if (lower !== 'remove' && value === undefined) throw scimError(400, 'invalidValue', `Operation ${n}: ${lower} needs a "value".`)
     if (lower !== 'remove' && path === undefined && !isObject(value)) throw scimError(400, 'invalidValue', `Operation ${n}: ${lower} without a path takes an object of attributes as its value.`)
+    checkCount(n, typeof path === 'string' ? path : undefined, value)
     return { op: lower, ...(path !== undefined ? { path: (path as string).trim() } : {}), ...(value !== undefined ? { value } : {}) }
   })
+}
+
+const isMembers = (name: string) => /^(urn:ietf:params:scim:schemas:core:2\.0:group:)?members\b/i.test(name.trim())
+
+/** An operation's value holds at most maxValuesPerAttribute values of an attribute (members aside: metered, not capped). */
+function checkCount(n: number, path: string | undefined, value: unknown) {
+  const lists: Array<[string, unknown]> = path !== undefined ? [[path, value]] : isObject(value) ? Object.entries(value) : []
+  for (const [name, v] of lists) {
+    if (Array.isArray(v) && v.length > maxValuesPerAttribute && !isMembers(name)) {
+      throw scimError(400, 'invalidValue', `Operation ${n}: ${name} is given ${v.length} values; a resource holds at most ${maxValuesPerAttribute} values of each multi-valued attribute (emails, phoneNumbers, addresses, roles…).`, { code: 'scim.too_many_values' })
+    }
+  }
 }
 
 /** Whether a value of a multi-valued attribute matches a value filter (strings compared without regard to case). */
@@ -179,9 +207,17 @@ function addValues(t: Target, value: unknown) {
   if (t.attr.config.multiValued) {
     const list = Array.isArray(current) ? current : []
     const values = Array.isArray(value) ? value : [value]
+    charge(list.length + values.length, meter)
     // A value already there is not added twice (RFC 7644 §3.5.2.1); for members, the same id is the same value.
     const key = (v: unknown) => (isObject(v) && t.key === 'members' ? String(v[keyOf(v, 'value') ?? 'value']).toLowerCase() : JSON.stringify(v))
-    t.holder[t.key] = [...list, ...values.filter((v) => !list.some((c) => key(c) === key(v)))]
+    const there = new Set(list.map(key))
+    const fresh = values.filter((v) => {
+      const k = key(v)
+      if (there.has(k)) return false
+      there.add(k)
+      return true
+    })
+    t.holder[t.key] = [...list, ...fresh]
   } else if (t.attr.type === 'complex' && isObject(value) && isObject(current)) {
     t.holder[t.key] = { ...current, ...value }
   } else {
@@ -192,19 +228,20 @@ function addValues(t: Target, value: unknown) {
 /** Sets (or removes) the sub-attribute of the elements matching the target's filter, making the element when none does. */
 function throughFilter(t: Target, op: PatchOperation['op'], value: unknown, text: string) {
   const list = Array.isArray(t.holder[t.key]) ? (t.holder[t.key] as unknown[]) : []
-  const hits = list.filter((e) => matches(t.filter!, e))
+  charge(list.length * comparisons(t.filter!), meter)
+  const hits = new Set(list.filter((e) => matches(t.filter!, e)))
   if (op === 'remove') {
-    if (!t.sub) t.holder[t.key] = list.filter((e) => !hits.includes(e))
+    if (!t.sub) t.holder[t.key] = list.filter((e) => !hits.has(e))
     else for (const e of hits) if (isObject(e)) delete e[keyOf(e, t.sub.name) ?? t.sub.name]
     return
   }
-  if (!hits.length) {
+  if (!hits.size) {
     const fixed = fixedBy(t.filter!)
     if (!fixed) throw scimError(400, 'noTarget', `"${text}" matches no value to ${op}.`)
     t.holder[t.key] = [...list, t.sub ? { ...fixed, [t.sub.name]: value } : { ...fixed, ...(isObject(value) ? value : { value }) }]
     return
   }
-  t.holder[t.key] = list.map((e) => (!hits.includes(e) ? e : t.sub ? { ...(isObject(e) ? e : {}), [t.sub.name]: value } : op === 'replace' && isObject(value) ? value : isObject(e) && isObject(value) ? { ...e, ...value } : value))
+  t.holder[t.key] = list.map((e) => (!hits.has(e) ? e : t.sub ? { ...(isObject(e) ? e : {}), [t.sub.name]: value } : op === 'replace' && isObject(value) ? value : isObject(e) && isObject(value) ? { ...e, ...value } : value))
 }
 
 function applyAt(doc: Doc, definition: Definition, op: PatchOperation['op'], text: string, value: unknown) {
@@ -225,15 +262,22 @@ function applyAt(doc: Doc, definition: Definition, op: PatchOperation['op'], tex
       else o[keyOf(o, t.sub!.name) ?? t.sub!.name] = value
       return o
     }
-    if (t.attr.config.multiValued) t.holder[t.key] = (Array.isArray(current) ? current : []).map(each)
+    if (t.attr.config.multiValued) {
+      const list = Array.isArray(current) ? current : []
+      charge(list.length, meter)
+      t.holder[t.key] = list.map(each)
+    }
     else if (op !== 'remove' || isObject(current)) t.holder[t.key] = each(current)
     return
   }
   if (op === 'remove') {
     // `"remove", "path": "members", "value": [{"value": "<id>"}]`: only those values (Entra's way to remove a member).
     if (t.attr.config.multiValued && value !== undefined && Array.isArray(t.holder[t.key])) {
-      const gone = (Array.isArray(value) ? value : [value]).map((v) => (isObject(v) ? v[keyOf(v, 'value') ?? 'value'] : v)).map((v) => String(v).toLowerCase())
-      t.holder[t.key] = (t.holder[t.key] as unknown[]).filter((e) => !gone.includes(String(isObject(e) ? e[keyOf(e, 'value') ?? 'value'] : e).toLowerCase()))
+      const list = t.holder[t.key] as unknown[]
+      const values = Array.isArray(value) ? value : [value]
+      charge(list.length + values.length, meter)
+      const gone = new Set(values.map((v) => (isObject(v) ? v[keyOf(v, 'value') ?? 'value'] : v)).map((v) => String(v).toLowerCase()))
+      t.holder[t.key] = list.filter((e) => !gone.has(String(isObject(e) ? e[keyOf(e, 'value') ?? 'value'] : e).toLowerCase()))
     } else delete t.holder[t.key]
     return
   }
@@ -251,6 +295,8 @@ function applyAt(doc: Doc, definition: Definition, op: PatchOperation['op'], tex
  * with a rename): ignored when equal to the resource's, a mutability error otherwise.
  */
 export function applyPatch(definition: Definition, doc: Doc, operations: PatchOperation[], readOnlyKeys: Record<string, unknown> = {}): Doc {
+  // Copying the document touches each of its values once.
+  charge(operations.length + Object.values(doc).reduce<number>((n, v) => n + (Array.isArray(v) ? v.length : 1), 0), meter)
   const out = structuredClone(doc)
   for (const [i, o] of operations.entries()) {
     try {

@@ -1,5 +1,5 @@
 import SCIMMY from 'scimmy'
-import type { GroupInfo, GroupMember, MultiValue, UserInfo, UserInput } from '../../core/auth/users.ts'
+import { maxValuesPerAttribute, type GroupInfo, type GroupMember, type MultiValue, type UserInfo, type UserInput } from '../../core/auth/users.ts'
 import { scimError } from './scim.errors.ts'
 import { urn } from './scim.shared.ts'
 
@@ -70,6 +70,23 @@ export function normalise(definition: Definition, data: Record<string, unknown>)
   }
   return out
 }
+
+/**
+ * 400 invalidValue when a body gives a multi-valued attribute more values than a resource
+ * may hold (`maxValuesPerAttribute`; a group's members are bounded by the body's size and
+ * metered instead). Checked on what a client sends, before any coercion or PATCH works on it.
+ */
+export function checkValueCounts(definition: Definition, data: unknown): void {
+  if (!isObject(data)) return
+  for (const [k, v] of Object.entries(data)) {
+    const a = attributeOf(definition, k)
+    if (isDefinition(a)) checkValueCounts(a, v)
+    else if (a?.config.multiValued && a.name !== 'members' && Array.isArray(v) && v.length > maxValuesPerAttribute) throw tooManyValues(a.name, v.length)
+  }
+}
+
+/** The refusal of a multi-valued attribute holding too many values. */
+export const tooManyValues = (name: string, n: number) => scimError(400, 'invalidValue', `${name} holds ${n} values; a resource holds at most ${maxValuesPerAttribute} values of each multi-valued attribute (emails, phoneNumbers, addresses, roles…).`, { code: 'scim.too_many_values' })
 
 /** scimmy's coercion of a request body (direction in), its refusals as 400 invalidValue. */
 export function coerceIn(definition: Definition, data: unknown): Record<string, unknown> {

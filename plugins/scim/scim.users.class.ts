@@ -5,7 +5,7 @@ import { scimError } from './scim.errors.ts'
 import { parseFilter } from './scim.filter.ts'
 import { applyPatch, patchOperations } from './scim.patch.ts'
 import { project, projectionOf } from './scim.projection.ts'
-import { coerceIn, userDefinition, userDocument, userInput, userResource } from './scim.schemas.ts'
+import { checkValueCounts, coerceIn, userDefinition, userDocument, userInput, userResource } from './scim.schemas.ts'
 import { filterSql } from './scim.sql.ts'
 
 /** A change lost a race with another (its version moved between reading and writing): read again and re-apply. */
@@ -54,6 +54,7 @@ export class ScimUsersService {
 
   async create(data: unknown, params: ScimParams) {
     const p = scimPrincipal(params)
+    checkValueCounts(userDefinition, data)
     const input = userInput(coerceIn(userDefinition, data))
     const user = await this.users.create(p.tenantId, input, { as: p, via: 'scim' })
     return this.shown(user, params)
@@ -65,6 +66,7 @@ export class ScimUsersService {
     const current = await this.current(p.tenantId, id)
     const sentId = data && typeof data === 'object' && 'id' in data ? (data as { id: unknown }).id : undefined
     if (sentId !== undefined && String(sentId).toLowerCase() !== current.id) throw scimError(400, 'mutability', `The body's id ${JSON.stringify(sentId)} is not this User's (${current.id}); id cannot change.`)
+    checkValueCounts(userDefinition, data)
     const input = userInput(coerceIn(userDefinition, data))
     const ifVersion = ifMatchVersion(params.ifMatch, () => current.version)
     const user = await this.users.update(p.tenantId, current.id, () => input, { as: p, via: 'scim', ifVersion })
