@@ -69,6 +69,22 @@ const managedHeaders = new Set(['authorization', 'content-type', 'accept', 'cook
 const untagged = 'Other'
 /** The last folder: the deletes, so a run removes what it made once everything else has used it. */
 const cleanUp = 'Clean up'
+/**
+ * Body properties that pick existing data to overwrite (a row whose `externalRef` matches a
+ * live record updates it): an example's fixed value would update whatever record of the
+ * tenant carries it (the bulk docs' `HR-2291` did). A request sends a fresh one on every
+ * send instead, as `Idempotency-Key` gets `{{$guid}}`.
+ */
+const upsertKeys = new Set(['externalRef'])
+const freshReference = 'postman-{{$guid}}'
+
+/** `value` with every upsert key given a fresh reference, at any depth. */
+function freshen(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(freshen)
+  if (!value || typeof value !== 'object') return value
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, upsertKeys.has(k) && typeof v === 'string' ? freshReference : freshen(v)]))
+}
+
 /** The collection's own variables; a `/{token}:x` path parameter must not shadow them. */
 const reserved = new Set(['baseUrl', 'token'])
 
@@ -312,14 +328,14 @@ function bodyOf(doc: Json, op: Json, chain: Chain, uses: Set<string>): { body: P
   const media = content[contentType] ?? {}
   const named = media.examples && Object.values(media.examples)[0]
   const given = media.example !== undefined ? media.example : named ? deref(doc, named).value : undefined
-  const example = chainValues(given, chain, uses)
+  const example = freshen(chainValues(given, chain, uses))
   if (isJson(contentType)) {
-    const value = example !== undefined ? example : skeleton(doc, media.schema)
+    const value = example !== undefined ? example : freshen(skeleton(doc, media.schema))
     return { contentType, body: { mode: 'raw', raw: JSON.stringify(value, null, 2), options: { raw: { language: 'json' } } } }
   }
   if (contentType === 'application/x-ndjson') {
     // One JSON value per line: an array example is the lines; a string is sent as written.
-    const lines = example === undefined ? [skeleton(doc, deref(doc, media.schema)?.items ?? media.schema)] : Array.isArray(example) ? example : [example]
+    const lines = example === undefined ? [freshen(skeleton(doc, deref(doc, media.schema)?.items ?? media.schema))] : Array.isArray(example) ? example : [example]
     return { contentType, body: { mode: 'raw', raw: lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n', options: { raw: { language: 'text' } } } }
   }
   if (contentType === 'multipart/form-data' || contentType === 'application/x-www-form-urlencoded') {
@@ -593,9 +609,11 @@ function runNote(doc: Json, chain: Chain, folders: PostmanFolder[]): string {
     const undo = undoing(c, chain.ops)
     return `It mints a live credential (“${nameOf(c.by)}”)${undo ? `; “${nameOf(undo)}” in “${cleanUp}” revokes it, so none is left behind when the run completes` : ', which stays valid until you revoke it'}.`
   })
+  const fresh = folders.some((f) => f.item.some((i) => i.request.body?.mode === 'raw' && i.request.body.raw?.includes(freshReference)))
   return [
     `**Running this collection writes to the tenant of your \`token\`.** In order, it sends ${writing.join(', ')}.`,
     ...credential,
+    fresh ? `What it creates carries a fresh \`externalRef\` (\`${freshReference}\`, new on every send), so no request updates a record of yours by its reference; an \`Idempotency-Key\` header, once enabled, is a fresh \`{{$guid}}\` on every send too.` : '',
     creators.length ? `Each create keeps the new id in a collection variable (${creators.map((c) => `\`{{${c.key}}}\``).join(', ')}) that the requests after it use, so the collection runs top to bottom as it is; every request checks its documented status. The “${cleanUp}” folder runs last.` : ''
   ]
     .filter(Boolean)

@@ -27,7 +27,7 @@ export function describeBulk(ctx: DocContext): Fragment {
         // A whole incident (the bundled module) with nothing that must exist first.
         example: {
           payload: { title: 'Slip in canteen', description: 'Slipped on a wet floor by the counter; no injury.', occurredAt: '2026-11-20T08:30:00Z', site: 'Leeds DC', category: 'near-miss', severity: 'low' },
-          externalRef: 'HR-2291'
+          externalRef: 'EXAMPLE-REF-0001'
         },
         // A module the tenant has not installed.
         problems: [404]
@@ -59,7 +59,7 @@ export function describeBulk(ctx: DocContext): Fragment {
           operationId: `bulkLoad${r.name}Records`,
           summary: `Load many ${m.definition.title} records from NDJSON`,
           line,
-          example: { payload: r.example, externalRef: 'HR-2291' },
+          example: { payload: r.example, externalRef: 'EXAMPLE-REF-0001' },
           exampleNote: r.needs.length ? ` The example's ${r.needs.map((f) => `\`${f}\``).join(', ')} must be replaced by the id of a live record of this tenant.` : '',
           problems: []
         })
@@ -116,7 +116,7 @@ function bulkOperation(ctx: DocContext, outcome: JsonSchema, o: { operationId: s
         schema: outcome,
         contentType: ndjson,
         headers: ['Cache-Control'],
-        example: { line: 1, externalRef: 'HR-2291', status: 'created', id: '5b0f3c1e-7a2d-4e8f-9b1c-2d3e4f5a6b7c', number: 'INC-2026-00042', version: 1 }
+        example: { line: 1, externalRef: 'EXAMPLE-REF-0001', status: 'created', id: '5b0f3c1e-7a2d-4e8f-9b1c-2d3e4f5a6b7c', number: 'INC-2026-00042', version: 1 }
       }
     },
     problems: [...o.problems, 409, 415, 422]
