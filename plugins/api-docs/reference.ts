@@ -6,6 +6,7 @@ import type { Middleware, ParameterizedContext } from 'koa'
 import { problems } from '../../core/errors/index.ts'
 import { setHtmlSecurityHeaders } from '../../core/http/security-headers.ts'
 import { toPostmanCollection } from '../../core/openapi/postman.ts'
+import { mePath } from '../me/me.shared.ts'
 
 const base = '/api/docs'
 const assetsPrefix = `${base}/assets/`
@@ -38,12 +39,39 @@ const vendorFiles: Record<string, string> = {
  * downloads the spec again (`specActions.download`, from the DownloadUrl plugin), the
  * `requestInterceptor` adds `Authorization` to that spec request (`req.loadSpec`) only, and
  * logging out downloads the generic (or session's) document again.
+ *
+ * "Try it out" as a signed-in user sends the session cookie, and a write authenticated by
+ * it needs the session's `X-CSRF-Token` (403 `auth.csrf` without). The interceptor reads
+ * the token where the service's page scripts read it, `csrfToken` of `GET /api/v1/me`, once,
+ * and adds it to writes to this origin only; a 403 `auth.csrf` (signed in again elsewhere)
+ * makes it read the token afresh on the next write.
  */
 const initScript = `(function () {
   'use strict'
   var specUrl = ${JSON.stringify(specUrl)}
+  var meUrl = ${JSON.stringify(`/${mePath}`)}
   var bearer = null
   var bearerScheme = null
+  var csrf = null
+
+  function sameOrigin(url) {
+    return new URL(url, location.href).origin === location.origin
+  }
+
+  // The session's CSRF token, or null without a session; a failed read is not kept.
+  function csrfToken() {
+    if (!csrf) {
+      csrf = fetch(meUrl, { credentials: 'same-origin', headers: { Accept: 'application/json' } })
+        .then(function (res) { return res.ok ? res.json() : null })
+        .then(function (me) { return me && typeof me.csrfToken === 'string' ? me.csrfToken : null })
+        .catch(function () { return null })
+        .then(function (token) {
+          if (!token) csrf = null
+          return token
+        })
+    }
+    return csrf
+  }
 
   function field(schema, key) {
     if (!schema) return undefined
@@ -108,8 +136,18 @@ const initScript = `(function () {
     plugins: [SwaggerUIBundle.plugins.DownloadUrl, RefetchOnAuthorize, NoTopbar],
     layout: 'StandaloneLayout',
     requestInterceptor: function (req) {
-      if (req.loadSpec && bearer && new URL(req.url, location.href).origin === location.origin) req.headers.Authorization = 'Bearer ' + bearer
-      return req
+      if (!sameOrigin(req.url)) return req
+      if (req.loadSpec && bearer) req.headers.Authorization = 'Bearer ' + bearer
+      var method = String(req.method || 'GET').toUpperCase()
+      if (req.loadSpec || method === 'GET' || method === 'HEAD' || method === 'OPTIONS') return req
+      return csrfToken().then(function (token) {
+        if (token) req.headers['X-CSRF-Token'] = token
+        return req
+      })
+    },
+    responseInterceptor: function (res) {
+      if (res && res.status === 403 && res.body && res.body.code === 'auth.csrf') csrf = null
+      return res
     }
   })
 
