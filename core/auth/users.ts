@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import { isoUtc as iso, transaction } from '../db/index.ts'
 import { charge } from '../limits/budget.ts'
-import { problems } from '../errors/index.ts'
+import { problems, type FieldProblem } from '../errors/index.ts'
 import type { TenantDirectory } from '../tenancy/tenants.ts'
 import { validationError } from '../validation.ts'
 import { added, effectiveRolesSql, notifyUsers, removed, versionMismatch, writeEvents, type DirectoryEvent, type Via } from './directory-log.ts'
@@ -166,7 +166,7 @@ export class UserDirectory {
    */
   private checkLengths(input: UserInput, only?: ReadonlyArray<keyof UserInput>) {
     const bounds: Array<[keyof UserInput, number]> = [['userName', 256], ['displayName', 1024], ['externalId', 1024], ['email', 1024]]
-    const found = bounds.filter(([k, max]) => typeof input[k] === 'string' && (input[k] as string).length > max).map(([k, max]) => ({ pointer: `/${k}`, field: k, code: 'maxLength', detail: `must be at most ${max} characters` }))
+    const found: FieldProblem[] = bounds.filter(([k, max]) => typeof input[k] === 'string' && (input[k] as string).length > max).map(([k, max]) => ({ pointer: `/${k}`, field: k, code: 'maxLength', detail: `must be at most ${max} characters` }))
     const lists: Array<[string, unknown]> = [
       ['emails', input.emails],
       ['phoneNumbers', input.phoneNumbers],

@@ -22,6 +22,12 @@ const scimTypeOfCode: Record<string, ScimType> = {
   'group.exists': 'uniqueness'
 }
 
+/** A field problem of the `filter` query parameter only (e.g. a NUL character in it, refused before SCIM's parser): an invalid filter to SCIM. */
+function isFilterProblem(problem: ProblemBody): boolean {
+  const errors = problem.errors
+  return problem.code === 'field.invalid' && Array.isArray(errors) && errors.length > 0 && errors.every((e) => (e as { pointer?: unknown })?.pointer === '/filter')
+}
+
 /**
  * A problem as a SCIM error (RFC 7644 §3.12): `schemas`, `status` as a string, `scimType`
  * where one applies and `detail`, still carrying the problem's `type`, `title`, `code`,
@@ -29,7 +35,7 @@ const scimTypeOfCode: Record<string, ScimType> = {
  */
 export function scimErrorBody(problem: ProblemBody): Record<string, unknown> {
   const { status, scimType, ...rest } = problem
-  const type = (typeof scimType === 'string' ? scimType : undefined) ?? scimTypeOfCode[problem.code]
+  const type = (typeof scimType === 'string' ? scimType : undefined) ?? (isFilterProblem(problem) ? 'invalidFilter' : scimTypeOfCode[problem.code])
   return { schemas: [urn.error], status: String(status), ...(type ? { scimType: type } : {}), ...rest }
 }
 

@@ -76,6 +76,9 @@ const tables = {
 
 export type ResourceType = keyof typeof tables
 
+/** A table's entry for a name the client wrote: its own entries only (`constructor`, `__proto__` name no attribute). */
+const own = <T>(table: Record<string, T>, key: string): T | undefined => (Object.hasOwn(table, key) ? table[key] : undefined)
+
 const name = (p: AttrPath) => `${p.schema ? `${p.schema}:` : ''}${p.attr}${p.sub ? `.${p.sub}` : ''}`
 const unknown = (p: AttrPath, type: ResourceType) => scimError(400, 'invalidFilter', `The filter names "${name(p)}", which is no attribute a ${type} can be filtered on.`)
 
@@ -93,11 +96,11 @@ class Builder {
     const table = tables[this.type]
     let attrs: Record<string, Entry> = table.attributes
     if (p.schema) {
-      const ext = (table.extensions as Record<string, Record<string, Entry>>)[p.schema.toLowerCase()]
+      const ext = own(table.extensions as Record<string, Record<string, Entry>>, p.schema.toLowerCase())
       if (ext) attrs = ext
       else if (p.schema.toLowerCase() !== table.core.toLowerCase()) throw unknown(p, this.type)
     }
-    const e = attrs[p.attr.toLowerCase()]
+    const e = own(attrs, p.attr.toLowerCase())
     if (!e) throw unknown(p, this.type)
     return e
   }
@@ -158,7 +161,7 @@ class Builder {
           if (sub !== 'value') throw unknown({ ...outer, sub: f.path.attr }, this.type)
           return `coalesce(${this.scalar('text', '(e #>> \'{}\')', f.op, f.op === 'pr' ? null : f.value, outer)}, false)`
         }
-        const kind = m.subs[sub]
+        const kind = own(m.subs, sub)
         if (!kind) throw unknown({ ...outer, sub: f.path.sub ?? f.path.attr }, this.type)
         const sql = kind === 'bool' ? `(e->>'${keyName(m, sub)}')::boolean` : `(e->>'${keyName(m, sub)}')`
         return `coalesce(${this.scalar(kind, sql, f.op, f.op === 'pr' ? null : f.value, { ...outer, sub })}, false)`
@@ -197,7 +200,7 @@ class Builder {
             if (f.op === 'pr') return `coalesce(${e.sql} IS NOT NULL AND jsonb_typeof(${e.sql}) = 'object' AND ${e.sql} <> '{}'::jsonb, false)`
             throw scimError(400, 'invalidFilter', `"${name(f.path)}" is complex: filter on one of its sub-attributes (${Object.keys(e.subs).join(', ')}).`)
           }
-          const sub = e.subs[f.path.sub.toLowerCase()]
+          const sub = own(e.subs, f.path.sub.toLowerCase())
           if (!sub) throw unknown(f.path, this.type)
           return `coalesce(${this.scalar(sub.kind, sub.sql, f.op, value, f.path)}, false)`
         }
@@ -211,7 +214,7 @@ class Builder {
 /** The stored key of a sub-attribute (stored keys are in the schema's case). */
 function keyName(m: Multi, lower: string): string {
   const canonical: Record<string, string> = { streetaddress: 'streetAddress', postalcode: 'postalCode' }
-  return m.subs[lower] ? (canonical[lower] ?? lower) : lower
+  return own(m.subs, lower) ? (own(canonical, lower) ?? lower) : lower
 }
 
 /** An ISO 8601 date-time PostgreSQL can hold (years 1 to 9999, any fraction, an offset or Z), as UTC text; undefined otherwise. */
