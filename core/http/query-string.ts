@@ -28,7 +28,18 @@ export function parseQuery(text: string): Record<string, unknown> {
   return out
 }
 
-/** Installs parseQuery as `ctx.query` (replacing koa-qs's getter, with the same per-request cache). */
+/**
+ * The query as the service reads it: parseQuery, plus a parameter with an empty name (`=x`,
+ * `=`) under the name `''`. qs drops such a part, so the query schemas (additionalProperties:
+ * false, the one check of names) never saw it, and `?=x` passed where `?foo=x` is a 400.
+ */
+export function readQuery(text: string): Record<string, unknown> {
+  const parsed = parseQuery(text)
+  const unnamed = text.split('&').filter((part) => part.startsWith('='))
+  return unnamed.length ? { ...parsed, '': unnamed.length === 1 ? unnamed[0].slice(1) : unnamed.map((p) => p.slice(1)) } : parsed
+}
+
+/** Installs readQuery as `ctx.query` (replacing koa-qs's getter, with the same per-request cache). */
 export function fastQuery(request: object) {
   Object.defineProperty(request, 'query', {
     configurable: true,
@@ -36,7 +47,7 @@ export function fastQuery(request: object) {
       const text = this.querystring
       if (!text) return {}
       const cache = (this._querycache ??= {})
-      return (cache[text] ??= parseQuery(text))
+      return (cache[text] ??= readQuery(text))
     },
     set(this: { querystring: string }, value: Record<string, unknown>) {
       this.querystring = qs.stringify(value)
