@@ -1,14 +1,57 @@
-import { GraphQLError, Kind, type ASTVisitor, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode, type ValidationContext, type ValueNode } from 'graphql'
+import {
+  getNamedType,
+  getNullableType,
+  GraphQLError,
+  isInputObjectType,
+  isInterfaceType,
+  isIntrospectionType,
+  isListType,
+  isObjectType,
+  isEnumType,
+  Kind,
+  SchemaMetaFieldDef,
+  TypeMetaFieldDef,
+  TypeNameMetaFieldDef,
+  parse,
+  type ASTNode,
+  type ASTVisitor,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type GraphQLField,
+  type GraphQLNamedType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+  type ValidationContext,
+  type ValueNode
+} from 'graphql'
 
 /** How much one GraphQL operation may ask for (documented in docs/graphql.md). */
 export interface QueryLimits {
   /** Deepest field nesting, introspection fields aside. */
   maxDepth: number
-  /** Most fields resolved: each field counts once per item of the lists above it. */
+  /** Most work units: each field counts once per item of the lists above it, a service call `lookupCost` more. */
   maxCost: number
-  /** What a list field counts as when `first` is not given. */
+  /** What a connection's page counts as when `first` is not given. */
   defaultPageSize: number
+  /** Deepest nesting of brackets in the text (`{`, `[`, `(`), checked before parsing, and of lists and objects in the variables. */
+  maxNesting: number
+  /** Most tokens in the text (names, punctuation, values): parsing stops past them. */
+  maxTokens: number
 }
+
+/**
+ * What a field whose resolver calls a service on its own (one record by id, a page of
+ * records, `me`, a mutation, a download URL) costs beyond the field: about what a REST call
+ * costs the server (its hooks, a statement, the answer), where a field of a loaded record is
+ * a property read. Declared on the field (`extensions: { cost: lookupCost }`,
+ * graphql.schema.ts) so the walk below needs no list of names. Counted here, before the
+ * operation runs, rather than charged as each call is made: the whole operation is then
+ * refused before its first lookup, and reserved on the budget at once (graphql.ts).
+ * References to records and user names load in batches (graphql.context.ts) and count as
+ * the plain fields they are.
+ */
+export const lookupCost = 250
 
 function intArg(value: ValueNode | undefined, variables: Record<string, unknown>): number | undefined {
   if (!value) return undefined
@@ -21,49 +64,242 @@ function intArg(value: ValueNode | undefined, variables: Record<string, unknown>
 }
 
 /**
- * Depth and cost of an operation, before it runs. A field's cost is 1 times the page sizes
- * of the connections above it (their `first`, else the default page size), so a list of
- * 200 records with 10 fields each costs about 2,000, and nesting lists multiplies.
+ * How many items each introspection list holds in this schema, on average per parent (types
+ * × fields per type = the fields of the schema): `__schema { types { fields { … } } }`
+ * costs what it returns. And how often `ofType` is not null: `reach[k]` is the share of type
+ * references (of fields, arguments, input fields) wrapped (list, non-null) at least k times,
+ * so a chain of `ofType` costs what the references' real wrappings return.
+ */
+interface IntrospectionSizes {
+  lists: Map<string, number>
+  reach: number[]
+}
+const sizesOf = new WeakMap<GraphQLSchema, IntrospectionSizes>()
+function introspectionSizes(schema: GraphQLSchema): IntrospectionSizes {
+  let sizes = sizesOf.get(schema)
+  if (sizes) return sizes
+  const types = Object.values(schema.getTypeMap())
+  let fields = 0
+  let args = 0
+  let inputFields = 0
+  let enumValues = 0
+  let interfaces = 0
+  let possible = 0
+  const wrapped: number[] = []
+  let refs = 0
+  const wrapping = (t: unknown) => {
+    refs++
+    let n = 0
+    for (let w = t as { ofType?: unknown }; w && 'ofType' in w && w.ofType; w = w.ofType as { ofType?: unknown }) wrapped[n] = (wrapped[n++] ?? 0) + 1
+  }
+  for (const t of types) {
+    if (isObjectType(t) || isInterfaceType(t)) {
+      for (const f of Object.values(t.getFields())) {
+        fields++
+        args += f.args.length
+        wrapping(f.type)
+        for (const a of f.args) wrapping(a.type)
+      }
+      interfaces += t.getInterfaces().length
+      if (isInterfaceType(t)) possible += schema.getPossibleTypes(t).length
+    } else if (isInputObjectType(t)) {
+      for (const f of Object.values(t.getFields())) {
+        inputFields++
+        wrapping(f.type)
+      }
+    } else if (isEnumType(t)) enumValues += t.getValues().length
+    else if ('getTypes' in t) possible += t.getTypes().length
+  }
+  const directives = schema.getDirectives()
+  const directiveArgs = directives.reduce((n, d) => n + d.args.length, 0)
+  const per = (n: number, of: number) => Math.max(1, n / Math.max(1, of))
+  sizes = {
+    reach: [1, ...wrapped.map((n) => n / Math.max(1, refs))],
+    lists: new Map([
+      ['__Schema.types', types.length],
+      ['__Schema.directives', directives.length],
+      ['__Type.fields', per(fields, types.length)],
+      ['__Type.inputFields', per(inputFields, types.length)],
+      ['__Type.enumValues', per(enumValues, types.length)],
+      ['__Type.interfaces', per(interfaces, types.length)],
+      ['__Type.possibleTypes', per(possible, types.length)],
+      ['__Field.args', per(args, fields)],
+      ['__Directive.args', per(directiveArgs, directives.length)]
+    ])
+  }
+  sizesOf.set(schema, sizes)
+  return sizes
+}
+
+/**
+ * The cost of a selection set per time it resolves, as `fixed + perPage × page` where
+ * `page` is the page size of the connection it belongs to (its lists `nodes` and `edges`
+ * hold a page each): the same for every place a fragment is spread, so each fragment is
+ * measured once.
+ */
+interface SetCost {
+  fixed: number
+  perPage: number
+  depth: number
+}
+
+/**
+ * Depth and cost of an operation, before it runs, on the operation as it executes:
+ * fragments spread in and fields typed by the schema. A field counts 1 each time it
+ * resolves, a field that calls a service `lookupCost` more; a list resolves what is under
+ * it once per item: a connection's `nodes` and `edges` hold its page (`first`, else the
+ * default page size), an introspection list what the schema has (its types, fields, …),
+ * another list (activity, attachments, a group) one. So a page of 200 records with 10 fields
+ * each costs about 2,000, nested lists multiply, and each alias counts again.
+ *
+ * Linear in the size of the document: every fragment is measured once (per `ofType` level
+ * inside introspection), and measuring stops as soon as the cost is over the limit (the
+ * reported cost is then where it stopped).
  */
 export function measure(
+  schema: GraphQLSchema,
   operation: OperationDefinitionNode,
   fragments: Record<string, FragmentDefinitionNode>,
   variables: Record<string, unknown>,
   limits: QueryLimits
 ): { depth: number; cost: number } {
-  let depth = 0
-  let cost = 0
-  const walk = (set: SelectionSetNode | undefined, level: number, multiplier: number, seen: ReadonlySet<string>) => {
-    for (const s of set?.selections ?? []) {
-      if (s.kind === Kind.FIELD) {
-        if (s.name.value.startsWith('__')) continue
-        depth = Math.max(depth, level)
-        cost += multiplier
-        const first = s.arguments?.find((a) => a.name.value === 'first')
-        // A connection (it takes `first`, or its selection has nodes or edges) returns a page of what is under it.
-        const pages = first !== undefined || !!s.selectionSet?.selections.some((c) => c.kind === Kind.FIELD && (c.name.value === 'nodes' || c.name.value === 'edges'))
-        const size = pages ? Math.max(1, intArg(first?.value, variables) ?? limits.defaultPageSize) : 1
-        // Stop counting once over: the answer is already "too costly".
-        if (cost <= limits.maxCost && depth <= limits.maxDepth) walk(s.selectionSet, level + 1, multiplier * size, seen)
-      } else if (s.kind === Kind.INLINE_FRAGMENT) {
-        walk(s.selectionSet, level, multiplier, seen)
-      } else if (!seen.has(s.name.value)) {
-        walk(fragments[s.name.value]?.selectionSet, level, multiplier, new Set([...seen, s.name.value]))
+  const sizes = introspectionSizes(schema)
+  const memo = new Map<string, SetCost | 'measuring'>()
+  const over = (c: SetCost) => c.fixed > limits.maxCost || c.perPage > limits.maxCost
+  const at = (c: SetCost, page: number | undefined) => c.fixed + c.perPage * (page ?? 1)
+
+  // `ofType`: how many `ofType` levels above, in a selection of a __Type; past the schema's deepest wrapping it is null.
+  const walk = (set: SelectionSetNode, parent: GraphQLNamedType | undefined, ofType: number, out: SetCost): void => {
+    for (const s of set.selections) {
+      if (over(out)) return
+      if (s.kind === Kind.INLINE_FRAGMENT) {
+        const on = s.typeCondition ? schema.getType(s.typeCondition.name.value) : parent
+        walk(s.selectionSet, on, ofType, out)
+      } else if (s.kind === Kind.FRAGMENT_SPREAD) {
+        const c = fragment(s.name.value, ofType)
+        out.fixed += c.fixed
+        out.perPage += c.perPage
+        out.depth = Math.max(out.depth, c.depth)
+      } else {
+        const name = s.name.value
+        const def = fieldOf(schema, parent, name)
+        const introspection = name.startsWith('__') || (parent !== undefined && isIntrospectionType(parent))
+        const level = introspection ? 0 : 1
+        if (!def) {
+          // Not in the schema: the specified rules refuse the document; count the field alone.
+          out.fixed += 1
+          out.depth = Math.max(out.depth, level)
+          continue
+        }
+        const own = 1 + Number((def.extensions as { cost?: number } | undefined)?.cost ?? 0)
+        const listed = isListType(getNullableType(def.type))
+        const named = getNamedType(def.type)
+        // A connection (a field taking `first`) passes its page to the lists directly under it.
+        const takesPage = def.args.some((a) => a.name === 'first')
+        const page = takesPage ? Math.max(1, intArg(s.arguments?.find((a) => a.name.value === 'first')?.value, variables) ?? limits.defaultPageSize) : undefined
+        const ofTypeField = parent?.name === '__Type' && name === 'ofType'
+        const nextOfType = ofTypeField ? ofType + 1 : 0
+        // Under `ofType`: resolved for the share of references wrapped once more, null (nothing under it) for the others.
+        const resolves = ofTypeField ? (sizes.reach[nextOfType] ?? 0) / (sizes.reach[ofType] || 1) : 1
+        const inner: SetCost = { fixed: 0, perPage: 0, depth: 0 }
+        if (s.selectionSet && resolves > 0) walk(s.selectionSet, named, nextOfType, inner)
+        const under = resolves * at(inner, page)
+        out.depth = Math.max(out.depth, level + inner.depth)
+        if (!listed) out.fixed += own + under
+        else {
+          const items = sizes.lists.get(`${parent?.name}.${name}`)
+          // A list in a connection holds its page; others count their known size (introspection) or one item.
+          if (items !== undefined) out.fixed += items * (own + under)
+          else out.perPage += own + under
+        }
       }
     }
   }
-  walk(operation.selectionSet, 1, 1, new Set())
-  return { depth, cost }
+
+  const fragment = (name: string, ofType: number): SetCost => {
+    const key = `${name}|${ofType}`
+    const known = memo.get(key)
+    // A fragment spreading itself: NoFragmentCycles refuses the document; count it once.
+    if (known === 'measuring') return { fixed: 0, perPage: 0, depth: 0 }
+    if (known) return known
+    const def = fragments[name]
+    if (!def) return { fixed: 0, perPage: 0, depth: 0 }
+    memo.set(key, 'measuring')
+    const c: SetCost = { fixed: 0, perPage: 0, depth: 0 }
+    walk(def.selectionSet, schema.getType(def.typeCondition.name.value), ofType, c)
+    memo.set(key, c)
+    return c
+  }
+
+  const root = operation.operation === 'mutation' ? schema.getMutationType() : operation.operation === 'subscription' ? schema.getSubscriptionType() : schema.getQueryType()
+  const total: SetCost = { fixed: 0, perPage: 0, depth: 0 }
+  walk(operation.selectionSet, root ?? undefined, 0, total)
+  return { depth: total.depth, cost: Math.ceil(at(total, undefined)) }
 }
 
-/** A validation rule refusing operations over the limits, with what to change. */
-export function limitRule(limits: QueryLimits, variables: () => Record<string, unknown>) {
+function fieldOf(schema: GraphQLSchema, parent: GraphQLNamedType | undefined, name: string): GraphQLField<unknown, unknown> | undefined {
+  if (name === '__typename') return TypeNameMetaFieldDef
+  if (parent === schema.getQueryType() && name === '__schema') return SchemaMetaFieldDef
+  if (parent === schema.getQueryType() && name === '__type') return TypeMetaFieldDef
+  return parent && (isObjectType(parent) || isInterfaceType(parent)) ? parent.getFields()[name] : undefined
+}
+
+/**
+ * The response keys (alias or name) of an operation's top-level fields with its fragments
+ * spread in, as they execute: two mutation fields in a fragment are two mutations.
+ */
+export function rootFields(operation: OperationDefinitionNode, fragments: Record<string, FragmentDefinitionNode>): Set<string> {
+  const keys = new Set<string>()
+  const spread = new Set<string>()
+  const visit = (set: SelectionSetNode) => {
+    for (const s of set.selections) {
+      if (s.kind === Kind.FIELD) keys.add(s.alias?.value ?? s.name.value)
+      else if (s.kind === Kind.INLINE_FRAGMENT) visit(s.selectionSet)
+      else if (!spread.has(s.name.value) && fragments[s.name.value]) {
+        spread.add(s.name.value)
+        visit(fragments[s.name.value].selectionSet)
+      }
+    }
+  }
+  visit(operation.selectionSet)
+  return keys
+}
+
+/** The fragments of a document by name. */
+export function fragmentsOf(context: ValidationContext): Record<string, FragmentDefinitionNode> {
+  const fragments: Record<string, FragmentDefinitionNode> = Object.create(null)
+  for (const d of context.getDocument().definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments[d.name.value] = d
+  return fragments
+}
+
+/** How deep lists and objects nest in a variables value, counted without recursion; stops past `max`. */
+export function valueDepth(value: unknown, max: number): number {
+  let deepest = 0
+  const stack: Array<[unknown, number]> = [[value, 0]]
+  while (stack.length) {
+    const [v, d] = stack.pop()!
+    if (v === null || typeof v !== 'object') continue
+    deepest = Math.max(deepest, d + 1)
+    if (deepest > max) return deepest
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (child !== null && typeof child === 'object') stack.push([child, d + 1])
+  }
+  return deepest
+}
+
+/**
+ * A validation rule refusing operations over the limits, with what to change; `measured`
+ * hears the cost of an operation within them (reserved on the request's budget before it runs).
+ */
+export function limitRule(limits: QueryLimits, variables: () => Record<string, unknown>, measured?: (operation: OperationDefinitionNode, cost: number) => void) {
   return (context: ValidationContext): ASTVisitor => {
-    const fragments: Record<string, FragmentDefinitionNode> = {}
-    for (const d of context.getDocument().definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments[d.name.value] = d
+    const fragments = fragmentsOf(context)
     return {
+      Document(node) {
+        const nesting = valueDepth(variables(), limits.maxNesting)
+        if (nesting > limits.maxNesting) context.reportError(tooNested(nesting, limits, 'variables', node))
+      },
       OperationDefinition(node) {
-        const { depth, cost } = measure(node, fragments, variables(), limits)
+        const { depth, cost } = measure(context.getSchema(), node, fragments, variables(), limits)
         if (depth > limits.maxDepth) {
           context.reportError(
             new GraphQLError(`The operation nests fields ${depth} deep; at most ${limits.maxDepth} levels are allowed. Ask for less at once, or follow references in a second query.`, {
@@ -73,13 +309,64 @@ export function limitRule(limits: QueryLimits, variables: () => Record<string, u
           )
         } else if (cost > limits.maxCost) {
           context.reportError(
-            new GraphQLError(`The operation could resolve about ${cost} fields; at most ${limits.maxCost} are allowed. Ask for smaller pages (first) or fewer fields per record.`, {
+            new GraphQLError(`The operation could resolve about ${cost} fields (a lookup counts as ${lookupCost}); at most ${limits.maxCost} are allowed. Ask for smaller pages (first), fewer fields per record, fewer aliases or lookups.`, {
               nodes: [node],
               extensions: { code: 'graphql.too_costly', status: 400, cost, maxCost: limits.maxCost }
             })
           )
-        }
+        } else measured?.(node, cost)
       }
     }
+  }
+}
+
+function tooNested(nesting: number, limits: QueryLimits, where: string, node?: ASTNode): GraphQLError {
+  return new GraphQLError(`The ${where} nest${where === 'variables' ? '' : 's'} more than ${limits.maxNesting} levels of lists, objects or selections (${nesting} at least). Send flatter values.`, {
+    ...(node ? { nodes: [node] } : {}),
+    extensions: { code: 'graphql.too_deep', status: 400, maxNesting: limits.maxNesting }
+  })
+}
+
+/**
+ * The document text parsed within the limits: its bracket nesting is counted first, without
+ * recursion (GraphQL's parser recurses once per level, and thousands of `[` or `{` overflow
+ * its stack), then it is parsed with at most `maxTokens` tokens. Both refusals are document
+ * errors (`graphql.too_deep`, `graphql.too_large`), as a syntax error is.
+ */
+export function parseWithin(source: string, limits: QueryLimits): DocumentNode {
+  let depth = 0
+  let deepest = 0
+  for (let i = 0; i < source.length; i++) {
+    const c = source.charCodeAt(i)
+    if (c === 0x23 /* # */) {
+      while (i < source.length && source.charCodeAt(i) !== 0x0a && source.charCodeAt(i) !== 0x0d) i++
+    } else if (c === 0x22 /* " */) {
+      if (source.startsWith('"""', i)) {
+        const end = source.indexOf('"""', i + 3)
+        // Escaped \""" inside a block string: step over it.
+        let e = end
+        while (e > 0 && source.charCodeAt(e - 1) === 0x5c) e = source.indexOf('"""', e + 3)
+        i = e < 0 ? source.length : e + 2
+      } else {
+        for (i++; i < source.length; i++) {
+          const d = source.charCodeAt(i)
+          if (d === 0x5c) i++
+          else if (d === 0x22 || d === 0x0a || d === 0x0d) break
+        }
+      }
+    } else if (c === 0x7b || c === 0x5b || c === 0x28) {
+      if (++depth > deepest) deepest = depth
+      if (deepest > limits.maxNesting) throw tooNested(deepest, limits, 'document')
+    } else if (c === 0x7d || c === 0x5d || c === 0x29) depth--
+  }
+  try {
+    return parse(source, { maxTokens: limits.maxTokens })
+  } catch (err) {
+    if (err instanceof GraphQLError && /more th[ae][nt] \d+ tokens/.test(err.message)) {
+      throw new GraphQLError(`The document has more than ${limits.maxTokens} tokens (names, punctuation, values). Ask for less at once, or pass long values as variables.`, {
+        extensions: { code: 'graphql.too_large', status: 400, maxTokens: limits.maxTokens }
+      })
+    }
+    throw err
   }
 }

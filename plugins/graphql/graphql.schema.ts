@@ -6,6 +6,7 @@ import type { Platform } from '../../core/declarations.ts'
 import { fieldToFilter, type Operator } from '../../core/modules/derive/filters.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition } from '../../core/modules/types.ts'
+import { problems } from '../../core/errors/index.ts'
 import { isFormat } from '../../core/validation.ts'
 import { attachmentsPath } from '../attachments/attachments.shared.ts'
 import { exportFormats, exportsPath } from '../exports/exports.shared.ts'
@@ -14,10 +15,14 @@ import { modulesPath } from '../modules/modules.shared.ts'
 import { recordsPath, type RecordOut } from '../records/records.shared.ts'
 import { callParams, type GraphQLContext } from './graphql.context.ts'
 import { graphQLTypesOf, type DeriveTypes } from './graphql.derive.ts'
+import { lookupCost } from './graphql.limits.ts'
 import { enumNames, moduleFieldNames, pascal } from './graphql.names.ts'
 import { connectionSelection, recordIncludes } from './graphql.selection.ts'
 
 type Resolver = (source: any, args: any, ctx: GraphQLContext, info: GraphQLResolveInfo) => unknown
+
+/** Marks a field whose resolver calls a service on its own: it costs a lookup (graphql.limits.ts). */
+const lookup = { extensions: { cost: lookupCost } }
 
 /** Who sees which schema: the tenant, and per module the caller sees its version and the fields hidden from it. */
 export function schemaKey(platform: Platform, principal: Principal): { key: string; modules: RegisteredModule[] } {
@@ -87,7 +92,13 @@ const operatorDocs: Record<Operator, string> = {
   lte: 'At most'
 }
 
-/** A payload filter as the records service takes it (`payload[field][op]=value`): values as strings, lists joined by commas. */
+/**
+ * A payload filter as the records service takes it (`payload[field][op]=value`): values as
+ * strings, an `in` list joined by commas, as REST sends it. The service splits that list on
+ * commas, so a value holding a comma would become two values and match records it names
+ * neither of (`["no-such,Rita report"]` matched "Rita report"): refused until the service
+ * takes a list as a list; `eq` matches such a value.
+ */
 function filterToQuery(filter: Record<string, Record<string, unknown> | null> | undefined): Record<string, Record<string, string>> | undefined {
   if (!filter) return undefined
   const out: Record<string, Record<string, string>> = {}
@@ -95,6 +106,14 @@ function filterToQuery(filter: Record<string, Record<string, unknown> | null> | 
     if (!ops) continue
     for (const [op, value] of Object.entries(ops)) {
       if (value === null || value === undefined) continue
+      if (Array.isArray(value)) {
+        const i = value.findIndex((v) => String(v).includes(','))
+        if (i >= 0) {
+          throw problems.validation(`filter.${field}.${op} cannot match a value with a comma in a list; match it with eq.`, [
+            { pointer: `/filter/${field}/${op}/${i}`, field: `filter.${field}.${op}`, code: 'filter', detail: `a value of ${op} cannot contain a comma (${JSON.stringify(String(value[i]))}); match it with eq` }
+          ])
+        }
+      }
       ;(out[field] ??= {})[op] = Array.isArray(value) ? value.map(String).join(',') : String(value)
     }
   }
@@ -148,6 +167,7 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
       download: {
         type: 'SignedRequest!',
         description: 'A short-lived download URL (one `GET /api/v1/attachments/{id}` each: counted like it).',
+        ...lookup,
         resolve: (async (a: { id: string }, _args, ctx) => (await ctx.app.service(attachmentsPath).get(a.id, callParams(ctx))).download) as Resolver
       }
     }
@@ -292,12 +312,14 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
     queryFields[one] = {
       type: T,
       description: `One ${d.title} by id (the same as GET /api/v1/records/{id}).`,
+      ...lookup,
       args: { id: 'ID!' },
       resolve: ((_s, { id }, ctx) => ctx.app.service(recordsPath).get(id, callParams(ctx, only))) as Resolver
     }
     queryFields[many] = {
       type: `${T}Connection!`,
       description: `${d.title} records, oldest first (or by last change with updatedSince), a page at a time (the same as GET /api/v1/records?moduleKey=${d.key}).`,
+      ...lookup,
       args: {
         first: { type: 'Int', description: `Page size, 1-${maxLimit} (default ${defaultLimit})` },
         after: { type: 'String', description: "The previous page's pageInfo.endCursor" },
@@ -332,19 +354,22 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
     }
     const version = { type: 'Int', description: "Change only if the record is still at this version (REST's If-Match); else a 412 error" }
     mutationFields[`create${T}`] = {
-      type: `${T}!`,
+      type: T,
+      ...lookup,
       description: `Creates ${article(d.title)} in its initial state (POST /api/v1/records).`,
       args: { payload: `${T}PayloadInput!`, externalRef: 'String' },
       resolve: ((_s, args, ctx) => ctx.app.service(recordsPath).create({ moduleKey: d.key, payload: args.payload, ...(args.externalRef !== undefined && args.externalRef !== null ? { externalRef: args.externalRef } : {}) }, callParams(ctx, { idempotencyKey: ctx.idempotencyKey }))) as Resolver
     }
     mutationFields[`update${T}`] = {
-      type: `${T}!`,
+      type: T,
+      ...lookup,
       description: `Changes ${article(d.title)}'s payload (PATCH /api/v1/records/{id}); states change through transition${T}.`,
       args: { id: 'ID!', payload: `${T}PayloadPatch!`, expectedVersion: version },
       resolve: ((_s, args, ctx) => ctx.app.service(recordsPath).patch(args.id, { payload: args.payload }, callParams(ctx, { ...only, ifMatch: expected(args.expectedVersion), idempotencyKey: ctx.idempotencyKey }))) as Resolver
     }
     mutationFields[`transition${T}`] = {
-      type: `${T}!`,
+      type: T,
+      ...lookup,
       description: `Fires a workflow transition of ${article(d.title)} (POST /api/v1/records/{id}:transition).`,
       args: { id: 'ID!', transition: `${T}Transition!`, comment: 'String', payload: `${T}PayloadPatch`, expectedVersion: version },
       resolve: ((_s, args, ctx) =>
@@ -358,6 +383,7 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
   queryFields.record = {
     type: 'Record',
     description: 'One record of any module by id (GET /api/v1/records/{id}).',
+    ...lookup,
     args: { id: 'ID!' },
     resolve: ((_s, { id }, ctx) => ctx.app.service(recordsPath).get(id, callParams(ctx))) as Resolver
   }
@@ -379,8 +405,8 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
       summaryColumns: '[String!]!'
     }
   })
-  queryFields.modules = { type: '[ModuleSummary!]!', description: 'The modules this caller sees (GET /api/v1/modules).', resolve: (async (_s, _a, ctx) => (await ctx.app.service(modulesPath).find(callParams(ctx))).items) as Resolver }
-  queryFields.module = { type: 'ModuleSchema!', description: "One module's schema (GET /api/v1/modules/{key}).", args: { key: 'String!' }, resolve: ((_s, { key }, ctx) => ctx.app.service(modulesPath).get(key, callParams(ctx))) as Resolver }
+  queryFields.modules = { type: '[ModuleSummary!]!', ...lookup, description: 'The modules this caller sees (GET /api/v1/modules).', resolve: (async (_s, _a, ctx) => (await ctx.app.service(modulesPath).find(callParams(ctx))).items) as Resolver }
+  queryFields.module = { type: 'ModuleSchema!', ...lookup, description: "One module's schema (GET /api/v1/modules/{key}).", args: { key: 'String!' }, resolve: ((_s, { key }, ctx) => ctx.app.service(modulesPath).get(key, callParams(ctx))) as Resolver }
   sc.createObjectTC({
     name: 'Me',
     fields: {
@@ -395,7 +421,7 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
       rateLimit: sc.createObjectTC({ name: 'RateLimit', fields: { requestsPerMinute: 'Int!' } })
     }
   })
-  queryFields.me = { type: 'Me!', description: 'Who the caller is and what it may do (GET /api/v1/me).', resolve: ((_s, _a, ctx) => ctx.app.service(mePath).find(callParams(ctx))) as Resolver }
+  queryFields.me = { type: 'Me!', ...lookup, description: 'Who the caller is and what it may do (GET /api/v1/me).', resolve: ((_s, _a, ctx) => ctx.app.service(mePath).find(callParams(ctx))) as Resolver }
 
   sc.createEnumTC({ name: 'ExportFormat', values: Object.fromEntries(exportFormats.map((f) => [f.toUpperCase(), { value: f }])) })
   sc.createEnumTC({ name: 'ExportValues', values: { KEYS: { value: 'keys', description: 'States and choices by key' }, LABELS: { value: 'labels', description: 'By label, users by name' } } })
@@ -432,9 +458,10 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
       values: 'ExportValues'
     }
   })
-  queryFields.export = { type: 'Export', description: 'An export job and, once it succeeded, its download URL (GET /api/v1/exports/{id}).', args: { id: 'ID!' }, resolve: ((_s, { id }, ctx) => ctx.app.service(exportsPath).get(id, callParams(ctx))) as Resolver }
+  queryFields.export = { type: 'Export', ...lookup, description: 'An export job and, once it succeeded, its download URL (GET /api/v1/exports/{id}).', args: { id: 'ID!' }, resolve: ((_s, { id }, ctx) => ctx.app.service(exportsPath).get(id, callParams(ctx))) as Resolver }
   mutationFields.startExport = {
-    type: 'Export!',
+    type: 'Export',
+    ...lookup,
     description: 'Starts an export job (POST /api/v1/exports); poll `export(id)` for its download.',
     args: { input: 'ExportInput!' },
     resolve: ((_s, { input }, ctx) => ctx.app.service(exportsPath).create(withoutNulls(input), callParams(ctx, { idempotencyKey: ctx.idempotencyKey }))) as Resolver
@@ -447,19 +474,23 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
   })
   sc.createInputTC({ name: 'AttachmentUploadInput', fields: { recordId: 'ID!', fileName: 'String!', contentType: 'String!', size: 'Float!', sha256: 'String' } })
   mutationFields.requestAttachmentUpload = {
-    type: 'AttachmentUpload!',
+    type: 'AttachmentUpload',
+    ...lookup,
     description: 'Declares a file of a record and returns its signed upload URL (POST /api/v1/attachments).',
     args: { input: 'AttachmentUploadInput!' },
     resolve: ((_s, { input }, ctx) => ctx.app.service(attachmentsPath).create(withoutNulls(input), callParams(ctx, { idempotencyKey: ctx.idempotencyKey }))) as Resolver
   }
   mutationFields.deleteRecord = {
-    type: 'Record!',
+    type: 'Record',
+    ...lookup,
     description: 'Soft-deletes a record (DELETE /api/v1/records/{id}); it stays in the audit log.',
     args: { id: 'ID!', expectedVersion: { type: 'Int', description: "Delete only if the record is still at this version (REST's If-Match)" } },
     resolve: ((_s, args, ctx) => ctx.app.service(recordsPath).remove(args.id, callParams(ctx, { ifMatch: expected(args.expectedVersion), idempotencyKey: ctx.idempotencyKey }))) as Resolver
   }
 
   sc.Query.addFields(queryFields)
+  // Mutation fields are nullable: mutations run one after another, and one that fails is null with its error while
+  // those that committed before and after keep their results (a non-null one would null all of `data`).
   sc.Mutation.addFields(mutationFields)
   return sc.buildSchema({ keepUnusedTypes: true })
 }

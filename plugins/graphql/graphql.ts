@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { execute, getOperationAST, GraphQLError, OperationTypeNode, parse, printSchema, specifiedRules, validate, type DocumentNode, type ExecutionArgs, type ExecutionResult, type GraphQLSchema, type ValidationContext, type ValidationRule } from 'graphql'
+import { execute, getOperationAST, GraphQLError, OperationTypeNode, printSchema, specifiedRules, validate, type DocumentNode, type ExecutionArgs, type ExecutionResult, type GraphQLSchema, type ValidationContext, type ValidationRule } from 'graphql'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
 import { createHandler, type OperationContext } from 'graphql-http'
 import type { Middleware, ParameterizedContext } from 'koa'
@@ -8,19 +8,31 @@ import type { Principal } from '../../core/auth/principal.ts'
 import type { App, Platform } from '../../core/declarations.ts'
 import { ApiError, problems, toProblem } from '../../core/errors/index.ts'
 import { readBodyText } from '../../core/http/body.ts'
+import { currentBudget } from '../../core/limits/budget.ts'
 import { logger } from '../../core/logger.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { graphqlConsole } from './graphql.console.ts'
 import { Loaders, type GraphQLContext } from './graphql.context.ts'
-import { limitRule, type QueryLimits } from './graphql.limits.ts'
+import { fragmentsOf, limitRule, parseWithin, rootFields, type QueryLimits } from './graphql.limits.ts'
 import { describeGraphQL } from './graphql.openapi.ts'
 import { buildSchema, schemaKey } from './graphql.schema.ts'
 import { graphqlPath, sdlPath } from './graphql.shared.ts'
 
 type PromiseOrValue<T> = T | Promise<T>
 
-/** How much one operation may ask for; documented in docs/graphql.md. */
-export const queryLimits = (platform: Platform): QueryLimits => ({ maxDepth: 12, maxCost: 25_000, defaultPageSize: platform.config.pagination.defaultLimit })
+/**
+ * How much one operation may ask for; documented in docs/graphql.md. `maxCost` stays under
+ * the request budget (config limits.requestBudget, 50,000 by default): the operation's cost
+ * is reserved on the budget before it runs, and what is left pays for the work charged
+ * while it runs.
+ */
+export const queryLimits = (platform: Platform): QueryLimits => ({
+  maxDepth: 12,
+  maxCost: 25_000,
+  defaultPageSize: platform.config.pagination.defaultLimit,
+  maxNesting: 64,
+  maxTokens: 15_000
+})
 
 /**
  * Schemas per tenant, module versions and the fields hidden from the caller (the key of
@@ -89,8 +101,10 @@ function idempotencyRule(key: string | undefined, operationName: string | null |
   return (v: ValidationContext) => {
     const op = getOperationAST(v.getDocument(), operationName)
     if (key && op?.operation === OperationTypeNode.MUTATION) {
-      if (op.selectionSet.selections.length === 1) context.idempotencyKey = key
-      else v.reportError(new GraphQLError(`An Idempotency-Key covers an operation with one mutation field; this one has ${op.selectionSet.selections.length}. Send them as separate requests.`, { nodes: [op], extensions: { code: 'idempotency.one_mutation', status: 400 } }))
+      // Counted as they execute: mutations spread from fragments are mutations too.
+      const fields = rootFields(op, fragmentsOf(v)).size
+      if (fields === 1) context.idempotencyKey = key
+      else v.reportError(new GraphQLError(`An Idempotency-Key covers an operation with one mutation field; this one has ${fields}. Send them as separate requests.`, { nodes: [op], extensions: { code: 'idempotency.one_mutation', status: 400 } }))
     }
     return {}
   }
@@ -106,10 +120,10 @@ function idempotencyRule(key: string | undefined, operationName: string | null |
 const maxCachedText = 16_384
 const documents = new Map<string, DocumentNode>()
 const cachedDocuments = new WeakSet<DocumentNode>()
-function cachedParse(source: string): DocumentNode {
+function cachedParse(source: string, limits: QueryLimits): DocumentNode {
   let d = documents.get(source)
   if (d) return d
-  d = parse(source)
+  d = parseWithin(source, limits)
   if (source.length <= maxCachedText) {
     if (documents.size >= 1000) documents.delete(documents.keys().next().value!)
     documents.set(source, d)
@@ -127,6 +141,19 @@ function cachedValidate(schema: GraphQLSchema, doc: DocumentNode, rules: readonl
   let errors = bySchema.get(doc)
   if (!errors) bySchema.set(doc, (errors = validate(schema, doc, specifiedRules)))
   return errors.length ? errors : validate(schema, doc, own)
+}
+
+/**
+ * Runs a validated operation after reserving its cost (measured by limitRule) on the
+ * request's budget: that also counts it against the rate limit as one request per
+ * `budgetUnitsPerRequest` units, and refuses it before it starts (422 request.too_costly,
+ * 429) when the caller cannot afford it.
+ */
+async function reservedExecute(args: ExecutionArgs): Promise<ExecutionResult> {
+  const operation = getOperationAST(args.document, args.operationName)
+  const cost = operation ? (args.contextValue as GraphQLContext).costs?.get(operation) : undefined
+  if (cost !== undefined) await currentBudget().reserve(cost, 'graphql operation')
+  return cachedExecute(args)
 }
 
 const compiled = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, Map<string, CompiledQuery>>>()
@@ -159,16 +186,16 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
   const handlerFor = (traceId: string) =>
     createHandler<ParameterizedContext, RequestContext, GraphQLContext & OperationContext>({
       schema: (req) => cache.get(req.context.principal).schema,
-      parse: cachedParse as never,
+      parse: ((source: string) => cachedParse(source, limits)) as never,
       validate: cachedValidate as never,
-      execute: cachedExecute as never,
+      execute: reservedExecute as never,
       context: (req) => {
         const base = { app, principal: req.context.principal, traceId }
-        return { ...base, loaders: new Loaders(base, platform.config.pagination.maxLimit) }
+        return { ...base, loaders: new Loaders(base, platform.config.pagination.maxLimit), costs: new Map() }
       },
       validationRules: (req, args, specified) => [
         ...specified,
-        limitRule(limits, () => (args.variableValues ?? {}) as Record<string, unknown>),
+        limitRule(limits, () => (args.variableValues ?? {}) as Record<string, unknown>, (op, cost) => (args.contextValue as GraphQLContext).costs?.set(op, cost)),
         idempotencyRule(req.context.koa.get('idempotency-key') || undefined, args.operationName, args.contextValue as GraphQLContext)
       ],
       // A result without `data` is a request error found once executing began (a variable value that does not

@@ -69,6 +69,8 @@ export async function reportAndList(url: string, token: string) {
   const severity: IncidentSeverity = 'HIGH'
   const payload = { title: 'Solvent spill', description: 'Drum tipped in bay 3', occurredAt: '2026-11-20T08:30:00Z', site: 'Leeds DC', category: 'NEAR_MISS' as const, severity }
   const { createIncident } = await request(url, token, CreateIncidentDocument, { payload })
+  // A mutation field is nullable (a failed one is null beside the others' results), so the type says check it.
+  if (!createIncident) throw new Error('the incident was not created')
   const created: { number: string; version: number; title: string | null | undefined } = { number: createIncident.number, version: createIncident.version, title: createIncident.payload.title }
   const { incidents } = await request(url, token, ListIncidentsDocument, { first: 10 })
   const listed: Array<{ number: string; title?: string | null; severity?: IncidentSeverity | null; injured?: number | null }> = incidents.nodes.map((n) => ({
