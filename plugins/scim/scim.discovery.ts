@@ -2,7 +2,7 @@ import type { Id } from '@feathersjs/feathers'
 import { decodeSegment } from '../../core/http/custom-methods.ts'
 import { listResponse, scimPrincipal, scimUrl, type ScimContext, type ScimParams } from './scim.common.ts'
 import { scimError } from './scim.errors.ts'
-import { enterpriseDefinition, groupDefinition, recordsGroupDefinition, userDefinition } from './scim.schemas.ts'
+import { enterpriseDefinition, groupDefinition, recordsGroupDefinition, suggestedValues, userDefinition } from './scim.schemas.ts'
 import { urn } from './scim.shared.ts'
 
 /**
@@ -59,9 +59,25 @@ function resourceTypes(base: string) {
   ]
 }
 
-function schemas(base: string) {
+type Described = Record<string, unknown> & { name?: string; attributes?: Described[]; subAttributes?: Described[] }
+
+/**
+ * The schemas as this tenant's clients see them: scimmy's descriptions, with the suggested
+ * `type` values of the User's multi-valued attributes (accepted or not, see suggestedValues)
+ * and, as canonical values of the records extension's `roles`, the roles this tenant's
+ * groups can grant, so a generic client can create a group that grants one. Built per call:
+ * four small documents.
+ */
+function schemas(base: string, roles: readonly string[]) {
   return [userDefinition, enterpriseDefinition, groupDefinition, recordsGroupDefinition].map((d) => {
-    const described = JSON.parse(JSON.stringify(d.describe('/Schemas'))) as Record<string, unknown>
+    const described = JSON.parse(JSON.stringify(d.describe('/Schemas'))) as Described
+    for (const a of described.attributes ?? []) {
+      for (const sub of a.subAttributes ?? []) {
+        const suggested = suggestedValues.get(`${a.name}.${sub.name}`)
+        if (d === userDefinition && suggested) sub.canonicalValues = suggested
+      }
+      if (d === recordsGroupDefinition && a.name === 'roles') a.canonicalValues = [...roles]
+    }
     return { ...described, id: d.id, meta: { resourceType: 'Schema', location: `${base}/Schemas/${d.id}` } }
   })
 }
@@ -97,16 +113,16 @@ export class SchemasService {
   constructor(private readonly o: ScimContext) {}
 
   async find(params: ScimParams) {
-    scimPrincipal(params)
-    const all = schemas(scimUrl(this.o.platform))
+    const p = scimPrincipal(params)
+    const all = schemas(scimUrl(this.o.platform), this.o.platform.users.knownRoles(p.tenantId))
     return listResponse(all.length, 1, all)
   }
 
   async get(id: Id, params: ScimParams) {
-    scimPrincipal(params)
+    const p = scimPrincipal(params)
     // A URN's colons may come percent-encoded; Feathers hands the segment on as sent.
     const urnId = decodeSegment(String(id)).toLowerCase()
-    const found = schemas(scimUrl(this.o.platform)).find((s) => String(s.id).toLowerCase() === urnId)
+    const found = schemas(scimUrl(this.o.platform), this.o.platform.users.knownRoles(p.tenantId)).find((s) => String(s.id).toLowerCase() === urnId)
     if (!found) throw scimError(404, undefined, `No schema ${String(id)}.`, { code: 'scim.not_found' })
     return found
   }

@@ -30,13 +30,15 @@ function isFilterProblem(problem: ProblemBody): boolean {
 
 /**
  * A problem as a SCIM error (RFC 7644 §3.12): `schemas`, `status` as a string, `scimType`
- * where one applies and `detail`, still carrying the problem's `type`, `title`, `code`,
- * `traceId` and details, so a client reading either shape finds what it looks for.
+ * where one applies and `detail` at the top level, as a strict SCIM client reads it; the
+ * problem's other members (`type`, `title`, `code`, `traceId`, details such as `notHeld`)
+ * under this service's extension URN, which `schemas` lists (as a resource lists its
+ * extensions), so the rest of the API's tooling still finds them.
  */
 export function scimErrorBody(problem: ProblemBody): Record<string, unknown> {
-  const { status, scimType, ...rest } = problem
+  const { status, scimType, detail, ...rest } = problem
   const type = (typeof scimType === 'string' ? scimType : undefined) ?? (isFilterProblem(problem) ? 'invalidFilter' : scimTypeOfCode[problem.code])
-  return { schemas: [urn.error], status: String(status), ...(type ? { scimType: type } : {}), ...rest }
+  return { schemas: [urn.error, urn.recordsError], status: String(status), ...(type ? { scimType: type } : {}), detail, [urn.recordsError]: rest }
 }
 
 /** Every refusal under /api/scim/v2, whichever layer makes it. */

@@ -33,20 +33,27 @@ const base = `/${scimBase}`
 const scimErrorSchema: JsonSchema = {
   type: 'object',
   title: 'ScimError',
-  description:
-    'A SCIM error (RFC 7644 §3.12): `schemas`, `status` as a string, `scimType` where one applies, `detail`. It also carries the members of this service\'s problems (`type`, `title`, `code`, `traceId`, and details such as `errors`), so one body serves SCIM clients and the rest of the API\'s tooling.',
-  required: ['schemas', 'status', 'detail', 'code', 'traceId'],
+  description: `A SCIM error (RFC 7644 §3.12): \`schemas\`, \`status\` as a string, \`scimType\` where one applies, \`detail\`, and nothing else at the top level. The members of this service's problems (\`type\`, \`title\`, \`code\`, \`traceId\`, and details such as \`errors\` or \`notHeld\`) are under the extension \`${urn.recordsError}\`, which \`schemas\` lists, so one body serves strict SCIM clients and the rest of the API's tooling.`,
+  required: ['schemas', 'status', 'detail', urn.recordsError],
   properties: {
-    schemas: { type: 'array', items: { const: urn.error }, minItems: 1 },
+    schemas: { type: 'array', items: { enum: [urn.error, urn.recordsError] }, minItems: 1 },
     status: { type: 'string', pattern: '^[45][0-9]{2}$', description: 'The HTTP status, as a string (SCIM\'s rule).' },
     scimType: { type: 'string', enum: [...scimTypes], description: 'invalidFilter, invalidValue, invalidSyntax, invalidPath, noTarget, mutability (a read-only attribute), uniqueness (409: the userName or group name is taken), tooMany.' },
     detail: { type: 'string' },
-    type: { type: 'string', format: 'uri' },
-    title: { type: 'string' },
-    code: { type: 'string', description: 'The service\'s stable code, e.g. `scim.invalid_filter`, `user.exists`, `auth.invalid`.' },
-    traceId: { type: 'string' }
+    [urn.recordsError]: {
+      type: 'object',
+      description: 'The problem members of this service (as in application/problem+json, without status and detail).',
+      required: ['type', 'title', 'code', 'traceId'],
+      properties: {
+        type: { type: 'string', format: 'uri' },
+        title: { type: 'string' },
+        code: { type: 'string', description: 'The service\'s stable code, e.g. `scim.invalid_filter`, `user.exists`, `auth.invalid`, `role.escalation`, `request.too_costly`.' },
+        traceId: { type: 'string' }
+      },
+      additionalProperties: true
+    }
   },
-  additionalProperties: true
+  additionalProperties: false
 }
 
 const statusTexts: Record<number, string> = {
@@ -87,7 +94,7 @@ export function describeScim(ctx: DocContext): Fragment {
     return {
       description: `SCIM error. ${statusTexts[status]}`,
       headers,
-      content: { [scimMediaType]: { schema: error, example: { schemas: [urn.error], status: String(status), detail: statusTexts[status], code: 'scim.refused', traceId: exampleTraceId } } }
+      content: { [scimMediaType]: { schema: error, example: { schemas: [urn.error, urn.recordsError], status: String(status), detail: statusTexts[status], [urn.recordsError]: { type: 'https://records.example.com/errors/bad-request', title: 'Refused', code: 'scim.refused', traceId: exampleTraceId } } } }
     }
   }
   const refusals = (...extra: number[]) => Object.fromEntries([400, 401, 403, 422, 429, 500, ...extra].map((s) => [s, scimProblem(s)]))

@@ -15,6 +15,8 @@ import { urn } from './scim.shared.ts'
 type Definition = InstanceType<typeof SCIMMY.Types.SchemaDefinition>
 type Attribute = InstanceType<typeof SCIMMY.Types.Attribute>
 
+const isDefinition = (a: unknown): a is Definition => !!a && typeof (a as Definition).id === 'string' && Array.isArray((a as Definition).attributes)
+
 const { Attribute: Attr, SchemaDefinition } = SCIMMY.Types
 
 // scimmy takes only ids under urn:ietf:params:scim:schemas:; this service's extension lives in its own namespace (RFC 7643 §3.3 lets it), set once the definition is made.
@@ -32,13 +34,29 @@ export const userDefinition: Definition = SCIMMY.Schemas.User.definition.extend(
 export const groupDefinition: Definition = SCIMMY.Schemas.Group.definition.extend(recordsGroupDefinition, false)
 export const enterpriseDefinition: Definition = SCIMMY.Schemas.EnterpriseUser.definition
 
+/**
+ * Canonical values are suggestions (RFC 7643 §2.3.1: "service providers MAY allow other
+ * values"); scimmy refuses anything else, and with roles' and x509Certificates' empty lists
+ * refuses every `type`. So the `type` of a User's multi-valued attributes takes any text; the
+ * suggested values (emails: work, home, other…) are still advertised in /Schemas, from here.
+ */
+export const suggestedValues = new Map<string, string[]>()
+for (const a of userDefinition.attributes as Array<Attribute | Definition>) {
+  if (isDefinition(a) || !a.config.multiValued || a.name === 'groups') continue
+  for (const sub of (a.subAttributes ?? []) as Attribute[]) {
+    const values = sub.config.canonicalValues
+    if (sub.name !== 'type' || !Array.isArray(values)) continue
+    if (values.length) suggestedValues.set(`${a.name}.${sub.name}`, [...values])
+    sub.config.canonicalValues = false
+  }
+}
+
 /** An attribute (or extension schema) of a definition by name, in any case. */
 export function attributeOf(definition: Definition, name: string): Attribute | Definition | undefined {
   const lower = name.toLowerCase()
   return (definition.attributes as Array<Attribute | Definition>).find((a) => ((a as Definition).id ?? a.name).toLowerCase() === lower || (!(a as Definition).id && a.name.toLowerCase() === lower))
 }
 
-const isDefinition = (a: unknown): a is Definition => !!a && typeof (a as Definition).id === 'string' && Array.isArray((a as Definition).attributes)
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v)
 
 /** Entra's string booleans, bare ids for complex values, single objects for collections: made what the schema says. */

@@ -21,6 +21,8 @@ export const urn = {
   listResponse: 'urn:ietf:params:scim:api:messages:2.0:ListResponse',
   patchOp: 'urn:ietf:params:scim:api:messages:2.0:PatchOp',
   error: 'urn:ietf:params:scim:api:messages:2.0:Error',
+  /** This service's extension of a SCIM error: the problem members (type, title, code, traceId, details), out of a strict client's way. */
+  recordsError: 'urn:qehs:params:scim:schemas:extension:records:2.0:Error',
   serviceProviderConfig: 'urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig',
   resourceType: 'urn:ietf:params:scim:schemas:core:2.0:ResourceType',
   schema: 'urn:ietf:params:scim:schemas:core:2.0:Schema'

@@ -7,6 +7,8 @@ export const enterpriseUrn = 'urn:ietf:params:scim:schemas:extension:enterprise:
 export const recordsGroupUrn = 'urn:qehs:params:scim:schemas:extension:records:2.0:Group'
 export const patchUrn = 'urn:ietf:params:scim:api:messages:2.0:PatchOp'
 export const errorUrn = 'urn:ietf:params:scim:api:messages:2.0:Error'
+/** Where a SCIM error carries this service's problem members (type, title, code, traceId, details). */
+export const errorExtensionUrn = 'urn:qehs:params:scim:schemas:extension:records:2.0:Error'
 
 /** A service-account token with only the scim scope: what an identity provider is given. */
 export async function scimToken(server: TestServer, tenantId: string, roles: string[] | null = null): Promise<string> {

@@ -1,6 +1,6 @@
 import t from '../helpers/tap.ts'
 import { startTestServer } from '../helpers/server.ts'
-import { errorUrn, groupUrn, oktaUser, patchUrn, scim, scimToken } from './helpers.ts'
+import { errorExtensionUrn, errorUrn, groupUrn, oktaUser, patchUrn, scim, scimToken } from './helpers.ts'
 
 /*
  * SCIM work is bounded: a user holds at most 100 values of each multi-valued attribute, a
@@ -64,7 +64,7 @@ t.test('past the budget a PATCH is 422 request.too_costly, refused before the wo
   t.equal(user.status, 201)
   const r = await tight('PATCH', `/Users/${user.body.id}`, costly(100))
   t.equal(r.status, 422)
-  t.match(r.body, { schemas: [errorUrn], status: '422', code: 'request.too_costly', for: 'scim patch elements' })
+  t.match(r.body, { schemas: [errorUrn], status: '422', [errorExtensionUrn]: { code: 'request.too_costly', for: 'scim patch elements' } })
   const after = await tight('GET', `/Users/${user.body.id}`)
   t.equal(after.body.meta.version, user.body.meta.version)
   t.notOk(after.body.emails.some((e: { display?: string }) => e.display), 'no e-mail got a display')
@@ -92,7 +92,7 @@ t.test('a user stored with 9,999 e-mails (before the caps) costs a PATCH its bud
   done = true
   await probe
   t.equal(result.status, 422)
-  t.equal(result.body.code, 'request.too_costly')
+  t.equal(result.body[errorExtensionUrn].code, 'request.too_costly')
   t.comment(`CPU ${ms.toFixed(0)} ms; slowest /me of another tenant meanwhile ${slowest.toFixed(0)} ms`)
   t.ok(ms < 250, `CPU ${ms.toFixed(0)} ms`)
   // The issue's target is 100 ms; this machine runs other suites at once, so the bound is looser. Before the caps and the meter, it waited 96 s.
@@ -116,7 +116,7 @@ t.test('group PATCH: removing members by id is cheap on a big group; a general m
   t.equal(left.body.members.length, 200)
   const general = await tight('PATCH', `/Groups/${g.body.id}`, patch(...Array.from({ length: 100 }, () => ({ op: 'remove', path: 'members[display co "nobody"]' }))))
   t.equal(general.status, 422, '100 general filters over 200 members each: past the budget')
-  t.equal(general.body.code, 'request.too_costly')
+  t.equal(general.body[errorExtensionUrn].code, 'request.too_costly')
   const still = await tight('GET', `/Groups/${g.body.id}`)
   t.equal(still.body.meta.version, left.body.meta.version)
 })
@@ -128,7 +128,7 @@ t.test('a list filter over multi-valued attributes is metered by the elements it
   await server.platform.db.pool.query("UPDATE users SET emails = $2 WHERE tenant_id = $1 AND user_name LIKE 'member%'", ['tight', JSON.stringify(emails(100, 'tight.example'))])
   const costlyList = await tight('GET', `/Users?filter=${encodeURIComponent('emails[type eq "work" and value co "@nowhere"]')}`)
   t.equal(costlyList.status, 422, '300 users with 100 e-mails each: 30,000 elements, past a 5,000 budget')
-  t.equal(costlyList.body.code, 'request.too_costly')
+  t.equal(costlyList.body[errorExtensionUrn].code, 'request.too_costly')
   const fits = await acme('GET', `/Users?filter=${encodeURIComponent('emails[type eq "work" and value co "@nowhere"]')}`)
   t.equal(fits.status, 200, 'the same filter within the budget answers')
 })

@@ -1,7 +1,7 @@
 import t from '../helpers/tap.ts'
 import { userWithToken } from '../helpers/identity.ts'
 import { startTestServer } from '../helpers/server.ts'
-import { groupUrn, oktaUser, patchUrn, scim, scimToken } from './helpers.ts'
+import { errorExtensionUrn, groupUrn, oktaUser, patchUrn, scim, scimToken } from './helpers.ts'
 
 /*
  * A credential acting with some roles changes the sign-in identity (userName, emails,
@@ -21,7 +21,7 @@ const plain = await server.platform.users.createGroup('acme', { displayName: 'Si
 t.test('an admin-only user cannot take over a health officer: every identity change is 403 role.escalation and nothing changes', async (t) => {
   const takeover = await asAdmin('PATCH', `/Users/${officer.id}`, patch({ op: 'replace', path: 'emails[type eq "work"].value', value: 'attacker@evil.example' }))
   t.equal(takeover.status, 403)
-  t.match(takeover.body, { status: '403', code: 'role.escalation', notHeld: ['health-officer'] })
+  t.match(takeover.body, { status: '403', [errorExtensionUrn]: { code: 'role.escalation', notHeld: ['health-officer'] } })
   const refusals: Array<[string, string, unknown]> = [
     ['PATCH', `/Users/${officer.id}`, patch({ op: 'replace', path: 'externalId', value: 'oid-attacker' })],
     ['PATCH', `/Users/${officer.id}`, patch({ op: 'replace', path: 'userName', value: 'attacker@evil.example' })],
@@ -34,7 +34,7 @@ t.test('an admin-only user cannot take over a health officer: every identity cha
   for (const [method, path, body] of refusals) {
     const r = await asAdmin(method, path, body)
     t.equal(r.status, 403, `${method} ${path} ${JSON.stringify(body)?.slice(0, 80)}`)
-    t.equal(r.body.code, 'role.escalation')
+    t.equal(r.body[errorExtensionUrn].code, 'role.escalation')
   }
   const after = await server.platform.users.get('acme', officer.id)
   t.match(after, { email: 'hana.officer@acme.example', emails: [{ value: 'hana.officer@acme.example' }], externalId: 'oid-hana', userName: 'hana.officer@acme.example', active: true, groups: [] })
@@ -64,7 +64,7 @@ t.test('a SCIM service account acts with its roles: one made with admin only is 
   const narrow = scim(server, await scimToken(server, 'acme', ['admin']))
   const r = await narrow('PATCH', `/Users/${officer.id}`, patch({ op: 'replace', path: 'externalId', value: 'oid-evil' }))
   t.equal(r.status, 403)
-  t.equal(r.body.code, 'role.escalation')
+  t.equal(r.body[errorExtensionUrn].code, 'role.escalation')
   const removal = await narrow('PATCH', `/Groups/${plain.id}`, patch({ op: 'remove', path: `members[value eq "${officer.id}"]` }))
   t.equal(removal.status, 403, 'taking the officer out of a group is a membership change too')
   t.equal((await server.platform.users.get('acme', officer.id))!.externalId, 'oid-hana-2')

@@ -1,7 +1,7 @@
 import t from '../helpers/tap.ts'
 import { eventually } from '../helpers/identity.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
-import { errorUrn, groupUrn, oktaUser, patchUrn, recordsGroupUrn, scim, scimToken } from './helpers.ts'
+import { errorExtensionUrn, errorUrn, groupUrn, oktaUser, patchUrn, recordsGroupUrn, scim, scimToken } from './helpers.ts'
 
 const server = await startTestServer()
 t.teardown(() => server.close())
@@ -139,7 +139,7 @@ t.test('a SCIM credential acting with some roles only grants roles it holds', as
   const u = await provisioned('escalation.target')
   const refused = await narrow('POST', '/Groups', { schemas: [groupUrn], displayName: 'safety-manager', members: [{ value: u.id }] })
   t.equal(refused.status, 403)
-  t.match(refused.body, { schemas: [errorUrn], status: '403', code: 'role.escalation', notHeld: ['safety-manager'] })
+  t.match(refused.body, { schemas: [errorUrn], status: '403', [errorExtensionUrn]: { code: 'role.escalation', notHeld: ['safety-manager'] } })
   const fine = await narrow('POST', '/Groups', { schemas: [groupUrn], displayName: 'reporter', members: [{ value: u.id }] })
   t.equal(fine.status, 201)
   t.equal((await narrow('PATCH', `/Groups/${fine.body.id}`, patch({ op: 'add', path: `${recordsGroupUrn}:roles`, value: ['safety-manager'] }))).status, 403)

@@ -1,6 +1,6 @@
 import t from '../helpers/tap.ts'
 import { startTestServer } from '../helpers/server.ts'
-import { enterpriseUrn, errorUrn, oktaUser, patchUrn, scim, scimToken, scimType, userUrn } from './helpers.ts'
+import { enterpriseUrn, errorExtensionUrn, errorUrn, oktaUser, patchUrn, scim, scimToken, scimType, userUrn } from './helpers.ts'
 
 const server = await startTestServer()
 t.teardown(() => server.close())
@@ -33,15 +33,15 @@ t.test('a body sent as application/json is read too, and another media type is r
   t.equal(text.status, 400, 'no body at all: the schema requires userName')
   const refused = await server.request('POST', '/api/scim/v2/Users', { token: await scimToken(server, 'acme'), raw: 'userName=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
   t.equal(refused.status, 415)
-  t.match(refused.body, { schemas: [errorUrn], status: '415', code: 'request.unsupported_media_type' })
+  t.match(refused.body, { schemas: [errorUrn], status: '415', [errorExtensionUrn]: { code: 'request.unsupported_media_type' } })
 })
 
 t.test('userName is unique without regard to case: a second one is 409 uniqueness', async (t) => {
   await created(oktaUser('grace.hopper'))
   const again = await s('POST', '/Users', oktaUser('GRACE.HOPPER'))
   t.equal(again.status, 409)
-  t.match(again.body, { schemas: [errorUrn], status: '409', scimType: 'uniqueness', code: 'user.exists', detail: /grace\.hopper|GRACE\.HOPPER/i })
-  t.type(again.body.traceId, 'string')
+  t.match(again.body, { schemas: [errorUrn], status: '409', scimType: 'uniqueness', detail: /grace\.hopper|GRACE\.HOPPER/i, [errorExtensionUrn]: { code: 'user.exists' } })
+  t.type(again.body[errorExtensionUrn].traceId, 'string')
 })
 
 t.test('refusals are SCIM errors: a missing userName, malformed JSON, an unknown id, a filter that does not parse', async (t) => {
@@ -64,12 +64,12 @@ t.test('no credential, a wrong one or one without the scim scope get SCIM errors
   t.equal(none.status, 401)
   t.match(none.body, { schemas: [errorUrn], status: '401' })
   const wrong = await server.request('GET', '/api/scim/v2/Users', { token: 'non-token' })
-  t.match(wrong.body, { schemas: [errorUrn], status: '401', code: 'auth.invalid' })
+  t.match(wrong.body, { schemas: [errorUrn], status: '401', [errorExtensionUrn]: { code: 'auth.invalid' } })
   const reader = (await server.platform.credentials.create({ tenantId: 'acme', kind: 'service_account', name: 'reader', scopes: ['records:read'] })).token
   const scoped = await server.request('GET', '/api/scim/v2/Users', { token: reader })
-  t.match(scoped.body, { status: '403', code: 'scope.missing', missingScope: 'scim' })
+  t.match(scoped.body, { status: '403', [errorExtensionUrn]: { code: 'scope.missing', missingScope: 'scim' } })
   const nonAdmin = await scimToken(server, 'acme', ['reporter'])
-  t.match((await scim(server, nonAdmin)('GET', '/Users')).body, { status: '403', code: 'permission.denied' })
+  t.match((await scim(server, nonAdmin)('GET', '/Users')).body, { status: '403', [errorExtensionUrn]: { code: 'permission.denied' } })
 })
 
 t.test('filters: every operator, and, or, not, parentheses, value paths, names in any case, userName without regard to case', async (t) => {
@@ -224,7 +224,7 @@ t.test('If-Match: the current ETag passes, another is 412, and DELETE honours it
   const u = await created(oktaUser('etag.user'))
   const stale = await s('PATCH', `/Users/${u.id}`, patch({ op: 'replace', path: 'displayName', value: 'A' }), { 'if-match': 'W/"7"' })
   t.equal(stale.status, 412)
-  t.match(stale.body, { schemas: [errorUrn], status: '412', currentVersion: 1 })
+  t.match(stale.body, { schemas: [errorUrn], status: '412', [errorExtensionUrn]: { currentVersion: 1 } })
   const fresh = await s('PATCH', `/Users/${u.id}`, patch({ op: 'replace', path: 'displayName', value: 'A' }), { 'if-match': 'W/"1"' })
   t.equal(fresh.status, 204)
   t.equal(fresh.headers.get('etag'), 'W/"2"')
