@@ -221,7 +221,8 @@ export const queryParam = (name: string, description: string, schema: JsonSchema
   schema: bounded(schema),
   ...(schema.type === 'object' ? { style: 'deepObject', explode: true } : {}),
   // An object's examples start with an empty "No filter": Swagger UI fills Try it out with `example`, or without any a sample of the schema (`additionalProp1`…), and would send it unasked.
-  ...(schema.type === 'object' ? { examples: { none: { summary: 'No filter' }, ...(options.example !== undefined ? { example: { summary: 'Example', value: options.example } } : {}) } } : options.example !== undefined ? { example: options.example } : {})
+  // `none`'s value `{}` is sent as no parameter at all (a deepObject has one per key).
+  ...(schema.type === 'object' ? { examples: { none: { summary: 'No filter', value: {} }, ...(options.example !== undefined ? { example: { summary: 'Example', value: options.example } } : {}) } } : options.example !== undefined ? { example: options.example } : {})
 })
 
 /**

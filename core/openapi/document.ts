@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { AppConfig } from '../config.ts'
@@ -7,7 +8,7 @@ import { projectRoot } from '../paths.ts'
 import { scopeCatalogue } from '../auth/scopes.ts'
 import { sessionCookie } from '../auth/sessions.ts'
 import { DocContext, headValueMax, type Describe, type Json } from './builder.ts'
-import { problemResponse, problemResponseNames, problemSchema, rateLimitHeaderSpecs } from './problems.ts'
+import { parserStatuses, problemResponse, problemResponseNames, problemSchema, rateLimitHeaderSpecs } from './problems.ts'
 import { idempotencyKeySchema } from '../http/idempotency-key.ts'
 
 const version: string = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')).version
@@ -56,7 +57,7 @@ function components(o: DocumentOptions): Json {
         required: false,
         description: `Makes a retry safe: the first response is stored for ${o.config.idempotency.retentionHours} hours and replayed (with \`Idempotent-Replayed: true\`) for the same key and the same request. 1–255 visible ASCII characters, unique per credential; the same key with another request is 422, while the first is still running 409.`,
         schema: { ...idempotencyKeySchema },
-        example: '5f0c8a52-8d59-4bcb-9d36-2f2c1a9e0c11'
+        // Each operation gets its own example (completeOperations).
       },
       IfMatch: {
         name: 'If-Match',
@@ -84,6 +85,38 @@ function components(o: DocumentOptions): Json {
   }
 }
 
+const verbs = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'trace']
+
+/** A UUID-shaped key that is the same for the same operation in every build, and another for every other one. */
+function exampleKey(operationId: string): string {
+  const h = createHash('sha256').update(`idempotency-key:${operationId}`).digest('hex')
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${'89ab'[parseInt(h[16], 16) & 3]}${h.slice(17, 20)}-${h.slice(20, 32)}`
+}
+
+/**
+ * What every operation says, whichever feature describes it: the statuses Node's HTTP parser
+ * answers before the service runs (431: a head past 16 KiB), and its own `Idempotency-Key`
+ * example. One shared example key made the second write tried out with it a 422
+ * `idempotency.key_reused`, so each operation gets the parameter inline with a key of its own.
+ */
+function completeOperations(paths: Json, base: Json) {
+  const idempotencyKey = base.parameters.IdempotencyKey
+  const ref = '#/components/parameters/IdempotencyKey'
+  for (const [path, item] of Object.entries<Json>(paths)) {
+    for (const verb of verbs) {
+      const op = item[verb]
+      if (!op || typeof op !== 'object') continue
+      const responses = { ...op.responses }
+      for (const status of parserStatuses) responses[status] ??= { $ref: `#/components/responses/${problemResponseNames[status]}` }
+      const example = exampleKey(op.operationId ?? `${verb} ${path}`)
+      // The shared parameter, or one a feature words its own way (bulk's binds the key to line numbers).
+      const parameters = op.parameters?.map((p: Json) => (p.$ref === ref ? { ...idempotencyKey, example } : p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key' ? { ...p, example } : p))
+      item[verb] = { ...op, ...(parameters ? { parameters } : {}), responses }
+    }
+  }
+  delete base.parameters.IdempotencyKey
+}
+
 /** The OpenAPI 3.1 document: generic, or with one tenant's modules typed in. */
 export function buildDocument(o: DocumentOptions): Json {
   const ctx = new DocContext(o.config, o.tenant?.modules ?? [], o.errorsUrl, o.tenant ? { id: o.tenant.id, name: o.tenant.name } : undefined)
@@ -100,6 +133,7 @@ export function buildDocument(o: DocumentOptions): Json {
   }
   const base = components(o)
   for (const amend of amends) amend(paths, base)
+  completeOperations(paths, base)
   // Only the problem responses some operation uses (the contract checker needs NotFound for unknown routes).
   const used = JSON.stringify(paths)
   for (const name of Object.keys(base.responses)) if (name !== 'NotFound' && !used.includes(`#/components/responses/${name}"`)) delete base.responses[name]

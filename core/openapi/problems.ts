@@ -17,6 +17,7 @@ export const problemResponseNames: Record<number, string> = {
   415: 'UnsupportedMediaType',
   422: 'Unprocessable',
   429: 'TooManyRequests',
+  431: 'RequestHeaderFieldsTooLarge',
   500: 'InternalError',
   503: 'ServiceUnavailable'
 }
@@ -45,6 +46,7 @@ const exampleCodes: Record<string, string> = {
   'unsupported-media-type': 'request.unsupported_media_type',
   unprocessable: 'idempotency.key_reused',
   'rate-limited': 'rate_limit.exceeded',
+  'headers-too-large': 'request.headers_too_large',
   internal: 'internal.error',
   unavailable: 'http.unavailable'
 }
@@ -99,6 +101,12 @@ export const rateLimitHeaderSpecs: Record<string, { description: string; schema:
 }
 
 /**
+ * Statuses answered by Node's HTTP parser (core/http/client-errors.ts) before any middleware
+ * runs: every operation can get them, and they carry no rate-limit headers.
+ */
+export const parserStatuses = [431]
+
+/**
  * The rate-limit headers of a response with `status`. The limiter (`core/http/rate-limit.ts`)
  * sets them before anything after it runs and the problem renderer keeps them, so successes and
  * problems alike carry them, a 401 too (a missing or bad credential is counted by address). Only a
@@ -107,6 +115,7 @@ export const rateLimitHeaderSpecs: Record<string, { description: string; schema:
  */
 export function rateLimitHeaders(status: number): Json {
   const names = Object.keys(rateLimitHeaderSpecs)
+  if (parserStatuses.includes(status)) return {}
   if (status !== 500) return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]))
   return Object.fromEntries(names.map((name) => [name, { ...rateLimitHeaderSpecs[name], required: false }]))
 }

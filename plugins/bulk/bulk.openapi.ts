@@ -105,8 +105,8 @@ function bulkOperation(ctx: DocContext, outcome: JsonSchema, o: { operationId: s
         in: 'header',
         required: false,
         description: `Names the call (per credential, kept ${config.idempotency.retentionHours} hours), and with a line number each row. A retry replays the stored outcome of every line already loaded (\`"replayed": true\`) and loads the rest, e.g. after a disconnect; a line that differs from the one first sent under its number gets \`idempotency.line_changed\`. The key is bound to its module (another: 422 \`idempotency.key_reused\`); while the first call runs, 409 \`idempotency.in_flight\`.`,
-        schema: { ...idempotencyKeySchema },
-        example: '5f0c8a52-8d59-4bcb-9d36-2f2c1a9e0c11'
+        // Its example is the operation's own (core/openapi/document.ts completeOperations).
+        schema: { ...idempotencyKeySchema }
       }
     ],
     body: { schema: o.line, contentType: ndjson, description: `NDJSON: one JSON object per line. The schema is that of one line.${o.exampleNote ?? ''}`, example: o.example },
