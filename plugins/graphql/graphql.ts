@@ -13,7 +13,7 @@ import { logger } from '../../core/logger.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { graphqlConsole } from './graphql.console.ts'
 import { Loaders, type GraphQLContext } from './graphql.context.ts'
-import { fragmentsOf, limitRule, parseWithin, rootFields, type QueryLimits } from './graphql.limits.ts'
+import { fragmentsOf, limitRule, parseWithin, repeatProblems, rootFields, type QueryLimits } from './graphql.limits.ts'
 import { describeGraphQL } from './graphql.openapi.ts'
 import { buildSchema, schemaKey } from './graphql.schema.ts'
 import { graphqlPath, sdlPath } from './graphql.shared.ts'
@@ -31,7 +31,8 @@ export const queryLimits = (platform: Platform): QueryLimits => ({
   maxCost: 25_000,
   defaultPageSize: platform.config.pagination.defaultLimit,
   maxNesting: 64,
-  maxTokens: 15_000
+  maxTokens: 15_000,
+  maxRepeats: 100
 })
 
 /**
@@ -133,13 +134,20 @@ function cachedParse(source: string, limits: QueryLimits): DocumentNode {
 }
 
 const validated = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, readonly GraphQLError[]>>()
-function cachedValidate(schema: GraphQLSchema, doc: DocumentNode, rules: readonly ValidationRule[]): readonly GraphQLError[] {
+function cachedValidate(schema: GraphQLSchema, doc: DocumentNode, rules: readonly ValidationRule[], limits: QueryLimits): readonly GraphQLError[] {
   const own = rules.filter((r) => !specifiedRules.includes(r))
-  if (!cachedDocuments.has(doc)) return validate(schema, doc, rules)
+  if (!cachedDocuments.has(doc)) {
+    // What would make GraphQL's own rules slow is refused before they run.
+    const repeated = repeatProblems(doc, limits)
+    return repeated.length ? repeated : validate(schema, doc, rules)
+  }
   let bySchema = validated.get(schema)
   if (!bySchema) validated.set(schema, (bySchema = new WeakMap()))
   let errors = bySchema.get(doc)
-  if (!errors) bySchema.set(doc, (errors = validate(schema, doc, specifiedRules)))
+  if (!errors) {
+    const repeated = repeatProblems(doc, limits)
+    bySchema.set(doc, (errors = repeated.length ? repeated : validate(schema, doc, specifiedRules)))
+  }
   return errors.length ? errors : validate(schema, doc, own)
 }
 
@@ -187,7 +195,7 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
     createHandler<ParameterizedContext, RequestContext, GraphQLContext & OperationContext>({
       schema: (req) => cache.get(req.context.principal).schema,
       parse: ((source: string) => cachedParse(source, limits)) as never,
-      validate: cachedValidate as never,
+      validate: ((schema: GraphQLSchema, doc: DocumentNode, rules: readonly ValidationRule[]) => cachedValidate(schema, doc, rules, limits)) as never,
       execute: reservedExecute as never,
       context: (req) => {
         const base = { app, principal: req.context.principal, traceId }

@@ -83,6 +83,18 @@ t.test('a fragment spread twice per level (a 1 KB fragment bomb) is refused at o
   t.same((await gql(small)).body, { data: { me: { tenantId: 'acme', userId: null } } }, 'a fragment spread twice is counted, and runs when it fits')
 })
 
+t.test('2,000 fields answering under one name are refused before GraphQL compares them pairwise', async (t) => {
+  const query = `{ ${Array.from({ length: 2000 }, () => 'a: __typename').join(' ')} }`
+  const { r, ms, otherMs } = await meanwhile(() => gql(query))
+  t.equal(r.status, 400)
+  t.notOk('data' in r.body, 'nothing ran')
+  t.match(r.body.errors[0], { message: /101 fields answer as "a"; at most 100/, extensions: { code: 'graphql.too_large', maxRepeats: 100 } })
+  t.ok(ms < 500, `refused in ${ms} ms`)
+  t.ok(otherMs < 1000, `another tenant answered in ${otherMs} ms meanwhile`)
+  const fine = await gql(`{ ${Array.from({ length: 100 }, () => 'a: __typename').join(' ')} }`)
+  t.same(fine.body, { data: { a: 'Query' } }, 'a hundred merge into one answer')
+})
+
 t.test('a page selected through a fragment or an inline fragment counts as the page, not as one item', async (t) => {
   const inline = Array.from({ length: 100 }, (_, i) => `a${i}: incidents { ... on IncidentConnection { nodes { id number payload { title description } } } }`).join(' ')
   const r = await gql(`{ ${inline} }`)
