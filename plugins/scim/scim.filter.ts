@@ -1,3 +1,4 @@
+import { textProblem } from '../../core/json-data.ts'
 import { scimError } from './scim.errors.ts'
 
 /**
@@ -65,6 +66,9 @@ function tokenize(text: string): Token[] {
       } catch {
         throw invalid(`the string starting at character ${i + 1} is not a valid JSON string`)
       }
+      // Escapes may spell what the database cannot hold (`"\u0000"`, a lone surrogate): refused here, at the edge.
+      const bad = textProblem(value)
+      if (bad) throw invalid(`the string starting at character ${i + 1} ${bad}`)
       out.push({ kind: 'string', text: value, at: i })
       i = j + 1
     } else {

@@ -43,6 +43,11 @@ t.test('a NUL character is refused at the edge: in a filter, a body, a PATCH val
   const filter = await s('GET', `/Users?filter=${enc('userName eq "x\u0000"')}`)
   t.equal(filter.status, 400)
   t.match(filter.body, { schemas: [errorUrn], status: '400', scimType: 'invalidFilter', detail: /NUL/ })
+  for (const escaped of ['userName eq "x\\u0000"', 'emails[value eq "\\u0000"]', 'displayName co "\\ud800"']) {
+    const r = await s('GET', `/Users?filter=${enc(escaped)}`)
+    t.equal(r.status, 400, `escaped in the filter's JSON string: ${escaped}`)
+    t.equal(r.body.scimType, 'invalidFilter', escaped)
+  }
   const created = await s('POST', '/Users', { schemas: [userUrn], userName: 'nul\u0000user' })
   t.equal(created.status, 400)
   t.match(created.body, { schemas: [errorUrn], status: '400', detail: /NUL/ })
