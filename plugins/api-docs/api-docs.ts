@@ -5,8 +5,9 @@ import type { App, Platform } from '../../core/declarations.ts'
 import type { Json } from '../../core/openapi/builder.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { buildDocument, type OpenApiDocuments } from '../../core/openapi/document.ts'
+import { declareRoutes } from '../../core/http/route-guard.ts'
 import { describeApiDocs } from './api-docs.openapi.ts'
-import { referenceRoutes } from './reference.ts'
+import { referenceRoutes, referencePaths } from './reference.ts'
 
 export const specPath = '/api/docs/spec.json'
 
@@ -55,6 +56,7 @@ export function apiDocs(app: App) {
   const platform = app.get('platform')
   const documents = openApiDocuments(app, platform)
   app.set('openapi', documents)
+  declareRoutes(app, [specPath, ...referencePaths].map((path) => ({ path, methods: ['GET', 'HEAD'] })))
   app.use(specRoute(documents))
   app.use(referenceRoutes({ document: async (ctx: ParameterizedContext) => documents.forPrincipal(ctx.state.principal).document, baseUrl: () => platform.urls.public }))
 }

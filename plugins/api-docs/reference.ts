@@ -13,6 +13,8 @@ const assetsPrefix = `${base}/assets/`
 const specUrl = `${base}/spec.json`
 const postmanUrl = `${base}/postman.json`
 export const postmanFileName = 'records-api.postman_collection.json'
+/** The paths referenceRoutes serves (GET and HEAD only), for the route guard: another verb is 405. */
+export const referencePaths: Array<string | RegExp> = [base, postmanUrl, /^\/api\/docs\/assets\/[^/]+$/]
 
 /** Swagger UI from the installed package, never a CDN: the page's CSP allows only 'self'. */
 const swaggerDir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))

@@ -8,6 +8,7 @@ import type { Principal } from '../../core/auth/principal.ts'
 import type { App, Platform } from '../../core/declarations.ts'
 import { ApiError, problems, toProblem } from '../../core/errors/index.ts'
 import { readBodyText } from '../../core/http/body.ts'
+import { declareRoutes } from '../../core/http/route-guard.ts'
 import { currentBudget } from '../../core/limits/budget.ts'
 import { logger } from '../../core/logger.ts'
 import type { Plugin } from '../../core/plugin.ts'
@@ -297,6 +298,7 @@ export function graphql(app: App) {
   const cache = new SchemaCache(app.get('platform'))
   app.set('graphqlSchemas', cache)
   app.use(graphqlRoutes(app, cache))
+  declareRoutes(app, [{ path: `/${sdlPath}`, methods: ['GET', 'HEAD'] }])
   graphqlConsole(app)
 }
 

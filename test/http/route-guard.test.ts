@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http'
 import { connect } from 'node:net'
 import t from '../helpers/tap.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
@@ -89,3 +90,45 @@ t.test('requests the HTTP parser refuses are answered with a problem and a trace
     t.match(head, new RegExp(`X-Trace-Id: ${problem.traceId}`))
   }
 })
+
+t.test('a verb a plugin route does not serve is 405 with Allow, as on service paths, not a 404', async (t) => {
+  const cases: Array<[string, string, string]> = [
+    ['PUT', '/api/graphql/schema.graphql', 'GET, HEAD'],
+    ['POST', '/api/graphql/schema.graphql', 'GET, HEAD'],
+    ['DELETE', '/api/graphql/schema.graphql', 'GET, HEAD'],
+    ['PUT', '/api/docs', 'GET, HEAD'],
+    ['TRACE', '/api/docs', 'GET, HEAD'],
+    ['POST', '/api/docs', 'GET, HEAD'],
+    ['PUT', '/api/docs/postman.json', 'GET, HEAD'],
+    ['TRACE', '/api/docs/postman.json', 'GET, HEAD'],
+    ['PUT', '/api/docs/spec.json', 'GET, HEAD'],
+    ['DELETE', '/api/docs/spec.json', 'GET, HEAD'],
+    ['PUT', '/api/docs/assets/init.js', 'GET, HEAD'],
+    ['TRACE', '/api/docs/assets/swagger-ui.css', 'GET, HEAD']
+  ]
+  for (const [method, path, allow] of cases) {
+    const res = await send(method, path, method === 'TRACE' || method === 'DELETE' ? undefined : '{}')
+    t.equal(res.status, 405, `${method} ${path}`)
+    t.equal(res.headers.allow, allow, `${method} ${path}: Allow`)
+    t.equal(JSON.parse(res.body).code, 'http.method_not_allowed')
+  }
+  for (const path of ['/api/graphql/schema.graphql', '/api/docs', '/api/docs/postman.json', '/api/docs/spec.json', '/api/docs/assets/init.js']) {
+    t.equal((await server.request('GET', path)).status, 200, `GET ${path} is still served`)
+  }
+  t.equal((await server.request('GET', '/api/docs/assets/nothing.js')).status, 404, 'an asset that does not exist is still a 404')
+})
+
+/** Any verb, TRACE included (fetch refuses it), with a bearer token and an optional JSON body. */
+function send(method: string, path: string, body?: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${server.keys.acme}` }
+    if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) })
+    const req = httpRequest(server.url + path, { method, headers }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c) => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
