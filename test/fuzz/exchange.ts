@@ -163,7 +163,7 @@ function decoded(target: string, template: string, name: string): string | undef
 }
 
 /** A body as a JS expression that rebuilds it exactly: a string literal, or hex for bytes that are not UTF-8. */
-function bodyExpr(b: Buffer): string {
+export function bodyExpr(b: Buffer): string {
   const text = b.toString('utf8')
   const exact = Buffer.from(text, 'utf8').equals(b)
   if (b.length <= 2_000) return exact ? JSON.stringify(text) : `Buffer.from('${b.toString('hex')}', 'hex')`

@@ -59,9 +59,10 @@ function graphqlErrorIssues(reply: WireReply): string[] {
 /**
  * SCIM (RFC 7644 §3.12) answers its refusals in its own shape under application/scim+json:
  * the Error schema, `status` as a string equal to the answer's, `detail`, a known `scimType`
- * when there is one, and the problem's `code` and `traceId` beside them.
+ * when there is one, and the problem's `code` and `traceId` beside them or under an
+ * extension URN of their own.
  */
-function scimErrorIssues(reply: WireReply): string[] {
+export function scimErrorIssues(reply: WireReply): string[] {
   let body: any
   try {
     body = JSON.parse(reply.text)
@@ -75,7 +76,12 @@ function scimErrorIssues(reply: WireReply): string[] {
   if (typeof body.detail !== 'string') issues.push(`SCIM error "detail" is ${JSON.stringify(body.detail)}, not a string`)
   const scimTypes = ['invalidFilter', 'tooMany', 'uniqueness', 'mutability', 'invalidSyntax', 'invalidPath', 'noTarget', 'invalidValue', 'invalidVers', 'sensitive']
   if (body.scimType !== undefined && !scimTypes.includes(body.scimType)) issues.push(`SCIM error "scimType" is ${JSON.stringify(body.scimType)}, not one of RFC 7644's`)
-  for (const member of ['code', 'traceId']) if (typeof body[member] !== 'string' || !body[member]) issues.push(`SCIM error member "${member}" is ${JSON.stringify(body[member])}, not a non-empty string`)
+  // The service's own members (code, traceId) at the top level, or under an extension URN the body lists in `schemas`.
+  const extensions = (Array.isArray(body.schemas) ? body.schemas : []).filter((s: unknown) => typeof s === 'string' && s !== 'urn:ietf:params:scim:api:messages:2.0:Error' && body[s] && typeof body[s] === 'object')
+  for (const member of ['code', 'traceId']) {
+    const value = [body, ...extensions.map((s: string) => body[s])].map((o) => o[member]).find((v) => v !== undefined)
+    if (typeof value !== 'string' || !value) issues.push(`SCIM error member "${member}" is ${JSON.stringify(value)}, not a non-empty string (at the top level or under an extension URN listed in "schemas")`)
+  }
   return issues
 }
 
