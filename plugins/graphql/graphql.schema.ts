@@ -137,10 +137,18 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
   sc.add(dateTimeScalar)
   sc.add(jsonScalar)
 
+  sc.createObjectTC({ name: 'ActorToken', description: 'The token a change came through.', fields: { type: { type: 'String!', description: 'api-key, personal or service-account' }, id: 'String!', name: 'String!' } })
+  sc.createObjectTC({ name: 'ActorPerson', description: 'The person a service account or API key acts for: its creator, or the person behind its creator.', fields: { userId: 'ID!', name: 'String!' } })
   sc.createObjectTC({
     name: 'Actor',
     description: 'Who made a change: an API key, a user, a service account or the system.',
-    fields: { type: 'String!', id: 'String!', name: 'String!' }
+    fields: {
+      type: 'String!',
+      id: 'String!',
+      name: 'String!',
+      token: { type: 'ActorToken', description: 'The token the change came through (null for a session or the system)' },
+      onBehalfOf: { type: 'ActorPerson', description: 'The person behind a service account or API key, if one is recorded' }
+    }
   })
   sc.createObjectTC({ name: 'User', description: 'A user of the tenant named in a payload field.', fields: { id: 'ID!', name: { type: 'String', description: 'Display name, else user name; null when the user is gone.', resolve: ((u: { id: string }, _a, ctx) => ctx.loaders.userNames.load(u.id)) as Resolver } } })
   sc.createObjectTC({ name: 'RecordLink', description: 'A reference to a record of a module this caller does not see: its id only.', fields: { id: 'ID!' } })

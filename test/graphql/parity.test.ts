@@ -67,12 +67,15 @@ function refusal(r: Reply) {
   return { status, code, field, errors, missingScope, currentState, allowedTransitions }
 }
 
-const envelope = 'id number state version externalRef createdAt updatedAt createdBy { type id name } updatedBy { type id name }'
+const actor = '{ type id name token { type id name } onBehalfOf { userId name } }'
+const envelope = `id number state version externalRef createdAt updatedAt createdBy ${actor} updatedBy ${actor}`
 const payloadFields = 'payload { title description occurredAt site category severity }'
 /** A GraphQL incident back in REST's shape (choices by value), for comparing the two. */
 const asRest = (n: any) => n && { ...n, payload: { ...n.payload, category: n.payload.category.toLowerCase().replaceAll('_', '-'), severity: n.payload.severity.toLowerCase() } }
+// REST leaves out an actor's token and person when there is none; GraphQL answers null.
+const actorView = (a: any) => ({ ...a, token: a.token ?? null, onBehalfOf: a.onBehalfOf ?? null })
 const restView = (r: any) => ({
-  id: r.id, number: r.number, state: r.state, version: r.version, externalRef: r.externalRef ?? null, createdAt: r.createdAt, updatedAt: r.updatedAt, createdBy: r.createdBy, updatedBy: r.updatedBy,
+  id: r.id, number: r.number, state: r.state, version: r.version, externalRef: r.externalRef ?? null, createdAt: r.createdAt, updatedAt: r.updatedAt, createdBy: actorView(r.createdBy), updatedBy: actorView(r.updatedBy),
   payload: { title: r.payload.title, description: r.payload.description, occurredAt: r.payload.occurredAt, site: r.payload.site, category: r.payload.category, severity: r.payload.severity }
 })
 
