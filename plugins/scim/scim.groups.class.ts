@@ -1,10 +1,9 @@
 import type { Id } from '@feathersjs/feathers'
 import type { GroupChanges, GroupInfo, GroupMember } from '../../core/auth/groups.ts'
-import { charge } from '../../core/limits/budget.ts'
 import { answered, ifMatchVersion, listResponse, paging, scimPrincipal, scimUrl, single, type ScimContext, type ScimParams } from './scim.common.ts'
 import { scimError } from './scim.errors.ts'
 import { parseFilter } from './scim.filter.ts'
-import { memberPlan } from './scim.members.ts'
+import { memberPlan, membersOf } from './scim.members.ts'
 import { applyPatch, patchOperations } from './scim.patch.ts'
 import { excludes, project, projectionOf } from './scim.projection.ts'
 import { coerceIn, groupDefinition, groupDocument, groupResource } from './scim.schemas.ts'
@@ -24,33 +23,22 @@ interface GroupWrite {
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v)
 
 /**
- * Microsoft's test collection labels a member `displayName`; the schema calls it `display`.
- * Read as that, so the label a client gives a member is kept (members' sub-attributes are
- * immutable in SCIM: set when the member is added).
+ * A Group resource as the directory takes it: its members read by membersOf (one step each),
+ * the rest checked and shaped by the schema's coercion.
  */
-function memberLabels(data: unknown): unknown {
-  if (!isObject(data)) return data
+function groupBody(data: unknown): GroupWrite {
+  if (!isObject(data)) return { ...groupFields(coerceIn(groupDefinition, data)), members: [] }
   const key = Object.keys(data).find((k) => k.toLowerCase() === 'members')
-  if (!key || !Array.isArray(data[key])) return data
-  const members = (data[key] as unknown[]).map((m) => {
-    if (!isObject(m) || Object.keys(m).some((k) => k.toLowerCase() === 'display')) return m
-    const label = Object.keys(m).find((k) => k.toLowerCase() === 'displayname')
-    return label ? { ...m, display: m[label] } : m
-  })
-  return { ...data, [key]: members }
+  const members = key === undefined ? [] : membersOf(data[key], 'members')
+  const rest = { ...data }
+  if (key !== undefined) delete rest[key]
+  return { ...groupFields(coerceIn(groupDefinition, rest)), members: members.map((m) => ({ userId: m.userId, display: m.display ?? null })) }
 }
 
-/** A coerced Group resource as the directory takes it. */
-function groupWrite(resource: Record<string, unknown>): GroupWrite {
+/** The group's own attributes of a coerced resource. */
+function groupFields(resource: Record<string, unknown>): Omit<GroupWrite, 'members'> {
   const ext = resource[urn.recordsGroup] as { roles?: string[] } | undefined
-  const members = (resource.members as Array<{ value?: string; display?: string }> | undefined) ?? []
-  charge(members.length, 'scim group members')
-  return {
-    displayName: resource.displayName as string,
-    externalId: (resource.externalId as string | undefined) ?? null,
-    namedRoles: ext?.roles ?? null,
-    members: members.filter((m) => typeof m.value === 'string').map((m) => ({ userId: m.value!, display: m.display ?? null }))
-  }
+  return { displayName: resource.displayName as string, externalId: (resource.externalId as string | undefined) ?? null, namedRoles: ext?.roles ?? null }
 }
 
 /**
@@ -101,7 +89,7 @@ export class ScimGroupsService {
 
   async create(data: unknown, params: ScimParams) {
     const p = scimPrincipal(params)
-    const w = groupWrite(coerceIn(groupDefinition, memberLabels(data)))
+    const w = groupBody(data)
     const group = await this.users.createGroup(p.tenantId, { displayName: w.displayName, externalId: w.externalId, namedRoles: w.namedRoles, members: w.members }, { as: p, via: 'scim' })
     return this.shown(group, params)
   }
@@ -111,7 +99,7 @@ export class ScimGroupsService {
     const current = await this.current(p.tenantId, id)
     const sentId = isObject(data) ? data.id : undefined
     if (sentId !== undefined && String(sentId).toLowerCase() !== current.id) throw scimError(400, 'mutability', `The body's id ${JSON.stringify(sentId)} is not this Group's (${current.id}); id cannot change.`)
-    const w = groupWrite(coerceIn(groupDefinition, memberLabels(data)))
+    const w = groupBody(data)
     const group = await this.users.updateGroup(
       p.tenantId,
       current.id,
@@ -129,7 +117,7 @@ export class ScimGroupsService {
    */
   async patch(id: Id | null, data: unknown, params: ScimParams) {
     const p = scimPrincipal(params)
-    const operations = patchOperations(memberPatchLabels(data))
+    const operations = patchOperations(data)
     const plan = memberPlan(operations)
     for (let attempt = 1; ; attempt++) {
       const current = await this.current(p.tenantId, id)
@@ -137,11 +125,11 @@ export class ScimGroupsService {
       let w: GroupWrite
       if (plan) {
         const doc = groupDocument(current, undefined)
-        w = groupWrite(coerceIn(groupDefinition, plan.rest.length ? applyPatch(groupDefinition, doc, plan.rest, { id: current.id }) : doc))
+        w = groupBody(plan.rest.length ? applyPatch(groupDefinition, doc, plan.rest, { id: current.id }) : doc)
         changes = plan.replace ? { replaceMembers: plan.replace } : { addMembers: plan.add, removeMembers: plan.remove }
       } else {
         const members: GroupMember[] = await this.users.groupMembers(p.tenantId, current.id)
-        w = groupWrite(coerceIn(groupDefinition, applyPatch(groupDefinition, groupDocument(current, members), operations, { id: current.id })))
+        w = groupBody(applyPatch(groupDefinition, groupDocument(current, members), operations, { id: current.id }))
         const before = new Set(members.map((m) => m.userId))
         const after = new Set(w.members.map((m) => m.userId.toLowerCase()))
         changes = { addMembers: w.members.filter((m) => !before.has(m.userId.toLowerCase())), removeMembers: [...before].filter((m) => !after.has(m)) }
@@ -170,19 +158,3 @@ export class ScimGroupsService {
     return null
   }
 }
-
-/** memberLabels for the values of PATCH operations on members. */
-function memberPatchLabels(data: unknown): unknown {
-  if (!isObject(data)) return data
-  const key = Object.keys(data).find((k) => k.toLowerCase() === 'operations')
-  if (!key || !Array.isArray(data[key])) return data
-  const ops = (data[key] as unknown[]).map((op) => {
-    if (!isObject(op)) return op
-    const value = op[Object.keys(op).find((k) => k.toLowerCase() === 'value') ?? 'value']
-    if (!Array.isArray(value)) return op
-    const labelled = memberLabels({ members: value }) as { members: unknown[] }
-    return { ...op, value: labelled.members }
-  })
-  return { ...data, [key]: ops }
-}
-
