@@ -10,6 +10,7 @@ import { sessionCookie } from '../auth/sessions.ts'
 import { DocContext, headValueMax, type Describe, type Json } from './builder.ts'
 import { parserStatuses, problemResponse, problemResponseNames, problemSchema, rateLimitHeaderSpecs } from './problems.ts'
 import { idempotencyKeySchema } from '../http/idempotency-key.ts'
+import { jsonLimits, reservedKeys } from '../json-data.ts'
 
 const version: string = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')).version
 
@@ -87,6 +88,15 @@ function components(o: DocumentOptions): Json {
 
 const verbs = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'trace']
 
+/**
+ * What every JSON body is held to whatever its schema (core/json-data.ts): JSON Schema has
+ * no way to say it of every string and every level at once, so each JSON request body says it.
+ */
+const jsonBodyRules =
+  `Every JSON value in the body (each line of NDJSON) must be storable: no string, value or key, may hold NUL (\\u0000) or a lone UTF-16 surrogate (400 \`field.invalid\`, code \`text\`); ` +
+  `numbers are finite (\`number\`); nesting is at most ${jsonLimits.maxDepth} deep (\`depth\`); an object has at most ${jsonLimits.maxKeys.toLocaleString('en')} members and an array at most ${jsonLimits.maxItems.toLocaleString('en')} items (\`size\`); ` +
+  `${[...reservedKeys].map((k) => `\`${k}\``).join(', ')} are never accepted as keys (\`reserved\`).`
+
 /** A UUID-shaped key that is the same for the same operation in every build, and another for every other one. */
 function exampleKey(operationId: string): string {
   const h = createHash('sha256').update(`idempotency-key:${operationId}`).digest('hex')
@@ -98,6 +108,7 @@ function exampleKey(operationId: string): string {
  * answers before the service runs (431: a head past 16 KiB), and its own `Idempotency-Key`
  * example. One shared example key made the second write tried out with it a 422
  * `idempotency.key_reused`, so each operation gets the parameter inline with a key of its own.
+ * And each JSON request body says the rules every JSON value is held to (jsonBodyRules).
  */
 function completeOperations(paths: Json, base: Json) {
   const idempotencyKey = base.parameters.IdempotencyKey
@@ -111,7 +122,10 @@ function completeOperations(paths: Json, base: Json) {
       const example = exampleKey(op.operationId ?? `${verb} ${path}`)
       // The shared parameter, or one a feature words its own way (bulk's binds the key to line numbers).
       const parameters = op.parameters?.map((p: Json) => (p.$ref === ref ? { ...idempotencyKey, example } : p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key' ? { ...p, example } : p))
-      item[verb] = { ...op, ...(parameters ? { parameters } : {}), responses }
+      const body = op.requestBody
+      const json = body && !body.$ref && Object.keys(body.content ?? {}).some((type) => /json/.test(type))
+      const requestBody = json ? { ...body, description: [body.description, jsonBodyRules].filter(Boolean).join('\n\n') } : body
+      item[verb] = { ...op, ...(parameters ? { parameters } : {}), ...(requestBody ? { requestBody } : {}), responses }
     }
   }
   delete base.parameters.IdempotencyKey

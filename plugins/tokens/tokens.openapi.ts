@@ -13,6 +13,9 @@ export function describeTokens(ctx: DocContext): Fragment {
   // The example's scopes name one of the tenant's modules.
   const moduleKey = ctx.modules[0]?.definition.key ?? 'incident'
   const id = pathParam('id', 'The token id (UUID).', { type: 'string', format: 'uuid' })
+  // JSON Schema cannot compare a date-time with the clock: the description says what the service holds it to.
+  const data = JSON.parse(JSON.stringify(tokenDataSchema))
+  data.properties.expiresAt.description = `${data.properties.expiresAt.description}. Must be in the future: a time now or past is 400 \`field.invalid\` (code \`future\`).`
   return {
     tags: [],
     paths: {
@@ -36,7 +39,7 @@ export function describeTokens(ctx: DocContext): Fragment {
             'Refusals are 403 `token.escalation` with `escalation` `type` (`heldRoles`, `heldScopes`), `roles` (`notHeld`, `heldRoles`) or `expiresAt` (`creatorExpiresAt`), or 403 `scope.escalation` (`notHeld`, `heldScopes`); `permission.denied` without `admin`, `token.user_required` for a personal token without a user. ' +
             'The secret is in this response only (`Cache-Control: no-store`); an `Idempotency-Key` is refused (400), since a replay could not return the secret.',
           scope: 'tokens:write',
-          body: { schema: ctx.ref(tokenDataSchema), example: { type: 'service-account', name: 'ERP sync', scopes: [`records:read:${moduleKey}`, `bulk:write:${moduleKey}`] } },
+          body: { schema: ctx.ref(data, tokenDataSchema.title), example: { type: 'service-account', name: 'ERP sync', scopes: [`records:read:${moduleKey}`, `bulk:write:${moduleKey}`] } },
           responses: { 201: { description: 'The token, with its secret.', schema: created, headers: noStore } },
           problems: [413, 415]
         })

@@ -69,3 +69,26 @@ t.test('every named example of a parameter has a value', async (t) => {
     t.same(bare, [], `${name}: none without value`)
   }
 })
+
+t.test('the token schema says expiresAt must be in the future, as the service holds it', async (t) => {
+  const past = await server.request('POST', '/api/v1/tokens', { body: { type: 'personal', name: 'past', expiresAt: '2020-01-01T00:00:00Z' } })
+  t.equal(past.status, 400)
+  t.match(past.body.errors, [{ field: 'expiresAt', code: 'future' }])
+  for (const [name, doc] of documents) {
+    const create = doc.paths['/api/v1/tokens'].post.requestBody.content['application/json'].schema
+    const expiresAt = resolve(doc, create).properties.expiresAt
+    t.match(expiresAt.description, /in the future/, `${name}: TokenCreate.expiresAt says so`)
+  }
+})
+
+t.test('every JSON request body says what no string, number or structure in it may be', async (t) => {
+  const nul = await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: { title: 'a\u0000b' } } })
+  t.equal(nul.status, 400, 'a NUL in a string is refused')
+  t.equal(nul.body.code, 'field.invalid')
+  for (const [name, doc] of documents) {
+    const bodies = operationsOf(doc).filter(({ op }) => Object.keys(op.requestBody?.content ?? {}).some((type) => /json/.test(type)))
+    t.ok(bodies.length > 5, `${name}: ${bodies.length} operations take JSON`)
+    const silent = bodies.filter(({ op }) => !/NUL/.test(op.requestBody.description ?? '') || !/surrogate/.test(op.requestBody.description ?? '')).map(({ key }) => key)
+    t.same(silent, [], `${name}: each says no string may hold NUL or a lone surrogate`)
+  }
+})
