@@ -1,3 +1,4 @@
+// tap: own process (a fuzz campaign: its length follows FUZZ_RUNS and it sets its own timeout, which an area's shared process would cap)
 import { getIntrospectionQuery, type IntrospectionQuery } from 'graphql'
 import t from '../helpers/tap.ts'
 import { startTestServer } from '../helpers/server.ts'

@@ -7,6 +7,7 @@ import { Exchange } from './exchange.ts'
 import { framingDefects } from './framing.ts'
 import { operationsOf } from './operations.ts'
 import { PayloadCheck, type Me } from './oracles.ts'
+import { fuzzEnv, fuzzProperty } from './property.ts'
 import { Pools } from './seed.ts'
 import { Snapshots } from './snapshot.ts'
 import type { WireRequest } from './wire.ts'
@@ -22,15 +23,11 @@ import type { WireRequest } from './wire.ts'
  * more places to attack), FUZZ_SEED and FUZZ_OPS (a regex on operation ids) come from the
  * environment; `npm run fuzz -- --runs N --seed S` sets them for a long run.
  */
-const runs = Number(process.env.FUZZ_RUNS ?? 25)
-const seed = Number(process.env.FUZZ_SEED ?? 20261123)
-const only = process.env.FUZZ_OPS ? new RegExp(process.env.FUZZ_OPS) : undefined
+const { runs, seed, only } = fuzzEnv
 // 5 s: the slowest honest answer here (a 1 MiB body parsed and validated, the tenant document
 // built once) takes well under a second even on a busy 2-core machine; 5 s leaves room for GC
 // pauses and a neighbour's load while still catching validation that takes tens of seconds.
-const boundMs = Number(process.env.FUZZ_BOUND_MS ?? 5_000)
-// Shrinking a failure replays requests; past this budget it stops and reports the smallest so far.
-const shrinkBudgetMs = Number(process.env.FUZZ_SHRINK_MS ?? 15_000)
+const boundMs = fuzzEnv.boundMs(5_000)
 
 const server = await startTestServer({ limits: { attachmentUrlsPerMinute: 1_000_000 } })
 let snapshots: Snapshots | undefined
@@ -65,38 +62,11 @@ for (const [who, token] of Object.entries(tokens)) me[who] = (await server.reque
 
 const exchange = new Exchange({ server, pools, snapshots, workflows, tokens, me, payloads: new PayloadCheck(doc), doc, boundMs })
 
-/** Prints a case as the request it becomes (fast-check shows it as the counterexample). */
-const printable = (c: Case) =>
-  Object.assign(c, { [fc.toStringMethod]: () => `${c.base.op.method} ${c.base.op.path} [${c.base.label}] as ${c.caller} with ${JSON.stringify(c.mutations)}${'defect' in c ? ` and framing defect ${c.defect}` : ''}` })
+/** A case as the request it becomes (fast-check shows it as the counterexample). */
+const show = (c: Case) => `${c.base.op.method} ${c.base.op.path} [${c.base.label}] as ${c.caller} with ${JSON.stringify(c.mutations)}${'defect' in c ? ` and framing defect ${c.defect}` : ''}`
 
-/**
- * Runs cases under fast-check; a shrink that outlives the budget stops and reports the
- * smallest failure so far (a failure to answer in time is not shrunk at all). A failure fails `t` with the counterexample as a ready repro.
- */
-async function fuzz(t: Test, arbitrary: fc.Arbitrary<Case>, index: number, send: (c: Case) => Promise<void>, numRuns = runs) {
-  let failedAt: number | undefined
-  const property = fc.asyncProperty(arbitrary.map(printable), async (c) => {
-    if (failedAt !== undefined && performance.now() - failedAt > shrinkBudgetMs) return true
-    try {
-      await send(c)
-    } catch (err) {
-      // A slow answer is not shrunk: each step would wait as long again (and the server runs in this process).
-      failedAt ??= (err as { slow?: boolean }).slow ? -Infinity : performance.now()
-      throw err
-    }
-  })
-  const details = await fc.check(property, { seed: seed + index, numRuns })
-  if (!details.failed) return true
-  const error = details.errorInstance as Error | undefined
-  const repro = error?.message ?? String(details.errorInstance)
-  t.fail(repro.split('\n').slice(0, 2).join(' '), {
-    repro,
-    replay: `FUZZ_SEED=${seed} FUZZ_RUNS=${runs} (this property: fast-check seed ${details.seed}, path "${details.counterexamplePath}", after ${details.numRuns} case(s), shrunk ${details.numShrinks} time(s))`,
-    counterexample: fc.stringify(details.counterexample),
-    stack: ''
-  })
-  return false
-}
+/** Runs cases under fast-check (property.ts: shrinking within a budget, a failure reported with its repro). */
+const fuzz = (t: Test, arbitrary: fc.Arbitrary<Case>, index: number, send: (c: Case) => Promise<void>, numRuns = runs) => fuzzProperty(t, arbitrary, { seed: seed + index, numRuns, show }, send)
 
 // A case takes 20-60 ms on a busy 2-core machine (~950 cases by default: ~20-60 s in all);
 // 250 ms a case leaves room for a slower machine and for shrinking the failures of a bad day.
