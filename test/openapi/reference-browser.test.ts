@@ -91,7 +91,8 @@ async function browserTests() {
     await list.locator('button.try-out__btn').click()
     const payload = list.locator('tr[data-param-name="payload"]')
     await payload.locator('textarea').waitFor()
-    t.equal(await payload.locator('textarea').inputValue(), '', 'the payload filter is empty')
+    // “No filter” is the value {} (an example object needs a value): shown as {} or nothing, sent as no parameter.
+    t.match(await payload.locator('textarea').inputValue(), /^\s*(\{\s*\})?\s*$/, 'the payload filter is empty')
     t.match(await payload.innerText(), /Examples:[\s\S]*No filter/, 'the example is offered as a named example to pick, “No filter” first')
     const [response] = await Promise.all([page.waitForResponse((r) => new URL(r.url()).pathname === '/api/v1/records'), list.locator('button.execute').click()])
     const sent = new URL(response.url())
