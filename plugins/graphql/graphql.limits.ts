@@ -69,6 +69,35 @@ function intArg(value: ValueNode | undefined, variables: Record<string, unknown>
 }
 
 /**
+ * The list items and object members of an argument's value, in the text or in the variables
+ * it names: each is a value the service checks, stores or binds (70,000 states in one list
+ * overflowed PostgreSQL's bind parameters). Without recursion; the nesting is bounded already.
+ */
+function valueElements(value: ValueNode, variables: Record<string, unknown>): number {
+  let n = 0
+  const nodes: ValueNode[] = [value]
+  const values: unknown[] = []
+  while (nodes.length) {
+    const v = nodes.pop()!
+    if (v.kind === Kind.LIST) {
+      n += v.values.length
+      for (const item of v.values) nodes.push(item)
+    } else if (v.kind === Kind.OBJECT) {
+      n += v.fields.length
+      for (const f of v.fields) nodes.push(f.value)
+    } else if (v.kind === Kind.VARIABLE) values.push(variables[v.name.value])
+  }
+  while (values.length) {
+    const v = values.pop()
+    if (v === null || typeof v !== 'object') continue
+    const children = Array.isArray(v) ? v : Object.values(v)
+    n += children.length
+    for (const c of children) if (c !== null && typeof c === 'object') values.push(c)
+  }
+  return n
+}
+
+/**
  * How many items each introspection list holds in this schema, on average per parent (types
  * × fields per type = the fields of the schema): `__schema { types { fields { … } } }`
  * costs what it returns. And how often `ofType` is not null: `reach[k]` is the share of type
@@ -196,7 +225,8 @@ export function measure(
           out.depth = Math.max(out.depth, level)
           continue
         }
-        const own = 1 + Number((def.extensions as { cost?: number } | undefined)?.cost ?? 0)
+        let own = 1 + Number((def.extensions as { cost?: number } | undefined)?.cost ?? 0)
+        for (const a of s.arguments ?? []) own += valueElements(a.value, variables)
         const listed = isListType(getNullableType(def.type))
         const named = getNamedType(def.type)
         // A connection (a field taking `first`) passes its page to the lists directly under it.

@@ -108,6 +108,19 @@ t.test('a page selected through a fragment or an inline fragment counts as the p
   t.equal(plain.body.errors[0].extensions.cost, r.body.errors[0].extensions.cost, 'and costs what the same selection without a fragment costs')
 })
 
+t.test('the values of list arguments are counted: 70,000 states are refused before the service binds them', async (t) => {
+  const states = Array.from({ length: 70_000 }, () => 'REPORTED')
+  const r = await gql('query($s: [IncidentState!]) { incidents(state: $s) { nodes { id } } }', { s: states })
+  t.equal(r.status, 400)
+  t.notOk('data' in r.body, 'nothing ran')
+  t.match(r.body.errors[0].extensions, { code: 'graphql.too_costly' })
+  t.ok(r.body.errors[0].extensions.cost > 70_000, `cost ${r.body.errors[0].extensions.cost}`)
+  const inList = await gql('query($v: [String!]) { incidents(filter: { title: { in: $v } }) { nodes { id } } }', { v: Array.from({ length: 70_000 }, (_, i) => `t${i}`) })
+  t.match(inList.body.errors?.[0]?.extensions, { code: 'graphql.too_costly' }, 'the same for an in filter')
+  const some = await gql('query($s: [IncidentState!]) { incidents(state: $s) { nodes { id } } }', { s: states.slice(0, 1000) })
+  t.equal(some.body.errors, undefined, 'a thousand run')
+})
+
 t.test('lookups are counted: 12,000 aliases of record(id) are refused before any is made', async (t) => {
   const made = await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: incidentPayload({ title: 'Looked up' }) } })
   const aliases = (n: number) => `query($i: ID!) { ${Array.from({ length: n }, (_, k) => `r${k}: record(id: $i) { id }`).join(' ')} }`
