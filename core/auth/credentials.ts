@@ -68,6 +68,11 @@ const toInfo = (r: any): CredentialInfo => ({
   revokedAt: iso(r.revoked_at)
 })
 
+/** A credential with its user's state and current roles, as a bearer token resolves it. */
+const credentialSelect = `SELECT c.tenant_id, c.id, c.kind, c.name, c.secret_hash, c.user_id, c.scopes, c.roles, c.expires_at, c.revoked_at, c.created_by,
+                    u.user_name, u.active AS user_active, CASE WHEN u.id IS NULL THEN NULL ELSE ${effectiveRolesSql} END AS user_roles
+               FROM credentials c LEFT JOIN users u ON u.tenant_id = c.tenant_id AND u.id = c.user_id`
+
 /**
  * Resolves bearer tokens to principals. Lookups are cached for a short time; a
  * revocation anywhere is broadcast with NOTIFY so every instance drops it at once.
@@ -184,14 +189,7 @@ export class CredentialStore {
   }
 
   private async lookup(hash: Buffer): Promise<CredentialRow | null> {
-    const { rows } = await this.pool.query({
-      name: 'credential-by-hash',
-      text: `SELECT c.tenant_id, c.id, c.kind, c.name, c.secret_hash, c.user_id, c.scopes, c.roles, c.expires_at, c.revoked_at, c.created_by,
-                    u.user_name, u.active AS user_active, CASE WHEN u.id IS NULL THEN NULL ELSE ${effectiveRolesSql} END AS user_roles
-               FROM credentials c LEFT JOIN users u ON u.tenant_id = c.tenant_id AND u.id = c.user_id
-              WHERE c.secret_hash = $1`,
-      values: [hash]
-    })
+    const { rows } = await this.pool.query({ name: 'credential-by-hash', text: `${credentialSelect} WHERE c.secret_hash = $1`, values: [hash] })
     return rows[0] ?? null
   }
 
@@ -210,9 +208,8 @@ export class CredentialStore {
     }
     const { row, principal } = entry
     if (!row || !principal) throw problems.unauthenticated('auth.invalid', 'The bearer token is unknown.')
-    if (row.revoked_at) throw problems.unauthenticated('auth.revoked', 'The bearer token has been revoked.')
-    if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw problems.unauthenticated('auth.expired', `The bearer token expired at ${row.expires_at.toISOString()}.`)
-    if (row.kind === 'personal' && !row.user_active) throw problems.unauthenticated('auth.user_inactive', 'The user behind this personal access token is deactivated or gone.')
+    const refused = refusal(row)
+    if (refused) throw refused
     this.touch(row)
     return principal
   }
@@ -236,6 +233,26 @@ export class CredentialStore {
       .query('UPDATE credentials SET last_used_at = now() WHERE tenant_id = $1 AND id = $2', [row.tenant_id, row.id])
       .catch((err) => logger.warn('could not record token use', { error: err.message }))
   }
+}
+
+/**
+ * What a credential acts as now, by id, for rights that outlive a request (a webhook
+ * subscription's owner): undefined once it is revoked or expired, or its user is deactivated,
+ * so standing rights end exactly when the token stops authenticating.
+ */
+export async function principalOfCredential(db: pg.Pool | pg.PoolClient, tenantId: string, id: string): Promise<Principal | undefined> {
+  if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined
+  const { rows } = await db.query(`${credentialSelect} WHERE c.tenant_id = $1 AND c.id = $2`, [tenantId, id])
+  const row: CredentialRow | undefined = rows[0]
+  return row && !refusal(row) ? principalOf(row) : undefined
+}
+
+/** Why a known credential no longer authenticates (revoked, expired, its user deactivated), or undefined. */
+function refusal(row: CredentialRow) {
+  if (row.revoked_at) return problems.unauthenticated('auth.revoked', 'The bearer token has been revoked.')
+  if (row.expires_at && row.expires_at.getTime() <= Date.now()) return problems.unauthenticated('auth.expired', `The bearer token expired at ${row.expires_at.toISOString()}.`)
+  if (row.kind === 'personal' && !row.user_active) return problems.unauthenticated('auth.user_inactive', 'The user behind this personal access token is deactivated or gone.')
+  return undefined
 }
 
 /**

@@ -49,21 +49,7 @@ export class SessionStore {
     })
     const r = rows[0]
     if (!r) return undefined
-    return {
-      principal: {
-        tenantId: r.tenant_id,
-        // Idempotency keys and rate limits of a browser are the user's.
-        credentialId: r.user_id,
-        kind: 'session',
-        actor: { type: 'user', id: r.user_id, name: r.display_name ?? r.user_name },
-        userId: r.user_id,
-        roles: r.roles,
-        scopes: 'all',
-        expiresAt: r.expires_at.toISOString()
-      },
-      csrfToken: r.csrf_token,
-      expiresAt: r.expires_at
-    }
+    return { principal: { ...userPrincipal(r), expiresAt: r.expires_at.toISOString() }, csrfToken: r.csrf_token, expiresAt: r.expires_at }
   }
 
   async destroy(cookieValue: string | undefined) {
@@ -75,6 +61,32 @@ export class SessionStore {
     const { rowCount } = await this.pool.query(`DELETE FROM sessions WHERE expires_at <= now() OR last_seen_at <= now() - make_interval(mins => $1)`, [this.o.idleMinutes])
     return rowCount ?? 0
   }
+}
+
+/** What a signed-in user acts as: every scope, the roles the user holds now. */
+function userPrincipal(r: { tenant_id: string; user_id: string; user_name: string; display_name: string | null; roles: string[] }): Principal {
+  return {
+    tenantId: r.tenant_id,
+    // Idempotency keys and rate limits of a browser are the user's.
+    credentialId: r.user_id,
+    kind: 'session',
+    actor: { type: 'user', id: r.user_id, name: r.display_name ?? r.user_name },
+    userId: r.user_id,
+    roles: r.roles,
+    scopes: 'all'
+  }
+}
+
+/**
+ * What a user acts as now when signed in, for rights that outlive the session (a webhook
+ * subscription made in the browser): undefined once the user is deactivated or gone.
+ */
+export async function principalOfUser(db: pg.Pool | pg.PoolClient, tenantId: string, userId: string): Promise<Principal | undefined> {
+  const { rows } = await db.query(
+    `SELECT u.tenant_id, u.id AS user_id, u.user_name, u.display_name, ${effectiveRolesSql} AS roles FROM users u WHERE u.tenant_id = $1 AND u.id::text = $2 AND u.active`,
+    [tenantId, userId]
+  )
+  return rows[0] ? userPrincipal(rows[0]) : undefined
 }
 
 /** Constant-time comparison of a submitted CSRF token with the session's. */

@@ -10,6 +10,7 @@ import * as scim from './migrations/008-scim.ts'
 import * as eventsFeed from './migrations/009-events-feed.ts'
 import * as webhooks from './migrations/010-webhooks.ts'
 import * as webhookRetriesIndex from './migrations/011-webhook-retries-index.ts'
+import * as webhookOwners from './migrations/012-webhook-owners.ts'
 import * as tokenPersons from './migrations/013-token-persons.ts'
 
 /** Versioned migrations, in order. Add a file and a row; never edit a released one. */
@@ -25,6 +26,7 @@ const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   ['009-events-feed', eventsFeed],
   ['010-webhooks', webhooks],
   ['011-webhook-retries-index', webhookRetriesIndex],
+  ['012-webhook-owners', webhookOwners],
   ['013-token-persons', tokenPersons]
 ]
 

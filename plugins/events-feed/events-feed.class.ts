@@ -1,15 +1,15 @@
 import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
-import { assertCan, assertScope, can, hiddenFields, rowRule } from '../../core/auth/access.ts'
+import { assertCan, assertScope } from '../../core/auth/access.ts'
 import { isAdmin, requirePrincipal, type Principal } from '../../core/auth/principal.ts'
-import { hasScope } from '../../core/auth/scopes.ts'
 import { problems } from '../../core/errors/index.ts'
 import { eventKinds } from '../../core/events/events.ts'
+import { readableModules, redactEvent, visibleEvents } from '../../core/events/rights.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
-import { before, feedStart, purgedThrough, readFeed, type FeedCondition, type FeedPlace, type FeedRow } from './events-feed.repository.ts'
+import { before, feedStart, purgedThrough, readFeed, type FeedPlace } from './events-feed.repository.ts'
 import { feedDefaultLimit, eventsFeedQueryValidator, type EventsFeedQuery } from './events-feed.schema.ts'
 import { eventEnvelope } from './events-feed.shared.ts'
 
@@ -17,16 +17,13 @@ interface FeedParams extends Params<EventsFeedQuery> {
   principal?: Principal
 }
 
-/** Event types whose data names changed fields (`changedFields`), which field rules may hide. */
-const withChangedFields = new Set(['record.updated', 'record.transitioned'])
-
 /**
  * GET /api/v1/events: the tenant's events in order, for clients that poll instead of
  * receiving webhooks or catch up after an outage. The cursor is sealed and carries only
  * the place of an event of the caller's own tenant (never a count of all tenants' events),
  * and an empty page hands back the cursor it was given, so polling shows nothing of other
- * tenants' activity. Each event needs the read right on its module (with the caller's row
- * rule), export events are the requester's or an admin's, identity events an admin's.
+ * tenants' activity. Which events the caller sees, and what of them, is core/events/rights.ts,
+ * the decision webhook deliveries take for their subscription's owner too.
  */
 export class EventsFeedService {
   private readonly validateQuery
@@ -47,7 +44,7 @@ export class EventsFeedService {
     const modules = this.readableModules(principal, query.moduleKey)
     const admin = isAdmin(principal)
     if (!modules.length && !admin) throw problems.forbidden('permission.denied', 'This credential may read no module of the tenant, so no event of it.', { missing: 'read' })
-    const where = this.rights(principal, modules, admin && !query.moduleKey)
+    const where = visibleEvents(principal, modules, !query.moduleKey)
     if (types) {
       where.sql = `(${where.sql}) AND e.type = ANY(?)`
       where.values.push(types)
@@ -74,7 +71,7 @@ export class EventsFeedService {
     const page = rows.slice(0, limit)
     const last = page.length ? page[page.length - 1] : after
     return {
-      items: page.map((row) => eventEnvelope(principal.tenantId, this.redact(principal, row))),
+      items: page.map((row) => eventEnvelope(principal.tenantId, redactEvent(principal, row.moduleKey ? this.o.tenants.get(principal.tenantId)?.modules.get(row.moduleKey) : undefined, row))),
       nextCursor: this.o.cursors.encode(scope, [last.txid, last.position]),
       hasMore: rows.length > limit,
       limit
@@ -88,34 +85,6 @@ export class EventsFeedService {
       assertCan(principal, module, 'read')
       return [module]
     }
-    return [...(this.o.tenants.get(principal.tenantId)?.modules.values() ?? [])].filter((m) => can(principal, m, 'read'))
-  }
-
-  /** The caller's rights as one condition over `events e`. */
-  private rights(principal: Principal, modules: RegisteredModule[], identity: boolean): FeedCondition {
-    const parts: string[] = []
-    const values: unknown[] = []
-    const self = principal.actor.id
-    if (identity) parts.push('e.module_key IS NULL')
-    for (const module of modules) {
-      const key = module.definition.key
-      const rule = rowRule(principal, module)
-      // An export is its requester's (and the admins'), as GET /api/v1/exports/{id} has it.
-      const exports = hasScope(principal.scopes, 'exports:read', key) ? (isAdmin(principal) ? 'true' : `e.actor->>'id' = ?`) : 'false'
-      const exportValues = exports === 'true' || exports === 'false' ? [] : [self]
-      const records = rule ? `EXISTS (SELECT 1 FROM records r WHERE r.tenant_id = e.tenant_id AND r.id = e.subject_id AND ${rule.sql})` : 'true'
-      parts.push(`(e.module_key = ? AND CASE WHEN e.type LIKE 'export.%' THEN ${exports} ELSE ${records} END)`)
-      values.push(key, ...exportValues, ...(rule ? rule.bindings : []))
-    }
-    return { sql: parts.length ? parts.join(' OR ') : 'false', values }
-  }
-
-  /** Field names the caller may not read, out of `changedFields`. */
-  private redact(principal: Principal, row: FeedRow): FeedRow {
-    if (!withChangedFields.has(row.type) || !row.moduleKey || !Array.isArray(row.data?.changedFields)) return row
-    const module = this.o.tenants.get(principal.tenantId)?.modules.get(row.moduleKey)
-    const hidden = module ? hiddenFields(principal, module) : new Set<string>()
-    if (!hidden.size) return row
-    return { ...row, data: { ...row.data, changedFields: (row.data.changedFields as string[]).filter((f) => !hidden.has(f)) } }
+    return readableModules(principal, this.o.tenants.get(principal.tenantId)?.modules.values() ?? [])
   }
 }

@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import { isoUtc } from '../../core/db/index.ts'
 import { identityEventKinds } from '../../core/events/events.ts'
+import { bindCondition, type EventCondition } from '../../core/events/rights.ts'
 
 /**
  * A place in a tenant's feed: the (txid, position) of the last event read, as decimal text
@@ -31,22 +32,15 @@ export interface FeedRow extends FeedPlace {
   data: Record<string, unknown>
 }
 
-/** A condition over `events e`, with `?` placeholders for its values. */
-export interface FeedCondition {
-  sql: string
-  values: unknown[]
-}
-
 /**
  * The tenant's events after `after` in feed order, of transactions that ended before every
  * one still running, within the retention (identity events, kept longer for the identity
  * log, leave the feed at the same age as the others), that pass `where` (the caller's rights
  * and filters); at most `limit`.
  */
-export async function readFeed(pool: pg.Pool, tenantId: string, after: FeedPlace, where: FeedCondition, limit: number, retentionDays: number): Promise<FeedRow[]> {
+export async function readFeed(pool: pg.Pool, tenantId: string, after: FeedPlace, where: EventCondition, limit: number, retentionDays: number): Promise<FeedRow[]> {
   const values: unknown[] = [tenantId, after.txid, after.position, limit, retentionDays]
-  let i = 0
-  const condition = where.sql.replace(/\?/g, () => `$${values.push(where.values[i++])}`)
+  const condition = bindCondition(where, values)
   const { rows } = await pool.query(
     `SELECT e.txid::text AS txid, e.position::text AS position, e.id, e.type, ${isoUtc('e.occurred_at')} AS "occurredAt", e.actor,
             e.module_key AS "moduleKey", e.subject_id AS "subjectId", e.data

@@ -1,17 +1,18 @@
 import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
 import { assertScope } from '../../core/auth/access.ts'
+import { ownerOf } from '../../core/auth/owner.ts'
 import { isAdmin, requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import type { AppConfig } from '../../core/config.ts'
 import { problems } from '../../core/errors/index.ts'
 import { eventEnvelope, eventKinds } from '../../core/events/events.ts'
 import type { CallParams } from '../../core/hooks/call-params.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
-import { assertValid, isUuid, validationError } from '../../core/validation.ts'
+import { assertValid, isUuid, validationError, validationProblems } from '../../core/validation.ts'
 import type { Dispatcher } from './webhooks.dispatcher.ts'
 import * as repo from './webhooks.repository.ts'
 import {
-  webhookDataValidator, webhookEmptyValidator, webhookPatchValidator, webhookQueryValidator, webhookReplayValidator,
+  previousSecretsKept, webhookDataValidator, webhookEmptyValidator, webhookPatchValidator, webhookQueryValidator, webhookReplayValidator,
   type WebhookData, type WebhookOut, type WebhookPatch, type WebhookReplay
 } from './webhooks.schema.ts'
 import { webhookTestKind } from './webhooks.shared.ts'
@@ -20,8 +21,28 @@ import { allowList, checkTarget, TargetRefused } from './webhooks.target.ts'
 
 export type WebhookParams = CallParams<Record<string, unknown>>
 
+/** A colon method's body: none is an empty object; anything else (null included) is validated as sent. */
+const bodyOf = (data: unknown) => (data === undefined ? {} : data)
+
 /** The kinds a subscription may name: every event kind of the log, and the test ping. */
 export const subscribableKinds = [...Object.keys(eventKinds), webhookTestKind]
+
+/** Throws 403 unless the principal may manage webhooks: what a caller needs, and what a subscription's owner must keep for it to deliver. */
+export function assertManager(p: Principal): void {
+  assertScope(p, 'webhooks:write')
+  if (!isAdmin(p)) throw problems.forbidden('permission.denied', 'Only tenant admins manage webhooks.', { missing: 'admin' })
+}
+
+/** What Ajv reports when a replay body breaks the schema's `oneOf` / `dependentRequired` rule (and nothing else). */
+const ruleKeywords = new Set(['oneOf', 'not', 'required', 'dependentRequired'])
+
+/** Validates a replay body; a body that breaks only the eventId-or-range rule gets one problem saying the rule. */
+function assertReplay(body: unknown): asserts body is WebhookReplay {
+  const found = validationProblems(webhookReplayValidator, body)
+  if (!found) return
+  const ruleOnly = found.list.every((p) => ruleKeywords.has(p.code) && ['', '/eventId', '/from', '/to'].includes(p.pointer))
+  throw ruleOnly ? validationError([{ pointer: '', field: '(body)', code: 'oneOf', detail: 'must give either eventId alone, or from and to together' }]) : validationError(found.list, found.more)
+}
 
 /** Events a replay queues at most per call. */
 export const replayMax = 10_000
@@ -40,8 +61,7 @@ export class WebhooksService {
 
   principal(params: WebhookParams): Principal {
     const p = requirePrincipal(params, 'A webhooks call')
-    assertScope(p, 'webhooks:write')
-    if (!isAdmin(p)) throw problems.forbidden('permission.denied', 'Only tenant admins manage webhooks.', { missing: 'admin' })
+    assertManager(p)
     return p
   }
 
@@ -88,7 +108,7 @@ export class WebhooksService {
     await this.checkUrl(data.url)
     const secret = newSecret()
     const box = await this.o.secrets()
-    const created = await repo.insertSubscription(this.o.pool, { tenantId: p.tenantId, url: data.url, kinds: data.kinds, modules: data.modules ?? null, description: data.description ?? null, secret: box.seal(secret), createdBy: p.actor })
+    const created = await repo.insertSubscription(this.o.pool, { tenantId: p.tenantId, url: data.url, kinds: data.kinds, modules: data.modules ?? null, description: data.description ?? null, secret: box.seal(secret), createdBy: p.actor, owner: ownerOf(p) })
     return { ...created, secret }
   }
 
@@ -110,14 +130,21 @@ export class WebhooksService {
     return out
   }
 
-  /** A new secret, shown once; the old one keeps signing beside it for the grace period. */
+  /**
+   * A new secret, shown once; the one it replaces keeps signing beside it for the grace period,
+   * as does each older one until its own grace ends (at most `previousSecretsKept` of them).
+   */
   async 'rotate-secret'(data: unknown, params: WebhookParams): Promise<WebhookOut> {
     const p = this.principal(params)
     await this.subscription(p, params.id)
-    assertValid(webhookEmptyValidator, data ?? {})
+    assertValid(webhookEmptyValidator, bodyOf(data))
     const secret = newSecret()
     const box = await this.o.secrets()
-    const out = (await repo.rotateSecret(this.o.pool, p.tenantId, String(params.id), box.seal(secret), this.o.config.secretGraceHours))!
+    const out = await repo.rotateSecret(this.o.pool, p.tenantId, String(params.id), box.seal(secret), this.o.config.secretGraceHours, previousSecretsKept)
+    if (!out) throw problems.notFound('webhook.not_found', `No webhook subscription ${String(params.id)}.`)
+    if ('refused' in out) {
+      throw problems.conflict('webhook.rotation_limit', `${previousSecretsKept} secrets replaced by earlier rotations still sign within their grace period; the first of them stops at ${out.refused}, and a rotation is possible again then.`)
+    }
     return { ...out, secret }
   }
 
@@ -125,7 +152,7 @@ export class WebhooksService {
   async test(data: unknown, params: WebhookParams): Promise<{ eventId: string; queued: true }> {
     const p = this.principal(params)
     const sub = await this.subscription(p, params.id)
-    assertValid(webhookEmptyValidator, data ?? {})
+    assertValid(webhookEmptyValidator, bodyOf(data))
     const envelope = eventEnvelope(p.tenantId, { id: randomUUID(), type: webhookTestKind, occurredAt: new Date().toISOString(), actor: p.actor, subjectId: sub.id })
     await repo.queueEnvelope(this.o.pool, p.tenantId, sub.id, envelope)
     this.o.dispatcher()?.wake()
@@ -136,13 +163,9 @@ export class WebhooksService {
   async replay(data: WebhookReplay, params: WebhookParams): Promise<{ queued: number }> {
     const p = this.principal(params)
     await this.subscription(p, params.id)
-    assertValid<WebhookReplay>(webhookReplayValidator, data ?? {})
+    assertReplay(bodyOf(data))
     const byId = data.eventId !== undefined
-    const byRange = data.from !== undefined || data.to !== undefined
-    if (byId === byRange || (byRange && (data.from === undefined || data.to === undefined))) {
-      throw validationError([{ pointer: '', field: 'body', code: 'required', detail: 'must give either eventId, or both from and to' }])
-    }
-    if (byRange && Date.parse(data.to!) <= Date.parse(data.from!)) throw validationError([{ pointer: '/to', field: 'to', code: 'range', detail: 'must be later than from' }])
+    if (!byId && Date.parse(data.to!) <= Date.parse(data.from!)) throw validationError([{ pointer: '/to', field: 'to', code: 'range', detail: 'must be later than from' }])
     const queued = await repo.requeue(this.o.pool, p.tenantId, String(params.id), data, replayMax)
     if (byId && !queued) throw problems.notFound('webhook.event_not_found', `No event ${data.eventId} of this subscription's kinds and modules in the event log.`)
     this.o.dispatcher()?.wake()

@@ -1,13 +1,20 @@
 import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
 import { transaction } from '../../core/db/index.ts'
+import { principalOfOwner } from '../../core/auth/owner.ts'
 import { eventEnvelope } from '../../core/events/events.ts'
+import { readableModules, redactEvent, visibleEvents } from '../../core/events/rights.ts'
+import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import type { AppConfig } from '../../core/config.ts'
 import { logger } from '../../core/logger.ts'
+import { assertManager } from './webhooks.class.ts'
 import * as repo from './webhooks.repository.ts'
 import type { SecretBox } from './webhooks.signing.ts'
 import { signatureHeader } from './webhooks.signing.ts'
 import { allowList, checkTarget, send, TargetRefused, type SendResult } from './webhooks.target.ts'
+
+type Delivery = repo.Claimed['deliveries'][number]
+type StoredEvent = repo.LoggedEvent
 
 const channel = 'records_events'
 /** Events read per fan-out transaction. */
@@ -46,7 +53,7 @@ export class Dispatcher {
   private readonly allowed
   private readonly leaseMs
 
-  constructor(private readonly pool: pg.Pool, private readonly config: AppConfig['webhooks'], private readonly secrets: SecretBox) {
+  constructor(private readonly pool: pg.Pool, private readonly config: AppConfig['webhooks'], private readonly secrets: SecretBox, private readonly tenants: TenantDirectory) {
     this.allowed = allowList(config.allowedCidrs)
     // Long enough for one delivery with room to spare; a dead instance's claim is taken over once it lapses.
     this.leaseMs = config.timeoutMs * 2 + 5000
@@ -153,15 +160,17 @@ export class Dispatcher {
       while (!this.stopped) {
         const claimed = await transaction(this.pool, (client) => repo.claim(client, tenantId, subscriptionId, this.me, claimBatch, this.leaseMs), bookkeeping)
         if (!claimed?.deliveries.length) return
-        const secrets = [claimed.subscription.secret, ...(claimed.subscription.previousSecret ? [claimed.subscription.previousSecret] : [])].map((s) => this.secrets.unseal(s))
+        const secrets = [claimed.subscription.secret, ...claimed.subscription.previousSecrets].map((s) => this.secrets.unseal(s))
+        const rights = await this.ownerRights(tenantId, claimed)
         let renewed = Date.now()
         // Subjects whose delivery failed in this claim: their later ones wait for the retry (given back below).
         const held = new Set<string>()
         for (const d of claimed.deliveries) {
           if (this.stopped) return
           if (d.subjectId && held.has(d.subjectId)) continue
-          const envelope = d.envelope ?? (d.event ? eventEnvelope(tenantId, d.event as Parameters<typeof eventEnvelope>[1]) : undefined)
-          const { disabled, succeeded } = await this.deliver(tenantId, subscriptionId, claimed.subscription.url, secrets, d, envelope)
+          const refused = rights.refusal(d)
+          const envelope = d.envelope ?? (d.event ? eventEnvelope(tenantId, rights.redact(d.event)) : undefined)
+          const { disabled, succeeded } = refused ? await this.skip(tenantId, subscriptionId, d, refused) : await this.deliver(tenantId, subscriptionId, claimed.subscription.url, secrets, d, envelope)
           if (disabled) return
           if (!succeeded && d.subjectId) held.add(d.subjectId)
           // The claim outlives one delivery's deadline; renewed well before it runs out.
@@ -177,7 +186,45 @@ export class Dispatcher {
     }
   }
 
-  private async deliver(tenantId: string, subscriptionId: string, url: string, secrets: string[], d: repo.Claimed['deliveries'][number], envelope: unknown): Promise<{ disabled: boolean; succeeded: boolean }> {
+  /**
+   * The subscription owner's rights over this claim, decided now (core/events/rights.ts, as the
+   * events feed decides them): the owner must still authenticate and manage webhooks, and each
+   * event of the log must be one the owner may see; what it may see is redacted as the feed does.
+   */
+  private async ownerRights(tenantId: string, claimed: repo.Claimed): Promise<{ refusal(d: Delivery): string | undefined; redact(e: StoredEvent): StoredEvent }> {
+    const { owner } = claimed.subscription
+    const principal = await principalOfOwner(this.pool, tenantId, owner)
+    let standing = principal ? undefined : `the subscription's owner (${owner.kind} ${owner.id}) no longer authenticates: revoked, expired, deactivated or gone`
+    if (principal) {
+      try {
+        assertManager(principal)
+      } catch (err) {
+        standing = `the subscription's owner (${owner.kind} ${owner.id}) may no longer manage webhooks: ${(err as Error).message}`
+      }
+    }
+    if (standing || !principal) return { refusal: () => standing, redact: (e) => e }
+    const installed = this.tenants.get(tenantId)?.modules
+    const condition = visibleEvents(principal, readableModules(principal, installed?.values() ?? []), true)
+    const visible = await repo.visibleEventIds(this.pool, tenantId, claimed.deliveries.filter((d) => d.event).map((d) => d.eventId), condition)
+    return {
+      refusal: (d) => (d.event && !visible.has(d.eventId) ? `the subscription's owner (${owner.kind} ${owner.id}) may not see this event: no read right on its module or this record, or an export or identity event not theirs` : undefined),
+      redact: (e) => redactEvent(principal, e.moduleKey ? installed?.get(e.moduleKey) : undefined, e)
+    }
+  }
+
+  /** Writes a delivery the owner may not see as skipped: not sent, not retried, logged with why. */
+  private async skip(tenantId: string, subscriptionId: string, d: Delivery, reason: string): Promise<{ disabled: boolean; succeeded: boolean }> {
+    const at = new Date()
+    const { disabled } = await transaction(this.pool, (client) => repo.recordAttempt(client, {
+      tenantId, subscriptionId, eventId: d.eventId, eventType: d.eventType, attempt: d.attempts + 1, at, firstAttemptAt: d.firstAttemptAt ?? at,
+      statusCode: null, latencyMs: 0, excerpt: null, error: `not sent: ${reason}`, outcome: 'skipped',
+      failingCutoff: new Date(at.getTime() - this.config.disableAfterFailingHours * 3600_000)
+    }), bookkeeping)
+    // Not a failure: the subject's later deliveries go on.
+    return { disabled, succeeded: true }
+  }
+
+  private async deliver(tenantId: string, subscriptionId: string, url: string, secrets: string[], d: Delivery, envelope: unknown): Promise<{ disabled: boolean; succeeded: boolean }> {
     const at = new Date()
     const attempt = d.attempts + 1
     let result: SendResult

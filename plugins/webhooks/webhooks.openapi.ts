@@ -1,6 +1,6 @@
 import { eventKinds } from '../../core/events/events.ts'
 import { operation, pathParam, queryParamsOf, type DocContext, type Fragment, type Json } from '../../core/openapi/builder.ts'
-import { deliveryAttemptSchema, deliveryQuerySchema, webhookDataSchema, webhookEnvelopeSchema, webhookPatchSchema, webhookReplaySchema, webhookSchema } from './webhooks.schema.ts'
+import { deliveryAttemptSchema, deliveryQuerySchema, previousSecretsKept, webhookDataSchema, webhookEnvelopeSchema, webhookPatchSchema, webhookReplaySchema, webhookSchema } from './webhooks.schema.ts'
 import { webhookTestKind } from './webhooks.shared.ts'
 
 const tag = 'Webhooks'
@@ -93,11 +93,13 @@ export function describeWebhooks(ctx: DocContext): Fragment {
           operationId: 'rotateWebhookSecret',
           tag,
           summary: 'Rotate the signing secret',
-          description: 'A new secret, shown in this response only. The previous one keeps signing beside it (two signatures in `webhook-signature`) until `previousSecretExpiresAt`.',
+          description:
+            'A new secret, shown in this response only. The one it replaces keeps signing beside it (one more signature in `webhook-signature`) for the grace period (`webhooks.secretGraceHours`, 24 h), and so does each secret replaced earlier until its own grace period ends (`previousSecretsExpireAt`). ' +
+            `At most ${previousSecretsKept} replaced secrets sign at once: a rotation past that is 409 \`webhook.rotation_limit\`, saying when the first of them stops. The body, if any, is an empty object (null or a non-object is 400).`,
           scope,
           body: { schema: { type: 'object', additionalProperties: false }, required: false, example: {} },
           responses: { 200: { description: 'The subscription, with its new secret.', schema: created, headers: noStore } },
-          problems: [404, 413, 415]
+          problems: [404, 409, 413, 415]
         })
       },
       '/api/v1/webhooks/{id}:test': {
@@ -106,7 +108,7 @@ export function describeWebhooks(ctx: DocContext): Fragment {
           operationId: 'testWebhook',
           tag,
           summary: 'Send a test event',
-          description: 'Queues a `webhook.test` delivery to this subscription (signed and retried like any other; see the delivery log).',
+          description: 'Queues a `webhook.test` delivery to this subscription (signed and retried like any other; see the delivery log). The body, if any, is an empty object (null or a non-object is 400).',
           scope,
           body: { schema: { type: 'object', additionalProperties: false }, required: false, example: {} },
           responses: { 202: { description: 'Queued.', schema: { type: 'object', required: ['eventId', 'queued'], properties: { eventId: { type: 'string', format: 'uuid' }, queued: { const: true } } }, headers: noStore } },
@@ -119,10 +121,13 @@ export function describeWebhooks(ctx: DocContext): Fragment {
           operationId: 'replayWebhook',
           tag,
           summary: 'Deliver events again',
-          description: 'Queues one event (`eventId`), or every event of the subscription\'s kinds and modules that occurred in [`from`, `to`) (at most 10,000 a call), for this subscription: delivered again from attempt 1, in order. 404 `webhook.event_not_found` for an eventId that is not one of its events.',
+          description:
+            'Queues one event (`eventId`), or every event of the subscription\'s kinds and modules that occurred in [`from`, `to`) (at most 10,000 a call), for this subscription: each is delivered again from attempt 1, in order, also one whose delivery is in flight or waiting for a retry (it starts over once that attempt ends). ' +
+            'The body gives either `eventId` alone or `from` and `to` together (`oneOf`, `dependentRequired`), with `to` later than `from`; anything else, a null or non-object body included, is 400. 404 `webhook.event_not_found` for an eventId that is not one of its events. ' +
+            'An event the subscription\'s owner may not see when it is sent is skipped (logged, not sent).',
           scope,
-          body: { schema: ctx.ref(webhookReplaySchema), example: { from: '2026-11-20T00:00:00Z', to: '2026-11-21T00:00:00Z' } },
-          responses: { 202: { description: 'How many events were queued.', schema: { type: 'object', required: ['queued'], properties: { queued: { type: 'integer' } } }, headers: noStore } },
+          body: { schema: ctx.ref(webhookReplaySchema), required: true, example: { from: '2026-11-20T00:00:00Z', to: '2026-11-21T00:00:00Z' } },
+          responses: { 202: { description: 'How many events were queued: every one the call names.', schema: { type: 'object', required: ['queued'], properties: { queued: { type: 'integer' } } }, headers: noStore } },
           problems: [404, 413, 415]
         })
       },

@@ -1,14 +1,21 @@
 import type pg from 'pg'
 import { isoUtc, type Queryable } from '../../core/db/index.ts'
+import type { Owner } from '../../core/auth/owner.ts'
+import { bindCondition, type EventCondition } from '../../core/events/rights.ts'
 import type { DeliveryAttempt, WebhookOut } from './webhooks.schema.ts'
 
 /** SQL of webhook subscriptions, deliveries and attempts; every statement is pinned to a tenant. */
 
+/** The secrets a rotation replaced that still sign, newest first, over `webhook_subscriptions` (as jsonb elements p). */
+const livePrevious = `jsonb_array_elements(previous_secrets) p WHERE (p->>'until')::timestamptz > now()`
+
 const columns = `id, url, kinds, modules, description, enabled, disabled_reason AS "disabledReason", ${isoUtc('disabled_at')} AS "disabledAt",
-  ${isoUtc('failing_since')} AS "failingSince", CASE WHEN previous_secret_until > now() THEN ${isoUtc('previous_secret_until')} END AS "previousSecretExpiresAt",
+  ${isoUtc('failing_since')} AS "failingSince",
+  (SELECT ${isoUtc("max((p->>'until')::timestamptz)")} FROM ${livePrevious}) AS "previousSecretExpiresAt",
+  ARRAY(SELECT ${isoUtc("(p->>'until')::timestamptz")} FROM ${livePrevious}) AS "previousSecretsExpireAt",
   ${isoUtc('created_at')} AS "createdAt", ${isoUtc('updated_at')} AS "updatedAt", created_by AS "createdBy"`
 
-export async function insertSubscription(db: Queryable, row: { tenantId: string; url: string; kinds: string[]; modules: string[] | null; description: string | null; secret: Buffer; createdBy: unknown }): Promise<WebhookOut> {
+export async function insertSubscription(db: Queryable, row: { tenantId: string; url: string; kinds: string[]; modules: string[] | null; description: string | null; secret: Buffer; createdBy: unknown; owner: Owner }): Promise<WebhookOut> {
   // The tenant's outbox position starts at what is visible now: earlier events are not this subscription's.
   await db.query(
     `INSERT INTO webhook_cursors (tenant_id, txid, position)
@@ -17,8 +24,8 @@ export async function insertSubscription(db: Queryable, row: { tenantId: string;
     [row.tenantId]
   )
   const { rows } = await db.query(
-    `INSERT INTO webhook_subscriptions (tenant_id, url, kinds, modules, description, secret, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${columns}`,
-    [row.tenantId, row.url, row.kinds, row.modules, row.description, row.secret, JSON.stringify(row.createdBy ?? null)]
+    `INSERT INTO webhook_subscriptions (tenant_id, url, kinds, modules, description, secret, created_by, owner_kind, owner_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${columns}`,
+    [row.tenantId, row.url, row.kinds, row.modules, row.description, row.secret, JSON.stringify(row.createdBy ?? null), row.owner.kind, row.owner.id]
   )
   return rows[0]
 }
@@ -55,14 +62,26 @@ export async function deleteSubscription(db: Queryable, tenantId: string, id: st
   return rows[0]
 }
 
-/** The new secret signs from now; the current one keeps signing beside it for `graceHours`. */
-export async function rotateSecret(db: Queryable, tenantId: string, id: string, secret: Buffer, graceHours: number): Promise<WebhookOut | undefined> {
+/**
+ * The new secret signs from now; the current one keeps signing beside it for `graceHours`, and
+ * each older one until its own grace ends. Refused (`{ refused }`, nothing changed) while
+ * `keep` replaced secrets still sign, saying when the first of them stops.
+ */
+export async function rotateSecret(db: Queryable, tenantId: string, id: string, secret: Buffer, graceHours: number, keep: number): Promise<WebhookOut | { refused: string } | undefined> {
   const { rows } = await db.query(
-    `UPDATE webhook_subscriptions SET previous_secret = secret, previous_secret_until = now() + make_interval(secs => $4), secret = $3, updated_at = now()
-     WHERE tenant_id = $1 AND id = $2 RETURNING ${columns}`,
-    [tenantId, id, secret, graceHours * 3600]
+    `WITH live AS (SELECT coalesce(jsonb_agg(p ORDER BY (p->>'until')::timestamptz DESC), '[]') AS list, count(*) AS n, min((p->>'until')::timestamptz) AS first_end
+                     FROM webhook_subscriptions s, jsonb_array_elements(s.previous_secrets) p
+                    WHERE s.tenant_id = $1 AND s.id = $2 AND (p->>'until')::timestamptz > now()),
+     rotated AS (UPDATE webhook_subscriptions SET
+                   previous_secrets = jsonb_build_array(jsonb_build_object('secret', encode(secret, 'hex'), 'until', now() + make_interval(secs => $4))) || (SELECT list FROM live),
+                   secret = $3, updated_at = now()
+                  WHERE tenant_id = $1 AND id = $2 AND (SELECT n FROM live) < $5 RETURNING ${columns})
+     SELECT to_jsonb(rotated) AS out, NULL AS refused FROM rotated
+     UNION ALL SELECT NULL, ${isoUtc('first_end')} FROM live WHERE n >= $5`,
+    [tenantId, id, secret, graceHours * 3600, keep]
   )
-  return rows[0]
+  if (!rows[0]) return undefined
+  return rows[0].out ?? { refused: rows[0].refused }
 }
 
 /** Queues a delivery that is not from the event log (the test ping): its envelope travels with it. */
@@ -74,8 +93,10 @@ export async function queueEnvelope(db: Queryable, tenantId: string, subscriptio
 }
 
 /**
- * Queues events of the log again for one subscription (replay): a delivery not yet made is
- * created, a finished one starts over at attempt 1; one still pending is left as it is.
+ * Queues events of the log again for one subscription (replay) and returns how many: each
+ * event asked for is sent (again) from attempt 1. A delivery not yet made is created, a
+ * finished one or one waiting for a retry starts over now, and one in flight is marked to
+ * start over once its attempt ends (recordAttempt), whatever that attempt's outcome.
  */
 export async function requeue(db: Queryable, tenantId: string, subscriptionId: string, which: { eventId?: string; from?: string; to?: string }, max: number): Promise<number> {
   const { rows } = await db.query(
@@ -87,13 +108,30 @@ export async function requeue(db: Queryable, tenantId: string, subscriptionId: s
              ORDER BY e.position LIMIT $6),
      q AS (INSERT INTO webhook_deliveries (tenant_id, subscription_id, event_id, event_position, event_type, subject_id)
              SELECT $1, $2, id, position, type, subject_id FROM ev
-           ON CONFLICT (tenant_id, subscription_id, event_id) DO UPDATE SET status = 'pending', attempts = 0, first_attempt_at = NULL, next_attempt_at = now(), lease_until = NULL, leased_by = NULL
-             WHERE webhook_deliveries.status <> 'pending'
+           ON CONFLICT (tenant_id, subscription_id, event_id) DO UPDATE SET
+             replay_pending = ${inFlight},
+             status = 'pending',
+             attempts = CASE WHEN ${inFlight} THEN webhook_deliveries.attempts ELSE 0 END,
+             first_attempt_at = CASE WHEN ${inFlight} THEN webhook_deliveries.first_attempt_at END,
+             next_attempt_at = CASE WHEN ${inFlight} THEN webhook_deliveries.next_attempt_at ELSE now() END,
+             lease_until = CASE WHEN ${inFlight} THEN webhook_deliveries.lease_until END,
+             leased_by = CASE WHEN ${inFlight} THEN webhook_deliveries.leased_by END
            RETURNING 1)
-     SELECT (SELECT count(*) FROM ev)::int AS matched, (SELECT count(*) FROM q)::int AS queued`,
+     SELECT count(*)::int AS queued FROM q`,
     [tenantId, subscriptionId, which.eventId ?? null, which.from ?? null, which.to ?? null, max]
   )
-  return rows[0].matched
+  return rows[0].queued
+}
+
+/** A delivery an instance is sending now (its claim holds): a replay waits for the attempt's outcome. */
+const inFlight = `(webhook_deliveries.status = 'pending' AND coalesce(webhook_deliveries.lease_until > now(), false))`
+
+/** Of the events `ids` of the tenant, those that pass `condition` (the subscription owner's rights, core/events/rights.ts). */
+export async function visibleEventIds(db: Queryable, tenantId: string, ids: readonly string[], condition: EventCondition): Promise<Set<string>> {
+  if (!ids.length) return new Set()
+  const values: unknown[] = [tenantId, ids]
+  const { rows } = await db.query(`SELECT e.id FROM events e WHERE e.tenant_id = $1 AND e.id = ANY($2::uuid[]) AND (${bindCondition(condition, values)})`, values)
+  return new Set(rows.map((r) => r.id))
 }
 
 export async function listAttempts(db: Queryable, tenantId: string, subscriptionId: string, options: { limit: number; eventId?: string }): Promise<DeliveryAttempt[]> {
@@ -170,9 +208,20 @@ export async function nextDue(pool: pg.Pool, running: readonly string[] = []): P
   return rows[0]?.at ?? undefined
 }
 
+/** An event of the log as a claim reads it with its delivery. */
+export interface LoggedEvent {
+  id: string
+  type: string
+  occurredAt: string
+  actor: unknown
+  moduleKey: string | null
+  subjectId: string | null
+  data: Record<string, unknown>
+}
+
 export interface Claimed {
-  subscription: { url: string; secret: Buffer; previousSecret: Buffer | null }
-  deliveries: Array<{ eventId: string; eventType: string; subjectId: string | null; attempts: number; firstAttemptAt: Date | null; envelope: Record<string, unknown> | null; event: Record<string, unknown> | null }>
+  subscription: { url: string; secret: Buffer; previousSecrets: Buffer[]; owner: Owner; kinds: string[]; modules: string[] | null }
+  deliveries: Array<{ eventId: string; eventType: string; subjectId: string | null; attempts: number; firstAttemptAt: Date | null; envelope: Record<string, unknown> | null; event: LoggedEvent | null }>
 }
 
 /**
@@ -185,7 +234,8 @@ export interface Claimed {
  */
 export async function claim(client: pg.PoolClient, tenantId: string, subscriptionId: string, me: string, limit: number, leaseMs: number): Promise<Claimed | undefined> {
   const { rows: subs } = await client.query(
-    `SELECT url, secret, CASE WHEN previous_secret_until > now() THEN previous_secret END AS "previousSecret"
+    `SELECT url, secret, ARRAY(SELECT decode(p->>'secret', 'hex') FROM ${livePrevious}) AS "previousSecrets",
+            jsonb_build_object('kind', owner_kind, 'id', owner_id) AS owner, kinds, modules
        FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2 AND enabled FOR UPDATE SKIP LOCKED`,
     [tenantId, subscriptionId]
   )
@@ -247,8 +297,8 @@ export interface AttemptRecord {
   latencyMs: number
   excerpt: string | null
   error: string | null
-  /** succeeded; retrying at nextAt; failed (no attempt follows). */
-  outcome: 'succeeded' | 'retrying' | 'failed'
+  /** succeeded; retrying at nextAt; failed (no attempt follows); skipped (not sent: the owner may not see it; no attempt follows, the subscription's health is untouched). */
+  outcome: 'succeeded' | 'retrying' | 'failed' | 'skipped'
   nextAt?: Date
   /** Disable the subscription now with this reason (410). */
   disable?: string
@@ -261,17 +311,21 @@ const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, ''
 /** Writes an attempt's outcome: the delivery, the log line and the subscription's health, in one statement. */
 export async function recordAttempt(db: Queryable, a: AttemptRecord): Promise<{ disabled: boolean }> {
   const { rows } = await db.query(
-    `WITH d AS (UPDATE webhook_deliveries SET attempts = $5, first_attempt_at = coalesce(first_attempt_at, $7), lease_until = NULL, leased_by = NULL,
-                  status = CASE $11 WHEN 'retrying' THEN 'pending' ELSE $11 END, next_attempt_at = coalesce($12, next_attempt_at)
+    // A replay asked for during the attempt (replay_pending) starts the delivery over now, whatever the outcome.
+    `WITH d AS (UPDATE webhook_deliveries SET lease_until = NULL, leased_by = NULL, replay_pending = false,
+                  attempts = CASE WHEN replay_pending THEN 0 ELSE $5 END,
+                  first_attempt_at = CASE WHEN replay_pending THEN NULL ELSE coalesce(first_attempt_at, $7) END,
+                  status = CASE WHEN replay_pending OR $11 = 'retrying' THEN 'pending' ELSE $11 END,
+                  next_attempt_at = CASE WHEN replay_pending THEN now() ELSE coalesce($12, next_attempt_at) END
                  WHERE tenant_id = $1 AND subscription_id = $2 AND event_id = $3 RETURNING 1),
      l AS (INSERT INTO webhook_attempts (tenant_id, subscription_id, event_id, event_type, attempt, at, status_code, latency_ms, response_excerpt, error, outcome)
            SELECT $1, $2, $3, $4, $5, $6, $8, $9, $10, $15, $11 WHERE EXISTS (SELECT 1 FROM d) RETURNING 1)
      UPDATE webhook_subscriptions SET
-       failing_since = CASE WHEN $11 = 'succeeded' THEN NULL ELSE coalesce(failing_since, $6) END,
-       enabled = CASE WHEN $13::text IS NOT NULL OR ($11 <> 'succeeded' AND failing_since < $14) THEN false ELSE enabled END,
-       disabled_at = CASE WHEN enabled AND ($13::text IS NOT NULL OR ($11 <> 'succeeded' AND failing_since < $14)) THEN now() ELSE disabled_at END,
+       failing_since = CASE WHEN $11 = 'succeeded' THEN NULL WHEN $11 = 'skipped' THEN failing_since ELSE coalesce(failing_since, $6) END,
+       enabled = CASE WHEN $13::text IS NOT NULL OR ($11 IN ('retrying', 'failed') AND failing_since < $14) THEN false ELSE enabled END,
+       disabled_at = CASE WHEN enabled AND ($13::text IS NOT NULL OR ($11 IN ('retrying', 'failed') AND failing_since < $14)) THEN now() ELSE disabled_at END,
        disabled_reason = CASE WHEN NOT enabled THEN disabled_reason WHEN $13::text IS NOT NULL THEN $13
-                              WHEN $11 <> 'succeeded' AND failing_since < $14 THEN 'Every delivery failed since ' || ${isoUtc('failing_since')} || ', longer than the service keeps trying; the last: ' || coalesce('status ' || $8::text, $15, 'no answer')
+                              WHEN $11 IN ('retrying', 'failed') AND failing_since < $14 THEN 'Every delivery failed since ' || ${isoUtc('failing_since')} || ', longer than the service keeps trying; the last: ' || coalesce('status ' || $8::text, $15, 'no answer')
                               ELSE disabled_reason END
      WHERE tenant_id = $1 AND id = $2 RETURNING NOT enabled AS disabled`,
     [a.tenantId, a.subscriptionId, a.eventId, a.eventType, a.attempt, a.at, a.firstAttemptAt, a.statusCode, a.latencyMs, clean(a.excerpt), a.outcome, a.nextAt ?? null, a.disable ?? null, a.failingCutoff, clean(a.error)]

@@ -1,6 +1,9 @@
 import { Type, type Static } from '@feathersjs/typebox'
 import { compileData, compileQuery } from '../../core/validation.ts'
 
+/** Secrets replaced by rotations that may still sign at once; a rotation past it is refused until the oldest ends. */
+export const previousSecretsKept = 5
+
 const kindsDescription = 'Event kinds to deliver (docs/events.md), or `webhook.test` alone for a subscription that only takes test pings'
 const urlSchema = Type.String({ minLength: 1, maxLength: 2000, description: 'The receiver: https (http only where the operator allows it); it must resolve to a public address' })
 const modulesSchema = Type.Union([Type.Array(Type.String({ minLength: 1, maxLength: 100, pattern: '^[a-z][a-z0-9-]*$' }), { uniqueItems: true, minItems: 1, maxItems: 100 }), Type.Null()], {
@@ -19,6 +22,7 @@ export const webhookSchema = Type.Object(
     disabledAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
     failingSince: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'The first failed attempt since the last success' }),
     previousSecretExpiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'Until then the secret before the last rotation signs too' }),
+    previousSecretsExpireAt: Type.Array(Type.String({ format: 'date-time' }), { description: `When each secret that a rotation replaced stops signing, newest first (each keeps its own grace period; at most ${previousSecretsKept} still signing)` }),
     createdAt: Type.String({ format: 'date-time' }),
     updatedAt: Type.String({ format: 'date-time' }),
     createdBy: Type.Unknown(),
@@ -57,9 +61,15 @@ export const webhookReplaySchema = Type.Object(
   {
     eventId: Type.Optional(Type.String({ format: 'uuid', description: 'One event to send again' })),
     from: Type.Optional(Type.String({ format: 'date-time', description: 'With `to`: every event of the subscription\'s kinds and modules that occurred in [from, to)' })),
-    to: Type.Optional(Type.String({ format: 'date-time' }))
+    to: Type.Optional(Type.String({ format: 'date-time', description: 'With `from`; must be later than `from`' }))
   },
-  { title: 'WebhookReplay', additionalProperties: false }
+  {
+    title: 'WebhookReplay',
+    description: 'Either `eventId` alone, or `from` and `to` together (not both forms). `to` must be later than `from` (checked by the service: JSON Schema cannot compare two values). At most 10,000 events are queued per call.',
+    additionalProperties: false,
+    oneOf: [{ required: ['eventId'], not: { anyOf: [{ required: ['from'] }, { required: ['to'] }] } }, { required: ['from', 'to'], not: { required: ['eventId'] } }],
+    dependentRequired: { from: ['to'], to: ['from'] }
+  }
 )
 export type WebhookReplay = Static<typeof webhookReplaySchema>
 export const webhookReplayValidator = compileData(webhookReplaySchema)
@@ -90,7 +100,9 @@ export const deliveryAttemptSchema = Type.Object(
     latencyMs: Type.Integer(),
     responseExcerpt: Type.Union([Type.String(), Type.Null()], { description: 'The first 4 KB of the response body' }),
     error: Type.Union([Type.String(), Type.Null()]),
-    outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('retrying'), Type.Literal('failed')], { description: 'failed: no attempt follows (attempts spent, 410, subscription disabled)' })
+    outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('retrying'), Type.Literal('failed'), Type.Literal('skipped')], {
+      description: 'failed: no attempt follows (attempts spent, 410, subscription disabled); skipped: not sent, because the subscription\'s owner may not see the event (any more), and not retried (`error` says why)'
+    })
   },
   { title: 'WebhookDeliveryAttempt', additionalProperties: false }
 )
