@@ -1,11 +1,12 @@
 import type { UserInfo } from '../../core/auth/users.ts'
 import type { Id } from '@feathersjs/feathers'
+import { charge } from '../../core/limits/budget.ts'
 import { answered, listResponse, paging, scimPrincipal, scimUrl, single, ifMatchVersion, type ScimContext, type ScimParams } from './scim.common.ts'
 import { scimError } from './scim.errors.ts'
 import { parseFilter } from './scim.filter.ts'
 import { applyPatch, patchOperations } from './scim.patch.ts'
 import { project, projectionOf } from './scim.projection.ts'
-import { checkValueCounts, coerceIn, userDefinition, userDocument, userInput, userResource } from './scim.schemas.ts'
+import { checkValueCounts, coerceIn, userDefinition, valuesIn, userDocument, userInput, userResource } from './scim.schemas.ts'
 import { filterSql } from './scim.sql.ts'
 
 /** A change lost a race with another (its version moved between reading and writing): read again and re-apply. */
@@ -44,6 +45,8 @@ export class ScimUsersService {
     const { startIndex, count } = paging(params.query, this.o.maxResults)
     const { total, users } = await this.users.page(p.tenantId, where, startIndex - 1, count)
     const base = scimUrl(this.o.platform)
+    // Shaping the page touches each value of each user once.
+    charge(users.reduce((n, u) => n + 1 + u.emails.length + u.phoneNumbers.length + valuesIn(u.attributes), 0), 'scim users shown')
     return listResponse(total, startIndex, users.map((u) => project(userResource(u, base), projection)))
   }
 
