@@ -7,6 +7,7 @@ import { fieldToFilter, type Operator } from '../../core/modules/derive/filters.
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition } from '../../core/modules/types.ts'
 import { problems } from '../../core/errors/index.ts'
+import { charge } from '../../core/limits/budget.ts'
 import { isFormat } from '../../core/validation.ts'
 import { attachmentsPath } from '../attachments/attachments.shared.ts'
 import { exportFormats, exportsPath } from '../exports/exports.shared.ts'
@@ -188,10 +189,12 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
   })
 
   // A record loaded without what the selection asks (a mutation's result is complete; a reference batch asks for what it needs) fetches it once.
+  // Activity and attachments grow with the record, so the cost walk cannot know their length (it counts one item):
+  // each entry is charged on the request's budget as it is handed out, before the fields under it resolve.
   const complete = (field: 'activity' | 'attachments' | 'availableTransitions'): Resolver => async (r: RecordOut, _a, ctx) => {
-    if (r[field] !== undefined) return r[field]
-    const full = await ctx.loaders.record(r.moduleKey, ['activity', 'attachments', 'transitions']).load(r.id)
-    return full?.[field] ?? []
+    const list = r[field] ?? (await ctx.loaders.record(r.moduleKey, ['activity', 'attachments', 'transitions']).load(r.id))?.[field] ?? []
+    charge(list.length, `graphql ${field}`)
+    return list
   }
   const envelope: ObjectTypeComposerFieldConfigMapDefinition<RecordOut, GraphQLContext> = {
     id: 'ID!',

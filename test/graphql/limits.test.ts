@@ -147,6 +147,25 @@ t.test('lookups are counted: 12,000 aliases of record(id) are refused before any
   }
 })
 
+t.test('activity entries are charged as they are handed out: a long history under many aliases runs out of budget', async (t) => {
+  const globex = server.keys.globex
+  const made = await server.request('POST', '/api/v1/records', { token: globex, body: { moduleKey: 'incident', payload: incidentPayload({ title: 'Long history' }) } })
+  t.equal(made.status, 201)
+  for (let i = 1; i < 60; i++) {
+    const r = await server.request('PATCH', `/api/v1/records/${made.body.id}`, { token: globex, body: { payload: { site: `Site ${i}` } } })
+    if (r.status !== 200) throw new Error(`setup: ${r.status} ${r.text}`)
+  }
+  // 35 × (252 + 1 + 1) = 8,890 units reserved and 35 lookups (5 each) fit Globex's 10,000; 35 × 60 activity entries do not.
+  const query = `query($i: ID!) { ${Array.from({ length: 35 }, (_, k) => `r${k}: record(id: $i) { activity { id } }`).join(' ')} }`
+  const r = await gql(query, { i: made.body.id }, { token: globex })
+  t.equal(r.status, 200)
+  t.match(r.body.errors?.[0]?.extensions, { code: 'request.too_costly', status: 422 }, 'the fields past the budget fail')
+  const answered = Object.values(r.body.data ?? {}).filter((v: any) => v?.activity?.length === 60).length
+  t.ok(answered > 0 && answered < 35, `${answered} of 35 histories were handed out`)
+  const one = await gql('query($i: ID!) { record(id: $i) { activity { id } } }', { i: made.body.id }, { token: globex })
+  t.equal(one.body.data.record.activity.length, 60, 'one history fits')
+})
+
 t.test('an expensive operation counts as several requests against the rate limit', async (t) => {
   const remaining = (r: { headers: Headers }) => Number(r.headers.get('x-ratelimit-remaining'))
   const before = await gql('{ me { tenantId } }')
