@@ -59,7 +59,7 @@ const scimErrorSchema: JsonSchema = {
 const statusTexts: Record<number, string> = {
   400: 'The request cannot be used: a filter that does not parse (invalidFilter), a value the schema refuses or a role the tenant does not have (invalidValue, naming the roles it has), a PATCH path that names nothing (invalidPath, noTarget), a read-only attribute (mutability), a body that is not JSON (invalidSyntax).',
   401: 'No credential, or one that is unknown, revoked or expired.',
-  403: 'The credential lacks the scim scope or the admin role (`scope.missing`, `permission.denied`), or would grant a role it does not hold (`role.escalation`).',
+  403: 'The credential lacks the scim scope or the admin role (`scope.missing`, `permission.denied`), or would reach past the roles it acts with (`role.escalation`, with `notHeld`): a group granting a role it does not hold, or the userName, emails, externalId, active flag, group memberships or deletion of a user holding such a role.',
   404: 'No such resource for this tenant (another tenant\'s ids read the same), or no such route under /api/scim/v2; a method the route does not serve is 405 in the same shape.',
   409: 'The userName (compared without regard to case) or group displayName is taken (scimType uniqueness).',
   412: 'If-Match names a version that is no longer current.',
