@@ -14,6 +14,7 @@ export const problemResponseNames: Record<number, string> = {
   410: 'Gone',
   412: 'PreconditionFailed',
   413: 'PayloadTooLarge',
+  414: 'UriTooLong',
   415: 'UnsupportedMediaType',
   422: 'Unprocessable',
   429: 'TooManyRequests',
@@ -43,6 +44,7 @@ const exampleCodes: Record<string, string> = {
   'precondition-failed': 'record.version_mismatch',
   gone: 'events.cursor_expired',
   'payload-too-large': 'request.too_large',
+  'uri-too-long': 'request.uri_too_long',
   'unsupported-media-type': 'request.unsupported_media_type',
   unprocessable: 'idempotency.key_reused',
   'rate-limited': 'rate_limit.exceeded',
@@ -104,7 +106,7 @@ export const rateLimitHeaderSpecs: Record<string, { description: string; schema:
  * Statuses answered by Node's HTTP parser (core/http/client-errors.ts) before any middleware
  * runs: every operation can get them, and they carry no rate-limit headers.
  */
-export const parserStatuses = [431]
+export const parserStatuses = [414, 431]
 
 /**
  * The rate-limit headers of a response with `status`. The limiter (`core/http/rate-limit.ts`)

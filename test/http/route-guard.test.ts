@@ -78,7 +78,8 @@ t.test('requests the HTTP parser refuses are answered with a problem and a trace
   const cases: Array<[string, Buffer, number, string]> = [
     ['a NUL in a header', Buffer.from('GET /api/v1/me HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\u0000b\r\n\r\n', 'latin1'), 400, 'request.malformed_http'],
     ['a raw byte in the target', Buffer.concat([Buffer.from('GET /api/v1/records/'), Buffer.from([0xff]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]), 400, 'request.malformed_http'],
-    ['a head past 16 KiB', Buffer.from(`GET /api/v1/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`), 431, 'request.headers_too_large']
+    ['a head past 16 KiB', Buffer.from(`GET /api/v1/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`), 431, 'request.headers_too_large'],
+    ['a request line past 16 KiB', Buffer.from(`GET /api/v1/records?moduleKey=incident&cursor=${'a'.repeat(17_000)} HTTP/1.1\r\nHost: x\r\n\r\n`), 414, 'request.uri_too_long']
   ]
   for (const [label, bytes, status, code] of cases) {
     const answer = await raw(bytes)
@@ -86,7 +87,7 @@ t.test('requests the HTTP parser refuses are answered with a problem and a trace
     t.match(head, new RegExp(`^HTTP/1.1 ${status} `), label)
     t.match(head, /Content-Type: application\/problem\+json/)
     const problem = JSON.parse(body)
-    t.match(problem, { status, code, type: /\/errors\/(bad-request|headers-too-large)$/, title: String, detail: String, traceId: /^[0-9a-f]{32}$/ }, label)
+    t.match(problem, { status, code, type: /\/errors\/(bad-request|headers-too-large|uri-too-long)$/, title: String, detail: String, traceId: /^[0-9a-f]{32}$/ }, label)
     t.match(head, new RegExp(`X-Trace-Id: ${problem.traceId}`))
   }
 })
