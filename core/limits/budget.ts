@@ -10,7 +10,7 @@ import { ApiError } from '../errors/index.ts'
  *
  * The budget also feeds the rate limit: a request counts as one request per
  * `unitsPerRequest` units it is charged (at least one), so ten expensive operations in
- * one GraphQL document cost what the same work in ten calls would (docs/limits.md).
+ * one GraphQL document cost what the same work in ten calls would (README, "Work budget").
  */
 export class Budget {
   /** Units charged so far. */
