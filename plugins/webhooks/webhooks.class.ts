@@ -34,7 +34,7 @@ export function assertManager(p: Principal): void {
 }
 
 /** What Ajv reports when a replay body breaks the schema's `oneOf` / `dependentRequired` rule (and nothing else). */
-const ruleKeywords = new Set(['oneOf', 'not', 'required', 'dependentRequired'])
+const ruleKeywords = new Set(['oneOf', 'required', 'false schema', 'dependentRequired'])
 
 /** Validates a replay body; a body that breaks only the eventId-or-range rule gets one problem saying the rule. */
 function assertReplay(body: unknown): asserts body is WebhookReplay {

@@ -64,10 +64,10 @@ export function describeWebhooks(ctx: DocContext): Fragment {
           tag,
           summary: 'Subscribe a URL to events',
           description:
-            'The target must be https (http only where the operator allows it) and resolve to globally reachable addresses only: private, loopback, link-local (cloud metadata), CGNAT, unspecified, documentation, benchmarking, multicast and reserved addresses, and IPv6 forms that carry such an IPv4 address (mapped, compatible, translated, 6to4, Teredo, NAT64), are refused with 422 `webhook.target_refused` (also when the name does not resolve), unless the operator allow-lists the range (docs/webhooks.md lists the ranges). ' +
+            'The target must be https (http only where the operator allows it) and resolve to globally reachable addresses only: private, loopback, link-local (cloud metadata), CGNAT, unspecified, documentation, benchmarking, multicast and reserved addresses, and IPv6 forms that carry such an IPv4 address (mapped, compatible, translated, 6to4, Teredo, NAT64), are refused with 422 `webhook.target_refused` (also when the name does not resolve), unless the operator allow-lists the range (docs/webhooks.md lists the ranges; the example\'s 203.0.113.10, a documentation address, is one of them: send your receiver\'s URL). ' +
             'The signing secret (`whsec_…`) is in this response only; an `Idempotency-Key` is refused (400), since a replay would have to show it again. Events committed from now on are delivered.',
           scope,
-          body: { schema: ctx.ref(webhookDataSchema), example: { url: 'https://erp.example.com/records-hook', kinds: ['record.created', 'record.transitioned'], modules: [moduleKey], description: 'ERP sync' } },
+          body: { schema: ctx.ref(webhookDataSchema), example: { url: 'https://203.0.113.10/records-hook', kinds: ['record.created', 'record.transitioned'], modules: [moduleKey], description: 'ERP sync' } },
           responses: { 201: { description: 'The subscription, with its secret.', schema: created, headers: noStore } },
           problems: [413, 415, 422]
         })

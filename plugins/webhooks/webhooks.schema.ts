@@ -67,7 +67,11 @@ export const webhookReplaySchema = Type.Object(
     title: 'WebhookReplay',
     description: 'Either `eventId` alone, or `from` and `to` together (not both forms). `to` must be later than `from` (checked by the service: JSON Schema cannot compare two values). At most 10,000 events are queued per call.',
     additionalProperties: false,
-    oneOf: [{ required: ['eventId'], not: { anyOf: [{ required: ['from'] }, { required: ['to'] }] } }, { required: ['from', 'to'], not: { required: ['eventId'] } }],
+    // Exactly one form: eventId without from and to, or from and to without eventId (`false`: must be absent).
+    oneOf: [
+      { properties: { eventId: {}, from: false, to: false }, required: ['eventId'] },
+      { properties: { eventId: false, from: {}, to: {} }, required: ['from', 'to'] }
+    ],
     dependentRequired: { from: ['to'], to: ['from'] }
   }
 )

@@ -72,7 +72,7 @@ export async function checkTarget(text: string, rules: TargetRules, allowed: Blo
     return why ? [`${a.address} (${why})`] : []
   })
   if (bad.length) {
-    throw new TargetRefused(`The host ${host} resolves to ${bad.join(', ')}: a private, loopback, link-local or otherwise internal address, which webhooks may not reach (an operator can allow a range with webhooks.allowedCidrs).`)
+    throw new TargetRefused(`The host ${host} resolves to ${bad.join(', ')}: a private, loopback, link-local or otherwise internal address, or one reserved for documentation, benchmarking or special use, which webhooks may not reach (an operator can allow a range with webhooks.allowedCidrs).`)
   }
   return { url, address: addresses[0].address, family: addresses[0].family === 6 ? 6 : 4 }
 }

@@ -50,6 +50,7 @@ t.test('the OpenAPI schema of a replay states the rule: eventId, or from with to
   t.same(schema.dependentRequired, { from: ['to'], to: ['from'] })
   t.equal(schema.oneOf.length, 2)
   t.same(schema.oneOf.map((b: any) => b.required), [['eventId'], ['from', 'to']])
+  t.same(schema.oneOf.map((b: any) => Object.keys(b.properties).filter((k) => b.properties[k] === false)), [['from', 'to'], ['eventId']], 'each form without the other\'s members')
   t.match(schema.description, /`to` must be later than `from`/)
   const op = doc.paths['/api/v1/webhooks/{id}:replay'].post
   t.ok(op.requestBody.required, 'a replay needs a body')
