@@ -100,10 +100,13 @@ function valueElements(value: ValueNode, variables: Record<string, unknown>): nu
  * × fields per type = the fields of the schema): `__schema { types { fields { … } } }`
  * costs what it returns. And how often `ofType` is not null: `reach[k]` is the share of type
  * references (of fields, arguments, input fields) wrapped (list, non-null) at least k times,
- * so a chain of `ofType` costs what the references' real wrappings return.
+ * so a chain of `ofType` costs what the references' real wrappings return. `largest`: the
+ * most a single type has, for the one type `__type(name:)` picks (an average would let
+ * aliases of `__type(name: "Query") { fields { … } }` cost a tenth of what they return).
  */
 interface IntrospectionSizes {
   lists: Map<string, number>
+  largest: Map<string, number>
   reach: number[]
 }
 const sizesOf = new WeakMap<GraphQLSchema, IntrospectionSizes>()
@@ -119,6 +122,8 @@ function introspectionSizes(schema: GraphQLSchema): IntrospectionSizes {
   let possible = 0
   const wrapped: number[] = []
   let refs = 0
+  const largest = new Map<string, number>()
+  const most = (key: string, n: number) => largest.set(key, Math.max(largest.get(key) ?? 1, n))
   const wrapping = (t: unknown) => {
     refs++
     let n = 0
@@ -133,20 +138,32 @@ function introspectionSizes(schema: GraphQLSchema): IntrospectionSizes {
         for (const a of f.args) wrapping(a.type)
       }
       interfaces += t.getInterfaces().length
-      if (isInterfaceType(t)) possible += schema.getPossibleTypes(t).length
+      most('__Type.fields', Object.keys(t.getFields()).length)
+      most('__Type.interfaces', t.getInterfaces().length)
+      if (isInterfaceType(t)) {
+        possible += schema.getPossibleTypes(t).length
+        most('__Type.possibleTypes', schema.getPossibleTypes(t).length)
+      }
     } else if (isInputObjectType(t)) {
       for (const f of Object.values(t.getFields())) {
         inputFields++
         wrapping(f.type)
       }
-    } else if (isEnumType(t)) enumValues += t.getValues().length
-    else if ('getTypes' in t) possible += t.getTypes().length
+      most('__Type.inputFields', Object.keys(t.getFields()).length)
+    } else if (isEnumType(t)) {
+      enumValues += t.getValues().length
+      most('__Type.enumValues', t.getValues().length)
+    } else if ('getTypes' in t) {
+      possible += t.getTypes().length
+      most('__Type.possibleTypes', t.getTypes().length)
+    }
   }
   const directives = schema.getDirectives()
   const directiveArgs = directives.reduce((n, d) => n + d.args.length, 0)
   const per = (n: number, of: number) => Math.max(1, n / Math.max(1, of))
   sizes = {
     reach: [1, ...wrapped.map((n) => n / Math.max(1, refs))],
+    largest,
     lists: new Map([
       ['__Schema.types', types.length],
       ['__Schema.directives', directives.length],
@@ -201,14 +218,15 @@ export function measure(
   const at = (c: SetCost, page: number | undefined) => c.fixed + c.perPage * (page ?? 1)
 
   // `ofType`: how many `ofType` levels above, in a selection of a __Type; past the schema's deepest wrapping it is null.
-  const walk = (set: SelectionSetNode, parent: GraphQLNamedType | undefined, ofType: number, out: SetCost): void => {
+  // `one`: a selection of the one type `__type(name:)` picks.
+  const walk = (set: SelectionSetNode, parent: GraphQLNamedType | undefined, ofType: number, out: SetCost, one = false): void => {
     for (const s of set.selections) {
       if (over(out)) return
       if (s.kind === Kind.INLINE_FRAGMENT) {
         const on = s.typeCondition ? schema.getType(s.typeCondition.name.value) : parent
-        walk(s.selectionSet, on, ofType, out)
+        walk(s.selectionSet, on, ofType, out, one)
       } else if (s.kind === Kind.FRAGMENT_SPREAD) {
-        const c = fragment(s.name.value, ofType)
+        const c = fragment(s.name.value, ofType, one)
         out.fixed += c.fixed
         out.perPage += c.perPage
         out.depth = Math.max(out.depth, c.depth)
@@ -235,12 +253,13 @@ export function measure(
         // Under `ofType`: resolved for the share of references wrapped once more, null (nothing under it) for the others.
         const resolves = ofTypeField ? (sizes.reach[nextOfType] ?? 0) / (sizes.reach[ofType] || 1) : 1
         const inner: SetCost = { fixed: 0, perPage: 0, depth: 0 }
-        if (s.selectionSet && resolves > 0) walk(s.selectionSet, named, nextOfType, inner)
+        if (s.selectionSet && resolves > 0) walk(s.selectionSet, named, nextOfType, inner, name === '__type')
         const under = resolves * at(inner, page)
         out.depth = Math.max(out.depth, level + inner.depth)
         if (!listed) out.fixed += own + under
         else {
-          const items = sizes.lists.get(`${parent?.name}.${name}`)
+          const key = `${parent?.name}.${name}`
+          const items = (one ? sizes.largest.get(key) : undefined) ?? sizes.lists.get(key)
           // A list in a connection holds its page; others count their known size (introspection) or one item.
           if (items !== undefined) out.fixed += items * (own + under)
           else out.perPage += own + under
@@ -249,8 +268,8 @@ export function measure(
     }
   }
 
-  const fragment = (name: string, ofType: number): SetCost => {
-    const key = `${name}|${ofType}`
+  const fragment = (name: string, ofType: number, one: boolean): SetCost => {
+    const key = `${name}|${ofType}|${one}`
     const known = memo.get(key)
     // A fragment spreading itself: NoFragmentCycles refuses the document; count it once.
     if (known === 'measuring') return { fixed: 0, perPage: 0, depth: 0 }
@@ -259,7 +278,7 @@ export function measure(
     if (!def) return { fixed: 0, perPage: 0, depth: 0 }
     memo.set(key, 'measuring')
     const c: SetCost = { fixed: 0, perPage: 0, depth: 0 }
-    walk(def.selectionSet, schema.getType(def.typeCondition.name.value), ofType, c)
+    walk(def.selectionSet, schema.getType(def.typeCondition.name.value), ofType, c, one)
     memo.set(key, c)
     return c
   }

@@ -67,6 +67,17 @@ t.test('introspection is counted: aliases of __schema are refused by their cost 
   t.equal(one.body.errors, undefined)
 })
 
+t.test('__type(name:) counts the lists of the largest type, not of an average one', async (t) => {
+  const selection = '__type(name: "Mutation") { name fields { name args { name } type { name } } }'
+  const many = await gql(`{ ${Array.from({ length: 500 }, (_, i) => `t${i}: ${selection}`).join(' ')} }`)
+  t.equal(many.status, 400)
+  t.notOk('data' in many.body, 'nothing ran')
+  t.match(many.body.errors[0].extensions, { code: 'graphql.too_costly' })
+  const one = await gql(`{ ${selection} }`)
+  t.equal(one.body.errors, undefined)
+  t.ok(one.body.data.__type.fields.length > 5)
+})
+
 t.test('a fragment spread twice per level (a 1 KB fragment bomb) is refused at once', async (t) => {
   const levels = 23
   const fragments = Array.from({ length: levels }, (_, i) => (i < levels - 1 ? `fragment F${i} on Me { tenantId ...F${i + 1} ...F${i + 1} }` : `fragment F${i} on Me { tenantId }`))
