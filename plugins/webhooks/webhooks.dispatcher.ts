@@ -205,7 +205,7 @@ export class Dispatcher {
     if (standing || !principal) return { refusal: () => standing, redact: (e) => e }
     const installed = this.tenants.get(tenantId)?.modules
     const condition = visibleEvents(principal, readableModules(principal, installed?.values() ?? []), true)
-    const visible = await repo.visibleEventIds(this.pool, tenantId, claimed.deliveries.filter((d) => d.event).map((d) => d.eventId), condition)
+    const visible = await repo.visibleEventIds(this.pool, tenantId, claimed.deliveries.filter((d) => d.event).map((d) => d.event_position), condition)
     return {
       refusal: (d) => (d.event && !visible.has(d.eventId) ? `the subscription's owner (${owner.kind} ${owner.id}) may not see this event: no read right on its module or this record, or an export or identity event not theirs` : undefined),
       redact: (e) => redactEvent(principal, e.moduleKey ? installed?.get(e.moduleKey) : undefined, e)

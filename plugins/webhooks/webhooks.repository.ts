@@ -126,11 +126,14 @@ export async function requeue(db: Queryable, tenantId: string, subscriptionId: s
 /** A delivery an instance is sending now (its claim holds): a replay waits for the attempt's outcome. */
 const inFlight = `(webhook_deliveries.status = 'pending' AND coalesce(webhook_deliveries.lease_until > now(), false))`
 
-/** Of the events `ids` of the tenant, those that pass `condition` (the subscription owner's rights, core/events/rights.ts). */
-export async function visibleEventIds(db: Queryable, tenantId: string, ids: readonly string[], condition: EventCondition): Promise<Set<string>> {
-  if (!ids.length) return new Set()
-  const values: unknown[] = [tenantId, ids]
-  const { rows } = await db.query(`SELECT e.id FROM events e WHERE e.tenant_id = $1 AND e.id = ANY($2::uuid[]) AND (${bindCondition(condition, values)})`, values)
+/**
+ * The ids of the tenant's events at `positions` (looked up by primary key) that pass `condition`
+ * (the subscription owner's rights, core/events/rights.ts).
+ */
+export async function visibleEventIds(db: Queryable, tenantId: string, positions: readonly string[], condition: EventCondition): Promise<Set<string>> {
+  if (!positions.length) return new Set()
+  const values: unknown[] = [tenantId, positions]
+  const { rows } = await db.query(`SELECT e.id FROM events e WHERE e.tenant_id = $1 AND e.position = ANY($2::bigint[]) AND (${bindCondition(condition, values)})`, values)
   return new Set(rows.map((r) => r.id))
 }
 
@@ -221,7 +224,7 @@ export interface LoggedEvent {
 
 export interface Claimed {
   subscription: { url: string; secret: Buffer; previousSecrets: Buffer[]; owner: Owner; kinds: string[]; modules: string[] | null }
-  deliveries: Array<{ eventId: string; eventType: string; subjectId: string | null; attempts: number; firstAttemptAt: Date | null; envelope: Record<string, unknown> | null; event: LoggedEvent | null }>
+  deliveries: Array<{ eventId: string; event_position: string; eventType: string; subjectId: string | null; attempts: number; firstAttemptAt: Date | null; envelope: Record<string, unknown> | null; event: LoggedEvent | null }>
 }
 
 /**
