@@ -93,29 +93,15 @@ const operatorDocs: Record<Operator, string> = {
   lte: 'At most'
 }
 
-/**
- * A payload filter as the records service takes it (`payload[field][op]=value`): values as
- * strings, an `in` list joined by commas, as REST sends it. The service splits that list on
- * commas, so a value holding a comma would become two values and match records it names
- * neither of (`["no-such,Rita report"]` matched "Rita report"): refused until the service
- * takes a list as a list; `eq` matches such a value.
- */
-function filterToQuery(filter: Record<string, Record<string, unknown> | null> | undefined): Record<string, Record<string, string>> | undefined {
+/** A payload filter as the records service takes it (`payload[field][op]=value`): values as strings, an `in` list as a list (its values may hold commas). */
+function filterToQuery(filter: Record<string, Record<string, unknown> | null> | undefined): Record<string, Record<string, string | string[]>> | undefined {
   if (!filter) return undefined
-  const out: Record<string, Record<string, string>> = {}
+  const out: Record<string, Record<string, string | string[]>> = {}
   for (const [field, ops] of Object.entries(filter)) {
     if (!ops) continue
     for (const [op, value] of Object.entries(ops)) {
       if (value === null || value === undefined) continue
-      if (Array.isArray(value)) {
-        const i = value.findIndex((v) => String(v).includes(','))
-        if (i >= 0) {
-          throw problems.validation(`filter.${field}.${op} cannot match a value with a comma in a list; match it with eq.`, [
-            { pointer: `/filter/${field}/${op}/${i}`, field: `filter.${field}.${op}`, code: 'filter', detail: `a value of ${op} cannot contain a comma (${JSON.stringify(String(value[i]))}); match it with eq` }
-          ])
-        }
-      }
-      ;(out[field] ??= {})[op] = Array.isArray(value) ? value.map(String).join(',') : String(value)
+      ;(out[field] ??= {})[op] = Array.isArray(value) ? value.map(String) : String(value)
     }
   }
   return Object.keys(out).length ? out : undefined

@@ -136,7 +136,7 @@ export class RecordsService {
 
   async find(params: RecordParams): Promise<RecordPage> {
     const principal = this.principal(params)
-    const query = { ...(params.query ?? {}) } as Record<string, unknown>
+    const query = inListsOf({ ...(params.query ?? {}) } as Record<string, unknown>)
     assertValid<RecordQuery>(this.validateQuery, query)
     const q = query as RecordQuery
     const module = this.o.tenants.module(principal.tenantId, q.moduleKey)
@@ -246,15 +246,15 @@ export class RecordsService {
       const allowed = module.definition.fields.filter((f) => fieldToFilter[f.type]).map((f) => f.key)
       throw validationError([{ pointer: `/payload/${key}`, field: `payload.${key}`, code: 'filter', detail: `cannot be filtered on; filterable fields: ${allowed.join(', ')}`, allowed }])
     }
-    const ops: Array<[Operator, string]> =
-      typeof condition === 'string' ? [['eq', condition]] : Object.entries(condition as Record<string, string>).map(([op, v]) => [op as Operator, v])
+    const ops: Array<[Operator, string | string[]]> =
+      typeof condition === 'string' ? [['eq', condition]] : Object.entries(condition as Record<string, string | string[]>).map(([op, v]) => [op as Operator, v])
     const out: Array<{ sql: string; bindings: unknown[] }> = []
     for (const [op, raw] of ops) {
       const pointer = `/payload/${key}${typeof condition === 'string' ? '' : `/${op}`}`
       if (!spec.operators.includes(op)) {
         throw validationError([{ pointer, field: `payload.${key}`, code: 'operator', detail: `does not support operator "${op}"; allowed: ${spec.operators.join(', ')}`, allowed: [...spec.operators] }])
       }
-      const values = op === 'in' ? String(raw).split(',') : [String(raw)]
+      const values = Array.isArray(raw) ? raw.map(String) : [String(raw)]
       const parsed = values.map((v) => {
         const r = spec.parse(v, field)
         if ('error' in r) throw validationError([{ pointer, field: `payload.${key}`, code: 'filter', detail: r.error, ...(r.allowed ? { allowed: r.allowed } : {}) }])
@@ -385,4 +385,16 @@ export function view(principal: Principal, module: RegisteredModule, row: repo.R
   out.payload = redactPayload(out.payload as Record<string, unknown>, hidden)
   if (out.activity) out.activity = redactActivity(out.activity, hidden)
   return out
+}
+
+/** REST's short form of an `in` filter, values joined by commas (`payload[site][in]=A,B`), as the list the service takes. */
+function inListsOf(query: Record<string, unknown>): Record<string, unknown> {
+  const payload = query.payload
+  if (!payload || typeof payload !== 'object' || Array.isArray(payload)) return query
+  const out: Record<string, unknown> = Object.create(null)
+  for (const [key, condition] of Object.entries(payload)) {
+    const inValue = condition && typeof condition === 'object' ? (condition as Record<string, unknown>).in : undefined
+    out[key] = typeof inValue === 'string' ? { ...(condition as object), in: inValue.split(',') } : condition
+  }
+  return { ...query, payload: out }
 }

@@ -113,7 +113,20 @@ export const recordQuerySchema = (maxLimit: number) =>
       cursor: Type.Optional(Type.String({ minLength: 1 })),
       state: Type.Optional(Type.String({ minLength: 1, description: 'Workflow state, or several separated by commas' })),
       updatedSince: Type.Optional(Type.String({ format: 'date-time', description: 'Only records changed at or after this instant, oldest change first' })),
-      payload: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Record(Type.String(), Type.String())]))),
+      payload: Type.Optional(
+        Type.Record(
+          Type.String(),
+          Type.Union([
+            Type.String(),
+            // An operator's value; `in` takes a list (`payload[site][in][]=A&payload[site][in][]=B`, GraphQL's lists: values may hold commas)
+            // or, REST's short form, values joined by commas (`payload[site][in]=A,B`), made a list before validation.
+            Type.Object(
+              { in: Type.Optional(Type.Array(Type.String(), { minItems: 1, maxItems: 1000, description: 'One of these values' })) },
+              { additionalProperties: Type.String() }
+            )
+          ])
+        )
+      ),
       includeDeleted: Type.Optional(Type.Boolean({ description: 'Also return soft-deleted records (with deletedAt); for incremental sync with updatedSince' })),
       externalRef: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The record with this source-system reference' })),
       number: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'The record with this number, e.g. INC-2026-00042' })),
