@@ -19,6 +19,8 @@ type StoredEvent = repo.LoggedEvent
 const channel = 'records_events'
 /** Events read per fan-out transaction. */
 const fanOutBatch = 500
+/** How old the owner's rights over a claim may be when one of its deliveries is sent. */
+const rightsMaxAgeMs = 1000
 /** Deliveries claimed at once per subscription (sent one after another). */
 const claimBatch = 25
 /**
@@ -161,13 +163,15 @@ export class Dispatcher {
         const claimed = await transaction(this.pool, (client) => repo.claim(client, tenantId, subscriptionId, this.me, claimBatch, this.leaseMs), bookkeeping)
         if (!claimed?.deliveries.length) return
         const secrets = [claimed.subscription.secret, ...claimed.subscription.previousSecrets].map((s) => this.secrets.unseal(s))
-        const rights = await this.ownerRights(tenantId, claimed)
+        let rights = await this.ownerRights(tenantId, claimed.subscription.owner, claimed.deliveries)
         let renewed = Date.now()
         // Subjects whose delivery failed in this claim: their later ones wait for the retry (given back below).
         const held = new Set<string>()
-        for (const d of claimed.deliveries) {
+        for (const [i, d] of claimed.deliveries.entries()) {
           if (this.stopped) return
           if (d.subjectId && held.has(d.subjectId)) continue
+          // Decided again for what is left once the decision is older than rightsMaxAgeMs (a slow receiver takes long over a claim).
+          if (Date.now() - rights.at > rightsMaxAgeMs) rights = await this.ownerRights(tenantId, claimed.subscription.owner, claimed.deliveries.slice(i))
           const refused = rights.refusal(d)
           const envelope = d.envelope ?? (d.event ? eventEnvelope(tenantId, rights.redact(d.event)) : undefined)
           const { disabled, succeeded } = refused ? await this.skip(tenantId, subscriptionId, d, refused) : await this.deliver(tenantId, subscriptionId, claimed.subscription.url, secrets, d, envelope)
@@ -191,8 +195,8 @@ export class Dispatcher {
    * events feed decides them): the owner must still authenticate and manage webhooks, and each
    * event of the log must be one the owner may see; what it may see is redacted as the feed does.
    */
-  private async ownerRights(tenantId: string, claimed: repo.Claimed): Promise<{ refusal(d: Delivery): string | undefined; redact(e: StoredEvent): StoredEvent }> {
-    const { owner } = claimed.subscription
+  private async ownerRights(tenantId: string, owner: repo.Claimed['subscription']['owner'], deliveries: readonly Delivery[]): Promise<{ at: number; refusal(d: Delivery): string | undefined; redact(e: StoredEvent): StoredEvent }> {
+    const at = Date.now()
     const principal = await principalOfOwner(this.pool, tenantId, owner)
     let standing = principal ? undefined : `the subscription's owner (${owner.kind} ${owner.id}) no longer authenticates: revoked, expired, deactivated or gone`
     if (principal) {
@@ -202,11 +206,12 @@ export class Dispatcher {
         standing = `the subscription's owner (${owner.kind} ${owner.id}) may no longer manage webhooks: ${(err as Error).message}`
       }
     }
-    if (standing || !principal) return { refusal: () => standing, redact: (e) => e }
+    if (standing || !principal) return { at, refusal: () => standing, redact: (e) => e }
     const installed = this.tenants.get(tenantId)?.modules
     const condition = visibleEvents(principal, readableModules(principal, installed?.values() ?? []), true)
-    const visible = await repo.visibleEventIds(this.pool, tenantId, claimed.deliveries.filter((d) => d.event).map((d) => d.event_position), condition)
+    const visible = await repo.visibleEventIds(this.pool, tenantId, deliveries.filter((d) => d.event).map((d) => d.event_position), condition)
     return {
+      at,
       refusal: (d) => (d.event && !visible.has(d.eventId) ? `the subscription's owner (${owner.kind} ${owner.id}) may not see this event: no read right on its module or this record, or an export or identity event not theirs` : undefined),
       redact: (e) => redactEvent(principal, e.moduleKey ? installed?.get(e.moduleKey) : undefined, e)
     }

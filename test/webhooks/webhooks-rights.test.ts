@@ -130,3 +130,21 @@ t.test('a subscription stops delivering when its owner\'s token is revoked, its 
   t.match(deactivated.log, { outcome: 'skipped', error: /no longer authenticates/ })
   t.equal(byUser.receiver.received.length, 0)
 })
+
+t.test('a revocation stops the deliveries of a claim already being sent to a slow receiver', async (t) => {
+  const slow = await startReceiver(() => 200, { delayMs: 1500 })
+  t.teardown(() => slow.close())
+  const sa = await server.request('POST', '/api/v1/tokens', { token: apiKey, body: { type: 'service-account', name: 'slow hooks owner', roles: ['admin', 'safety-manager'], scopes: ['webhooks:write', 'records:read'] } })
+  const sub = (await server.request('POST', '/api/v1/webhooks', { token: sa.body.token, body: { url: slow.url, kinds: ['record.created'] } })).body
+  // Paused while three incidents are made, then replayed at once: one claim holds all three.
+  await server.request('PATCH', `/api/v1/webhooks/${sub.id}`, { token: apiKey, body: { enabled: false } })
+  const from = new Date(Date.now() - 500).toISOString()
+  for (let i = 0; i < 3; i++) await server.request('POST', '/api/v1/records', { token: apiKey, body: { moduleKey: 'incident', payload: incidentPayload({ title: `Slow ${i}` }) } })
+  await server.request('PATCH', `/api/v1/webhooks/${sub.id}`, { token: apiKey, body: { enabled: true } })
+  t.same((await server.request('POST', `/api/v1/webhooks/${sub.id}:replay`, { token: apiKey, body: { from, to: new Date(Date.now() + 1000).toISOString() } })).body, { queued: 3 })
+  await slow.waitFor(1)
+  t.equal((await server.request('DELETE', `/api/v1/tokens/${sa.body.id}`, { token: apiKey })).status, 200)
+  await settle(4000)
+  t.equal(slow.received.length, 1, 'only the request already on its way')
+  t.same((await log(sub.id)).map((a) => a.outcome), ['skipped', 'skipped', 'succeeded'])
+})
