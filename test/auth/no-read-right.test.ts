@@ -3,7 +3,7 @@ import t from '../helpers/tap.ts'
 import { userWithToken } from '../helpers/identity.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 
-const server = await startTestServer()
+const server = await startTestServer({ webhooks: { allowedCidrs: ['203.0.113.0/24'] } })
 t.teardown(() => server.close())
 
 // An action owner has rights in corrective actions only: no read right on incidents.

@@ -3,7 +3,7 @@ import type { Json } from '../../core/openapi/builder.ts'
 import { startTestServer } from '../helpers/server.ts'
 
 // A fresh tenant: nothing exists but what the examples themselves create.
-const server = await startTestServer()
+const server = await startTestServer({ webhooks: { allowedCidrs: ['203.0.113.0/24'] } })
 t.teardown(() => server.close())
 const token = server.keys.acme
 const doc: Json = (await server.request('GET', '/api/docs/spec.json', { token })).body

@@ -19,7 +19,7 @@ import { covers, doors, exportGate, normalise, relative, Steps, type Answer } fr
  * One file on purpose: the probe table is the test, and a door without a row fails it.
  */
 
-const server = await startTestServer({ jobs: { enabled: true, processEverySeconds: 1 } } as any)
+const server = await startTestServer({ jobs: { enabled: true, processEverySeconds: 1 }, webhooks: { allowedCidrs: ['203.0.113.0/24'] } } as any)
 const { limiter } = server.platform
 const gate = exportGate(server.platform.storage)
 const leases: Lease[] = []
