@@ -75,7 +75,7 @@ t.test('every endpoint of the service is described, with its scope and problem r
   }
   const create = generic.paths['/api/v1/records'].post
   t.same(create.security, [{ bearerAuth: ['records:write'] }, { sessionCookie: ['records:write'] }])
-  t.same(Object.keys(create.responses).sort(), ['201', '400', '401', '403', '404', '409', '413', '415', '422', '429', '431', '500'])
+  t.same(Object.keys(create.responses).sort(), ['201', '400', '401', '403', '404', '409', '413', '414', '415', '422', '429', '431', '500'])
   t.equal(create.responses['409'].$ref, '#/components/responses/Conflict')
   t.ok(create.parameters.some((p: any) => p.in === 'header' && p.name === 'Idempotency-Key' && p.example), 'Idempotency-Key, with an example of its own')
   t.ok(create.responses['201'].headers['X-RateLimit-Reset'], 'rate-limit headers on responses')
