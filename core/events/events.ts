@@ -74,6 +74,17 @@ export interface EventEnvelope {
 }
 
 /** The envelope of a stored event of the tenant. */
+/** An event as read from the log (the feed's page, a webhook claim): what its envelope is made of. */
+export interface LoggedEvent {
+  id: string
+  type: string
+  occurredAt: string
+  actor: unknown
+  moduleKey: string | null
+  subjectId: string | null
+  data: Record<string, unknown>
+}
+
 export function eventEnvelope(tenantId: string, e: { id: string; type: string; occurredAt: string; actor?: unknown; moduleKey?: string | null; subjectId?: string | null; data?: Record<string, unknown> | null }): EventEnvelope {
   return {
     id: e.id,

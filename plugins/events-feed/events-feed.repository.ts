@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import { isoUtc } from '../../core/db/index.ts'
-import { identityEventKinds } from '../../core/events/events.ts'
+import { identityEventKinds, type LoggedEvent } from '../../core/events/events.ts'
 import { bindCondition, type EventCondition } from '../../core/events/rights.ts'
 
 /**
@@ -22,15 +22,7 @@ export function before(a: FeedPlace, b: FeedPlace): boolean {
   return at < bt || (at === bt && BigInt(a.position) < BigInt(b.position))
 }
 
-export interface FeedRow extends FeedPlace {
-  id: string
-  type: string
-  occurredAt: string
-  actor: unknown
-  moduleKey: string | null
-  subjectId: string | null
-  data: Record<string, unknown>
-}
+export interface FeedRow extends FeedPlace, LoggedEvent {}
 
 /**
  * The tenant's events after `after` in feed order, of transactions that ended before every

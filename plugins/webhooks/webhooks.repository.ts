@@ -2,6 +2,7 @@ import type pg from 'pg'
 import { isoUtc, type Queryable } from '../../core/db/index.ts'
 import type { Owner } from '../../core/auth/owner.ts'
 import { bindCondition, type EventCondition } from '../../core/events/rights.ts'
+import type { LoggedEvent } from '../../core/events/events.ts'
 import type { DeliveryAttempt, WebhookOut } from './webhooks.schema.ts'
 
 /** SQL of webhook subscriptions, deliveries and attempts; every statement is pinned to a tenant. */
@@ -212,15 +213,7 @@ export async function nextDue(pool: pg.Pool, running: readonly string[] = []): P
 }
 
 /** An event of the log as a claim reads it with its delivery. */
-export interface LoggedEvent {
-  id: string
-  type: string
-  occurredAt: string
-  actor: unknown
-  moduleKey: string | null
-  subjectId: string | null
-  data: Record<string, unknown>
-}
+export type { LoggedEvent }
 
 export interface Claimed {
   subscription: { url: string; secret: Buffer; previousSecrets: Buffer[]; owner: Owner; kinds: string[]; modules: string[] | null }
