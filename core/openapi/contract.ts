@@ -74,8 +74,12 @@ export class ContractChecker {
     const verb = method === 'HEAD' ? 'get' : method.toLowerCase()
     const op = doc.paths[route.template][verb]
     if (!op) {
-      // Any problem body will do: NotFound's schema is the Problem schema.
-      if (status === 405 || status === 404) return { at: '#/components/responses/NotFound', response: doc.components.responses.NotFound }
+      // Any problem body will do, as the path's other operations refuse (SCIM's: a SCIM error too); NotFound's schema is the Problem schema.
+      if (status === 405 || status === 404) {
+        const own: string | undefined = Object.values<Json>(doc.paths[route.template]).find((o) => o?.responses?.[404]?.$ref)?.responses[404].$ref
+        const at = own ?? '#/components/responses/NotFound'
+        return { at, response: doc.components.responses[at.split('/').pop()!] }
+      }
       return { error: `${route.template} has no ${verb} operation` }
     }
     const key = [String(status), `${String(status)[0]}XX`, 'default'].find((k) => op.responses[k])

@@ -255,12 +255,21 @@ export function describeScim(ctx: DocContext): Fragment {
         })
       }
     },
-    amend(_paths, components) {
-      // A route or method under /api/scim/v2 that does not exist is refused as a SCIM error too.
+    amend(paths, components) {
+      // A 404 under /api/scim/v2 is a SCIM error too: the SCIM operations get a NotFound of their
+      // own with both media types; the shared one stays a problem only, so clients generated from
+      // the document type every other 404 as the Problem it is.
       const notFound = components.responses?.NotFound
-      if (notFound?.content) {
-        notFound.content[scimMediaType] = { schema: error }
-        notFound.description = `${notFound.description} Under /${scimBase}: a SCIM error (${scimMediaType}).`
+      if (!notFound?.content) return
+      components.responses.ScimNotFound = {
+        ...notFound,
+        content: { ...notFound.content, [scimMediaType]: { schema: error } },
+        description: `${notFound.description} Under /${scimBase}: a SCIM error (${scimMediaType}).`
+      }
+      for (const [path, item] of Object.entries<Record<string, any>>(paths)) {
+        if (!path.startsWith(`/${scimBase}`)) continue
+        // Every SCIM path answers a verb it does not serve, or an id it does not know, with a SCIM error.
+        for (const op of Object.values(item)) if (op?.responses) op.responses[404] = { $ref: '#/components/responses/ScimNotFound' }
       }
     }
   }

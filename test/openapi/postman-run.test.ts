@@ -17,7 +17,8 @@ interface Newman {
 }
 const newman = createRequire(import.meta.url)('newman') as Newman
 
-const server = await startTestServer()
+// The webhook example targets the documentation address 203.0.113.10, which a real deployment refuses (send your receiver's URL).
+const server = await startTestServer({ webhooks: { allowedCidrs: ['203.0.113.0/24'] } })
 t.teardown(() => server.close())
 const token = server.keys.acme
 
