@@ -67,19 +67,24 @@ export class ContractChecker {
     const { routes } = this.compile(doc)
     // A path a feature also serves spelled otherwise (a trailing slash, SCIM's endpoint names in another case) is judged as the one it names.
     const route = routes.find((r) => r.pattern.test(path)) ?? (status !== 404 && status !== 405 ? routes.find((r) => r.loose.test(path)) : undefined)
+    // A 404 or 405 off the operations: any problem body will do, as the nearest path's operations refuse (SCIM's: a SCIM error too).
+    const notFound = (template: string | undefined) => {
+      const own: string | undefined = template ? Object.values<Json>(doc.paths[template]).find((o) => o?.responses?.[404]?.$ref)?.responses[404].$ref : undefined
+      const at = own ?? '#/components/responses/NotFound'
+      return { at, response: doc.components.responses[at.split('/').pop()!] }
+    }
     if (!route) {
-      if (status === 404 || status === 405) return { at: '#/components/responses/NotFound', response: doc.components.responses.NotFound }
+      if (status === 404 || status === 405) {
+        // The path whose fixed start (up to its first parameter) is the longest start of this one.
+        const near = routes.filter((r) => path.startsWith(r.template.split('{')[0])).sort((a, b) => b.template.split('{')[0].length - a.template.split('{')[0].length)[0]
+        return notFound(near?.template)
+      }
       return { error: `no path of the document matches ${path}` }
     }
     const verb = method === 'HEAD' ? 'get' : method.toLowerCase()
     const op = doc.paths[route.template][verb]
     if (!op) {
-      // Any problem body will do, as the path's other operations refuse (SCIM's: a SCIM error too); NotFound's schema is the Problem schema.
-      if (status === 405 || status === 404) {
-        const own: string | undefined = Object.values<Json>(doc.paths[route.template]).find((o) => o?.responses?.[404]?.$ref)?.responses[404].$ref
-        const at = own ?? '#/components/responses/NotFound'
-        return { at, response: doc.components.responses[at.split('/').pop()!] }
-      }
+      if (status === 405 || status === 404) return notFound(route.template)
       return { error: `${route.template} has no ${verb} operation` }
     }
     const key = [String(status), `${String(status)[0]}XX`, 'default'].find((k) => op.responses[k])

@@ -51,7 +51,8 @@ function stringFor(s: Schema, key: string, ctx: SampleContext): JsonLike {
 
 /** A valid value of schema `node`; `key` is the member it fills (some uuids depend on it). */
 export function sample(ctx: SampleContext, node: Schema | undefined, key = '', depth = 0): JsonLike {
-  const s = resolve(ctx.doc, node) ?? {}
+  const r = resolve(ctx.doc, node)
+  const s = r && typeof r === 'object' ? r : {}
   if (depth > 12) return null
   if ('const' in s) return s.const
   if (Array.isArray(s.enum)) return ctx.module && s.enum.includes(ctx.module) ? ctx.module : s.enum[0]
@@ -66,6 +67,8 @@ export function sample(ctx: SampleContext, node: Schema | undefined, key = '', d
     case 'object': {
       const o = obj()
       for (const [k, p] of Object.entries<Schema>(s.properties ?? {})) {
+        // A `false` schema: the member must be absent (e.g. one form of a oneOf leaves the other's members out).
+        if ((resolve(ctx.doc, p) as unknown) === false) continue
         if (ctx.full || s.required?.includes(k)) o[k] = sample(ctx, p, k, depth + 1)
       }
       return o
@@ -119,7 +122,10 @@ function kindOf(s: Schema): Kind {
 export function placesOf(ctx: SampleContext, node: Schema | undefined, maxDepth = 4): Place[] {
   const out: Place[] = []
   const walk = (n: Schema | undefined, at: JsonPath) => {
-    const s = resolve(ctx.doc, n) ?? {}
+    const r = resolve(ctx.doc, n)
+    // No place inside a member that must be absent.
+    if ((r as unknown) === false) return
+    const s = r && typeof r === 'object' ? r : {}
     const b = branch(ctx, s)
     if (b) return walk(b, at)
     if (s.allOf) return s.allOf.forEach((part: Schema) => walk(part, at))
