@@ -1,4 +1,5 @@
-import { getIntrospectionQuery } from 'graphql'
+import { getIntrospectionQuery, Lexer, Source, TokenKind } from 'graphql'
+import { parseWithin } from '../../plugins/graphql/graphql.document.ts'
 import t from '../helpers/tap.ts'
 import { defaultTenants, incidentPayload, startTestServer } from '../helpers/server.ts'
 
@@ -268,4 +269,20 @@ t.test('an `in` filter matches whole values: a value with a comma is not split i
   t.same(rest.body.items.map((r: any) => r.payload.title), ['Smith, Rita report'], 'REST takes the list form too')
   const exact = await titles({ title: { eq: 'Smith, Rita report' } })
   t.same(exact.body.data.incidents.nodes.map((n: any) => n.payload.title), ['Smith, Rita report'], 'eq matches a value with a comma')
+})
+
+t.test('the token count before parsing is a lower bound: it refuses only what GraphQL\'s own token limit would', async (t) => {
+  const documents = [
+    getIntrospectionQuery(),
+    'query Q($a: [ID!]! = ["x", "y"], $b: Float = -1.5e3) @dir(x: 1) { ...F a: me { tenantId } ... on Query { me { __typename } } } fragment F on Query { me { tenantId } } # a comment { [ (',
+    '{ incidents(filter: { title: { eq: """a block { string \\""" with \\""" escapes""" } }) { nodes { id } } }'
+  ]
+  for (const doc of documents) {
+    const lexer = new Lexer(new Source(doc))
+    let count = 0
+    while (lexer.advance().kind !== TokenKind.EOF) count++
+    const limits = { maxNesting: 64, maxTokens: count } as Parameters<typeof parseWithin>[1]
+    t.doesNotThrow(() => parseWithin(doc, limits), `${count} tokens pass at a limit of ${count}`)
+    t.throws(() => parseWithin(doc, { ...limits, maxTokens: count - 1 }), { extensions: { code: 'graphql.too_large' } }, `and are refused at ${count - 1}`)
+  }
 })
