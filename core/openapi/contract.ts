@@ -1,3 +1,4 @@
+import { problemResponseNames } from './problems.ts'
 import { Readable, Transform } from 'node:stream'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
@@ -79,6 +80,9 @@ export class ContractChecker {
         const near = routes.filter((r) => path.startsWith(r.template.split('{')[0])).sort((a, b) => b.template.split('{')[0].length - a.template.split('{')[0].length)[0]
         return notFound(near?.template)
       }
+      // A path spelled in no way the document names (`/api//v1/…`) refused before routing (the CSRF check): the shared problem of its status.
+      const shared = status >= 400 ? problemResponseNames[status] : undefined
+      if (shared && doc.components.responses[shared]) return { at: `#/components/responses/${shared}`, response: doc.components.responses[shared] }
       return { error: `no path of the document matches ${path}` }
     }
     const verb = method === 'HEAD' ? 'get' : method.toLowerCase()
