@@ -86,6 +86,11 @@ const graphqlCases: Case[] = [
   { name: 'GraphQL: record(id) aliased, filling 1 MiB', body: () => fill((n) => gql(`query($i: ID!) { ${many(n, (i) => `a${i}: record(id: $i) { id }`).join(' ')} }`, { i: recordId })) },
   { name: 'GraphQL: selection nesting 100,000 deep', body: () => gql(`{ me ${'{ me '.repeat(100_000)}${'}'.repeat(100_001)}`) },
   { name: 'GraphQL: list value nesting 100,000 deep', body: () => gql(`{ incidents(state: ${'['.repeat(100_000)}${']'.repeat(100_000)}) { nodes { id } } }`) },
+  // Twelve pages of 200 incidents, eight fields each, pass the cost limit; the six that fit run.
+  ...[12, 6].map((n) => ({
+    name: `GraphQL: ${n} pages of 200 incidents, 8 fields`,
+    body: () => gql(`{ ${many(n, (i) => `a${i}: incidents(first: 200) { nodes { id number state version createdAt updatedAt payload { title severity } } }`).join(' ')} }`)
+  })),
   { name: 'GraphQL: in filter of 60,000 values', body: () => gql(`{ incidents(filter: { title: { in: [${many(60_000, (i) => `"t${i}"`).join(',')}] } }) { nodes { id } } }`) }
 ].map((c) => ({ ...c, transport: 'GraphQL' as const, path: '/api/graphql' }))
 const scimPatch = (op: unknown) => (n: number) => json({ schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: many(n, () => op) })
@@ -98,10 +103,13 @@ const scimCases: Case[] = [
     body: () => fill(scimPatch({ op: 'add', path: 'emails[type eq "work" and value co "@x"].display', value: 'd' }))
   },
   { name: 'SCIM: PATCH, 1,000 filtered adds', method: 'PATCH', path: `/api/scim/v2/Users/${scimUserId}`, body: () => scimPatch({ op: 'add', path: 'emails[type eq "work" and value co "@x"].display', value: 'd' })(1_000) },
+  // The worst the caps let through: as many filtered operations as a PATCH may carry, over every email a user may have.
+  { name: 'SCIM: PATCH, 100 filtered adds over the user\'s emails', method: 'PATCH', path: `/api/scim/v2/Users/${scimUserId}`, body: () => scimPatch({ op: 'add', path: 'emails[type eq "work" and value co "@x"].display', value: 'd' })(100) },
   { name: 'SCIM: PATCH, replace emails with as many as fit 1 MiB', method: 'PATCH', path: `/api/scim/v2/Users/${scimUserId}`, body: () => fill((n) => scimPatch({ op: 'replace', path: 'emails', value: many(n, (i) => ({ value: `r${i}@x.example` })) })(1)) },
   { name: 'SCIM: create a user with as many emails as fit 1 MiB', path: '/api/scim/v2/Users', body: () => fill((n) => scimUser(n)) },
-  { name: 'SCIM: filter nesting 10,000 parentheses', method: 'GET', path: `/api/scim/v2/Users?filter=${encodeURIComponent(`${'('.repeat(10_000)}userName pr${')'.repeat(10_000)}`)}`, body: () => '' },
-  { name: 'SCIM: filter of 2,000 or-terms', method: 'GET', path: `/api/scim/v2/Users?filter=${encodeURIComponent(many(2_000, (i) => `userName eq "u${i}"`).join(' or '))}`, body: () => '' },
+  { name: 'SCIM: filter nesting 2,500 parentheses', method: 'GET', path: `/api/scim/v2/Users?filter=${'('.repeat(2_500)}userName%20pr${')'.repeat(2_500)}`, body: () => '' },
+  { name: 'SCIM: filter of 600 or-terms', method: 'GET', path: `/api/scim/v2/Users?filter=${encodeURIComponent(many(600, (i) => `userName eq "u${i}"`).join(' or ')).replace(/%20/g, '+')}`, body: () => '' },
+  { name: 'SCIM: filter of 600 emails terms', method: 'GET', path: `/api/scim/v2/Users?filter=${encodeURIComponent(many(600, (i) => `emails co "${i}"`).join(' or ')).replace(/%20/g, '+')}`, body: () => '' },
   { name: 'SCIM: filter constructor pr', method: 'GET', path: `/api/scim/v2/Users?filter=${encodeURIComponent('constructor pr')}`, body: () => '' }
 ].map((c) => ({ ...c, transport: 'SCIM' as const, contentType: scim }))
 
