@@ -1,13 +1,11 @@
 // tap: own process (a fuzz campaign: its length follows FUZZ_RUNS and it sets its own timeout, which an area's shared process would cap)
 import { getIntrospectionQuery, type IntrospectionQuery } from 'graphql'
 import t from '../helpers/tap.ts'
-import { startTestServer } from '../helpers/server.ts'
 import { document, fieldCases, GraphQLSchemaView, multiMutationCases, showCase, type GqlCase } from './graphql-cases.ts'
 import { problemIssues } from './oracles.ts'
 import { leaked, mediaType, parseJson, percentEncode, Probe, type Judgement, type ProbeCase } from './probe.ts'
 import { fuzzEnv, fuzzProperty } from './property.ts'
-import { Pools } from './seed.ts'
-import { Snapshots } from './snapshot.ts'
+import { seededFuzzServer } from './seed.ts'
 import { jsonText, obj, type JsonLike, type WireReply, type WireRequest } from './wire.ts'
 
 /**
@@ -30,19 +28,7 @@ const boundMs = fuzzEnv.boundMs(2_000)
 const patienceMs = 30_000
 const selected = (name: string) => !fuzzEnv.only || fuzzEnv.only.test(name)
 
-const server = await startTestServer()
-let snapshots: Snapshots | undefined
-t.teardown(async () => {
-  await snapshots?.close()
-  await server.close()
-})
-const token = server.keys.acme
-
-const spec = await server.request('GET', '/api/docs/spec.json', { token })
-const modules: string[] = (await server.request('GET', '/api/v1/modules')).body.items.map((m: { key: string }) => m.key)
-const pools = new Pools(server, spec.body, server.keys.globex)
-await pools.seed(modules)
-snapshots = await Snapshots.open(server.platform.config.database.url!)
+const { server, token, snapshots, pools } = await seededFuzzServer(t)
 const introspection = await server.request('POST', '/api/graphql', { token, body: { query: getIntrospectionQuery() } })
 if (introspection.status !== 200 || !introspection.body?.data) throw new Error(`introspection answered ${introspection.status}: ${introspection.text.slice(0, 300)}`)
 const view = new GraphQLSchemaView((introspection.body.data as IntrospectionQuery).__schema)

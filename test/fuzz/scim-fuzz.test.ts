@@ -1,12 +1,10 @@
 // tap: own process (a fuzz campaign: its length follows FUZZ_RUNS and it sets its own timeout, which an area's shared process would cap)
 import t from '../helpers/tap.ts'
-import { startTestServer } from '../helpers/server.ts'
 import { scimErrorIssues } from './oracles.ts'
 import { leaked, mediaType, parseJson, percentEncode, Probe, type Judgement } from './probe.ts'
 import { fuzzEnv, fuzzProperty } from './property.ts'
 import { fittingScimTypes, hostileFilters, renderScim, scimCases, ScimSchemaView, showScim, type ScimCase, type ScimOp } from './scim-cases.ts'
-import { Pools } from './seed.ts'
-import { Snapshots } from './snapshot.ts'
+import { seededFuzzServer } from './seed.ts'
 import type { WireReply } from './wire.ts'
 
 /**
@@ -28,18 +26,7 @@ const boundMs = fuzzEnv.boundMs(2_000)
 const patienceMs = 30_000
 const selected = (name: string) => !fuzzEnv.only || fuzzEnv.only.test(name)
 
-const server = await startTestServer()
-let snapshots: Snapshots | undefined
-t.teardown(async () => {
-  await snapshots?.close()
-  await server.close()
-})
-const token = server.keys.acme
-const spec = await server.request('GET', '/api/docs/spec.json', { token })
-const modules: string[] = (await server.request('GET', '/api/v1/modules')).body.items.map((m: { key: string }) => m.key)
-const pools = new Pools(server, spec.body, server.keys.globex)
-await pools.seed(modules)
-snapshots = await Snapshots.open(server.platform.config.database.url!)
+const { server, token, snapshots, pools } = await seededFuzzServer(t)
 
 const discovery = async (path: string) => {
   const r = await server.request('GET', `/api/scim/v2/${path}`, { token })

@@ -1,4 +1,6 @@
-import type { TestServer } from '../helpers/server.ts'
+import type { Test } from '../helpers/tap.ts'
+import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { Snapshots } from './snapshot.ts'
 import { pascal, sample, type SampleContext } from './samples.ts'
 import type { Schema } from './operations.ts'
 import { obj, type JsonLike } from './wire.ts'
@@ -146,4 +148,24 @@ function signed(url: string): SignedUrl {
 export function fullPayload(pools: Pools, module: string | undefined): JsonLike {
   if (!module) return obj([['polluted', 'yes']])
   return sample(pools.context(module, true), { $ref: `#/components/schemas/${pascal(module)}Payload` })
+}
+
+/**
+ * A fuzz campaign's server: started, seeded with records of every module (tenant acme, globex's
+ * for cross-tenant ids), and a snapshot reader of its database; both closed when `t` ends.
+ */
+export async function seededFuzzServer(t: Test): Promise<{ server: TestServer; token: string; spec: any; snapshots: Snapshots; pools: Pools }> {
+  const server = await startTestServer()
+  let snapshots: Snapshots | undefined
+  t.teardown(async () => {
+    await snapshots?.close()
+    await server.close()
+  })
+  const token = server.keys.acme
+  const spec = (await server.request('GET', '/api/docs/spec.json', { token })).body
+  const modules: string[] = (await server.request('GET', '/api/v1/modules')).body.items.map((m: { key: string }) => m.key)
+  const pools = new Pools(server, spec, server.keys.globex)
+  await pools.seed(modules)
+  snapshots = await Snapshots.open(server.platform.config.database.url!)
+  return { server, token, spec, snapshots, pools }
 }
