@@ -26,6 +26,7 @@ import { fastQuery } from './http/query-string.ts'
 import { routeGuard } from './http/route-guard.ts'
 import { errorPages } from './http/error-pages.ts'
 import { problemResponses } from './http/problem.ts'
+import { routedPaths } from './http/path.ts'
 import { traceId } from './http/trace.ts'
 import { startJobs } from './jobs/index.ts'
 import { logger } from './logger.ts'
@@ -81,6 +82,7 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.set('describes', descriptionsOf(plugins))
   app.set('errorsUrl', platform.config.errors.baseUrl ?? `${platform.config.publicUrl ?? `http://${platform.config.host}:${platform.config.port}`}/errors`)
   app.use(traceId())
+  app.use(routedPaths)
   app.use(problemResponses(() => app.get('errorsUrl'), plugins.flatMap((p) => p.problemFormats ?? [])))
   app.use(errorPages())
   app.use(identify(platform.credentials, platform.sessions))

@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import { problems } from '../errors/index.ts'
+import { isUuid } from '../validation.ts'
 import { logger } from '../logger.ts'
 import { announceAccessChange, credentialsChannel } from './changes.ts'
 import { personOf, type Actor, type Principal } from './principal.ts'
@@ -241,7 +242,7 @@ export class CredentialStore {
  * so standing rights end exactly when the token stops authenticating.
  */
 export async function principalOfCredential(db: pg.Pool | pg.PoolClient, tenantId: string, id: string): Promise<Principal | undefined> {
-  if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined
+  if (!isUuid(id)) return undefined
   const { rows } = await db.query(`${credentialSelect} WHERE c.tenant_id = $1 AND c.id = $2`, [tenantId, id])
   const row: CredentialRow | undefined = rows[0]
   return row && !refusal(row) ? principalOf(row) : undefined

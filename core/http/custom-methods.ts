@@ -1,6 +1,5 @@
 import type { Middleware } from 'koa'
 import { ApiError } from '../errors/index.ts'
-import { routedPath } from './path.ts'
 
 /**
  * A percent-encoded path segment as text. One that is not UTF-8 (`%FF`, `%ED%A0%80`) stays as
@@ -40,14 +39,8 @@ export const colonMethods = (servicePaths: string[]): Middleware => {
   }
 }
 
-/**
- * Rewrites the path to the spelling the router reads (routedPath: `//api/…` is `/api/…`), then
- * a path a plugin serves under another spelling to its canonical one (Plugin.canonicalPath),
- * before the route guard, the body readers and routing: everything after sees one spelling.
- */
+/** Rewrites a path a plugin serves under another spelling to its canonical one (Plugin.canonicalPath), before routing. */
 export const canonicalPaths = (canonical: Array<(path: string) => string | undefined>): Middleware => async (ctx, next) => {
-  const routed = routedPath(ctx.path)
-  if (routed !== ctx.path) ctx.path = routed
   for (const c of canonical) {
     const to = c(ctx.path)
     if (to !== undefined && to !== ctx.path) {

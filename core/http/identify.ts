@@ -2,7 +2,6 @@ import type { Middleware } from 'koa'
 import type { CredentialStore } from '../auth/credentials.ts'
 import { csrfMatches, sessionCookie, type SessionStore } from '../auth/sessions.ts'
 import { problems } from '../errors/index.ts'
-import { routedPath } from './path.ts'
 
 const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
 
@@ -27,7 +26,7 @@ export const identify = (credentials: CredentialStore, sessions: SessionStore): 
       ctx.state.session = session
       ctx.state.principal = session.principal
       // A cross-site page can make the browser send the cookie, never this header.
-      if (!safeMethods.has(ctx.method) && routedPath(ctx.path).startsWith('/api/') && !csrfMatches(session.csrfToken, ctx.get('x-csrf-token'))) {
+      if (!safeMethods.has(ctx.method) && ctx.path.startsWith('/api/') && !csrfMatches(session.csrfToken, ctx.get('x-csrf-token'))) {
         ctx.state.authError = problems.forbidden('auth.csrf', 'A request authenticated by the session cookie must send the X-CSRF-Token header of the session.')
       }
     }

@@ -35,6 +35,8 @@ export function parseQuery(text: string): Record<string, unknown> {
  */
 export function readQuery(text: string): Record<string, unknown> {
   const parsed = parseQuery(text)
+  // Looked for only where one can be: most query strings have none.
+  if (!text.startsWith('=') && !text.includes('&=')) return parsed
   const unnamed = text.split('&').filter((part) => part.startsWith('='))
   return unnamed.length ? { ...parsed, '': unnamed.length === 1 ? unnamed[0].slice(1) : unnamed.map((p) => p.slice(1)) } : parsed
 }

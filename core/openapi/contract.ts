@@ -1,10 +1,10 @@
-import { problemResponseNames } from './problems.ts'
 import { Readable, Transform } from 'node:stream'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import type { Middleware } from 'koa'
 import { pointerSegment, resolveLocal, type Json } from './builder.ts'
 import type { OpenApiDocuments } from './document.ts'
+import { problemResponseNames } from './problems.ts'
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void
 

@@ -1,4 +1,5 @@
 import type { Id } from '@feathersjs/feathers'
+import { isUuid } from '../../core/validation.ts'
 import type { GroupChanges, GroupInfo, GroupMember } from '../../core/auth/groups.ts'
 import { answered, ifMatchVersion, listResponse, paging, scimPrincipal, scimUrl, single, type ScimContext, type ScimParams } from './scim.common.ts'
 import { scimError } from './scim.errors.ts'
@@ -56,7 +57,7 @@ export class ScimGroupsService {
   }
 
   private async current(tenantId: string, id: Id | null): Promise<GroupInfo> {
-    const group = typeof id === 'string' && /^[0-9a-f-]{36}$/i.test(id) ? await this.users.group(tenantId, id) : undefined
+    const group = isUuid(id) ? await this.users.group(tenantId, id) : undefined
     if (!group) throw scimError(404, undefined, `No Group ${String(id)}.`, { code: 'group.not_found' })
     return group
   }
