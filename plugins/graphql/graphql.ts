@@ -219,7 +219,6 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
 
   return async (ctx, next) => {
     if (ctx.path === `/${sdlPath}`) {
-      if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: GET, HEAD.`, {}, { Allow: 'GET, HEAD' })
       const principal = requireCaller(ctx)
       const { text, etag } = cache.sdl(principal)
       ctx.set({ ETag: etag, 'Cache-Control': 'private, no-cache', Vary: 'Authorization, Cookie' })
