@@ -252,13 +252,17 @@ export class GroupWrites {
       // Membership: the whole of it (PUT), or what is added and removed (PATCH).
       let add = c.addMembers ? await this.liveMembers(client, tenantId, c.addMembers) : []
       // Only members can leave: an id that is no member (or no user) is nothing to remove.
-      let remove = (c.removeMembers ?? []).map((id) => id.toLowerCase()).filter((id) => current.includes(id))
+      // Sets, not includes: a PUT of 10,000 members against 10,000 was 10^8 comparisons.
+      const isMember = new Set(current)
+      let remove = (c.removeMembers ?? []).map((id) => id.toLowerCase()).filter((id) => isMember.has(id))
       if (c.replaceMembers) {
         const wanted = await this.liveMembers(client, tenantId, c.replaceMembers)
-        add = wanted.filter((w) => !current.includes(w.userId))
-        remove = current.filter((id) => !wanted.some((w) => w.userId === id))
+        const wantedIds = new Set(wanted.map((w) => w.userId))
+        add = wanted.filter((w) => !isMember.has(w.userId))
+        remove = current.filter((id) => !wantedIds.has(id))
       }
-      add = add.filter((a) => !current.includes(a.userId) || remove.includes(a.userId))
+      const removing = new Set(remove)
+      add = add.filter((a) => !isMember.has(a.userId) || removing.has(a.userId))
       const membership = add.length || remove.length || (c.removeAllMembers && current.length) ? await this.changeMembers(client, tenantId, groupId, { add, remove, removeAll: c.removeAllMembers }, { groupId, via }, o.as) : undefined
       if (membership) {
         events.push(...membership)

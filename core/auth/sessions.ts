@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type pg from 'pg'
+import { isUuid } from '../validation.ts'
 import { effectiveRolesSql } from './users.ts'
 import type { Principal } from './principal.ts'
 
@@ -82,8 +83,9 @@ function userPrincipal(r: { tenant_id: string; user_id: string; user_name: strin
  * subscription made in the browser): undefined once the user is deactivated or gone.
  */
 export async function principalOfUser(db: pg.Pool | pg.PoolClient, tenantId: string, userId: string): Promise<Principal | undefined> {
+  if (!isUuid(userId)) return undefined
   const { rows } = await db.query(
-    `SELECT u.tenant_id, u.id AS user_id, u.user_name, u.display_name, ${effectiveRolesSql} AS roles FROM users u WHERE u.tenant_id = $1 AND u.id::text = $2 AND u.active`,
+    `SELECT u.tenant_id, u.id AS user_id, u.user_name, u.display_name, ${effectiveRolesSql} AS roles FROM users u WHERE u.tenant_id = $1 AND u.id = $2 AND u.active`,
     [tenantId, userId]
   )
   return rows[0] ? userPrincipal(rows[0]) : undefined

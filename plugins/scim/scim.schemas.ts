@@ -110,7 +110,9 @@ export const tooManyValues = (name: string, n: number) => scimError(400, 'invali
 /**
  * Budget units per value scimmy's coercion shapes: it builds getters, setters and a frozen
  * object per value, about 80 µs of CPU each where a filter comparison costs about 1 µs (one
- * unit). Measured on the biggest user the caps allow (800 values: ~70 ms).
+ * unit). Measured on the biggest user the caps allow (800 values: ~70 ms). At the default
+ * budget (50,000) the caps refuse first (800 × 50 = 40,000 units); the charge refuses only for
+ * a tenant whose budget is lowered, and counts the work against the rate limit either way.
  */
 export const coercionUnits = 50
 
