@@ -73,7 +73,6 @@ export interface EventEnvelope {
   data: Record<string, unknown>
 }
 
-/** The envelope of a stored event of the tenant. */
 /** An event as read from the log (the feed's page, a webhook claim): what its envelope is made of. */
 export interface LoggedEvent {
   id: string
@@ -85,7 +84,8 @@ export interface LoggedEvent {
   data: Record<string, unknown>
 }
 
-export function eventEnvelope(tenantId: string, e: { id: string; type: string; occurredAt: string; actor?: unknown; moduleKey?: string | null; subjectId?: string | null; data?: Record<string, unknown> | null }): EventEnvelope {
+/** The envelope of a stored event of the tenant. */
+export function eventEnvelope(tenantId: string, e: Omit<LoggedEvent, 'actor' | 'moduleKey' | 'subjectId' | 'data'> & Partial<Pick<LoggedEvent, 'actor' | 'moduleKey' | 'subjectId'>> & { data?: Record<string, unknown> | null }): EventEnvelope {
   return {
     id: e.id,
     type: e.type,

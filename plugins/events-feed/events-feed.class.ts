@@ -70,8 +70,9 @@ export class EventsFeedService {
     const rows = await readFeed(this.o.pool, principal.tenantId, after, where, limit + 1, this.o.retentionDays)
     const page = rows.slice(0, limit)
     const last = page.length ? page[page.length - 1] : after
+    const installed = this.o.tenants.get(principal.tenantId)?.modules
     return {
-      items: page.map((row) => eventEnvelope(principal.tenantId, redactEvent(principal, row.moduleKey ? this.o.tenants.get(principal.tenantId)?.modules.get(row.moduleKey) : undefined, row))),
+      items: page.map((row) => eventEnvelope(principal.tenantId, redactEvent(principal, row.moduleKey ? installed?.get(row.moduleKey) : undefined, row))),
       nextCursor: this.o.cursors.encode(scope, [last.txid, last.position]),
       hasMore: rows.length > limit,
       limit
