@@ -51,6 +51,9 @@ t.test('a user holds at most 100 values of a multi-valued attribute, and a PATCH
 
 t.test('the worst PATCH the caps allow (100 filtered operations on 100 e-mails) answers in well under a second of CPU', async (t) => {
   const user = await acme('POST', '/Users', { ...oktaUser('worst.case'), emails: emails(100) })
+  // The same request once before, on another user: the figure is the work's, not the first compilation of its code.
+  const warm = await acme('POST', '/Users', { ...oktaUser('worst.warm'), emails: emails(100) })
+  await acme('PATCH', `/Users/${warm.body.id}`, costly(100))
   const { ms, result } = await cpu(() => acme('PATCH', `/Users/${user.body.id}`, costly(100)))
   t.equal(result.status, 204)
   t.comment(`CPU for the PATCH: ${ms.toFixed(0)} ms`)
@@ -61,8 +64,8 @@ t.test('the worst PATCH the caps allow (100 filtered operations on 100 e-mails) 
 
 t.test('the biggest user the caps allow (100 values in each of 8 multi-valued attributes): created quickly, and the worst PATCH on it answers quickly or is refused unchanged', async (t) => {
   const many = (f: (i: number) => object) => Array.from({ length: 100 }, (_x, i) => f(i))
-  const biggest = {
-    ...oktaUser('biggest.user'),
+  const biggestNamed = (name: string) => ({
+    ...oktaUser(name),
     emails: emails(100),
     phoneNumbers: many((i) => ({ value: `+44 113 ${i}`, type: 'work' })),
     addresses: many((i) => ({ streetAddress: `${i} Wellington Street`, locality: 'Leeds', type: 'work' })),
@@ -71,8 +74,11 @@ t.test('the biggest user the caps allow (100 values in each of 8 multi-valued at
     entitlements: many((i) => ({ value: `entitlement${i}` })),
     roles: many((i) => ({ value: `role${i}` })),
     x509Certificates: many(() => ({ value: 'TUlJQw==' }))
-  }
-  const created = await cpu(() => acme('POST', '/Users', biggest))
+  })
+  // Both requests once before, on another user: the figures are the work's, not the first compilation of its code.
+  const warm = await acme('POST', '/Users', biggestNamed('biggest.warm'))
+  await acme('PATCH', `/Users/${warm.body.id}`, costly(100))
+  const created = await cpu(() => acme('POST', '/Users', biggestNamed('biggest.user')))
   t.comment(`CPU for the POST: ${created.ms.toFixed(0)} ms`)
   t.equal(created.result.status, 201)
   t.ok(created.ms < 250, `CPU ${created.ms.toFixed(0)} ms`)
