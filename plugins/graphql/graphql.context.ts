@@ -1,5 +1,4 @@
 import DataLoader from 'dataloader'
-import type { OperationDefinitionNode } from 'graphql'
 import type { Principal } from '../../core/auth/principal.ts'
 import type { App } from '../../core/declarations.ts'
 import { isUuid } from '../../core/validation.ts'
@@ -13,8 +12,8 @@ export interface GraphQLContext {
   /** The HTTP request's Idempotency-Key: applies to an operation with exactly one mutation field. */
   idempotencyKey?: string
   loaders: Loaders
-  /** The cost of each operation of the document that passed the limits (graphql.limits.ts), reserved on the budget before it runs. */
-  costs?: Map<OperationDefinitionNode, number>
+  /** The cost of the operation to run, once it passed the limits (graphql.limits.ts): reserved on the budget before it runs. */
+  cost?: number
 }
 
 /** The params of a service call made for a GraphQL request (`extra`: the service's own params): the same hooks and rules as REST, with `provider: 'graphql'`. */

@@ -1,4 +1,5 @@
 import {
+  getOperationAST,
   getNamedType,
   getNullableType,
   GraphQLError,
@@ -325,18 +326,22 @@ export function fragmentsOf(context: ValidationContext): Record<string, Fragment
 }
 
 /**
- * A validation rule refusing operations over the limits, with what to change; `measured`
- * hears the cost of an operation within them (reserved on the request's budget before it runs).
+ * A validation rule refusing the operation that is to run (`operationName`) over the limits,
+ * with what to change; `measured` hears its cost when within them (reserved on the request's
+ * budget before it runs). The document's other operations do not run and are not measured;
+ * where none can be picked (several, unnamed: GraphQL refuses to run it) all are.
  */
-export function limitRule(limits: QueryLimits, variables: () => Record<string, unknown>, measured?: (operation: OperationDefinitionNode, cost: number) => void) {
+export function limitRule(limits: QueryLimits, variables: () => Record<string, unknown>, operationName: string | null | undefined, measured?: (cost: number) => void) {
   return (context: ValidationContext): ASTVisitor => {
     const fragments = fragmentsOf(context)
+    const runs = getOperationAST(context.getDocument(), operationName)
     return {
       Document(node) {
         const nesting = valueDepth(variables(), limits.maxNesting)
         if (nesting > limits.maxNesting) context.reportError(tooNested(nesting, limits, 'variables', node))
       },
       OperationDefinition(node) {
+        if (runs && node !== runs) return
         const { depth, cost } = measure(context.getSchema(), node, fragments, variables(), limits)
         if (depth > limits.maxDepth) {
           context.reportError(
@@ -352,7 +357,7 @@ export function limitRule(limits: QueryLimits, variables: () => Record<string, u
               extensions: { code: 'graphql.too_costly', status: 400, cost, maxCost: limits.maxCost }
             })
           )
-        } else measured?.(node, cost)
+        } else measured?.(cost)
       }
     }
   }

@@ -160,8 +160,7 @@ function cachedValidate(schema: GraphQLSchema, doc: DocumentNode, rules: readonl
  * 429) when the caller cannot afford it.
  */
 async function reservedExecute(args: ExecutionArgs): Promise<ExecutionResult> {
-  const operation = getOperationAST(args.document, args.operationName)
-  const cost = operation ? (args.contextValue as GraphQLContext).costs?.get(operation) : undefined
+  const cost = (args.contextValue as GraphQLContext).cost
   if (cost !== undefined) await currentBudget().reserve(cost, 'graphql operation')
   return cachedExecute(args)
 }
@@ -201,11 +200,11 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
       execute: reservedExecute as never,
       context: (req) => {
         const base = { app, principal: req.context.principal, traceId }
-        return { ...base, loaders: new Loaders(base, platform.config.pagination.maxLimit), costs: new Map() }
+        return { ...base, loaders: new Loaders(base, platform.config.pagination.maxLimit) }
       },
       validationRules: (req, args, specified) => [
         ...specified,
-        limitRule(limits, () => (args.variableValues ?? {}) as Record<string, unknown>, (op, cost) => (args.contextValue as GraphQLContext).costs?.set(op, cost)),
+        limitRule(limits, () => (args.variableValues ?? {}) as Record<string, unknown>, args.operationName, (cost) => ((args.contextValue as GraphQLContext).cost = cost)),
         idempotencyRule(req.context.koa.get('idempotency-key') || undefined, args.operationName, args.contextValue as GraphQLContext)
       ],
       // A result without `data` is a request error found once executing began (a variable value that does not

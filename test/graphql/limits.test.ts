@@ -292,3 +292,12 @@ t.test('the token count before parsing is a lower bound: it refuses only what Gr
     t.match(refusal, { extensions: { code: 'graphql.too_large' } }, `and are refused at ${count - 1}`)
   }
 })
+
+t.test('only the operation that runs is measured: a costly operation beside it in the document neither refuses it nor is charged', async (t) => {
+  const costly = `query Costly { ${Array.from({ length: 30 }, (_x, i) => `a${i}: incidents(first: 200) { nodes { id number state } }`).join(' ')} }`
+  const doc = `${costly} query Cheap { me { tenantId } }`
+  const cheap = await server.request('POST', '/api/graphql', { body: { query: doc, operationName: 'Cheap' } })
+  t.same(cheap.body, { data: { me: { tenantId: 'acme' } } }, 'the cheap operation runs')
+  const refused = await server.request('POST', '/api/graphql', { body: { query: doc, operationName: 'Costly' } })
+  t.equal(refused.body.errors?.[0]?.extensions?.code, 'graphql.too_costly', 'the costly one is refused when it is the one to run')
+})
