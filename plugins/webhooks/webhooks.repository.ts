@@ -216,7 +216,7 @@ export async function nextDue(pool: pg.Pool, running: readonly string[] = []): P
 export type { LoggedEvent }
 
 export interface Claimed {
-  subscription: { url: string; secret: Buffer; previousSecrets: Buffer[]; owner: Owner; kinds: string[]; modules: string[] | null }
+  subscription: { url: string; secret: Buffer; previousSecrets: Buffer[]; owner: Owner }
   deliveries: Array<{ eventId: string; event_position: string; eventType: string; subjectId: string | null; attempts: number; firstAttemptAt: Date | null; envelope: Record<string, unknown> | null; event: LoggedEvent | null }>
 }
 
@@ -231,7 +231,7 @@ export interface Claimed {
 export async function claim(client: pg.PoolClient, tenantId: string, subscriptionId: string, me: string, limit: number, leaseMs: number): Promise<Claimed | undefined> {
   const { rows: subs } = await client.query(
     `SELECT url, secret, ARRAY(SELECT decode(p->>'secret', 'hex') FROM ${livePrevious}) AS "previousSecrets",
-            jsonb_build_object('kind', owner_kind, 'id', owner_id) AS owner, kinds, modules
+            jsonb_build_object('kind', owner_kind, 'id', owner_id) AS owner
        FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2 AND enabled FOR UPDATE SKIP LOCKED`,
     [tenantId, subscriptionId]
   )
