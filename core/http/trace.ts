@@ -1,14 +1,23 @@
 import { randomUUID } from 'node:crypto'
 import type { Middleware } from 'koa'
+import { currentTraceId } from '../telemetry/tracing.ts'
 
 const traceparent = /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/
 
-/** Gives every request a trace id (from a W3C traceparent when present), echoed as X-Trace-Id. */
+/**
+ * Gives every request a trace id, echoed as X-Trace-Id and quoted by its problem bodies. With
+ * tracing on it is the active trace's (the HTTP instrumentation has already honoured a W3C
+ * traceparent); off, it is the traceparent's trace id when one came, else a new one.
+ */
 export const traceId = (): Middleware => async (ctx, next) => {
-  const incoming = ctx.get('traceparent').match(traceparent)?.[1]
-  const id = incoming && !/^0+$/.test(incoming) ? incoming : randomUUID().replace(/-/g, '')
+  const id = currentTraceId() ?? incomingOrNew(ctx.get('traceparent'))
   ctx.state.traceId = id
   ctx.set('X-Trace-Id', id)
   ctx.feathers = { ...ctx.feathers, traceId: id } as typeof ctx.feathers
   await next()
+}
+
+function incomingOrNew(header: string): string {
+  const incoming = header.match(traceparent)?.[1]
+  return incoming && !/^0+$/.test(incoming) ? incoming : randomUUID().replace(/-/g, '')
 }

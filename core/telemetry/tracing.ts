@@ -10,6 +10,7 @@ export type SpanAttributes = Record<string, string | number | boolean | undefine
 interface Installed {
   tracer: Tracer
   api: typeof Api
+  shutdown: () => Promise<void>
 }
 
 let installed: Installed | undefined
@@ -32,8 +33,15 @@ const noSpan: Span = Object.freeze({
 }) as Span
 
 /** Called once by core/telemetry/start.ts after the SDK started; before it, and without it, tracing is off. */
-export function installTracing(tracer: Tracer, api: typeof Api): void {
-  installed = { tracer, api }
+export function installTracing(tracer: Tracer, api: typeof Api, shutdown: () => Promise<void>): void {
+  installed = { tracer, api, shutdown }
+}
+
+/** Exports the spans still buffered and stops the SDK (at shutdown); nothing when tracing is off. */
+export async function stopTracing(): Promise<void> {
+  const stopping = installed
+  installed = undefined
+  await stopping?.shutdown()
 }
 
 /** Whether spans are recorded in this process. */
