@@ -22,6 +22,8 @@ import { jsonBody, passBodyStream } from './http/body.ts'
 import { logAppError } from './http/client-aborts.ts'
 import { answerClientErrors } from './http/client-errors.ts'
 import { canonicalPaths, colonMethods } from './http/custom-methods.ts'
+import { clientAddress } from './http/client-address.ts'
+import { cors } from './http/cors.ts'
 import { fastQuery } from './http/query-string.ts'
 import { routeGuard } from './http/route-guard.ts'
 import { errorPages } from './http/error-pages.ts'
@@ -81,7 +83,9 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.set('platform', platform)
   app.set('describes', descriptionsOf(plugins))
   app.set('errorsUrl', platform.config.errors.baseUrl ?? `${platform.config.publicUrl ?? `http://${platform.config.host}:${platform.config.port}`}/errors`)
+  app.use(clientAddress(platform.config.http.trustProxy))
   app.use(traceId())
+  app.use(cors(platform.config.http.cors))
   app.use(routedPaths)
   app.use(problemResponses(() => app.get('errorsUrl'), plugins.flatMap((p) => p.problemFormats ?? [])))
   app.use(errorPages())

@@ -3,23 +3,18 @@ import { Ajv } from 'ajv'
 import { resolve } from 'node:path'
 import { createRequire } from 'node:module'
 import { projectRoot } from './paths.ts'
+import { configFromEnv } from './config-keys.ts'
+import { httpConfigProblems } from './http/http-config.ts'
 
 const LimitsConfig = Type.Object(
   {
-    /** Requests per credential in any 60-second window (sliding). */
-    requestsPerMinute: Type.Integer({ minimum: 1 }),
-    /** Bulk loads running at once per tenant. */
-    bulkConcurrency: Type.Integer({ minimum: 1 }),
-    /** Export jobs running at once per tenant. */
-    exportConcurrency: Type.Integer({ minimum: 1 }),
-    /** Signed upload URLs per credential per minute. */
-    attachmentUrlsPerMinute: Type.Integer({ minimum: 1 }),
-    /** Password attempts per user name and per client address per minute. */
-    signInAttemptsPerMinute: Type.Integer({ minimum: 1 }),
-    /** Work units one request may do (core/limits/budget.ts): fields resolved, rows read, array elements touched, lookups. */
-    requestBudget: Type.Integer({ minimum: 1 }),
-    /** Units of work that count as one request against requestsPerMinute (an expensive request counts as several). */
-    budgetUnitsPerRequest: Type.Integer({ minimum: 1 })
+    requestsPerMinute: Type.Integer({ minimum: 1, description: 'Requests per credential in any 60-second window (sliding).' }),
+    bulkConcurrency: Type.Integer({ minimum: 1, description: 'Bulk loads running at once per tenant.' }),
+    exportConcurrency: Type.Integer({ minimum: 1, description: 'Export jobs running at once per tenant.' }),
+    attachmentUrlsPerMinute: Type.Integer({ minimum: 1, description: 'Signed upload URLs per credential per minute.' }),
+    signInAttemptsPerMinute: Type.Integer({ minimum: 1, description: 'Password attempts per user name and per client address per minute.' }),
+    requestBudget: Type.Integer({ minimum: 1, description: 'Work units one request may do (core/limits/budget.ts): fields resolved, rows read, array elements touched, lookups.' }),
+    budgetUnitsPerRequest: Type.Integer({ minimum: 1, description: 'Units of work that count as one request against requestsPerMinute (an expensive request counts as several).' })
   },
   { additionalProperties: false }
 )
@@ -65,111 +60,143 @@ const TenantConfig = Type.Object(
   { additionalProperties: false }
 )
 
+/**
+ * Where clients come from behind a load balancer (core/http/client-address.ts) and which
+ * browser origins may call the API (core/http/cors.ts).
+ */
+const HttpConfig = Type.Object({
+  maxJsonBytes: Type.Integer({ minimum: 1024, description: 'Largest JSON request body, in bytes.' }),
+  trustProxy: Type.Array(Type.String({ minLength: 1 }), {
+    description:
+      'Addresses or CIDR ranges of the proxies in front (load balancer, ingress) whose `X-Forwarded-For` is believed: the client address, which rate limits and sign-in throttling count by, is the last address in that header not in these ranges. Empty: the peer address, and `X-Forwarded-For` is ignored.'
+  }),
+  cors: Type.Object({
+    origins: Type.Array(Type.String({ minLength: 1 }), {
+      description: 'Browser origins (`https://app.example.com`) whose pages may call the API, or `*` for any; empty: same-origin pages only.'
+    }),
+    credentials: Type.Boolean({
+      description: 'Let those origins send the session cookie (Access-Control-Allow-Credentials), acting as the signed-in user; never with `*`. Bearer tokens need no credentials.'
+    }),
+    maxAgeSeconds: Type.Integer({ minimum: 0, maximum: 86400, description: 'How long a browser may cache a preflight answer (Access-Control-Max-Age).' })
+  })
+})
+
+/**
+ * Every setting carries its `description` and, where it is not the derived
+ * `RECORDS_<PATH>`, its environment variable (`env`): core/config-keys.ts reads the
+ * environment with them, and `npm run docs:config` writes the operator reference
+ * (docs/operations.md) from them, defaults from config/default.json.
+ */
 export const configSchema = Type.Object({
-  host: Type.String(),
-  port: Type.Integer({ minimum: 0, maximum: 65535 }),
-  publicUrl: Type.Union([Type.String(), Type.Null()]),
+  host: Type.String({ env: 'HOST', description: 'Address the HTTP server listens on (`0.0.0.0` in a container).' }),
+  port: Type.Integer({ minimum: 0, maximum: 65535, env: 'PORT', description: 'Port of the HTTP server; 0 takes a free one.' }),
+  publicUrl: Type.Union([Type.String(), Type.Null()], {
+    env: 'PUBLIC_URL',
+    description: 'The URL clients reach the service at (behind a load balancer, its https URL): links, signed URLs and the sign-in origin check use it. Unset: `http://<host>:<port>`.'
+  }),
   database: Type.Object({
-    url: Type.Union([Type.String(), Type.Null()]),
-    poolSize: Type.Integer({ minimum: 1 }),
+    url: Type.Union([Type.String(), Type.Null()], { env: 'DATABASE_URL', description: 'PostgreSQL connection URL; unset: the embedded PostgreSQL below.' }),
+    poolSize: Type.Integer({ minimum: 1, description: "Connections in this instance's pool." }),
     embedded: Type.Object({
-      dataDir: Type.String(),
-      port: Type.Integer({ minimum: 1, maximum: 65535 })
+      dataDir: Type.String({ env: 'RECORDS_DATA_DIR', description: 'Folder of the embedded PostgreSQL cluster (when `database.url` is unset).' }),
+      port: Type.Integer({ minimum: 1, maximum: 65535, env: 'EMBEDDED_PG_PORT', description: 'Port of the embedded PostgreSQL.' })
     })
   }),
   modules: Type.Object({
-    directories: Type.Array(Type.String()),
-    packages: Type.Array(Type.String())
+    directories: Type.Array(Type.String(), { description: 'Folders holding tenant module packages.' }),
+    packages: Type.Array(Type.String(), { description: 'Tenant module packages installed from npm, by name.' })
   }),
-  tenants: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9-]{0,62}$' }), TenantConfig),
-  http: Type.Object({ maxJsonBytes: Type.Integer({ minimum: 1024 }) }),
+  tenants: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9-]{0,62}$' }), TenantConfig, {
+    description:
+      'Tenants by id, synced to the database at start: `name`, `modules` (installed module keys), optional `limits` (any of `limits.*`, for that tenant: enterprise plans) and `oidc` (single sign-on, docs/identity-and-access.md).'
+  }),
+  http: HttpConfig,
   pagination: Type.Object({
-    defaultLimit: Type.Integer({ minimum: 1 }),
-    maxLimit: Type.Integer({ minimum: 1 })
+    defaultLimit: Type.Integer({ minimum: 1, description: 'Page size of a list that asks for none.' }),
+    maxLimit: Type.Integer({ minimum: 1, description: 'Largest page size a list may ask for.' })
   }),
   idempotency: Type.Object({
-    retentionHours: Type.Number({ exclusiveMinimum: 0 }),
-    inFlightTimeoutSeconds: Type.Number({ exclusiveMinimum: 0 })
+    retentionHours: Type.Number({ exclusiveMinimum: 0, description: 'How long the stored answer of a request with an `Idempotency-Key` is replayed.' }),
+    inFlightTimeoutSeconds: Type.Number({ exclusiveMinimum: 0, description: 'A key whose request has not answered after this long (its instance died) may be run again.' })
   }),
   events: Type.Object({
-    /** Events older than this are removed by the events.purge job; a feed cursor past removed events is 410. */
-    retentionDays: Type.Number({ exclusiveMinimum: 0 })
+    retentionDays: Type.Number({
+      exclusiveMinimum: 0,
+      description: 'Events older than this leave the events feed (the hourly `events.purge` job; user and group events stay in the identity audit trail); a feed cursor past removed events is 410.'
+    })
   }),
   redis: Type.Object({
-    /** Shares rate-limit windows and concurrency slots across instances; memory when null. */
-    url: Type.Union([Type.String(), Type.Null()]),
-    prefix: Type.String()
+    url: Type.Union([Type.String(), Type.Null()], {
+      env: 'REDIS_URL',
+      description: 'Shares rate-limit windows and concurrency slots across instances; unset: in memory (one instance).'
+    }),
+    prefix: Type.String({ env: 'REDIS_PREFIX', description: 'Prefix of every Redis key the service writes.' })
   }),
   limits: LimitsConfig,
   attachments: Type.Object({
-    driver: Type.Union([Type.Literal('local'), Type.Literal('s3')]),
-    /** Largest file accepted, in bytes. */
-    maxBytes: Type.Integer({ minimum: 1 }),
-    /** Content types accepted (exact, or `type/*`). */
-    contentTypes: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
-    uploadUrlSeconds: Type.Integer({ minimum: 1 }),
-    downloadUrlSeconds: Type.Integer({ minimum: 1 }),
-    /** Pending uploads older than this are removed by the attachments.purge job. */
-    pendingHours: Type.Number({ exclusiveMinimum: 0 }),
-    local: Type.Object({ dir: Type.String({ minLength: 1 }) }),
+    driver: Type.Union([Type.Literal('local'), Type.Literal('s3')], {
+      env: 'ATTACHMENTS_DRIVER',
+      description: 'Where files are kept: `local` (a folder; one instance) or `s3` (any S3-compatible service; several instances).'
+    }),
+    maxBytes: Type.Integer({ minimum: 1, description: 'Largest file accepted, in bytes.' }),
+    contentTypes: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'Content types accepted (exact, or `type/*`).' }),
+    uploadUrlSeconds: Type.Integer({ minimum: 1, description: 'How long a signed upload URL is valid.' }),
+    downloadUrlSeconds: Type.Integer({ minimum: 1, description: 'How long a signed download URL is valid.' }),
+    pendingHours: Type.Number({ exclusiveMinimum: 0, description: 'Pending uploads older than this are removed by the attachments.purge job.' }),
+    local: Type.Object({ dir: Type.String({ minLength: 1, env: 'ATTACHMENTS_DIR', description: 'Folder of the local driver.' }) }),
     s3: Type.Object({
-      endpoint: Type.Union([Type.String(), Type.Null()]),
-      region: Type.String(),
-      bucket: Type.String(),
-      accessKeyId: Type.Union([Type.String(), Type.Null()]),
-      secretAccessKey: Type.Union([Type.String(), Type.Null()]),
-      forcePathStyle: Type.Boolean()
+      endpoint: Type.Union([Type.String(), Type.Null()], { env: 'S3_ENDPOINT', description: 'Endpoint URL of an S3-compatible service (MinIO, Ceph…); unset: AWS S3 in `region`.' }),
+      region: Type.String({ env: 'S3_REGION', description: 'Region of the bucket.' }),
+      bucket: Type.String({ env: 'S3_BUCKET', description: 'Bucket of the files.' }),
+      accessKeyId: Type.Union([Type.String(), Type.Null()], { env: 'S3_ACCESS_KEY_ID', description: "Access key; unset: the AWS SDK's default chain (AWS_* variables, instance role)." }),
+      secretAccessKey: Type.Union([Type.String(), Type.Null()], { env: 'S3_SECRET_ACCESS_KEY', description: 'Secret of the access key.' }),
+      forcePathStyle: Type.Boolean({ env: 'S3_FORCE_PATH_STYLE', description: 'Path-style URLs (`<endpoint>/<bucket>/<key>`), as MinIO and most S3-compatible services need.' })
     })
   }),
   exports: Type.Object({
-    /** Hours a finished export file can be downloaded before the exports.purge job removes it. */
-    fileHours: Type.Number({ exclusiveMinimum: 0 }),
-    /** Attempts before a job is failed (a job whose process died is picked up again). */
-    maxAttempts: Type.Integer({ minimum: 1 }),
-    /** How long a running job's lock holds without renewal; after it, another instance takes the job over. */
-    lockSeconds: Type.Integer({ minimum: 1 }),
-    /** Rows read per page from the records service. */
-    pageSize: Type.Integer({ minimum: 1 })
+    fileHours: Type.Number({ exclusiveMinimum: 0, description: 'Hours a finished export file can be downloaded before the exports.purge job removes it.' }),
+    maxAttempts: Type.Integer({ minimum: 1, description: 'Attempts before a job is failed (a job whose process died is picked up again).' }),
+    lockSeconds: Type.Integer({ minimum: 1, description: "How long a running job's lock holds without renewal; after it, another instance takes the job over." }),
+    pageSize: Type.Integer({ minimum: 1, description: 'Rows read per page from the records service.' })
   }),
   bulk: Type.Object({
-    /** Rows per call; rows past it get an error outcome each. */
-    maxRows: Type.Integer({ minimum: 1 }),
-    /** Rows per transaction. */
-    batchSize: Type.Integer({ minimum: 1 }),
-    /** A batch is written at the latest this long after its first row arrived (first outcomes stream early). */
-    flushAfterMs: Type.Integer({ minimum: 1 })
+    maxRows: Type.Integer({ minimum: 1, description: 'Rows per call; rows past it get an error outcome each.' }),
+    batchSize: Type.Integer({ minimum: 1, description: 'Rows per transaction.' }),
+    flushAfterMs: Type.Integer({ minimum: 1, description: 'A batch is written at the latest this long after its first row arrived (first outcomes stream early).' })
   }),
   webhooks: Type.Object({
-    /** Run the webhook dispatcher on this instance (LISTEN/NOTIFY on commit, and a poll). */
-    dispatch: Type.Boolean(),
-    /** Accept plain `http://` target URLs (development, tests); https only otherwise. */
-    allowHttp: Type.Boolean(),
-    /** Address ranges (CIDR) a target may resolve to although private, loopback or link-local, e.g. `127.0.0.1/32` in tests. */
-    allowedCidrs: Type.Array(Type.String({ minLength: 1 })),
-    /** How long one delivery may take, connection to the last byte read. */
-    timeoutMs: Type.Integer({ minimum: 1 }),
-    /** How long resolving a target's host name may take before it is refused. */
-    dnsTimeoutMs: Type.Integer({ minimum: 1 }),
-    /** When each attempt is due, in ms after the first (the first is 0): its length is the number of attempts. */
-    retryScheduleMs: Type.Array(Type.Integer({ minimum: 0 }), { minItems: 1 }),
-    /** Each retry is delayed by up to this fraction of the gap before it (jitter). */
-    retryJitter: Type.Number({ minimum: 0, maximum: 1 }),
-    /** A subscription whose deliveries failed without a success for this long is disabled. */
-    disableAfterFailingHours: Type.Number({ exclusiveMinimum: 0 }),
-    /** How long a rotated-out secret keeps signing beside the new one. */
-    secretGraceHours: Type.Number({ minimum: 0 }),
-    /** The fallback poll when no NOTIFY arrives (retries due, a lease of a dead instance expired). */
-    pollMs: Type.Integer({ minimum: 10 }),
-    /** Subscriptions sending at once per instance (each sends one delivery at a time). */
-    maxConcurrentSubscriptions: Type.Integer({ minimum: 1 })
+    dispatch: Type.Boolean({ description: 'Run the webhook dispatcher on this instance (LISTEN/NOTIFY on commit, and a poll).' }),
+    allowHttp: Type.Boolean({ description: 'Accept plain `http://` target URLs (development, tests); https only otherwise.' }),
+    allowedCidrs: Type.Array(Type.String({ minLength: 1 }), {
+      description: 'Address ranges (CIDR) a target may resolve to although private, loopback or link-local, e.g. `127.0.0.1/32` in tests.'
+    }),
+    timeoutMs: Type.Integer({ minimum: 1, description: 'How long one delivery may take, connection to the last byte read.' }),
+    dnsTimeoutMs: Type.Integer({ minimum: 1, description: "How long resolving a target's host name may take before it is refused." }),
+    retryScheduleMs: Type.Array(Type.Integer({ minimum: 0 }), {
+      minItems: 1,
+      description: 'When each attempt is due, in ms after the first (the first is 0): its length is the number of attempts.'
+    }),
+    retryJitter: Type.Number({ minimum: 0, maximum: 1, description: 'Each retry is delayed by up to this fraction of the gap before it (jitter).' }),
+    disableAfterFailingHours: Type.Number({ exclusiveMinimum: 0, description: 'A subscription whose deliveries failed without a success for this long is disabled.' }),
+    secretGraceHours: Type.Number({ minimum: 0, description: 'How long a rotated-out secret keeps signing beside the new one.' }),
+    pollMs: Type.Integer({ minimum: 10, description: 'The fallback poll when no NOTIFY arrives (retries due, a lease of a dead instance expired).' }),
+    maxConcurrentSubscriptions: Type.Integer({ minimum: 1, description: 'Subscriptions sending at once per instance (each sends one delivery at a time).' })
   }),
   sessions: Type.Object({
-    ttlHours: Type.Number({ exclusiveMinimum: 0 }),
-    idleMinutes: Type.Number({ exclusiveMinimum: 0 })
+    ttlHours: Type.Number({ exclusiveMinimum: 0, description: 'Longest life of a browser session.' }),
+    idleMinutes: Type.Number({ exclusiveMinimum: 0, description: 'A session unused this long ends.' })
   }),
-  errors: Type.Object({ baseUrl: Type.Union([Type.String(), Type.Null()]) }),
-  jobs: Type.Object({ enabled: Type.Boolean(), processEverySeconds: Type.Number({ exclusiveMinimum: 0 }) }),
-  logLevel: Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error'), Type.Literal('silent')])
+  errors: Type.Object({
+    baseUrl: Type.Union([Type.String(), Type.Null()], { env: 'ERRORS_URL', description: 'Base of the `type` URL of problem bodies; unset: `<publicUrl>/errors`.' })
+  }),
+  jobs: Type.Object({
+    enabled: Type.Boolean({ description: 'Run jobs (exports, purges…) on this instance; one without still enqueues them for the others.' }),
+    processEverySeconds: Type.Number({ exclusiveMinimum: 0, description: 'How often the scheduler looks for due jobs (new jobs arrive by NOTIFY at once; the scan finds those of dead instances).' })
+  }),
+  logLevel: Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error'), Type.Literal('silent')], {
+    env: 'LOG_LEVEL',
+    description: 'Least severe log level written (JSON lines on stderr).'
+  })
 })
 
 export type AppConfig = Static<typeof configSchema>
@@ -185,15 +212,16 @@ function merge(target: any, source: any): any {
 }
 
 /**
- * Loads node-config (config/default.json, NODE_ENV file, local.json, NODE_CONFIG,
- * environment variables), applies programmatic overrides and validates the result.
+ * Loads node-config (config/default.json, NODE_ENV file, local.json, NODE_CONFIG), then
+ * each setting's environment variable (configKeys: one per setting, derived from the
+ * schema), then programmatic overrides, and validates the result.
  */
 export function loadConfig(overrides: DeepPartial<AppConfig> & Record<string, unknown> = {}): AppConfig {
   process.env.NODE_CONFIG_DIR ??= resolve(projectRoot, 'config')
   process.env.SUPPRESS_NO_CONFIG_WARNING = 'y'
   const require = createRequire(import.meta.url)
   const nodeConfig = require('config')
-  const base = nodeConfig.util.toObject()
+  const base = merge(nodeConfig.util.toObject(), configFromEnv(configSchema, process.env))
   // A test that supplies its own tenants replaces the configured ones rather than adding to them.
   const merged = merge(overrides.tenants ? { ...base, tenants: {} } : base, overrides)
   const ajv = new Ajv({ allErrors: true, strict: false })
@@ -202,8 +230,8 @@ export function loadConfig(overrides: DeepPartial<AppConfig> & Record<string, un
     const problems = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ')
     throw new Error(`Invalid configuration: ${problems}`)
   }
-  const oidc = oidcConfigProblems(merged as AppConfig)
-  if (oidc.length) throw new Error(`Invalid configuration: ${oidc.join('; ')}`)
+  const meaning = [...oidcConfigProblems(merged as AppConfig), ...httpConfigProblems((merged as AppConfig).http)]
+  if (meaning.length) throw new Error(`Invalid configuration: ${meaning.join('; ')}`)
   return merged as AppConfig
 }
 

@@ -2,6 +2,7 @@ import { lookup } from 'node:dns/promises'
 import http from 'node:http'
 import https from 'node:https'
 import { BlockList, isIP } from 'node:net'
+import { addressRanges } from '../../core/http/address-ranges.ts'
 import { addressRefusal } from './webhooks.addresses.ts'
 
 /**
@@ -22,15 +23,7 @@ export class TargetRefused extends Error {}
 
 /** The operator's allow-list as a BlockList (used as a match list); a malformed entry is a start-up error. */
 export function allowList(cidrs: readonly string[]): BlockList {
-  const list = new BlockList()
-  for (const c of cidrs) {
-    const [net, bits] = c.split('/')
-    const family = isIP(net)
-    const prefix = bits === undefined ? (family === 6 ? 128 : 32) : Number(bits)
-    if (!family || !Number.isInteger(prefix) || prefix < 0 || prefix > (family === 6 ? 128 : 32)) throw new Error(`Invalid configuration: /webhooks/allowedCidrs has "${c}", not a CIDR range`)
-    list.addSubnet(net, prefix, family === 6 ? 'ipv6' : 'ipv4')
-  }
-  return list
+  return addressRanges(cidrs, '/webhooks/allowedCidrs')
 }
 
 export interface CheckedTarget {
