@@ -80,15 +80,19 @@ export function parseEnvValue(text: string, key: ConfigKey): unknown {
   return scalar(text, key.schema, where)
 }
 
-/** The settings the environment sets, as a partial configuration object. An empty variable counts as unset, as node-config had it. */
-export function configFromEnv(schema: TSchema, env: NodeJS.ProcessEnv): Record<string, unknown> {
-  const out: Record<string, any> = {}
+/**
+ * `config` with every setting its environment variable sets replaced by the variable's
+ * value (a map such as `tenants` replaced whole, not merged). An empty variable counts as
+ * unset, as node-config had it.
+ */
+export function withEnvSettings<T extends Record<string, any>>(config: T, schema: TSchema, env: NodeJS.ProcessEnv): T {
+  const out: Record<string, any> = structuredClone(config)
   for (const key of configKeys(schema)) {
     const text = env[key.env]
     if (text === undefined || text === '') continue
     let at = out
-    for (const p of key.path.slice(0, -1)) at = at[p] ??= {}
+    for (const p of key.path.slice(0, -1)) at = at[p] = at[p] !== null && typeof at[p] === 'object' ? at[p] : {}
     at[key.path[key.path.length - 1]] = parseEnvValue(text, key)
   }
-  return out
+  return out as T
 }

@@ -3,7 +3,7 @@ import { Ajv } from 'ajv'
 import { resolve } from 'node:path'
 import { createRequire } from 'node:module'
 import { projectRoot } from './paths.ts'
-import { configFromEnv } from './config-keys.ts'
+import { withEnvSettings } from './config-keys.ts'
 import { httpConfigProblems } from './http/http-config.ts'
 
 const LimitsConfig = Type.Object(
@@ -221,7 +221,7 @@ export function loadConfig(overrides: DeepPartial<AppConfig> & Record<string, un
   process.env.SUPPRESS_NO_CONFIG_WARNING = 'y'
   const require = createRequire(import.meta.url)
   const nodeConfig = require('config')
-  const base = merge(nodeConfig.util.toObject(), configFromEnv(configSchema, process.env))
+  const base = withEnvSettings(nodeConfig.util.toObject(), configSchema, process.env)
   // A test that supplies its own tenants replaces the configured ones rather than adding to them.
   const merged = merge(overrides.tenants ? { ...base, tenants: {} } : base, overrides)
   const ajv = new Ajv({ allErrors: true, strict: false })
