@@ -18,6 +18,7 @@ import { authenticate } from './hooks/authenticate.ts'
 import { fromHttp } from './hooks/call-params.ts'
 import { acceptJsonData } from './hooks/json-data.ts'
 import { meterCalls } from './hooks/meter.ts'
+import { traceCalls } from './hooks/trace.ts'
 import { jsonBody, passBodyStream } from './http/body.ts'
 import { logAppError } from './http/client-aborts.ts'
 import { answerClientErrors } from './http/client-errors.ts'
@@ -31,6 +32,7 @@ import { problemResponses } from './http/problem.ts'
 import { routedPaths } from './http/path.ts'
 import { traceId } from './http/trace.ts'
 import { startJobs } from './jobs/index.ts'
+import { withTraceContext } from './jobs/trace.ts'
 import { logger } from './logger.ts'
 import { descriptionsOf, type Plugin } from './plugin.ts'
 import { loadModules } from './modules/registry.ts'
@@ -105,7 +107,7 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.use(jsonBody(platform.config.http.maxJsonBytes, streaming))
   app.use(passBodyStream(streaming))
   app.configure(rest())
-  app.hooks({ around: { all: [fromHttp, meterCalls, authenticate(platform.credentials), acceptJsonData] } })
+  app.hooks({ around: { all: [traceCalls, fromHttp, meterCalls, authenticate(platform.credentials), acceptJsonData] } })
   for (const plugin of plugins) app.configure((a) => plugin.configure(a as App))
   return app
 }
@@ -131,7 +133,8 @@ export async function startServer(platform: Platform, plugins: readonly Plugin[]
   const jobs = [{ name: 'sessions.purge', every: '1 hour', run: async () => ({ removed: await platform.sessions.purgeExpired() }) }, ...plugins.flatMap((p) => p.jobs?.(app) ?? [])]
   let agenda = platform.config.jobs.enabled ? await startJobs(platform.db.pool, jobs, { process: true, processEverySeconds: platform.config.jobs.processEverySeconds }) : undefined
   // An instance that runs no jobs still enqueues them (for instances that do), on a scheduler started on first use.
-  platform.enqueue = async (name, data, options) => {
+  platform.enqueue = async (name, jobData, options) => {
+    const data = withTraceContext(jobData)
     agenda ??= await startJobs(platform.db.pool, jobs, { process: false })
     if (options?.delayMs) await agenda.schedule(new Date(Date.now() + options.delayMs), name, data)
     else await agenda.now(name, data)

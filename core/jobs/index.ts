@@ -1,6 +1,7 @@
 import type { Agenda } from 'agenda'
 import type pg from 'pg'
 import { logger } from '../logger.ts'
+import { tracedJob } from './trace.ts'
 
 export interface JobContext {
   /** Keeps the job's lock alive during long work (a lock left to expire lets another instance take the job over). */
@@ -32,7 +33,7 @@ export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: {
   const agenda = new Agenda({ backend, processEvery: `${options.processEverySeconds ?? 30} seconds` } as any)
   agenda.on('error', (err) => logger.error('job scheduler error', { error: err.message }))
   agenda.on('fail', (err: any, job: any) => logger.error('job failed', { job: job?.attrs?.name, error: err?.message ?? String(err) }))
-  for (const job of jobs) {
+  for (const job of jobs.map(tracedJob)) {
     agenda.define(
       job.name,
       async (j: any) => {

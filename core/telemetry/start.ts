@@ -43,10 +43,12 @@ export async function startTracing(options: TracingOptions = {}): Promise<boolea
   const sdk = new NodeSDK({
     serviceName: process.env.OTEL_SERVICE_NAME ?? 'records',
     instrumentations: [
-      new HttpInstrumentation(),
+      // Outgoing calls (webhook deliveries, S3, OIDC) only inside a traced operation, as pg statements below.
+      new HttpInstrumentation({ requireParentforOutgoingSpans: true }),
       new KoaInstrumentation(),
-      // A span per statement, without its values; pool connects are spans too.
-      new PgInstrumentation({ enhancedDatabaseReporting: false })
+      // A span per statement, without its values, inside a traced operation: the job scheduler's
+      // polls and the LISTEN connections would otherwise be a trace per statement.
+      new PgInstrumentation({ enhancedDatabaseReporting: false, requireParentSpan: true })
     ],
     ...(options.spanProcessors ? { spanProcessors: options.spanProcessors } : {}),
     // Metrics are prom-client's (core/telemetry/metrics.ts), logs are pino's: the SDK starts neither.
