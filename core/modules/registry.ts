@@ -121,11 +121,29 @@ async function loadPackage(registry: ModuleRegistry, pkgDir: string) {
   }
   let exported: any
   try {
-    exported = await import(pathToFileURL(resolve(pkgDir, manifest.entry)).href)
+    exported = await importModuleFile(resolve(pkgDir, manifest.entry))
   } catch (err) {
     throw new ModuleDefinitionError(name, manifest.entry, `cannot be loaded: ${(err as Error).message}`)
   }
   registry.register(exported.default ?? exported.module, name, pkgDir)
+}
+
+/**
+ * A module's entry file. Under tsx (tests, `npm start` from the sources) tsx loads it; the
+ * compiled build leaves module packages as they are, TypeScript included, and Node 24 strips
+ * their types itself. What Node will not strip (a package under node_modules, syntax that is
+ * not erasable such as an enum) goes through tsx, a dependency of the service.
+ */
+async function importModuleFile(path: string): Promise<any> {
+  const url = pathToFileURL(path).href
+  try {
+    return await import(url)
+  } catch (err) {
+    const code = (err as { code?: string }).code
+    if (code !== 'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING' && code !== 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX') throw err
+    const { tsImport } = await import('tsx/esm/api')
+    return tsImport(url, import.meta.url)
+  }
 }
 
 /** Discovers module packages in the configured folders and npm packages and builds the registry. */
