@@ -241,7 +241,7 @@ t.test('the retention job removes old events, and a cursor before them is 410 Go
   const globexBefore = (await pool.query("SELECT count(*)::int AS n FROM events WHERE tenant_id = 'globex'")).rows[0].n
   const job = eventsFeedPlugin.jobs!(server.running.app).find((j) => j.name === 'events.purge')!
   t.equal(server.platform.config.events.retentionDays, 30)
-  const result = (await job.run({}, { touch: async () => undefined })) as { removed: number }
+  const result = (await job.run({}, { touch: async () => undefined, signal: new AbortController().signal })) as { removed: number }
   t.equal(result.removed, rows[0].n, 'every event older than 30 days was removed')
   t.same((await pool.query("SELECT subject_id FROM events WHERE tenant_id = 'acme' AND NOT (type LIKE 'user.%' OR type LIKE 'group.%')")).rows.map((r) => r.subject_id), [keep.id], 'the newer one is kept')
   t.equal((await pool.query("SELECT count(*)::int AS n FROM events WHERE tenant_id = 'acme' AND (type LIKE 'user.%' OR type LIKE 'group.%')")).rows[0].n, identity, 'identity events stay, however old')
@@ -258,7 +258,7 @@ t.test('the retention job removes old events, and a cursor before them is 410 Go
   const fresh = await feed()
   t.same(fresh.items.map((e) => e.subject.id), [keep.id], 'without a cursor the feed starts at the oldest event kept')
   t.equal((await server.request('GET', `/api/v1/events?after=${enc(fresh.nextCursor)}`)).status, 200, 'and its cursor is good')
-  t.equal((await job.run({}, { touch: async () => undefined }) as { removed: number }).removed, 0, 'a second run removes nothing')
+  t.equal((await job.run({}, { touch: async () => undefined, signal: new AbortController().signal }) as { removed: number }).removed, 0, 'a second run removes nothing')
   const again = await feed('limit=1')
   t.equal((await server.request('GET', `/api/v1/events?after=${enc(again.nextCursor)}`)).status, 200)
 })
