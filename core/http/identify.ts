@@ -32,7 +32,7 @@ export const identify = (credentials: CredentialStore, sessions: SessionStore): 
     }
   }
   if (ctx.state.principal && !ctx.state.authError) {
-    // A browser script reads its CSRF token from GET /api/v1/me (other origins cannot: no CORS).
+    // A browser script reads its CSRF token from GET /api/v1/me (other origins cannot: no CORS with credentials unless an operator allows them, core/http/cors.ts).
     ctx.feathers = { ...ctx.feathers, principal: ctx.state.principal, csrfToken: ctx.state.session?.csrfToken } as typeof ctx.feathers
   }
   await next()
