@@ -189,9 +189,10 @@ export class CredentialStore {
     return rows[0] ? toInfo(rows[0]) : undefined
   }
 
+  /** By hash alone (the token names no tenant); unique per tenant only (migration 015), so two rows authenticate nobody. */
   private async lookup(hash: Buffer): Promise<CredentialRow | null> {
-    const { rows } = await this.pool.query({ name: 'credential-by-hash', text: `${credentialSelect} WHERE c.secret_hash = $1`, values: [hash] })
-    return rows[0] ?? null
+    const { rows } = await this.pool.query({ name: 'credential-by-hash', text: `${credentialSelect} WHERE c.secret_hash = $1 LIMIT 2`, values: [hash] })
+    return rows.length === 1 ? rows[0] : null
   }
 
   /**

@@ -48,7 +48,8 @@ export class SessionStore {
           RETURNING s.tenant_id, s.user_id, s.csrf_token, s.expires_at, u.user_name, u.display_name, ${effectiveRolesSql} AS roles`,
       values: [hash(cookieValue), this.o.idleMinutes]
     })
-    const r = rows[0]
+    // The hash is unique per tenant only (migration 015): two sessions behind one cookie are none.
+    const r = rows.length === 1 ? rows[0] : undefined
     if (!r) return undefined
     return { principal: { ...userPrincipal(r), expiresAt: r.expires_at.toISOString() }, csrfToken: r.csrf_token, expiresAt: r.expires_at }
   }
