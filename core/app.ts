@@ -31,6 +31,9 @@ import { errorPages } from './http/error-pages.ts'
 import { problemResponses } from './http/problem.ts'
 import { routedPaths } from './http/path.ts'
 import { traceId } from './http/trace.ts'
+import { httpMetrics } from './telemetry/http-metrics.ts'
+import { createMetrics } from './telemetry/metrics.ts'
+import { serveMetrics } from './telemetry/metrics-server.ts'
 import { startJobs } from './jobs/index.ts'
 import { withTraceContext } from './jobs/trace.ts'
 import { logger } from './logger.ts'
@@ -63,7 +66,8 @@ export async function createPlatform(config: AppConfig, options: { limiter?: boo
     const enqueue = async () => {
       throw new Error('jobs can be enqueued once the server has started')
     }
-    return { config, db, registry, tenants, credentials, users, sessions, limiter, cursors, storage, urls, limitsFor, enqueue, createdTenants }
+    const metrics = createMetrics(db.pool)
+    return { config, db, registry, tenants, credentials, users, sessions, limiter, cursors, storage, urls, limitsFor, enqueue, metrics, createdTenants }
   } catch (err) {
     await db.close()
     throw err
@@ -84,8 +88,10 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   for (const m of options.outermost?.(app) ?? []) app.use(m)
   app.set('platform', platform)
   app.set('describes', descriptionsOf(plugins))
+  app.set('streamingPaths', streaming)
   app.set('errorsUrl', platform.config.errors.baseUrl ?? `${platform.config.publicUrl ?? `http://${platform.config.host}:${platform.config.port}`}/errors`)
   app.use(clientAddress(platform.config.http.trustProxy))
+  app.use(httpMetrics(platform.metrics))
   app.use(traceId())
   app.use(cors(platform.config.http.cors))
   app.use(routedPaths)
@@ -116,6 +122,8 @@ export interface RunningServer {
   app: App
   server: Server
   url: string
+  /** Where Prometheus scrapes this instance (config `metrics`), when enabled. */
+  metricsUrl?: string
   close(): Promise<void>
 }
 
@@ -131,6 +139,8 @@ export async function startServer(platform: Platform, plugins: readonly Plugin[]
   if (!platform.config.errors.baseUrl) app.set('errorsUrl', `${platform.config.publicUrl ?? url}/errors`)
   platform.urls.public = platform.config.publicUrl ?? url
   const jobs = [{ name: 'sessions.purge', every: '1 hour', run: async () => ({ removed: await platform.sessions.purgeExpired() }) }, ...plugins.flatMap((p) => p.jobs?.(app) ?? [])]
+  platform.metrics.jobNames = jobs.map((j) => j.name)
+  const metrics = await serveMetrics(platform.metrics, platform.config.metrics)
   let agenda = platform.config.jobs.enabled ? await startJobs(platform.db.pool, jobs, { process: true, processEverySeconds: platform.config.jobs.processEverySeconds }) : undefined
   // An instance that runs no jobs still enqueues them (for instances that do), on a scheduler started on first use.
   platform.enqueue = async (name, jobData, options) => {
@@ -143,6 +153,7 @@ export async function startServer(platform: Platform, plugins: readonly Plugin[]
     app,
     server,
     url,
+    metricsUrl: metrics?.url,
     async close() {
       // drain, not stop: stop() lets a running job carry on while the pool below is ended under it.
       await agenda?.drain(10_000)
@@ -150,6 +161,7 @@ export async function startServer(platform: Platform, plugins: readonly Plugin[]
       await platform.credentials.close()
       await platform.limiter?.close()
       await platform.storage.close?.()
+      await metrics?.close()
       await platform.db.close()
     }
   }

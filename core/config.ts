@@ -193,6 +193,11 @@ export const configSchema = Type.Object({
     enabled: Type.Boolean({ description: 'Run jobs (exports, purges…) on this instance; one without still enqueues them for the others.' }),
     processEverySeconds: Type.Number({ exclusiveMinimum: 0, description: 'How often the scheduler looks for due jobs (new jobs arrive by NOTIFY at once; the scan finds those of dead instances).' })
   }),
+  metrics: Type.Object({
+    enabled: Type.Boolean({ env: 'METRICS_ENABLED', description: 'Serve Prometheus metrics (`GET /metrics`) on a listener of their own, never on the API port (README, "Metrics").' }),
+    host: Type.String({ env: 'METRICS_HOST', description: 'Address the metrics listener binds (loopback by default: open it to the scraper only, e.g. `0.0.0.0` in a container).' }),
+    port: Type.Integer({ minimum: 0, maximum: 65535, env: 'METRICS_PORT', description: 'Port of the metrics listener; 0 takes a free one. A port already in use is logged and the API runs on without metrics.' })
+  }),
   logLevel: Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error'), Type.Literal('silent')], {
     env: 'LOG_LEVEL',
     description: 'Least severe log level written (JSON lines on stderr).'

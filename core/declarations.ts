@@ -11,6 +11,7 @@ import type { CursorCodec } from './pagination/cursor.ts'
 import type { Describe } from './openapi/builder.ts'
 import type { OpenApiDocuments } from './openapi/document.ts'
 import type { TenantDirectory } from './tenancy/tenants.ts'
+import type { Metrics } from './telemetry/metrics.ts'
 
 /** What every plugin reads from the app: built once at start-up. */
 export interface Platform {
@@ -32,6 +33,8 @@ export interface Platform {
   enqueue(name: string, data: Record<string, unknown>, options?: { delayMs?: number }): Promise<void>
   /** The limits that apply to a tenant: the defaults with its enterprise overrides. */
   limitsFor(tenantId: string | undefined): AppConfig['limits']
+  /** Prometheus instruments of this platform (core/telemetry/metrics.ts), served on their own listener. */
+  metrics: Metrics
 }
 
 export interface Settings {

@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa'
 import { problemKinds, type ProblemKind } from '../errors/index.ts'
+import { setRouteTemplate } from './route-template.ts'
 import { newNonce, nonceCsp, setHtmlSecurityHeaders } from './security-headers.ts'
 
 const escape = (s: string) => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)
@@ -12,6 +13,7 @@ export const errorPages = (): Middleware => async (ctx, next) => {
   const kinds = Object.entries(problemKinds) as Array<[ProblemKind, (typeof problemKinds)[ProblemKind]]>
   const one = m[1] ? kinds.find(([k]) => k === m[1]) : undefined
   if (m[1] && !one) return next()
+  setRouteTemplate(ctx, m[1] ? '/errors/:kind' : '/errors')
   const section = ([kind, k]: (typeof kinds)[number]) =>
     `<section id="${kind}"><h2>${k.status} ${escape(k.title)} <small><code>${kind}</code></small></h2><p>${escape(k.text).replace(/`([^`]+)`/g, '<code>$1</code>')}</p></section>`
   const nonce = newNonce()

@@ -52,6 +52,8 @@ export const problemResponses = (errorsUrl: () => string, formats: readonly Prob
     }
     if (internal) logger.error('request failed', { traceId, method: ctx.method, path: ctx.path, error: (err as Error)?.stack ?? String(err) })
     ctx.status = body.status
+    // Counted by its code when it is a 429 (core/telemetry/http-metrics.ts).
+    ctx.state.problemCode = body.code
     ctx.set(headers)
     ctx.set('X-Trace-Id', traceId)
     // A protocol with an error format of its own (SCIM) gets the same problem in that format.

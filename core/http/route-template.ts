@@ -1,4 +1,4 @@
-import { getServiceOptions } from '@feathersjs/feathers'
+import feathersPackage from '@feathersjs/feathers'
 import type { ParameterizedContext } from 'koa'
 import type { App } from '../declarations.ts'
 
@@ -86,7 +86,7 @@ export function routeTemplate(ctx: ParameterizedContext, status = ctx.status): s
       const method = ctx.get('x-service-method')
       // A colon method (`POST /records/42:transition`, rewritten by colonMethods): named only when the service has it.
       if (method && ctx.feathers?.route?.id !== undefined) {
-        const known = (getServiceOptions(found.service as never)?.methods ?? []).includes(method)
+        const known = (feathersPackage.getServiceOptions(found.service)?.methods ?? []).includes(method)
         return `${base}/:id:${known ? method : 'method'}`
       }
       return base

@@ -50,7 +50,7 @@ export async function serveMetrics(metrics: Metrics, config: MetricsListenerConf
   try {
     await Promise.race([once(server, 'listening'), once(server, 'error').then(([err]) => Promise.reject(err))])
   } catch (err) {
-    logger.error('metrics listener could not start; running without metrics', { host: config.host, port: config.port, error: (err as Error).message })
+    logger.warn('metrics listener could not start; running without metrics', { host: config.host, port: config.port, error: (err as Error).message })
     server.close()
     return undefined
   }

@@ -57,14 +57,15 @@ export function createMetrics(pool: pg.Pool): Metrics {
     for (const name of metrics.jobNames) gauge.set({ job: name }, 0)
     for (const j of rows) gauge.set({ job: j.name }, value(j))
   }
-  new Gauge({ name: 'records_jobs_queued', help: 'Jobs due and waiting for a worker, by job name (the whole database: every instance reports the same).', labelNames: ['job'], registers, collect: async function (this: Gauge<'job'>) { await perJob(this, (j) => j.queued)() } })
-  new Gauge({ name: 'records_jobs_locked', help: 'Jobs locked by a worker (running, or about to run), by job name.', labelNames: ['job'], registers, collect: async function (this: Gauge<'job'>) { await perJob(this, (j) => j.locked)() } })
-  new Gauge({ name: 'records_jobs_oldest_queued_age_seconds', help: 'How long the oldest due job has waited for a worker, by job name (0 when none waits).', labelNames: ['job'], registers, collect: async function (this: Gauge<'job'>) { await perJob(this, (j) => j.oldestSeconds)() } })
+  // Read before the queue query takes a connection of its own.
   const poolGauge = (name: string, help: string, read: () => number) => new Gauge({ name, help, registers, collect(this: Gauge) { this.set(read()) } })
   poolGauge('records_db_pool_connections', 'Connections the database pool holds (in use and idle).', () => pool.totalCount)
   poolGauge('records_db_pool_idle', 'Idle connections of the database pool.', () => pool.idleCount)
   poolGauge('records_db_pool_waiting', 'Queries waiting for a connection of the database pool.', () => pool.waitingCount)
   poolGauge('records_db_pool_max', 'Connections the database pool may open (database.poolSize).', () => pool.options.max ?? 10)
+  new Gauge({ name: 'records_jobs_queued', help: 'Jobs due and waiting for a worker, by job name (the whole database: every instance reports the same).', labelNames: ['job'], registers, collect: async function (this: Gauge<'job'>) { await perJob(this, (j) => j.queued)() } })
+  new Gauge({ name: 'records_jobs_locked', help: 'Jobs locked by a worker (running, or about to run), by job name.', labelNames: ['job'], registers, collect: async function (this: Gauge<'job'>) { await perJob(this, (j) => j.locked)() } })
+  new Gauge({ name: 'records_jobs_oldest_queued_age_seconds', help: 'How long the oldest due job has waited for a worker, by job name (0 when none waits).', labelNames: ['job'], registers, collect: async function (this: Gauge<'job'>) { await perJob(this, (j) => j.oldestSeconds)() } })
   const metrics: Metrics = {
     registry,
     jobNames: [],

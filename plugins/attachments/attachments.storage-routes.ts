@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises'
 import type { Middleware } from 'koa'
 import type pg from 'pg'
 import { ApiError, problems } from '../../core/errors/index.ts'
+import { setRouteTemplate } from '../../core/http/route-template.ts'
 import { attachmentDisposition } from '../../core/storage/disposition.ts'
 import type { LocalStorage } from '../../core/storage/local.ts'
 import * as repo from './attachments.repository.ts'
@@ -26,6 +27,7 @@ const refusals: Record<'tampered' | 'expired' | 'wrong-method', [string, string]
 export const localStorageRoutes = (storage: LocalStorage, pool: pg.Pool): Middleware => async (ctx, next) => {
   const m = ctx.path.match(/^\/storage\/([^/]+(?:\/[^/]+)*)$/)
   if (!m) return next()
+  setRouteTemplate(ctx, '/storage/:key')
   // Signed URLs are only ever issued for these; any other method is no use of a signed URL.
   if (!['GET', 'HEAD', 'PUT'].includes(ctx.method)) {
     throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on a storage URL; allowed: GET, HEAD, PUT.`, {}, { Allow: 'GET, HEAD, PUT' })

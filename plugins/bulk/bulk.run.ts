@@ -4,6 +4,7 @@ import type pg from 'pg'
 import { rowRule } from '../../core/auth/access.ts'
 import { currentBudget } from '../../core/limits/budget.ts'
 import type { Principal } from '../../core/auth/principal.ts'
+import type { Metrics } from '../../core/telemetry/metrics.ts'
 import { ApiError, problemFields, problems } from '../../core/errors/index.ts'
 import type { Lease } from '../../core/limits/limiter.ts'
 import { logger } from '../../core/logger.ts'
@@ -18,7 +19,7 @@ import { endBulkKey, lineHash, renewBulkKey, type BulkKey } from './bulk.idempot
 import { holdsSeveralObjects, newlinesMissingDetail, type RawLine } from './bulk.lines.ts'
 import * as repo from './bulk.repository.ts'
 import { bulkLineValidator, type BulkOutcomeLine, type BulkRowProblem, type Outcome } from './bulk.schema.ts'
-import { BulkTally } from './bulk.summary.ts'
+import { BulkTally, outcomeLabel } from './bulk.summary.ts'
 import { transaction } from '../../core/db/index.ts'
 
 /** How long a bulk call holds its concurrency slot without finishing a batch (a crashed instance's slot frees itself). */
@@ -33,6 +34,8 @@ export interface BulkOptions {
   /** A batch is written at the latest this long after its first row arrived. */
   flushAfterMs: number
   inFlightTimeoutSeconds: number
+  /** Rows counted by outcome (`records_bulk_rows_total`). */
+  metrics?: Pick<Metrics, 'bulkRows'>
 }
 
 /** Units of the request budget one bulk row costs: parsing, checking and writing a row is a few lookups' worth. */
@@ -379,6 +382,7 @@ export class BulkRun {
   }
 
   private count(o: Outcome): Outcome {
+    this.o.metrics?.bulkRows.inc({ outcome: outcomeLabel(o) })
     return this.tally.count(o)
   }
 

@@ -1,7 +1,14 @@
+import type { bulkOutcomes } from '../../core/telemetry/metrics.ts'
 import type { BulkSummary, Outcome } from './bulk.schema.ts'
 
 /** Row problem codes that are no verdict on the row: it was never attempted (past the row limit) or its batch failed, so sending it again can load it. */
 const notFinal = new Set(['bulk.row_limit', 'request.too_costly', 'bulk.not_loaded'])
+
+/** A row's outcome as the metrics count it (core/telemetry/metrics.ts bulkOutcomes): its status, or an error final or not. */
+export function outcomeLabel(o: Outcome): (typeof bulkOutcomes)[number] {
+  if (o.status !== 'error') return o.status
+  return notFinal.has(o.problem.code) ? 'not_attempted' : 'error'
+}
 
 /**
  * Counts the outcomes of a call and says whether it is complete: every row of the body

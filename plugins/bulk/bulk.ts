@@ -20,7 +20,7 @@ const streamHeaders = async (context: HookContext, next: NextFunction) => {
 
 /** Bulk loading of a module's records from NDJSON. */
 export function bulk(app: App) {
-  const { db, tenants, limiter, config, limitsFor } = app.get('platform')
+  const { db, tenants, limiter, config, limitsFor, metrics } = app.get('platform')
   app.use(
     bulkPath,
     new BulkService({
@@ -33,7 +33,8 @@ export function bulk(app: App) {
       batchSize: config.bulk.batchSize,
       flushAfterMs: config.bulk.flushAfterMs,
       retentionHours: config.idempotency.retentionHours,
-      inFlightTimeoutSeconds: config.idempotency.inFlightTimeoutSeconds
+      inFlightTimeoutSeconds: config.idempotency.inFlightTimeoutSeconds,
+      metrics
     }),
     { methods: [...bulkMethods] }
   )

@@ -1,6 +1,7 @@
 import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { App, Platform } from '../../core/declarations.ts'
 import type { JobDefinition } from '../../core/jobs/index.ts'
+import { observeExport } from '../../core/telemetry/metrics.ts'
 import { idempotencyFor } from '../idempotency/idempotency.shared.ts'
 import { ExportsService } from './exports.class.ts'
 import { purgeExpiredExports, renderExport } from './exports.job.ts'
@@ -37,7 +38,7 @@ export function configureExports(app: App) {
 /** The jobs behind exports, for the scheduler. */
 export function exportJobs(app: App, platform: Platform): JobDefinition[] {
   return [
-    { name: 'exports.render', lockLifetimeMs: platform.config.exports.lockSeconds * 1000, concurrency: 20, run: (data, job) => renderExport(app, platform, data, job) },
+    { name: 'exports.render', lockLifetimeMs: platform.config.exports.lockSeconds * 1000, concurrency: 20, run: (data, job) => observeExport(platform.metrics, () => renderExport(app, platform, data, job)) },
     { name: 'exports.purge', every: '1 hour', run: async () => ({ expired: await purgeExpiredExports(platform) }) }
   ]
 }

@@ -2,6 +2,7 @@ import { FeathersError } from '@feathersjs/errors'
 import type { Middleware } from 'koa'
 import type { Principal } from '../../core/auth/principal.ts'
 import type { App } from '../../core/declarations.ts'
+import { patternTemplate, setRouteTemplate } from '../../core/http/route-template.ts'
 import { logger } from '../../core/logger.ts'
 import { messagePage } from './layout.ts'
 import { PageError } from './page-error.ts'
@@ -48,6 +49,12 @@ function match(routes: readonly PageRoute[], method: string, path: string): { ro
   return { route: found?.route, params: found?.params ?? {}, allowed }
 }
 
+/** The template of the first route matching `path` (its metrics and request-log label). */
+function routeOf(routes: readonly PageRoute[], path: string): string {
+  const route = routes.find((r) => r.path.test(path))!
+  return patternTemplate(route.path, route.keys)
+}
+
 /** A refusal or failure as a page a person can read, in place of problem+json. */
 function renderFailure(r: PageRequest, err: unknown) {
   let status = 500
@@ -87,6 +94,7 @@ export function pageRouter(app: App, set: PageSet): Middleware {
   return async (ctx, next) => {
     const found = match(set.routes, ctx.method, ctx.path)
     if (!found) return next()
+    setRouteTemplate(ctx, routeOf(set.routes, ctx.path))
     const nonce = newNonce()
     setPageHeaders(ctx, nonce)
     const r: PageRequest = { ctx, app, platform, nonce, params: {} }

@@ -80,6 +80,8 @@ async function signIn(r: PageRequest) {
   const wait = await throttled(r, tenant, userName)
   if (wait !== undefined) {
     r.ctx.set('Retry-After', String(wait))
+    // Counted with the API's 429s (records_rate_limit_refusals_total), under its own code.
+    r.ctx.state.problemCode = 'sign_in.throttled'
     return again(429, `Too many sign-in attempts. Wait ${wait} second${wait === 1 ? '' : 's'} and try again.`)
   }
   // An unknown organisation costs the same password check as a wrong password: nothing tells them apart.

@@ -6,6 +6,7 @@ import { eventEnvelope } from '../../core/events/events.ts'
 import { readableModules, redactEvent, visibleEvents } from '../../core/events/rights.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import type { AppConfig } from '../../core/config.ts'
+import type { Metrics } from '../../core/telemetry/metrics.ts'
 import { logger } from '../../core/logger.ts'
 import { assertManager } from './webhooks.class.ts'
 import * as repo from './webhooks.repository.ts'
@@ -55,7 +56,13 @@ export class Dispatcher {
   private readonly allowed
   private readonly leaseMs
 
-  constructor(private readonly pool: pg.Pool, private readonly config: AppConfig['webhooks'], private readonly secrets: SecretBox, private readonly tenants: TenantDirectory) {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly config: AppConfig['webhooks'],
+    private readonly secrets: SecretBox,
+    private readonly tenants: TenantDirectory,
+    private readonly metrics?: Pick<Metrics, 'webhookDeliveries' | 'webhookLag' | 'webhookDuration'>
+  ) {
     this.allowed = allowList(config.allowedCidrs)
     // Long enough for one delivery with room to spare; a dead instance's claim is taken over once it lapses.
     this.leaseMs = config.timeoutMs * 2 + 5000
@@ -225,6 +232,7 @@ export class Dispatcher {
       statusCode: null, latencyMs: 0, excerpt: null, error: `not sent: ${reason}`, outcome: 'skipped',
       failingCutoff: new Date(at.getTime() - this.config.disableAfterFailingHours * 3600_000)
     }), bookkeeping)
+    this.metrics?.webhookDeliveries.inc({ outcome: 'skipped' })
     // Not a failure: the subject's later deliveries go on.
     return { disabled, succeeded: true }
   }
@@ -276,7 +284,17 @@ export class Dispatcher {
       failingCutoff: new Date(at.getTime() - this.config.disableAfterFailingHours * 3600_000)
     }), bookkeeping)
     if (nextAt) this.wakeAt(nextAt)
+    this.observe(d, at, outcome, result)
     return { disabled, succeeded: ok }
+  }
+
+  /** Counts an attempt; its lag (event to first attempt) when it is the first, what the dispatcher adds on top of the receiver. */
+  private observe(d: Delivery, at: Date, outcome: string, result: SendResult) {
+    if (!this.metrics) return
+    this.metrics.webhookDeliveries.inc({ outcome })
+    if (result.statusCode !== undefined) this.metrics.webhookDuration.observe(result.latencyMs / 1000)
+    const occurred = Date.parse(d.event?.occurredAt ?? String(d.envelope?.occurredAt))
+    if (d.attempts === 0 && Number.isFinite(occurred)) this.metrics.webhookLag.observe(Math.max(0, at.getTime() - occurred) / 1000)
   }
 
   /** Stops waking, aborts requests in flight (not counted as attempts) and gives back this instance's claims. */

@@ -45,7 +45,7 @@ export function configureWebhooks(app: App) {
   Object.assign(service, {
     async setup() {
       if (!config.dispatch) return
-      dispatcher = new Dispatcher(pool, config, await secrets(), platform.tenants)
+      dispatcher = new Dispatcher(pool, config, await secrets(), platform.tenants, platform.metrics)
       await dispatcher.start()
     },
     async teardown() {

@@ -69,6 +69,8 @@ export async function startTestServer(overrides: DeepPartial<AppConfig> & Record
     jobs: { enabled: false },
     logLevel: 'error',
     tenants: defaultTenants,
+    // No metrics listener (many servers share a process); a test that scrapes sets `metrics: { enabled: true, port: 0 }`.
+    metrics: { enabled: false },
     ...overrides,
     // Suites send thousands of requests with one key; the rate-limit tests set their own limit.
     limits: { requestsPerMinute: 1_000_000, ...(overrides.limits ?? {}) },
