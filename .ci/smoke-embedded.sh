@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Smoke test of the embedded default, as a newcomer meets it: a clone in a private
 # folder (mode 700, as mktemp -d makes), the README's start command exactly as written
-# (`npm ci && npm start`, no DATABASE_URL, port 3030), a curl walk-through, every `sh`
-# block of the README and docs/ exactly as written (scripts/doc-commands.ts), a clean
-# stop, a restart that keeps the data, and a restart after a crash (node and postgres
+# (`npm ci && npm start`, no DATABASE_URL, port 3030), which builds dist/ and runs it on
+# the project's Node 24, a curl walk-through, every `sh` block of the README and docs/
+# exactly as written (scripts/doc-commands.ts), a clean stop by SIGTERM to npm alone
+# (nothing left running), a restart that keeps the data, and a restart after a crash (node and postgres
 # killed, stale postmaster.pid left behind).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,11 +46,15 @@ start() {
   done
   cat "$work/err"; echo "smoke: service did not start"; exit 1
 }
+# The npm process of a start: bash itself when it exec'd npm (a lone command), else bash's child.
+npm_pid() { if grep -q '^npm' "/proc/$pid/comm" 2>/dev/null; then echo "$pid"; else pgrep -P "$pid" | head -1; fi; }
 stop() {
-  kill -TERM -- "-$pid"
+  # SIGTERM to npm alone, as a supervisor sends it (the issue 26 orphan): npm forwards it to
+  # the service's node, its only child, and exits after it; nothing of the start may be left.
+  kill -TERM "$(npm_pid)"
   wait "$pid" || true
-  # npm returns before node has finished its shutdown (which stops PostgreSQL).
   for _ in $(seq 1 60); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.5; done
+  if kill -0 -- "-$pid" 2>/dev/null; then ps -o pid,ppid,args -g "$pid"; echo "smoke: processes left 30 s after SIGTERM to npm"; exit 1; fi
   pid=""
 }
 cluster_home() { if [ -f data/CLUSTER-LOCATION.txt ]; then tail -1 data/CLUSTER-LOCATION.txt; else echo "$app/data"; fi; }
@@ -58,6 +63,10 @@ expect() { if [ "$1" != "$2" ]; then echo "smoke: $3: expected $2, got $1"; cat 
 
 base="http://127.0.0.1:$port"
 start "$start_command"
+# `npm ci` built dist/ (the `prepare` script) and `npm start` runs that build on the project's Node.
+for _ in $(seq 1 20); do grep -q '"msg":"running from' "$work/err" && break; sleep 0.5; done
+grep -q '"msg":"running from the build (dist/)"' "$work/err" || { cat "$work/err"; echo "smoke: npm start did not run the build"; exit 1; }
+grep -q '"node":"v24\.' "$work/err" || { echo "smoke: the service does not run on the project's Node 24"; exit 1; }
 key=$(grep -E '^svc_k_' "$work/out" | tail -1)
 [ -n "$key" ] || { echo "smoke: no demo API key printed on first start"; exit 1; }
 
@@ -97,7 +106,8 @@ expect "$(tail -1 "$work/body" | jq -c '[.summary.created, .summary.errors]')" "
 
 # Every command of the README and docs/, exactly as written, against this instance. The
 # fuzzing doc's commands start the tests' own embedded PostgreSQL: on a free port of its own.
-EMBEDDED_TEST_PG_PORT=$((40000 + RANDOM % 20000)) node --import tsx scripts/doc-commands.ts
+# The harness runs on the project's Node; the commands it runs see this shell's PATH, as a reader's would.
+EMBEDDED_TEST_PG_PORT=$((40000 + RANDOM % 20000)) node_modules/.bin/node --import tsx scripts/doc-commands.ts
 
 stop
 [ ! -f "$(cluster_home)/pg/postmaster.pid" ] || { echo "smoke: embedded PostgreSQL still running after a clean stop"; exit 1; }
