@@ -44,7 +44,7 @@ interface Started {
 }
 
 /** `npm start` on a fresh database and a free port, until its `Listening on` line. */
-async function npmStart(t: Test): Promise<Started> {
+async function npmStart(t: Test, options: { detached?: boolean } = {}): Promise<Started> {
   const db = await freshDatabase()
   t.teardown(() => db.drop())
   const npm = spawn('npm', ['start'], {
@@ -57,7 +57,9 @@ async function npmStart(t: Test): Promise<Started> {
       // npm's own PATH lookup must not find this test's node first: npm puts node_modules/.bin there itself.
       PATH: process.env.PATH!.split(':').filter((dir) => !dir.endsWith('node_modules/.bin')).join(':')
     },
-    stdio: ['ignore', 'pipe', 'pipe']
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // A process group of its own, as a terminal gives the command it runs in the foreground.
+    detached: options.detached
   })
   let out = ''
   let err = ''
@@ -137,4 +139,16 @@ t.test('SIGKILL to npm (nothing forwarded): the service notices its parent is go
   await s.exited
   t.ok(await until(() => gone(node), 20_000), 'node stopped')
   t.ok(await portClosed(s.url), 'nothing listens on the port')
+})
+
+t.test('Ctrl-C in a terminal (SIGINT to npm and node, which npm forwards again) shuts the service down once, cleanly', async (t) => {
+  const s = await npmStart(t, { detached: true })
+  const node = await serviceOf(t, s)
+  // What a terminal does on Ctrl-C: the signal to every process of the foreground group.
+  process.kill(-s.npm.pid!, 'SIGINT')
+  await s.exited
+  t.ok(await until(() => gone(node), 20_000), 'node stopped')
+  t.ok(await portClosed(s.url), 'nothing listens on the port')
+  t.match(s.out(), /received SIGINT/, 'the service shut down on the signal')
+  t.notMatch(s.out(), /SIGINT again|exiting now/, "npm's forwarded copy of the same Ctrl-C is not taken for a second, impatient one")
 })
