@@ -36,13 +36,21 @@ try {
   }
   for (const dir of ['core', 'plugins']) copyAssets(dir)
   writeFileSync(join(next, 'build.json'), JSON.stringify({ startedAt, node: process.version }) + '\n')
+  // Another build may swap its own in between (two test runs at once): then try again.
   const old = join(root, `dist.old-${process.pid}`)
-  try {
-    renameSync(out, old)
-  } catch (err) {
-    if (err.code !== 'ENOENT') throw err
+  for (let attempt = 1; ; attempt++) {
+    try {
+      renameSync(out, old)
+    } catch (err) {
+      if (err.code !== 'ENOENT') throw err
+    }
+    try {
+      renameSync(next, out)
+      break
+    } catch (err) {
+      if (attempt === 5 || (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST')) throw err
+    }
   }
-  renameSync(next, out)
   rmSync(old, { recursive: true, force: true })
   process.stdout.write(`build: ${relative(root, out)}/ from core/, plugins/ and bin/server.ts (${assets} asset files copied) in ${((Date.now() - startedAt) / 1000).toFixed(1)} s\n`)
 } catch (err) {
