@@ -8,6 +8,7 @@ import type { Metrics } from '../../core/telemetry/metrics.ts'
 import { ApiError, problemFields, problems } from '../../core/errors/index.ts'
 import type { Lease } from '../../core/limits/limiter.ts'
 import { logger } from '../../core/logger.ts'
+import { span } from '../../core/telemetry/tracing.ts'
 import { formatNumber } from '../../core/modules/record-number.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
@@ -229,7 +230,9 @@ export class BulkRun {
       return this.numberCreates(rows)
     })
     this.prepared = ready.catch(() => undefined)
-    const written = ready.then((numbered) => (this.failure ? undefined : numbered ? this.writeCreates(rows, numbered) : this.write(rows)))
+    const written = ready.then((numbered) =>
+      this.failure ? undefined : span('bulk.batch', { 'bulk.rows': rows.length, 'bulk.creates_only': createsOnly, 'bulk.dry_run': this.dryRun }, () => (numbered ? this.writeCreates(rows, numbered) : this.write(rows)))
+    )
     this.written = Promise.all([earlierWrites, written.catch(() => undefined)])
     this.chain = this.chain.then(async () => {
       try {

@@ -11,6 +11,7 @@ import { readBodyText } from '../../core/http/body.ts'
 import { declareRoutes } from '../../core/http/route-guard.ts'
 import { currentBudget } from '../../core/limits/budget.ts'
 import { logger } from '../../core/logger.ts'
+import { span, tracingEnabled } from '../../core/telemetry/tracing.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { graphqlConsole } from './graphql.console.ts'
 import { Loaders, type GraphQLContext } from './graphql.context.ts'
@@ -162,7 +163,15 @@ function cachedValidate(schema: GraphQLSchema, doc: DocumentNode, rules: readonl
 async function reservedExecute(args: ExecutionArgs): Promise<ExecutionResult> {
   const cost = (args.contextValue as GraphQLContext).cost
   if (cost !== undefined) await currentBudget().reserve(cost, 'graphql operation')
-  return cachedExecute(args)
+  if (!tracingEnabled()) return cachedExecute(args)
+  const operation = getOperationAST(args.document, args.operationName)
+  const type = operation?.operation ?? 'operation'
+  const name = operation?.name?.value
+  return span(name ? `graphql ${type} ${name}` : `graphql ${type}`, { 'graphql.operation.type': type, 'graphql.operation.name': name, 'graphql.cost': cost }, async (s) => {
+    const result = await cachedExecute(args)
+    if (result.errors?.length) s.setAttribute('graphql.errors', result.errors.length)
+    return result
+  })
 }
 
 const compiled = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, Map<string, CompiledQuery>>>()

@@ -2,6 +2,7 @@ import type { Middleware } from 'koa'
 import { ApiError } from '../../core/errors/index.ts'
 import { readBodyText } from '../../core/http/body.ts'
 import { jsonTextProblem } from '../../core/json-text.ts'
+import { span } from '../../core/telemetry/tracing.ts'
 import { validationError } from '../../core/validation.ts'
 import { scimError } from './scim.errors.ts'
 import { scimMediaType } from './scim.shared.ts'
@@ -14,13 +15,19 @@ const bodyTypes = [scimMediaType, 'application/json']
  * app's JSON reader takes JSON media types only and leaves these paths to the feature, see
  * streamingPaths), with the same size cap and shape limits; answers go out as
  * `application/scim+json`. Refusals are thrown: the problem renderer writes them as SCIM
- * errors on these paths (scim.errors.ts).
+ * errors on these paths (scim.errors.ts). Each call is a span `scim <METHOD> <resource type>`,
+ * the service call's span under it.
  */
-export const scimHttp = (maxBytes: number): Middleware => async (ctx, next) => {
-  if (['POST', 'PUT', 'PATCH'].includes(ctx.method)) ctx.request.body = (await readBody(ctx, maxBytes)) as typeof ctx.request.body
-  await next()
-  if (ctx.body !== undefined && ctx.body !== null && ctx.status !== 204) ctx.type = scimMediaType
-}
+export const scimHttp = (maxBytes: number): Middleware => (ctx, next) =>
+  span(`scim ${ctx.method} ${resourceType.exec(ctx.path)?.[1] ?? 'other'}`, { 'scim.path': ctx.path }, async (s) => {
+    if (['POST', 'PUT', 'PATCH'].includes(ctx.method)) ctx.request.body = (await readBody(ctx, maxBytes)) as typeof ctx.request.body
+    const operations = (ctx.request.body as { Operations?: unknown } | undefined)?.Operations
+    if (Array.isArray(operations)) s.setAttribute('scim.operations', operations.length)
+    await next()
+    if (ctx.body !== undefined && ctx.body !== null && ctx.status !== 204) ctx.type = scimMediaType
+  })
+
+const resourceType = /\/scim\/v2\/([A-Za-z]+)/
 
 async function readBody(ctx: Parameters<Middleware>[0], maxBytes: number): Promise<unknown> {
   const length = Number(ctx.get('content-length') || 0)

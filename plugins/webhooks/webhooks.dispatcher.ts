@@ -8,6 +8,7 @@ import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import type { AppConfig } from '../../core/config.ts'
 import type { Metrics } from '../../core/telemetry/metrics.ts'
 import { logger } from '../../core/logger.ts'
+import { span } from '../../core/telemetry/tracing.ts'
 import { assertManager } from './webhooks.class.ts'
 import * as repo from './webhooks.repository.ts'
 import type { SecretBox } from './webhooks.signing.ts'
@@ -181,7 +182,7 @@ export class Dispatcher {
           if (Date.now() - rights.at > rightsMaxAgeMs) rights = await this.ownerRights(tenantId, claimed.subscription.owner, claimed.deliveries.slice(i))
           const refused = rights.refusal(d)
           const envelope = d.envelope ?? (d.event ? eventEnvelope(tenantId, rights.redact(d.event)) : undefined)
-          const { disabled, succeeded } = refused ? await this.skip(tenantId, subscriptionId, d, refused) : await this.deliver(tenantId, subscriptionId, claimed.subscription.url, secrets, d, envelope)
+          const { disabled, succeeded } = refused ? await this.skip(tenantId, subscriptionId, d, refused) : await this.tracedDeliver(tenantId, subscriptionId, claimed.subscription.url, secrets, d, envelope)
           if (disabled) return
           if (!succeeded && d.subjectId) held.add(d.subjectId)
           // The claim outlives one delivery's deadline; renewed well before it runs out.
@@ -235,6 +236,16 @@ export class Dispatcher {
     this.metrics?.webhookDeliveries.inc({ outcome: 'skipped' })
     // Not a failure: the subject's later deliveries go on.
     return { disabled, succeeded: true }
+  }
+
+  /** A delivery as a span of its own (its receiver's answer under it): the dispatcher works outside any request. */
+  private tracedDeliver(tenantId: string, subscriptionId: string, url: string, secrets: string[], d: Delivery, envelope: unknown) {
+    const attributes = { tenant: tenantId, 'webhook.subscription': subscriptionId, 'webhook.event_id': d.eventId, 'webhook.event_type': d.eventType, 'webhook.attempt': d.attempts + 1 }
+    return span('webhook.deliver', attributes, async (s) => {
+      const result = await this.deliver(tenantId, subscriptionId, url, secrets, d, envelope)
+      s.setAttribute('webhook.succeeded', result.succeeded)
+      return result
+    }, { root: true })
   }
 
   private async deliver(tenantId: string, subscriptionId: string, url: string, secrets: string[], d: Delivery, envelope: unknown): Promise<{ disabled: boolean; succeeded: boolean }> {

@@ -9,8 +9,14 @@ await startTracing({ spanProcessors: [new SimpleSpanProcessor({ exporter })] })
 // Only now: the instrumentations patch koa, pg and http as the app loads them.
 const { startTestServer, incidentPayload } = await import('../helpers/server.ts')
 
-const server = await startTestServer({ jobs: { enabled: true, processEverySeconds: 1 } } as any)
+const { bulkCall, ndjson } = await import('../helpers/ndjson.ts')
+const { scim, scimToken } = await import('../scim/helpers.ts')
+const { startReceiver, webhookTestConfig } = await import('../webhooks/receiver.ts')
+
+const server = await startTestServer({ jobs: { enabled: true, processEverySeconds: 1 }, ...webhookTestConfig() } as any)
+const receiver = await startReceiver()
 t.teardown(async () => {
+  await receiver.close()
   await server.close()
   // Agenda leaves a referenced timer behind job runs (see test/idempotency/purge-job.test.ts).
   setTimeout(() => process.exit(), 200).unref()
@@ -109,4 +115,45 @@ t.test('an export job runs in a trace of its own, linked to the request that sta
     spans().some((s) => s.instrumentationScope.name === '@opentelemetry/instrumentation-pg' && lineage(s, index).includes('job exports.render')),
     "the job's statements are under its span"
   )
+})
+
+t.test('bulk batches, GraphQL operations, SCIM calls and webhook deliveries are spans', async (t) => {
+  const subscribed = await server.request('POST', '/api/v1/webhooks', { body: { url: receiver.url, kinds: ['record.created'] } })
+  t.equal(subscribed.status, 201)
+
+  const bulk = await bulkCall(server.url, '/api/modules/incident/bulk', server.keys.acme, ndjson([{ payload: incidentPayload({ title: 'Bulk one' }) }, { payload: incidentPayload({ title: 'Bulk two' }) }]))
+  t.equal(bulk.status, 200)
+  const bulkTrace = bulk.headers.get('x-trace-id')!
+  const batch = (await spansOf(bulkTrace, (s) => s.some((x) => x.name === 'bulk.batch'))).find((s) => s.name === 'bulk.batch')
+  t.match(batch?.attributes, { 'bulk.rows': 2, 'bulk.creates_only': true, 'bulk.dry_run': false }, 'a bulk batch in the bulk request')
+  const index = byId()
+  t.ok(lineage(batch!, index).includes('modules/:moduleKey/bulk.create'), '... under the bulk service call')
+  t.ok(spans().some((s) => s.name.startsWith('pg.query') && lineage(s, index).includes('bulk.batch')), "the batch's statements under it")
+
+  const gql = await server.request('POST', '/api/graphql', { body: { query: 'query FirstIncidents { incidents(first: 2) { nodes { id } } }' } })
+  t.equal(gql.status, 200)
+  const operation = (await spansOf(gql.headers.get('x-trace-id')!, (s) => s.some((x) => x.name.startsWith('graphql')))).find((s) => s.name.startsWith('graphql'))
+  t.equal(operation?.name, 'graphql query FirstIncidents')
+  t.match(operation?.attributes, { 'graphql.operation.type': 'query', 'graphql.operation.name': 'FirstIncidents' })
+  t.ok(spans().some((s) => s.name === 'records.find' && lineage(s, byId()).includes('graphql query FirstIncidents')), 'the service calls its resolvers made are under it')
+
+  const scimCall = scim(server, await scimToken(server, 'acme'))
+  const listed = await scimCall('GET', '/Users?count=1')
+  t.equal(listed.status, 200)
+  const scimSpans = await spansOf(listed.headers.get('x-trace-id')!, (s) => s.some((x) => x.name === 'scim GET Users') && s.some((x) => x.name === 'scim/v2/Users.find'))
+  const scimSpan = scimSpans.find((s) => s.name === 'scim GET Users')
+  t.ok(scimSpan, 'the SCIM call')
+  t.ok(lineage(scimSpans.find((s) => s.name === 'scim/v2/Users.find')!, byId()).includes('scim GET Users'), '... its service call under it')
+
+  await receiver.waitFor(2)
+  const deadline = Date.now() + 5000
+  let delivery: ReadableSpan | undefined
+  while (!delivery && Date.now() < deadline) {
+    delivery = spans().find((s) => s.name === 'webhook.deliver' && s.attributes['webhook.succeeded'] === true)
+    if (!delivery) await sleep(20)
+  }
+  t.match(delivery?.attributes, { tenant: 'acme', 'webhook.subscription': subscribed.body.id, 'webhook.event_type': 'record.created', 'webhook.attempt': 1 }, 'a webhook delivery')
+  t.equal(delivery?.parentSpanContext, undefined, 'a trace of its own')
+  const post = spans().find((s) => s.instrumentationScope.name === '@opentelemetry/instrumentation-http' && s.parentSpanContext?.spanId === delivery?.spanContext().spanId)
+  t.equal(post?.attributes['http.request.method'] ?? post?.attributes['http.method'], 'POST', "the receiver's request under it")
 })
