@@ -15,6 +15,10 @@
  * --connections N, --records N, --only get,list,create, --cpu-prof (profiles both servers
  * into bench/results/profiles/), --service-root DIR (run DIR/bench/service-server.ts, e.g. a
  * patched scratch copy of the project, against the same baseline), --keep-db.
+ * --tracing: the service traces every request to an in-memory exporter (bench/service-server.ts).
+ * --compare tracing|DIR: a third server measured in the same rounds, alternating with the other two:
+ * the service with tracing on, or DIR's service (e.g. a worktree of an earlier commit); the table
+ * adds its throughput and its ratio to the service's.
  */
 import { cpus, loadavg } from 'node:os'
 import { writeFileSync } from 'node:fs'
@@ -26,7 +30,7 @@ import { benchDatabase, loadOptions, loadSettings, prepareRun, createPayload, de
 import { randomRecordIds, seedIncidents } from './seed.ts'
 
 const { values: opt } = parseArgs({
-  options: loadOptions
+  options: { ...loadOptions, tracing: { type: 'boolean', default: false }, compare: { type: 'string' } }
 })
 
 const settings = {
@@ -39,7 +43,7 @@ const profileStamp = new Date().toISOString().replace(/[:.]/g, '-')
 
 // ---------------------------------------------------------------- child processes
 
-type ServerProcess = ChildServer<'service' | 'baseline'>
+type ServerProcess = ChildServer<'service' | 'baseline' | 'compare'>
 
 function startChild(name: ServerProcess['name'], script: string, args: string[], cwd: string): Promise<ServerProcess> {
   // One folder per server: node writes a profile per thread (the main thread and tsx's loader thread).
@@ -78,7 +82,7 @@ function scenarios(ids: string[]): Scenario[] {
   ]
 }
 
-type Run = LoadRun & { side: 'service' | 'baseline' }
+type Run = LoadRun & { side: ServerProcess['name'] }
 
 async function load(server: ServerProcess, s: Scenario, seconds: number): Promise<Result> {
   const headers: Record<string, string> = server.token ? { authorization: `Bearer ${server.token}` } : { authorization: 'Bearer none' }
@@ -129,9 +133,17 @@ async function main() {
   try {
     log(`database: ${database} on ${db.where === 'embedded' ? 'the embedded cluster (data/bench)' : 'DATABASE_URL'}`)
     const serviceRoot = resolve(opt['service-root'] ?? projectRoot)
-    const service = await startChild('service', join(serviceRoot, 'bench', 'service-server.ts'), ['--database-url', db.url, '--tenant', defaultTenant], serviceRoot)
+    const serviceArgs = ['--database-url', db.url, '--tenant', defaultTenant]
+    const service = await startChild('service', join(serviceRoot, 'bench', 'service-server.ts'), [...serviceArgs, ...(opt.tracing ? ['--tracing'] : [])], serviceRoot)
     servers.push(service)
-    log(`service: ${service.url}${opt['service-root'] ? ` (from ${serviceRoot})` : ''}`)
+    log(`service: ${service.url}${opt['service-root'] ? ` (from ${serviceRoot})` : ''}${opt.tracing ? ' tracing to memory' : ''}`)
+    let compare: ServerProcess | undefined
+    if (opt.compare) {
+      const root = opt.compare === 'tracing' ? serviceRoot : resolve(opt.compare)
+      compare = await startChild('compare', join(root, 'bench', 'service-server.ts'), [...serviceArgs, ...(opt.compare === 'tracing' ? ['--tracing'] : [])], root)
+      servers.push(compare)
+      log(`compare: ${compare.url} (${opt.compare === 'tracing' ? 'the service tracing to memory' : `from ${root}`})`)
+    }
 
     const seeded = await seedIncidents(db.url, { tenantId: defaultTenant, count: settings.records })
     log(`seeded ${seeded.count} incident records in ${seeded.ms} ms (last number ${seeded.lastNumber})`)
@@ -146,7 +158,7 @@ async function main() {
     const only = opt.only ? opt.only.split(',').map((s) => s.trim()) : undefined
     const list = scenarios(ids).filter((s) => !only || only.includes(s.key))
     log('sanity check (one request each):')
-    await sanityCheck([service, baseline], list, ids)
+    await sanityCheck([service, baseline, ...(compare ? [compare] : [])], list, ids)
 
     const results: Array<{ scenario: Scenario; runs: Run[] }> = []
     for (const s of list) {
@@ -154,7 +166,8 @@ async function main() {
       const runs: Run[] = []
       for (let rep = 0; rep < settings.repeats; rep++) {
         // Alternate who goes first, so neither side always inherits the other's after-effects.
-        const order = rep % 2 === 0 ? [baseline, service] : [service, baseline]
+        const sides = compare ? [baseline, service, compare] : [baseline, service]
+        const order = sides.map((_, i) => sides[(i + rep) % sides.length])
         for (const server of order) runs.push(await measure(server, s, rep, database))
       }
       results.push({ scenario: s, runs })
@@ -174,11 +187,12 @@ async function main() {
       }
       const svc = side('service')
       const base = side('baseline')
-      return { key: scenario.key, label: scenario.label, target: scenario.target, service: svc, baseline: base, ratio: svc.reqPerSec / base.reqPerSec }
+      const other = compare ? side('compare') : undefined
+      return { key: scenario.key, label: scenario.label, target: scenario.target, service: svc, baseline: base, ratio: svc.reqPerSec / base.reqPerSec, compare: other && { ...other, ratioToService: other.reqPerSec / svc.reqPerSec } }
     })
 
     const rows = [
-      ['scenario', 'service req/s', 'baseline req/s', 'ratio', 'target', 'service p99', 'baseline p99', 'svc CPU/req', 'base CPU/req', 'svc pg/req', 'base pg/req']
+      ['scenario', 'service req/s', 'baseline req/s', 'ratio', 'target', 'service p99', 'baseline p99', 'svc CPU/req', 'base CPU/req', 'svc pg/req', 'base pg/req', ...(compare ? ['compare req/s', 'cmp/svc', 'cmp p99', 'cmp CPU/req'] : [])]
     ]
     for (const s of summary) {
       const mark = s.ratio >= s.target ? 'ok' : 'below'
@@ -194,7 +208,8 @@ async function main() {
         `${fmt(s.service.serverCpuUsPerReq)} µs`,
         `${fmt(s.baseline.serverCpuUsPerReq)} µs`,
         `${fmt(s.service.pgCpuUsPerReq)} µs`,
-        `${fmt(s.baseline.pgCpuUsPerReq)} µs`
+        `${fmt(s.baseline.pgCpuUsPerReq)} µs`,
+        ...(s.compare ? [fmt(s.compare.reqPerSec), fmt(s.compare.ratioToService, 2), `${fmt(s.compare.p99)} ms`, `${fmt(s.compare.serverCpuUsPerReq)} µs`] : [])
       ])
     }
     const environment = {
@@ -221,7 +236,7 @@ async function main() {
         {
           startedAt,
           finishedAt: new Date(),
-          settings: { ...settings, quick: opt.quick, serviceRoot: opt['service-root'] ?? null },
+          settings: { ...settings, quick: opt.quick, serviceRoot: opt['service-root'] ?? null, tracing: opt.tracing, compare: opt.compare ?? null },
           environment,
           summary,
           runs: results.map(({ scenario, runs }) => ({ key: scenario.key, runs }))
