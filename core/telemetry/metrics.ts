@@ -118,7 +118,20 @@ interface QueueRow {
 
 /** The job queue by job name, in one query PostgreSQL stops after queueQueryTimeoutMs; none when the table is not there yet (no scheduler has started). */
 async function readQueue(pool: pg.Pool): Promise<QueueRow[]> {
-  const client = await pool.connect()
+  // A pool with no connection free must not hold the scrape past Prometheus' timeout: no queue series then.
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<QueueRow[]>((resolve) => (timer = setTimeout(() => resolve([]), queueQueryTimeoutMs * 2)))
+  return Promise.race([queryQueue(pool), late]).finally(() => clearTimeout(timer))
+}
+
+async function queryQueue(pool: pg.Pool): Promise<QueueRow[]> {
+  let client: pg.PoolClient
+  try {
+    client = await pool.connect()
+  } catch (err) {
+    logger.warn('metrics: the job queue could not be read', { error: (err as Error).message })
+    return []
+  }
   try {
     await client.query(`BEGIN; SET LOCAL statement_timeout = ${queueQueryTimeoutMs}`)
     const { rows } = await client.query<QueueRow>(

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import t from '../helpers/tap.ts'
 import { defaultTenants, incidentPayload, startTestServer } from '../helpers/server.ts'
 import { metricValue as value } from '../helpers/metrics.ts'
+import { sendPage } from '../helpers/pages.ts'
 
 /**
  * Prometheus metrics, HTTP in and out: requests are made on the API port, then the
@@ -64,6 +65,20 @@ t.test('requests are counted by route template and status, never by the path sen
   t.equal(series(text, 'records_http_requests_total').filter((l) => l.includes('route="/api/v1/records/:id"') && l.includes('method="GET"')).length, 3, 'GET on a record: one series per status (200, 401, 404)')
 })
 
+t.test("pages, error pages and the API's own documents are labelled by their routes", async (t) => {
+  const id = randomUUID()
+  t.equal((await server.request('GET', '/sign-in', { token: null })).status, 200)
+  const refused = (await fetch(`${server.url}/settings/webhooks/${id}/test`, { method: 'POST', redirect: 'manual' })).status
+  t.equal((await server.request('GET', '/errors/not-found', { token: null })).status, 200)
+  t.equal((await server.request('GET', '/api/graphql/schema.graphql')).status, 200)
+  const text = await scrape()
+  t.equal(value(text, 'records_http_requests_total', { method: 'GET', route: '/sign-in', status: '200' }), 1)
+  t.equal(value(text, 'records_http_requests_total', { method: 'POST', route: '/settings/webhooks/:id/test', status: String(refused) }), 1)
+  t.equal(value(text, 'records_http_requests_total', { method: 'GET', route: '/errors/:kind', status: '200' }), 1)
+  t.equal(value(text, 'records_http_requests_total', { method: 'GET', route: '/api/graphql/schema.graphql', status: '200' }), 1)
+  t.notOk(text.includes(id))
+})
+
 t.test('a rate-limited 429 is counted, by its problem code', async (t) => {
   const statuses = []
   for (let i = 0; i < 4; i++) statuses.push((await server.request('GET', '/api/v1/records?moduleKey=incident', { token: server.keys.initech })).status)
@@ -71,6 +86,16 @@ t.test('a rate-limited 429 is counted, by its problem code', async (t) => {
   const text = await scrape()
   t.equal(value(text, 'records_rate_limit_refusals_total', { code: 'rate_limit.exceeded' }), 2)
   t.equal(value(text, 'records_http_requests_total', { method: 'GET', route: '/api/v1/records', status: '429' }), 2)
+})
+
+t.test("the sign-in throttle's 429 is counted too", async (t) => {
+  const limit = server.platform.limitsFor('acme').signInAttemptsPerMinute
+  const statuses = []
+  for (let i = 0; i <= limit; i++) statuses.push((await sendPage(server, 'POST', '/sign-in', { form: { tenant: 'acme', userName: 'nobody-here', password: 'wrong password here' } })).status)
+  t.equal(statuses.at(-1), 429)
+  const text = await scrape()
+  t.equal(value(text, 'records_rate_limit_refusals_total', { code: 'sign_in.throttled' }), 1)
+  t.equal(value(text, 'records_http_requests_total', { method: 'POST', route: '/sign-in', status: '429' }), 1)
 })
 
 t.test('bulk rows are counted by outcome', async (t) => {
