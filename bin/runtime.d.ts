@@ -8,3 +8,4 @@ export const projectRoot: string
 export function requireSupportedNode(what: string): void
 export function chooseRuntime(env?: NodeJS.ProcessEnv): Runtime
 export function importEntry(entry: string, runtime: Runtime): Promise<any>
+export function followParent(): void

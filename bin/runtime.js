@@ -68,3 +68,18 @@ export async function importEntry(entry, runtime) {
   await tsxRegistered
   return import(pathToFileURL(join(projectRoot, `${entry}.ts`)).href)
 }
+
+/**
+ * Stops this process as on SIGTERM once its parent is gone (it was reparented): `npm start`
+ * follows npm this way when npm dies without forwarding a signal (SIGKILL). Polled once a
+ * second, unref'd; the SIGTERM runs the service's own shutdown.
+ */
+export function followParent() {
+  const parent = process.ppid
+  const watch = setInterval(() => {
+    if (process.ppid === parent) return
+    clearInterval(watch)
+    process.kill(process.pid, 'SIGTERM')
+  }, 1000)
+  watch.unref()
+}
