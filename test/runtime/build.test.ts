@@ -48,12 +48,13 @@ t.test('the build runs the service: JavaScript in dist/, the console assets besi
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout.on('data', () => {
-      const m = /^Listening on (\S+)/m.exec(out)
+      // A plain line on a terminal, a JSON line otherwise (core/main.ts).
+      const m = /Listening on (http[^\s"]+)/.exec(out)
       if (m) resolve(m[1])
     })
     child.once('exit', (code) => reject(new Error(`the built service exited (${code}) before listening:\n${out.slice(-3000)}`)))
   })
-  const key = /^(svc_k_\S+)$/m.exec(out)![1]
+  const key = /svc_k_[0-9A-Za-z]{40}/.exec(out)![0]
   const res = await fetch(`${url}/api/v1/modules`, { headers: { authorization: `Bearer ${key}` } })
   t.equal(res.status, 200, 'the built service answers')
   const console = await fetch(`${url}/settings/graphql/assets/console.css`)
