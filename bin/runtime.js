@@ -23,11 +23,13 @@ export function requireSupportedNode(what) {
 /** The newest file the build is made from: a stale build is older than one of them. */
 function newestSource() {
   let newest = { path: '', mtimeMs: 0 }
+  // A deployment may ship dist/ without the sources: what is not there is not newer.
   const see = (path) => {
-    const { mtimeMs } = statSync(path)
+    const mtimeMs = statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0
     if (mtimeMs > newest.mtimeMs) newest = { path, mtimeMs }
   }
   const walk = (dir) => {
+    if (!existsSync(dir)) return
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, e.name)
       if (e.isDirectory()) walk(path)
