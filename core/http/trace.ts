@@ -10,14 +10,17 @@ const traceparent = /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/
  * traceparent); off, it is the traceparent's trace id when one came, else a new one.
  */
 export const traceId = (): Middleware => async (ctx, next) => {
-  const id = currentTraceId() ?? incomingOrNew(ctx.get('traceparent'))
+  const id = requestTraceId(ctx.get('traceparent'))
   ctx.state.traceId = id
   ctx.set('X-Trace-Id', id)
   ctx.feathers = { ...ctx.feathers, traceId: id } as typeof ctx.feathers
   await next()
 }
 
-function incomingOrNew(header: string): string {
-  const incoming = header.match(traceparent)?.[1]
+/** The trace id of the request being handled (see traceId above), for answers given before that middleware runs (probes). */
+export function requestTraceId(traceparentHeader: string): string {
+  const active = currentTraceId()
+  if (active) return active
+  const incoming = traceparentHeader.match(traceparent)?.[1]
   return incoming && !/^0+$/.test(incoming) ? incoming : randomUUID().replace(/-/g, '')
 }
