@@ -1,4 +1,5 @@
 import { once } from 'node:events'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { feathers } from '@feathersjs/feathers'
 import { koa, rest } from '@feathersjs/koa'
 import type { AddressInfo } from 'node:net'
@@ -34,7 +35,9 @@ import { traceId } from './http/trace.ts'
 import { httpMetrics } from './telemetry/http-metrics.ts'
 import { createMetrics } from './telemetry/metrics.ts'
 import { serveMetrics } from './telemetry/metrics-server.ts'
-import { startJobs } from './jobs/index.ts'
+import { jobsRunning, startJobs, stopJobs } from './jobs/index.ts'
+import { health, type ReadinessCheck } from './http/health.ts'
+import { closeListener, Shutdown } from './shutdown.ts'
 import { withTraceContext } from './jobs/trace.ts'
 import { logger } from './logger.ts'
 import { descriptionsOf, type Plugin } from './plugin.ts'
@@ -67,7 +70,7 @@ export async function createPlatform(config: AppConfig, options: { limiter?: boo
       throw new Error('jobs can be enqueued once the server has started')
     }
     const metrics = createMetrics(db.pool)
-    return { config, db, registry, tenants, credentials, users, sessions, limiter, cursors, storage, urls, limitsFor, enqueue, metrics, createdTenants }
+    return { config, db, registry, tenants, credentials, users, sessions, limiter, cursors, storage, urls, limitsFor, enqueue, metrics, shutdown: new Shutdown(), createdTenants }
   } catch (err) {
     await db.close()
     throw err
@@ -79,12 +82,22 @@ export interface AppOptions {
   outermost?: (app: App) => Middleware[]
 }
 
+/** What readiness checks from the start: the database, and Redis when configured (the jobs join once they run). */
+function readinessChecks(platform: Platform): Map<string, ReadinessCheck> {
+  const checks = new Map<string, ReadinessCheck>([['database', async () => void (await platform.db.pool.query('SELECT 1'))]])
+  if (platform.config.redis.url && platform.limiter) checks.set('redis', () => platform.limiter!.ping())
+  return checks
+}
+
 /** The Feathers app on Koa with `plugins` configured in order; the middleware order is made explicit here. */
 export function createApp(platform: Platform, plugins: readonly Plugin[], options: AppOptions = {}): App {
   const streaming = plugins.flatMap((p) => p.streamingPaths ?? [])
   const app = koa(feathers()) as unknown as App
   fastQuery(app.request)
   app.on('error', logAppError)
+  // Probes first of all: no log line, metric, budget, rate limit or contract check per probe (README, "Health and shutdown").
+  app.set('readiness', readinessChecks(platform))
+  app.use(health({ shutdown: platform.shutdown, checks: () => Object.fromEntries(app.get('readiness')), timeoutMs: platform.config.health.timeoutMs, errorsUrl: () => app.get('errorsUrl') }))
   for (const m of options.outermost?.(app) ?? []) app.use(m)
   app.set('platform', platform)
   app.set('describes', descriptionsOf(plugins))
@@ -124,7 +137,14 @@ export interface RunningServer {
   url: string
   /** Where Prometheus scrapes this instance (config `metrics`), when enabled. */
   metricsUrl?: string
+  /**
+   * Drains, then stops everything in order: readiness 503 and running jobs handed back at once,
+   * the listener closed after `shutdown.readinessDelaySeconds`, requests and bulk calls under way
+   * finished until `shutdown.deadlineSeconds` (then cut), pools closed, embedded PostgreSQL stopped.
+   */
   close(): Promise<void>
+  /** For an exit that cannot wait (a second signal, the deadline): stops the embedded PostgreSQL this process started, synchronously. */
+  abort(): void
 }
 
 /** Starts listening (and the job scheduler when enabled); close() stops all of it in order. */
@@ -142,6 +162,13 @@ export async function startServer(platform: Platform, plugins: readonly Plugin[]
   platform.metrics.jobNames = jobs.map((j) => j.name)
   const metrics = await serveMetrics(platform.metrics, platform.config.metrics)
   let agenda = platform.config.jobs.enabled ? await startJobs(platform.db.pool, jobs, { process: true, processEverySeconds: platform.config.jobs.processEverySeconds }) : undefined
+  if (agenda) {
+    const processing = agenda
+    app.get('readiness').set('jobs', async () => {
+      if (!jobsRunning(processing)) throw new Error('the job scheduler is not running')
+      await platform.db.pool.query('SELECT 1 FROM agenda_jobs LIMIT 1')
+    })
+  }
   // An instance that runs no jobs still enqueues them (for instances that do), on a scheduler started on first use.
   platform.enqueue = async (name, jobData, options) => {
     const data = withTraceContext(jobData)
@@ -155,14 +182,31 @@ export async function startServer(platform: Platform, plugins: readonly Plugin[]
     url,
     metricsUrl: metrics?.url,
     async close() {
-      // drain, not stop: stop() lets a running job carry on while the pool below is ended under it.
-      await agenda?.drain(10_000)
+      const started = Date.now()
+      const { deadlineSeconds, readinessDelaySeconds } = platform.config.shutdown
+      const deadline = started + deadlineSeconds * 1000
+      platform.shutdown.begin('closing')
+      logger.info('draining: readiness answers 503, bulk calls take no more rows, running jobs are handed back', { deadlineSeconds, readinessDelaySeconds })
+      // The jobs first, at once; the pool stays open under them until they have handed back (or the deadline).
+      const jobsStopped = agenda ? stopJobs(agenda, { timeoutMs: deadline - started }) : undefined
+      if (readinessDelaySeconds > 0) await sleep(Math.min(readinessDelaySeconds * 1000, deadline - Date.now()))
+      const listener = await closeListener(server, deadline)
+      logger.info(listener.cut ? 'listener closed; connections still busy at the deadline were cut' : 'listener closed; every request under way finished', { cut: listener.cut })
+      const jobsResult = await jobsStopped
+      if (jobsResult) logger.info('jobs stopped', { handedBack: jobsResult.handedBack, releasedAtDeadline: jobsResult.released })
+      // The listener is closed already; Feathers' teardown would close it again (ERR_SERVER_NOT_RUNNING).
+      ;(app as { server?: Server }).server = undefined
       await app.teardown()
       await platform.credentials.close()
       await platform.limiter?.close()
       await platform.storage.close?.()
       await metrics?.close()
       await platform.db.close()
+      logger.info('stopped', { ms: Date.now() - started, embeddedDatabase: platform.db.embedded?.startedHere ? 'stopped' : undefined })
+    },
+    abort() {
+      // The embedded cluster's stop is synchronous (pg_ctl stop -m fast); an external database is left as it is.
+      void platform.db.embedded?.stop()
     }
   }
 }

@@ -193,6 +193,20 @@ export const configSchema = Type.Object({
     enabled: Type.Boolean({ description: 'Run jobs (exports, purges…) on this instance; one without still enqueues them for the others.' }),
     processEverySeconds: Type.Number({ exclusiveMinimum: 0, description: 'How often the scheduler looks for due jobs (new jobs arrive by NOTIFY at once; the scan finds those of dead instances).' })
   }),
+  shutdown: Type.Object({
+    deadlineSeconds: Type.Number({
+      exclusiveMinimum: 0,
+      description:
+        'On SIGTERM or SIGINT, how long requests, bulk calls and jobs under way have to finish or hand back (README, "Health and shutdown"); then the rest is cut, and 3 s later the process exits whatever remains. Keep it under the supervisor\'s kill timeout (Kubernetes: terminationGracePeriodSeconds, 30 by default).'
+    }),
+    readinessDelaySeconds: Type.Number({
+      minimum: 0,
+      description: 'How long the listener stays open after readiness turns 503, serving as usual, so that a load balancer that probes `/readyz` stops sending before the port closes. 0: closed at once.'
+    })
+  }),
+  health: Type.Object({
+    timeoutMs: Type.Integer({ minimum: 1, description: 'How long each readiness check (database, jobs, Redis) may take before `/readyz` answers 503.' })
+  }),
   metrics: Type.Object({
     enabled: Type.Boolean({ env: 'METRICS_ENABLED', description: 'Serve Prometheus metrics (`GET /metrics`) on a listener of their own, never on the API port (README, "Metrics").' }),
     host: Type.String({ env: 'METRICS_HOST', description: 'Address the metrics listener binds (loopback by default: open it to the scraper only, e.g. `0.0.0.0` in a container).' }),

@@ -12,6 +12,8 @@ import type { Describe } from './openapi/builder.ts'
 import type { OpenApiDocuments } from './openapi/document.ts'
 import type { TenantDirectory } from './tenancy/tenants.ts'
 import type { Metrics } from './telemetry/metrics.ts'
+import type { Shutdown } from './shutdown.ts'
+import type { ReadinessCheck } from './http/health.ts'
 
 /** What every plugin reads from the app: built once at start-up. */
 export interface Platform {
@@ -35,6 +37,8 @@ export interface Platform {
   limitsFor(tenantId: string | undefined): AppConfig['limits']
   /** Prometheus instruments of this platform (core/telemetry/metrics.ts), served on their own listener. */
   metrics: Metrics
+  /** Whether this instance drains (SIGTERM): long work (a bulk call) reads `shutdown.signal` and stops taking more. */
+  shutdown: Shutdown
 }
 
 export interface Settings {
@@ -45,6 +49,8 @@ export interface Settings {
   describes: Describe[]
   /** The OpenAPI documents (plugins/api-docs), for the contract checker of the tests. */
   openapi?: OpenApiDocuments
+  /** What `/readyz` checks, by name (core/http/health.ts): the database and Redis from the start, the jobs once they run. */
+  readiness: Map<string, ReadinessCheck>
 }
 
 /**

@@ -1,5 +1,6 @@
 import { startServer, createPlatform } from './app.ts'
 import { loadConfig } from './config.ts'
+import { exitOnStopSignals } from './shutdown.ts'
 import { logger } from './logger.ts'
 import { ModuleDefinitionError } from './modules/validate.ts'
 import type { Plugin } from './plugin.ts'
@@ -7,6 +8,8 @@ import type { Plugin } from './plugin.ts'
 /** `npm start` (bin/server.ts): the service with `plugins` on DATABASE_URL, or on the embedded PostgreSQL in ./data. */
 export async function serve(plugins: readonly Plugin[]) {
   const config = loadConfig()
+  // Heard from here on: a signal during start-up shuts down once started (README, "Health and shutdown").
+  const stopSignals = exitOnStopSignals(config.shutdown)
   const platform = await createPlatform(config)
   const running = await startServer(platform, plugins)
   // A brand-new database: the demo tenant has never had a key, so issue one and show it once.
@@ -24,16 +27,7 @@ export async function serve(plugins: readonly Plugin[]) {
   }
   logger.info(`records service listening on ${running.url}`, { database: platform.db.embedded ? 'embedded' : 'external' })
   process.stdout.write(`Listening on ${running.url}\n`)
-  let stopping = false
-  const stop = async (signal: string) => {
-    if (stopping) return
-    stopping = true
-    logger.info(`received ${signal}, shutting down`)
-    await running.close().catch((err) => logger.error('shutdown failed', { error: err.message }))
-    process.exit(0)
-  }
-  process.on('SIGINT', () => void stop('SIGINT'))
-  process.on('SIGTERM', () => void stop('SIGTERM'))
+  stopSignals.attach(running)
 }
 
 /** Start-up failed: the message (a bad module names its package and field), exit 1. */

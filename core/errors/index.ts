@@ -40,7 +40,9 @@ export const problems = {
   conflict: (code: string, detail: string, extra?: Record<string, unknown>) => new ApiError('conflict', code, detail, extra),
   preconditionFailed: (detail: string, extra?: Record<string, unknown>) => new ApiError('precondition-failed', 'record.version_mismatch', detail, extra),
   unprocessable: (code: string, detail: string) => new ApiError('unprocessable', code, detail),
-  gone: (code: string, detail: string) => new ApiError('gone', code, detail)
+  gone: (code: string, detail: string) => new ApiError('gone', code, detail),
+  /** 503 with `Retry-After`: `service.shutting_down` (this instance drains; another answers), `service.not_ready` (a dependency is down). */
+  unavailable: (code: string, detail: string, extra?: Record<string, unknown>) => new ApiError('unavailable', code, detail, extra, { 'Retry-After': '5' })
 }
 
 /** The public part of a domain error, for problems carried inside a larger answer (bulk row outcomes, failed export jobs). */

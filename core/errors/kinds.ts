@@ -17,7 +17,7 @@ export const problemKinds = {
   unprocessable: { status: 422, title: 'Unprocessable request', text: 'The request is well-formed but cannot be processed as sent: an Idempotency-Key reused with a different request, or (`request.too_costly`) a request that would do more work than one request may: fields resolved, rows read, lookups, array elements touched. Nothing was changed; ask for less at once (smaller pages, fewer fields, fewer operations per request).' },
   'rate-limited': { status: 429, title: 'Too many requests', text: 'The credential exceeded its rate or concurrency limit. Wait until the epoch second in `X-RateLimit-Reset` (or `Retry-After` seconds) before retrying.' },
   internal: { status: 500, title: 'Internal error', text: 'The service failed unexpectedly. Nothing was changed. Quote the traceId when reporting it.' },
-  unavailable: { status: 503, title: 'Service unavailable', text: 'The service is starting, stopping or overloaded. Retry after the time in `Retry-After`.' }
+  unavailable: { status: 503, title: 'Service unavailable', text: 'The service is starting, stopping or overloaded. Retry after the time in `Retry-After`. `service.shutting_down`: this instance is draining (a restart or a deploy); it finishes what it took and takes nothing new, so send the request again, a load balancer sends it to another instance. A bulk call cut short this way answers for every row it took and gives `resumeAtLine` for the rest. `service.not_ready`: the readiness probe found a dependency (database, job scheduler, Redis) not answering.' }
 } as const
 
 export type ProblemKind = keyof typeof problemKinds

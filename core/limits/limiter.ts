@@ -54,6 +54,8 @@ export interface Limiter {
   hit(key: string, limit: number, windowMs: number, weight?: number): Promise<WindowResult>
   /** Concurrency slots: takes one of `limit` slots for at most ttlMs, so a crashed holder's slot frees itself. */
   acquire(key: string, limit: number, ttlMs: number): Promise<AcquireResult>
+  /** Resolves when the store answers (readiness, core/http/health.ts). */
+  ping(): Promise<void>
   close(): Promise<void>
 }
 

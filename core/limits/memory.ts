@@ -68,6 +68,8 @@ export class MemoryLimiter implements Limiter {
     return { lease: this.lease(key, id), active: held.size, limit, retryAfterMs: 0 }
   }
 
+  async ping(): Promise<void> {}
+
   async close(): Promise<void> {
     this.closed = true
     clearInterval(this.sweeper)

@@ -122,6 +122,10 @@ export class RedisLimiter implements Limiter {
     return { lease: this.lease(slotsKey, id), active, limit, retryAfterMs: 0 }
   }
 
+  async ping(): Promise<void> {
+    await this.client.ping()
+  }
+
   async close(): Promise<void> {
     if (this.client.status === 'end') return
     try {

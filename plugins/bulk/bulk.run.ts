@@ -37,6 +37,8 @@ export interface BulkOptions {
   inFlightTimeoutSeconds: number
   /** Rows counted by outcome (`records_bulk_rows_total`). */
   metrics?: Pick<Metrics, 'bulkRows'>
+  /** Aborted when the instance drains (core/shutdown.ts): the call takes no more rows, answers for those it took and says where to resume. */
+  shutdown?: AbortSignal
 }
 
 /** Units of the request budget one bulk row costs: parsing, checking and writing a row is a few lookups' worth. */
@@ -51,6 +53,22 @@ interface Row {
   /** The row checked as a new record while earlier batches are in the database: its problem, or its JSON ready to insert. */
   asNew?: { problem: BulkRowProblem } | { payloadJson: string; changesJson: string }
   outcome?: Outcome
+}
+
+/** The iterator's next line, or undefined if `signal` aborts first (an upload that stalls does not hold up a drain). */
+async function nextUnlessAborted<T>(it: AsyncIterator<T>, signal: AbortSignal | undefined): Promise<IteratorResult<T> | undefined> {
+  if (!signal) return it.next()
+  if (signal.aborted) return undefined
+  let onAbort!: () => void
+  const aborted = new Promise<undefined>((resolve) => signal.addEventListener('abort', (onAbort = () => resolve(undefined)), { once: true }))
+  // Left behind when the drain wins: its failure (the upload cut) must not go unhandled.
+  const pending = it.next()
+  pending.catch(() => undefined)
+  try {
+    return await Promise.race([pending, aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+  }
 }
 
 /** A per-row problem: the public part of an ApiError (status, code, detail and its extras). */
@@ -87,6 +105,8 @@ export class BulkRun {
   private firstRefusedLine?: number
   private pending = 0
   private stopped = false
+  /** The instance began draining: reading stopped at a row boundary. */
+  private drained = false
   private failure?: unknown
   private readonly tally: BulkTally
   /** The budget of the request this call runs for. */
@@ -110,9 +130,22 @@ export class BulkRun {
   /** Runs the call to its end; never throws (a failure becomes the last line). */
   async run(lines: AsyncIterable<RawLine>) {
     let complete = false
+    const input = lines[Symbol.asyncIterator]()
     try {
-      for await (const raw of lines) {
-        if (this.stopped || this.failure) break
+      for (;;) {
+        // A row boundary: once the instance drains, no further row is taken (the rows taken are still written below).
+        const next = await nextUnlessAborted(input, this.o.shutdown)
+        if (!next || this.o.shutdown?.aborted) {
+          this.drained = true
+          void input.return?.()
+          break
+        }
+        if (next.done) break
+        const raw = next.value
+        if (this.stopped || this.failure) {
+          void input.return?.()
+          break
+        }
         const row = this.parse(raw)
         if (!row) continue
         this.batch.push(row)
@@ -121,7 +154,7 @@ export class BulkRun {
         // Rows are checked while earlier batches are in the database; never more than three batches on their way.
         await this.below(4)
       }
-      complete = !this.stopped && !this.failure
+      complete = !this.stopped && !this.failure && !this.drained
       await this.flush()
     } catch (err) {
       // The upload broke off (client gone) or the body could not be read.
@@ -136,6 +169,10 @@ export class BulkRun {
     if (this.failure) {
       const problem = this.failure instanceof ApiError ? rowProblem(this.failure) : { status: 500, code: 'internal.error', detail: 'The service failed while loading: rows reported created or updated above are stored; the rest, and lines without an outcome, were not loaded. Retry with the same Idempotency-Key to continue.' }
       await this.emit([{ problem }])
+    } else if (this.drained) {
+      const resume = summary.summary.resumeAtLine ?? this.firstLine
+      const detail = `This instance is shutting down and took no rows past line ${resume - 1}: every row it took has its outcome above. Send the lines from ${resume} on again (with ?firstLine=${resume}, or the whole body with the same Idempotency-Key); another instance answers.`
+      await this.emit([{ problem: rowProblem(problems.unavailable('service.shutting_down', detail)) }])
     }
     await this.emit([summary])
     if (this.key) await endBulkKey(this.o.pool, this.key, complete ? summary : undefined).catch((err) => logger.warn('could not end bulk key', { error: err.message }))

@@ -46,7 +46,7 @@ const rowProblemShape = Type.Object(
     status: Type.Integer({ minimum: 400, maximum: 599 }),
     code: Type.String({
       description:
-        '`row.malformed_json`, `bulk.newlines_missing` (400: the line holds several JSON objects back to back; each row needs its own line), `row.too_large` (413), `field.invalid`, `field.forbidden`, `permission.denied`, `scope.missing`, `record.external_ref_taken` (409), `bulk.row_limit` (413: past the row limit, not attempted), `request.too_costly` (422: past the call\'s work budget, not attempted), `idempotency.line_changed` (422), `row.refused` (422, with `sqlState`: the database refused this row alone; the rest of its batch loaded), `bulk.not_loaded` (503: its batch failed in the database); on the call\'s own problem line, `internal.error` (500).',
+        '`row.malformed_json`, `bulk.newlines_missing` (400: the line holds several JSON objects back to back; each row needs its own line), `row.too_large` (413), `field.invalid`, `field.forbidden`, `permission.denied`, `scope.missing`, `record.external_ref_taken` (409), `bulk.row_limit` (413: past the row limit, not attempted), `request.too_costly` (422: past the call\'s work budget, not attempted), `idempotency.line_changed` (422), `row.refused` (422, with `sqlState`: the database refused this row alone; the rest of its batch loaded), `bulk.not_loaded` (503: its batch failed in the database); on the call\'s own problem line, `internal.error` (500) or `service.shutting_down` (503: the instance drains; resume at `resumeAtLine`).',
       examples: ['field.invalid']
     }),
     detail: Type.String(),
@@ -121,7 +121,8 @@ export const bulkCallProblemSchema = Type.Object(
   {
     $id: 'BulkCallProblem',
     title: 'Bulk call failed',
-    description: 'A batch failed in the database: its rows got `bulk.not_loaded`, reading stopped, and this line comes just before the summary (`complete: false`, with `resumeAtLine`). Retry with the same `Idempotency-Key` to continue.',
+    description:
+      'The call stopped early; this line comes just before the summary (`complete: false`, with `resumeAtLine`). A batch failed in the database (`internal.error`, or the database\'s problem): its rows got `bulk.not_loaded` and reading stopped; retry with the same `Idempotency-Key` to continue. Or the instance began shutting down (`service.shutting_down`, 503): it read no row past the last outcome, every row it took has its outcome, and the rest go again from `resumeAtLine` (another instance answers).',
     additionalProperties: false
   }
 )

@@ -20,7 +20,7 @@ const streamHeaders = async (context: HookContext, next: NextFunction) => {
 
 /** Bulk loading of a module's records from NDJSON. */
 export function bulk(app: App) {
-  const { db, tenants, limiter, config, limitsFor, metrics } = app.get('platform')
+  const { db, tenants, limiter, config, limitsFor, metrics, shutdown } = app.get('platform')
   app.use(
     bulkPath,
     new BulkService({
@@ -34,7 +34,8 @@ export function bulk(app: App) {
       flushAfterMs: config.bulk.flushAfterMs,
       retentionHours: config.idempotency.retentionHours,
       inFlightTimeoutSeconds: config.idempotency.inFlightTimeoutSeconds,
-      metrics
+      metrics,
+      shutdown: shutdown.signal
     }),
     { methods: [...bulkMethods] }
   )
