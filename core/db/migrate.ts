@@ -12,6 +12,7 @@ import * as webhooks from './migrations/010-webhooks.ts'
 import * as webhookRetriesIndex from './migrations/011-webhook-retries-index.ts'
 import * as webhookOwners from './migrations/012-webhook-owners.ts'
 import * as tokenPersons from './migrations/013-token-persons.ts'
+import * as exportChunks from './migrations/014-export-chunks.ts'
 import * as tenantLedKeys from './migrations/015-tenant-led-keys.ts'
 
 /** Versioned migrations, in order. Add a file and a row; never edit a released one. */
@@ -29,6 +30,7 @@ const migrations: Array<[string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   ['011-webhook-retries-index', webhookRetriesIndex],
   ['012-webhook-owners', webhookOwners],
   ['013-token-persons', tokenPersons],
+  ['014-export-chunks', exportChunks],
   ['015-tenant-led-keys', tenantLedKeys]
 ]
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -5,13 +6,15 @@ import { join } from 'node:path'
 import { finished } from 'node:stream/promises'
 import { hiddenFields } from '../../core/auth/access.ts'
 import type { App, Platform } from '../../core/declarations.ts'
+import { transaction } from '../../core/db/index.ts'
 import { ApiError, problemFields } from '../../core/errors/index.ts'
 import { render } from '../../core/exports/render.ts'
 import { exportKey } from '../../core/storage/driver.ts'
-import type { JobContext } from '../../core/jobs/index.ts'
+import { handBack, type JobContext } from '../../core/jobs/index.ts'
 import type { Lease } from '../../core/limits/limiter.ts'
 import { logger } from '../../core/logger.ts'
-import { exportColumns, summaryExportColumns } from '../../core/modules/derive/columns.ts'
+import { span } from '../../core/telemetry/tracing.ts'
+import { exportColumns, summaryExportColumns, type ExportRecord } from '../../core/modules/derive/columns.ts'
 import { isUuid } from '../../core/validation.ts'
 import { recordsPath, type RecordPage } from '../records/records.shared.ts'
 import * as repo from './exports.repository.ts'
@@ -31,13 +34,24 @@ function describeFilters(filters: Record<string, unknown>): Array<[string, strin
   return out
 }
 
+/** Rows a chunk gathers at least (pages of exports.pageSize until then): a commit each, and what a crash may cost in reading again. */
+const minChunkRows = 500
+
+/** Thrown inside a run to stop it where it is: the export was handed back, or another run took it over. */
+class RunStopped extends Error {}
+
 /**
  * `exports.render`: runs one export with the requester's rights as recorded. It waits
- * (status queued, in creation order) for one of the tenant's concurrent-export slots,
- * reads the records page by page through the records service (same filters, row rule
- * and hidden fields as the list endpoint), streams them into the renderer and stores
- * the file. Safe to run again: a run whose process died is picked up when its lock
- * expires, counted as another attempt, and rendered from the start.
+ * (status queued, in creation order) for one of the tenant's concurrent-export slots, then
+ * takes the export for this run (a lease on its row, renewed with every chunk). It reads the
+ * records page by page through the records service (same filters, row rule and hidden fields
+ * as the list endpoint) and commits each page as a chunk, with the cursor after it and the
+ * progress, in one statement. When every page is in, the file is rendered from the stored
+ * chunks (cheap beside reading them) and stored; the chunks go with the export's outcome.
+ *
+ * Resuming: a run whose process died is taken over once its lease lapses (an attempt); a run
+ * told to stop (shutdown) commits its chunk and hands the export back at once (not an attempt).
+ * Either way the next run goes on from the last committed chunk's cursor, never from row 0.
  */
 export async function renderExport(app: App, platform: Platform, data: { tenantId?: unknown; exportId?: unknown }, job: JobContext) {
   const tenantId = String(data.tenantId)
@@ -46,7 +60,9 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
   const o = platform.config.exports
   let row = await repo.selectExport(pool, tenantId, id)
   if (!row || (row.status !== 'queued' && row.status !== 'running')) return { skipped: row?.status ?? 'missing' }
-  if (row.attempts >= o.maxAttempts) {
+  // Not started while the instance stops: given back as it is.
+  if (job.signal.aborted) return handBack('instance draining before the export started')
+  if (row.attempts >= o.maxAttempts && !row.handed_back) {
     await repo.markFailed(pool, tenantId, id, { status: 500, code: 'export.attempts_exhausted', detail: `The export was started ${row.attempts} times without finishing.` })
     return { failed: 'attempts' }
   }
@@ -65,24 +81,36 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
     }
     lease = slot.lease
   }
-  const temp = join(tmpdir(), `records-export-${tenantId}-${id}.${row.format}`)
+  const runId = randomUUID()
+  const temp = join(tmpdir(), `records-export-${tenantId}-${id}-${runId}.${row.format}`)
   const records = app.service(recordsPath)
+  let keepAlive: NodeJS.Timeout | undefined
   try {
+    const claimed = await repo.claimRun(pool, tenantId, id, runId, o.lockSeconds)
+    if (!claimed) {
+      // Another run's lease has not lapsed yet: it runs, or its process died a moment ago (the job's lock and the
+      // export's lease lapse at nearly the same time). Asked again once the lease is over, whichever it was.
+      const holdMs = await repo.leaseLeftMs(pool, tenantId, id)
+      if (holdMs === undefined) return { skipped: 'finished' }
+      await platform.enqueue('exports.render', { tenantId, exportId: id }, { delayMs: holdMs + 250 })
+      return { waiting: 'lease', ms: holdMs }
+    }
+    row = claimed
     const module = platform.tenants.module(tenantId, row.module_key)
     const principal = row.principal
     const query = { ...row.filters, moduleKey: row.module_key }
-    const { total } = await records.find({ principal, countOnly: true, query })
-    row = (await repo.markRunning(pool, tenantId, id, total ?? 0)) ?? row
+    if (row.rows_total === null) {
+      const { total } = await records.find({ principal, countOnly: true, query })
+      await repo.setTotal(pool, tenantId, id, runId, total ?? 0)
+    }
+    const last = await repo.lastChunk(pool, tenantId, id)
+    // One line per run: which instance took the export, and from which row (0: the first run).
+    logger.info('export run', { tenantId, exportId: id, runId, fromRow: row.resumed_from, chunks: last ? last.seq + 1 : 0, attempt: row.attempts })
     const hidden = hiddenFields(principal, module)
-    // User ids read as names: looked up page by page, each id once per export.
-    const names = new Map<string, string>()
-    const wording = { hidden, values: row.options.values ?? 'keys', userName: (id: string) => names.get(id) }
-    // Without chosen columns, a PDF shows the module's summary (a page fits 8 columns); CSV and XLSX carry them all.
-    const summary = !row.columns && row.format === 'pdf'
-    const columns = summary ? summaryExportColumns(module, wording) : exportColumns(module, { ...wording, only: row.columns ?? undefined })
     const userFields = module.definition.fields.filter((f) => f.type === 'user' && !hidden.has(f.key)).map((f) => f.key)
     const looked = new Set<string>()
-    const nameUsers = async (items: RecordPage['items']) => {
+    /** The names of the page's users not looked up before in this run, to store with its chunk. */
+    const nameUsers = async (items: RecordPage['items']): Promise<Record<string, string>> => {
       const ids = new Set<string>()
       for (const r of items) {
         for (const k of userFields) {
@@ -90,37 +118,67 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
           if (typeof v === 'string' && isUuid(v) && !looked.has(v)) ids.add(v)
         }
       }
-      if (!ids.size) return
+      if (!ids.size) return {}
       for (const id of ids) looked.add(id)
-      for (const [id, name] of await platform.users.names(tenantId, ids)) names.set(id, name)
+      return Object.fromEntries(await platform.users.names(tenantId, ids))
     }
-    let done = 0
-    let reported = Date.now()
+    let touched = Date.now()
     const page = (cursor: string | null) => {
       const p = records.find({ principal, query: { ...query, limit: o.pageSize, ...(cursor ? { cursor } : {}) } })
-      // A page fetched ahead for a render that has already failed must not become an unhandled rejection.
+      // A page fetched ahead for a run that has already stopped must not become an unhandled rejection.
       p.catch(() => undefined)
       return p
     }
-    async function* rows() {
-      // The next page is read while the current one is rendered: two pages in memory at most.
-      let next: Promise<RecordPage> | undefined = page(null)
-      while (next) {
-        const current: RecordPage = await next
-        next = current.nextCursor ? page(current.nextCursor) : undefined
-        await nameUsers(current.items)
-        for (const r of current.items) {
-          yield { number: r.number, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, createdBy: r.createdBy, updatedBy: r.updatedBy, externalRef: r.externalRef ?? null, payload: r.payload as Record<string, unknown> }
-        }
-        done += current.items.length
-        if (Date.now() - reported > 500) {
-          reported = Date.now()
-          await repo.setProgress(pool, tenantId, id, done)
-          await job.touch()
-          await lease?.extend(lockMs)
-        }
+    // The last chunk holds the last page (no cursor after it): everything is read.
+    let seq = last ? last.seq + 1 : 0
+    let next: Promise<RecordPage> | undefined = !last ? page(null) : last.cursor_after ? page(last.cursor_after) : undefined
+    // A chunk gathers pages up to chunkRows rows, or for a third of the lease (which its commit renews).
+    const chunkRows = Math.max(o.pageSize, minChunkRows)
+    let rows: ExportRecord[] = []
+    let chunkNames: Record<string, string> = {}
+    let committed = Date.now()
+    while (next) {
+      const current: RecordPage = await next
+      // The next page is read while this one is committed: two pages in memory at most.
+      next = current.nextCursor ? page(current.nextCursor) : undefined
+      Object.assign(chunkNames, await nameUsers(current.items))
+      for (const r of current.items) rows.push({ number: r.number, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, createdBy: r.createdBy, updatedBy: r.updatedBy, externalRef: r.externalRef ?? null, payload: r.payload as Record<string, unknown> })
+      if (Date.now() - touched > 500) {
+        touched = Date.now()
+        await job.touch()
+        await lease?.extend(lockMs)
+      }
+      if (next && rows.length < chunkRows && Date.now() - committed < lockMs / 3 && !job.signal.aborted) continue
+      // Committed without waiting for the WAL flush (one fsync per chunk bounded an export by the disk): a crash may
+      // lose the last moment's chunks, whose pages the next run reads again; a chunk and its cursor go together.
+      const chunk = { tenantId, id, runId, seq, cursorAfter: current.nextCursor ?? null, rows, names: chunkNames, leaseSeconds: o.lockSeconds }
+      const done = await span('export.chunk', { 'export.id': id, 'export.chunk': seq, 'export.rows': rows.length }, () =>
+        transaction(pool, (client) => repo.commitChunk(client, chunk), { asyncCommit: true })
+      )
+      if (done === undefined) throw new RunStopped('another run took the export over')
+      seq += 1
+      rows = []
+      chunkNames = {}
+      committed = Date.now()
+      // Stopping: what is committed stays, and the export goes to another instance now.
+      if (job.signal.aborted && next) {
+        await repo.handBack(pool, tenantId, id, runId)
+        logger.info('export handed back', { tenantId, exportId: id, rowsDone: done })
+        return handBack(`export handed back after ${done} rows`)
       }
     }
+    // Every page is in: the file is rendered from the chunks. That takes seconds for a large XLSX, with no chunk
+    // to renew the leases, so a timer keeps the job's lock, the export's lease and the tenant's slot alive meanwhile.
+    keepAlive = setInterval(() => {
+      void Promise.all([job.touch(), repo.renewLease(pool, tenantId, id, runId, o.lockSeconds), lease?.extend(lockMs)]).catch((err) =>
+        logger.warn('export lease not renewed', { tenantId, exportId: id, error: (err as Error).message })
+      )
+    }, Math.max(100, Math.min(1000, lockMs / 3)))
+    const names = await repo.chunkNames(pool, tenantId, id)
+    const wording = { hidden, values: row.options.values ?? 'keys', userName: (id: string) => names.get(id) }
+    // Without chosen columns, a PDF shows the module's summary (a page fits 8 columns); CSV and XLSX carry them all.
+    const summary = !row.columns && row.format === 'pdf'
+    const columns = summary ? summaryExportColumns(module, wording) : exportColumns(module, { ...wording, only: row.columns ?? undefined })
     const out = createWriteStream(temp)
     const tenant = platform.tenants.get(tenantId)!
     const result = await render(
@@ -132,7 +190,7 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
         filters: describeFilters(row.filters),
         generatedAt: new Date(),
         columns,
-        rows: rows(),
+        rows: repo.chunkRows<ExportRecord>(pool, tenantId, id),
         csvBom: row.options.csvBom,
         columnNote: summary ? "the module's summary columns (pass columns to choose others; the CSV and XLSX exports contain all columns)" : undefined
       },
@@ -141,14 +199,19 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
     if (!out.writableFinished) await finished(out)
     const key = exportKey(tenantId, id)
     const { size } = await platform.storage.putFile(key, temp, exportContentTypes[row.format])
-    await repo.markSucceeded(pool, tenantId, id, { rows: result.rows, key, size, fileHours: o.fileHours })
-    return { rows: result.rows, size }
+    if (!(await repo.markSucceeded(pool, tenantId, id, runId, { rows: result.rows, key, size, fileHours: o.fileHours }))) throw new RunStopped('another run took the export over')
+    return { rows: result.rows, size, resumedFrom: row.resumed_from }
   } catch (err) {
+    if (err instanceof RunStopped) {
+      logger.warn('export run stopped', { tenantId, exportId: id, reason: err.message })
+      return { stopped: err.message }
+    }
     const problem = err instanceof ApiError ? problemFields(err) : { status: 500, code: 'export.failed', detail: 'The export could not be produced; nothing was stored. Start a new one, and quote the export id if it fails again.' }
     if (!(err instanceof ApiError)) logger.error('export failed', { tenantId, exportId: id, error: (err as Error)?.stack ?? String(err) })
-    await repo.markFailed(pool, tenantId, id, problem)
+    await repo.markFailed(pool, tenantId, id, problem, runId)
     return { failed: problem.code as string }
   } finally {
+    clearInterval(keepAlive)
     await lease?.release().catch(() => undefined)
     await rm(temp, { force: true })
   }

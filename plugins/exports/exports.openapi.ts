@@ -43,7 +43,7 @@ function states(ctx: DocContext, problem: JsonSchema): Record<string, JsonSchema
       properties: { queuePosition: { type: 'integer', minimum: 1 }, startedAt: { type: 'null' }, finishedAt: { type: 'null' }, expiresAt: { type: 'null' } }
     },
     running: {
-      description: `Rendering; \`progress\` counts rows. A run whose process died is taken over after ${o.lockSeconds} s and rendered again from the start (\`attempts\` + 1); the job fails after ${o.maxAttempts} starts.`,
+      description: `Rendering; \`progress\` counts the rows read and committed so far (they are kept page by page, and the file is made from them once all are read). A run whose process died is taken over after ${o.lockSeconds} s and goes on from the last committed page, not from the start (\`attempts\` + 1); the job fails after ${o.maxAttempts} such starts. An instance that shuts down hands its exports over at once to another, which also goes on where it stopped; that is not an attempt.`,
       properties: { queuePosition: { type: 'null' }, startedAt: { type: 'string', format: 'date-time' }, finishedAt: { type: 'null' }, expiresAt: { type: 'null' } }
     },
     succeeded: {
@@ -128,9 +128,9 @@ export function describeExports(ctx: DocContext): Fragment {
           properties: { rowsDone: { type: 'integer', minimum: 0 }, rowsTotal: { type: ['integer', 'null'], minimum: 0, description: 'Known once the job runs.' } }
         },
         queuePosition: { type: ['integer', 'null'], minimum: 1, description: 'Queued jobs only: its place in the tenant\'s queue (1 = next).' },
-        attempts: { type: 'integer', minimum: 0, description: 'Times the job was started.' },
+        attempts: { type: 'integer', minimum: 0, description: 'Times the job was started, counting neither waits for a slot nor hand-overs by an instance shutting down.' },
         createdAt: { type: 'string', format: 'date-time' },
-        startedAt: { ...nullableTime, description: 'When the latest attempt started.' },
+        startedAt: { ...nullableTime, description: 'When the first run started.' },
         finishedAt: nullableTime,
         expiresAt: { ...nullableTime, description: 'When the file is removed (succeeded jobs).' },
         links: { type: 'object', required: ['self'], properties: { self: { type: 'string', examples: [`/api/v1/exports/${exampleId}`] } } }

@@ -16,6 +16,10 @@ export interface ExportRow {
   status: 'queued' | 'running' | 'succeeded' | 'failed' | 'expired'
   principal: Principal
   attempts: number
+  /** The last run gave the export back on shutdown: the next run is not another attempt. */
+  handed_back: boolean
+  /** Rows earlier runs had committed when the current (or last) run began. */
+  resumed_from: number
   rows_done: number
   rows_total: number | null
   file_key: string | null
@@ -29,7 +33,7 @@ export interface ExportRow {
   queue_position?: number | null
 }
 
-const columns = `e.tenant_id, e.id, e.module_key, e.format, e.filters, e.columns, e.options, e.status, e.principal, e.attempts, e.rows_done, e.rows_total,
+const columns = `e.tenant_id, e.id, e.module_key, e.format, e.filters, e.columns, e.options, e.status, e.principal, e.attempts, e.handed_back, e.resumed_from, e.rows_done, e.rows_total,
   e.file_key, e.file_size, e.problem, ${iso('e.created_at')} AS created_at, ${iso('e.started_at')} AS started_at, ${iso('e.finished_at')} AS finished_at,
   ${iso('e.expires_at')} AS expires_at,
   CASE WHEN e.status = 'queued' THEN (SELECT count(*)::int + 1 FROM export_jobs q WHERE q.tenant_id = e.tenant_id AND q.status = 'queued' AND (q.created_at, q.id) < (e.created_at, e.id)) END AS queue_position`
@@ -47,18 +51,98 @@ export async function selectExport(db: pg.Pool, tenantId: string, id: string): P
   return rows[0]
 }
 
-/** Starts (or, after a crash, restarts) a run: counts the attempt. */
-export async function markRunning(db: pg.Pool, tenantId: string, id: string, total: number): Promise<ExportRow | undefined> {
+/**
+ * Takes the export for one run (`runId`, its fencing token) unless another run holds an unexpired
+ * lease on it. A run after a crash counts as an attempt; one after a hand-back does not. Progress
+ * is kept: `resumed_from` is what earlier runs already committed.
+ */
+export async function claimRun(db: pg.Pool, tenantId: string, id: string, runId: string, leaseSeconds: number): Promise<ExportRow | undefined> {
   const { rows } = await db.query(
-    `UPDATE export_jobs AS e SET status = 'running', attempts = attempts + 1, started_at = now(), rows_done = 0, rows_total = $3, problem = NULL
-      WHERE e.tenant_id = $1 AND e.id = $2 AND e.status IN ('queued', 'running') RETURNING ${columns}`,
-    [tenantId, id, total]
+    `UPDATE export_jobs AS e SET status = 'running', run_id = $3, lease_until = now() + make_interval(secs => $4),
+            attempts = attempts + CASE WHEN handed_back THEN 0 ELSE 1 END, handed_back = false,
+            started_at = coalesce(started_at, now()), resumed_from = rows_done, problem = NULL
+      WHERE e.tenant_id = $1 AND e.id = $2 AND e.status IN ('queued', 'running') AND (e.run_id IS NULL OR e.lease_until < now()) RETURNING ${columns}`,
+    [tenantId, id, runId, leaseSeconds]
   )
   return rows[0]
 }
 
-export async function setProgress(db: pg.Pool, tenantId: string, id: string, done: number) {
-  await db.query(`UPDATE export_jobs SET rows_done = $3 WHERE tenant_id = $1 AND id = $2 AND status = 'running'`, [tenantId, id, done])
+/** How long the lease of the run holding an unfinished export still lasts; undefined once the export is finished. */
+export async function leaseLeftMs(db: pg.Pool, tenantId: string, id: string): Promise<number | undefined> {
+  const { rows } = await db.query(
+    `SELECT greatest(0, coalesce(extract(epoch FROM lease_until - now()) * 1000, 0))::int AS ms FROM export_jobs WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running')`,
+    [tenantId, id]
+  )
+  return rows[0]?.ms
+}
+
+/** The row count found when the first run began. */
+export async function setTotal(db: pg.Pool, tenantId: string, id: string, runId: string, total: number) {
+  await db.query(`UPDATE export_jobs SET rows_total = $4 WHERE tenant_id = $1 AND id = $2 AND run_id = $3`, [tenantId, id, runId, total])
+}
+
+export interface ChunkHead {
+  seq: number
+  cursor_after: string | null
+}
+
+/** The last committed chunk: where a run goes on from (none yet: from the start). */
+export async function lastChunk(db: pg.Pool, tenantId: string, id: string): Promise<ChunkHead | undefined> {
+  const { rows } = await db.query(`SELECT seq, cursor_after FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 ORDER BY seq DESC LIMIT 1`, [tenantId, id])
+  return rows[0]
+}
+
+/**
+ * Commits one chunk with the cursor after it, the progress it adds and a renewed lease, in one
+ * statement; only while `runId` still holds the export. Returns rows done, or undefined when the
+ * run lost the export (its lease lapsed and another run took it over).
+ */
+export async function commitChunk(
+  db: pg.Pool | pg.PoolClient,
+  c: { tenantId: string; id: string; runId: string; seq: number; cursorAfter: string | null; rows: unknown[]; names: Record<string, string>; leaseSeconds: number }
+): Promise<number | undefined> {
+  const { rows } = await db.query(
+    `WITH e AS (
+       UPDATE export_jobs SET rows_done = rows_done + $6, lease_until = now() + make_interval(secs => $9)
+        WHERE tenant_id = $1 AND id = $2 AND run_id = $3 AND status = 'running' RETURNING tenant_id, id, rows_done)
+     INSERT INTO export_chunks (tenant_id, export_id, seq, cursor_after, rows, data, names, run_id)
+     SELECT e.tenant_id, e.id, $4, $5, $6, $7, $8, $3 FROM e RETURNING (SELECT rows_done FROM e) AS done`,
+    [c.tenantId, c.id, c.runId, c.seq, c.cursorAfter, c.rows.length, JSON.stringify(c.rows), JSON.stringify(c.names), c.leaseSeconds]
+  )
+  return rows[0]?.done
+}
+
+/** Renews the run's lease while it renders (no chunk commits then). */
+export async function renewLease(db: pg.Pool, tenantId: string, id: string, runId: string, leaseSeconds: number) {
+  await db.query(`UPDATE export_jobs SET lease_until = now() + make_interval(secs => $4) WHERE tenant_id = $1 AND id = $2 AND run_id = $3 AND status = 'running'`, [tenantId, id, runId, leaseSeconds])
+}
+
+/** The user names every chunk looked up, merged. */
+export async function chunkNames(db: pg.Pool, tenantId: string, id: string): Promise<Map<string, string>> {
+  const { rows } = await db.query(`SELECT names FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 AND names <> '{}'::jsonb`, [tenantId, id])
+  const out = new Map<string, string>()
+  for (const r of rows) for (const [k, v] of Object.entries(r.names as Record<string, string>)) out.set(k, v)
+  return out
+}
+
+/** The stored rows in order, `batch` chunks per query (memory holds one batch). */
+export async function* chunkRows<T>(db: pg.Pool, tenantId: string, id: string, batch = 20): AsyncGenerator<T> {
+  let after = -1
+  for (;;) {
+    const { rows } = await db.query(`SELECT seq, data FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`, [tenantId, id, after, batch])
+    for (const r of rows) yield* JSON.parse(r.data) as T[]
+    if (rows.length < batch) return
+    after = rows[rows.length - 1].seq
+  }
+}
+
+/** Gives the export back (shutdown): another run takes it at once and goes on from its last chunk; not an attempt. */
+export async function handBack(db: pg.Pool, tenantId: string, id: string, runId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE export_jobs SET run_id = NULL, lease_until = NULL, handed_back = true WHERE tenant_id = $1 AND id = $2 AND run_id = $3 AND status = 'running'`,
+    [tenantId, id, runId]
+  )
+  return rowCount === 1
 }
 
 /** The event of a finished export, for each row of a CTE `e` of export jobs just changed: by whom the export was asked. */
@@ -71,24 +155,36 @@ const finishedEvent = (type: EventType, data: string) => ({
   data
 })
 
-/** Marks a running export succeeded and writes export.succeeded, in one statement (once: only a running job changes). */
-export async function markSucceeded(db: pg.Pool, tenantId: string, id: string, r: { rows: number; key: string; size: number; fileHours: number }) {
-  await db.query(
+/**
+ * Marks a running export succeeded, writes export.succeeded and deletes its chunks, in one
+ * statement (once: only the run holding the export changes it). False when it no longer held it.
+ */
+export async function markSucceeded(db: pg.Pool, tenantId: string, id: string, runId: string, r: { rows: number; key: string; size: number; fileHours: number }): Promise<boolean> {
+  const { rows } = await db.query(
     `WITH e AS (
-       UPDATE export_jobs SET status = 'succeeded', rows_done = $3, rows_total = $3, file_key = $4, file_size = $5, finished_at = now(), expires_at = now() + $6 * interval '1 hour'
-        WHERE tenant_id = $1 AND id = $2 AND status = 'running' RETURNING *)
-     ${insertEvents(finishedEvent('export.succeeded', "jsonb_build_object('format', e.format, 'rows', e.rows_done, 'size', e.file_size)"), 'e')}`,
-    [tenantId, id, r.rows, r.key, r.size, r.fileHours]
+       UPDATE export_jobs SET status = 'succeeded', rows_done = $3, rows_total = $3, file_key = $4, file_size = $5, finished_at = now(), expires_at = now() + $6 * interval '1 hour',
+              run_id = NULL, lease_until = NULL
+        WHERE tenant_id = $1 AND id = $2 AND status = 'running' AND run_id = $7 RETURNING *),
+     gone AS (DELETE FROM export_chunks c USING e WHERE c.tenant_id = e.tenant_id AND c.export_id = e.id),
+     logged AS (${insertEvents(finishedEvent('export.succeeded', "jsonb_build_object('format', e.format, 'rows', e.rows_done, 'size', e.file_size)"), 'e')})
+     SELECT count(*)::int AS n FROM e`,
+    [tenantId, id, r.rows, r.key, r.size, r.fileHours, runId]
   )
+  return rows[0].n === 1
 }
 
-/** Marks an unfinished export failed and writes export.failed, in one statement. */
-export async function markFailed(db: pg.Pool, tenantId: string, id: string, problem: unknown) {
+/**
+ * Marks an unfinished export failed, writes export.failed and deletes its chunks, in one statement;
+ * with `runId`, only while that run holds it.
+ */
+export async function markFailed(db: pg.Pool, tenantId: string, id: string, problem: unknown, runId?: string) {
   await db.query(
     `WITH e AS (
-       UPDATE export_jobs SET status = 'failed', problem = $3, finished_at = now() WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running') RETURNING *)
+       UPDATE export_jobs SET status = 'failed', problem = $3, finished_at = now(), run_id = NULL, lease_until = NULL
+        WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running') AND ($4::uuid IS NULL OR run_id = $4) RETURNING *),
+     gone AS (DELETE FROM export_chunks c USING e WHERE c.tenant_id = e.tenant_id AND c.export_id = e.id)
      ${insertEvents(finishedEvent('export.failed', "jsonb_build_object('format', e.format, 'code', e.problem ->> 'code')"), 'e')}`,
-    [tenantId, id, JSON.stringify(problem)]
+    [tenantId, id, JSON.stringify(problem), runId ?? null]
   )
 }
 

@@ -288,6 +288,7 @@ t.test('an export survives the death of the process running it and finishes once
   }
   t.match(job, { status: 'running', attempts: 1 }, 'the worker is part-way through')
   t.ok(job.progress.rowsDone < 6000, `killed at ${job.progress.rowsDone} of ${job.progress.rowsTotal} rows`)
+  const killedAt = job.progress.rowsDone
   worker.kill('SIGKILL')
 
   // A new instance with jobs on: once the dead worker's lock expires, it takes the job over.
@@ -297,6 +298,8 @@ t.test('an export survives the death of the process running it and finishes once
     if (job.status === 'succeeded' || job.status === 'failed') break
   }
   t.match(job, { status: 'succeeded', attempts: 2, progress: { rowsDone: 6000, rowsTotal: 6000 } }, 'finished by the new instance, on its second attempt')
+  const { rows: [run] } = await api.platform.db.pool.query('SELECT resumed_from FROM export_jobs WHERE id = $1', [created.body.id])
+  t.ok(run.resumed_from >= killedAt && run.resumed_from > 0, `the new instance went on from row ${run.resumed_from} (${killedAt} committed when killed), not from the start`)
   const lines = parseCsv((await download(job)).toString('utf8'))
   t.equal(lines.length - 1, 6000, 'every record once')
   t.equal(new Set(lines.slice(1).map((l) => l[0])).size, 6000, 'no duplicates')
