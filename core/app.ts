@@ -151,6 +151,7 @@ export interface RunningServer {
 export async function startServer(platform: Platform, plugins: readonly Plugin[], options: AppOptions = {}): Promise<RunningServer> {
   const app = createApp(platform, plugins, options)
   await platform.credentials.listen()
+  await platform.tenants.listen()
   const server = await app.listen(platform.config.port, platform.config.host)
   server.on('clientError', answerClientErrors(() => app.get('errorsUrl')))
   if (!server.listening) await once(server, 'listening')
@@ -198,6 +199,7 @@ export async function startServer(platform: Platform, plugins: readonly Plugin[]
       ;(app as { server?: Server }).server = undefined
       await app.teardown()
       await platform.credentials.close()
+      await platform.tenants.close()
       await platform.limiter?.close()
       await platform.storage.close?.()
       await metrics?.close()

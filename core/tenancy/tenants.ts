@@ -11,14 +11,70 @@ export interface Tenant {
   modules: ReadonlyMap<string, RegisteredModule>
 }
 
-/** Tenants and their installed modules, as synced from config into the database. */
+/** Announced (at commit) by every sync of tenants and modules; each instance's directory reloads on it. */
+export const tenantsChannel = 'records_tenants_changed'
+
+/**
+ * Tenants and their installed modules, as synced from config into the database. An instance
+ * that syncs another module list (a rolling change of config) announces it, and every running
+ * instance reloads at once, as credentials do for revocations.
+ */
 export class TenantDirectory {
   private tenants = new Map<string, Tenant>()
+  private listener?: pg.PoolClient
+  private closed = false
+  private retryTimer?: NodeJS.Timeout
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly registry: ModuleRegistry
   ) {}
+
+  /** Reloads on every announced sync; a lost connection reconnects with backoff and reloads (announcements were missed meanwhile). */
+  async listen(attempt = 0): Promise<void> {
+    this.closed = false
+    try {
+      const client = await this.pool.connect()
+      this.listener = client
+      client.on('notification', () => void this.load().catch((err) => logger.warn('tenants could not be reloaded', { error: (err as Error).message })))
+      const lost = (err?: Error) => {
+        if (this.listener !== client) return
+        this.listener = undefined
+        client.release(err ?? true)
+        if (this.closed) return
+        logger.warn('tenant listener lost; reconnecting', { error: err?.message })
+        this.retry(0)
+      }
+      client.on('error', lost)
+      client.on('end', () => lost())
+      await client.query(`LISTEN ${tenantsChannel}`)
+      if (attempt > 0) await this.load()
+    } catch (err) {
+      if (attempt === 0 && !this.retryTimer) throw err
+      logger.warn('tenant listener could not reconnect', { error: (err as Error).message })
+      this.retry(attempt)
+    }
+  }
+
+  private retry(attempt: number) {
+    if (this.closed) return
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined
+      void this.listen(attempt + 1)
+    }, Math.min(30_000, 250 * 2 ** attempt))
+    this.retryTimer.unref()
+  }
+
+  async close() {
+    this.closed = true
+    clearTimeout(this.retryTimer)
+    const client = this.listener
+    this.listener = undefined
+    if (client) {
+      await client.query(`UNLISTEN ${tenantsChannel}`).catch(() => undefined)
+      client.release()
+    }
+  }
 
   /** Loads what the database says is installed; modules no longer shipped are skipped with a warning. */
   async load() {
@@ -90,6 +146,8 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
         [id, t.modules]
       )
     }
+    // Delivered at commit: the running instances reload what this sync installed or removed.
+    await client.query(`SELECT pg_notify($1, '')`, [tenantsChannel])
   })
   return created
 }

@@ -1,0 +1,153 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { randomUUID } from 'node:crypto'
+import pg from 'pg'
+import { CredentialStore } from '../../core/auth/credentials.ts'
+import { projectRoot } from '../../core/paths.ts'
+import { freshDatabase } from '../helpers/database.ts'
+
+/** One line an instance printed (stdout or stderr): its JSON when it is a log line. */
+export interface Line {
+  text: string
+  json?: Record<string, any>
+}
+
+export interface Instance {
+  name: string
+  url: string
+  process: ChildProcess
+  lines: Line[]
+  /** Resolves with the first line (already printed or to come) that `match` accepts; rejects after `ms` or if the process exits first. */
+  waitForLine(match: (l: Line) => boolean, ms?: number): Promise<Line>
+  /** Resolves with the exit code (or signal) once the process has ended. */
+  exited: Promise<number | string | null>
+  request<T = any>(method: string, path: string, o?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; body: T }>
+}
+
+/**
+ * Several instances of the service as an operator runs them: `node --import tsx bin/server.ts`
+ * processes with their configuration in NODE_CONFIG, all on one fresh database, one Redis
+ * namespace and one attachments folder. `keys` are API keys made straight in the database.
+ */
+export async function cluster(config: Record<string, any>) {
+  const db = await freshDatabase()
+  const files = mkdtempSync(join(tmpdir(), 'records-instances-'))
+  const prefix = `test:${randomUUID()}:`
+  const pool = new pg.Pool({ connectionString: db.url, max: 4 })
+  const started: Instance[] = []
+
+  const base: Record<string, any> = {
+    port: 0,
+    logLevel: 'info',
+    database: { url: db.url },
+    redis: { url: process.env.REDIS_URL ?? null, prefix },
+    attachments: { local: { dir: files } },
+    ...config
+  }
+
+  async function start(name: string, more: Record<string, any> = {}): Promise<Instance> {
+    const merged = { ...base, ...more, jobs: { ...base.jobs, ...more.jobs }, exports: { ...base.exports, ...more.exports } }
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bin/server.ts'], {
+      cwd: projectRoot,
+      env: { ...process.env, NODE_ENV: 'test', NODE_CONFIG: JSON.stringify(merged), DATABASE_URL: db.url },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+    const lines: Line[] = []
+    let waiters: Array<() => void> = []
+    let ended = false
+    const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => {
+      ended = true
+      for (const w of waiters) w()
+      resolve(code ?? signal)
+    }))
+    for (const stream of [child.stdout!, child.stderr!]) {
+      let rest = ''
+      stream.on('data', (d) => {
+        const parts = (rest + String(d)).split('\n')
+        rest = parts.pop()!
+        for (const text of parts) {
+          if (!text.trim()) continue
+          let json: Record<string, any> | undefined
+          try {
+            json = JSON.parse(text)
+          } catch {
+            json = undefined
+          }
+          lines.push({ text, json })
+          if (process.env.INSTANCE_LOGS) process.stderr.write(`[${name}] ${text}\n`)
+        }
+        const w = waiters
+        waiters = []
+        for (const f of w) f()
+      })
+    }
+    async function waitForLine(match: (l: Line) => boolean, ms = 30_000): Promise<Line> {
+      const until = Date.now() + ms
+      for (let seen = 0; ; ) {
+        for (; seen < lines.length; seen++) if (match(lines[seen])) return lines[seen]
+        if (ended) throw new Error(`instance ${name} exited before the line awaited; its last lines:\n${lines.slice(-15).map((l) => l.text).join('\n')}`)
+        if (Date.now() > until) throw new Error(`instance ${name} printed no such line within ${ms} ms; its last lines:\n${lines.slice(-15).map((l) => l.text).join('\n')}`)
+        await new Promise<void>((resolve) => {
+          waiters.push(resolve)
+          setTimeout(resolve, 200)
+        })
+      }
+    }
+    const listening = await waitForLine((l) => /listening on (http:\/\/\S+)/i.test(l.text), 60_000)
+    const url = /listening on (http:\/\/[^\s"]+)/i.exec(listening.text)![1]
+    const instance: Instance = {
+      name,
+      url,
+      process: child,
+      lines,
+      waitForLine,
+      exited,
+      async request(method, path, o = {}) {
+        const headers: Record<string, string> = { ...(o.headers ?? {}) }
+        if (o.token) headers.authorization = `Bearer ${o.token}`
+        if (o.body !== undefined) headers['content-type'] = 'application/json'
+        const res = await fetch(url + path, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body) })
+        const text = await res.text()
+        let body: any = text
+        try {
+          body = text ? JSON.parse(text) : undefined
+        } catch {
+          /* not JSON */
+        }
+        return { status: res.status, headers: res.headers, body }
+      }
+    }
+    started.push(instance)
+    return instance
+  }
+
+  return {
+    db,
+    pool,
+    start,
+    /** An API key of `tenantId`, made in the database as the CLI makes one. */
+    async key(tenantId: string): Promise<{ token: string; id: string }> {
+      const { token, credential } = await new CredentialStore(pool).create({ tenantId, kind: 'api_key', name: `${tenantId} test key` })
+      return { token, id: credential.id }
+    },
+    /** Polls `fn` until it returns a truthy value (progress in the database, a status): no fixed sleeps. */
+    async until<T>(what: string, fn: () => Promise<T | undefined | null | false>, ms = 30_000): Promise<T> {
+      const until = Date.now() + ms
+      for (;;) {
+        const v = await fn()
+        if (v) return v
+        if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
+        await new Promise((r) => setTimeout(r, 50))
+      }
+    },
+    async close() {
+      for (const i of started) if (i.process.exitCode === null && i.process.signalCode === null) i.process.kill('SIGKILL')
+      await Promise.all(started.map((i) => i.exited))
+      await pool.end()
+      await db.drop()
+      rmSync(files, { recursive: true, force: true })
+    }
+  }
+}
