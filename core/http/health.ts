@@ -31,8 +31,14 @@ export function health(options: HealthOptions): Middleware {
   let round: Promise<Record<string, CheckResult>> | undefined
   const ready = () => (round ??= runChecks(options.checks(), options.timeoutMs).finally(() => (round = undefined)))
   return async (ctx, next) => {
+    if (!paths.has(ctx.path) || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) {
+      if (options.shutdown.draining) ctx.set('Connection', 'close')
+      await next()
+      // A request that began before the drain: its answer (unless already streaming) closes the connection too.
+      if (options.shutdown.draining) ctx.set('Connection', 'close')
+      return
+    }
     if (options.shutdown.draining) ctx.set('Connection', 'close')
-    if (!paths.has(ctx.path) || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next()
     ctx.set('Cache-Control', 'no-store')
     if (ctx.path === '/livez') {
       ctx.body = { status: 'alive' }
