@@ -19,7 +19,7 @@ import { authenticate } from './hooks/authenticate.ts'
 import { fromHttp } from './hooks/call-params.ts'
 import { acceptJsonData } from './hooks/json-data.ts'
 import { meterCalls } from './hooks/meter.ts'
-import { traceCalls } from './hooks/trace.ts'
+import { tracingHooks } from './hooks/trace.ts'
 import { jsonBody, passBodyStream } from './http/body.ts'
 import { logAppError } from './http/client-aborts.ts'
 import { answerClientErrors } from './http/client-errors.ts'
@@ -126,7 +126,7 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.use(jsonBody(platform.config.http.maxJsonBytes, streaming))
   app.use(passBodyStream(streaming))
   app.configure(rest())
-  app.hooks({ around: { all: [traceCalls, fromHttp, meterCalls, authenticate(platform.credentials), acceptJsonData] } })
+  app.hooks({ around: { all: [...tracingHooks(), fromHttp, meterCalls, authenticate(platform.credentials), acceptJsonData] } })
   for (const plugin of plugins) app.configure((a) => plugin.configure(a as App))
   return app
 }

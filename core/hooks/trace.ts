@@ -22,3 +22,6 @@ export const traceCalls = (context: HookContext, next: NextFunction) => {
     }
   })
 }
+
+/** The around hooks to register for tracing: `[traceCalls]` when tracing is on; none when off, so a call pays nothing for it. */
+export const tracingHooks = () => (tracingEnabled() ? [traceCalls] : [])
