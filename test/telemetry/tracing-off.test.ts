@@ -13,7 +13,7 @@ registerHooks({
 delete process.env.OTEL_TRACES_EXPORTER
 
 const { default: t } = await import('../helpers/tap.ts')
-const { startTracing, tracingRequested } = await import('../../core/telemetry/start.ts')
+const { instrumentationsWanted, startTracing, tracingRequested } = await import('../../core/telemetry/start.ts')
 const { tracingEnabled, currentTraceId, traceContextForJob } = await import('../../core/telemetry/tracing.ts')
 
 t.test('tracing is asked for by OTEL_TRACES_EXPORTER naming an exporter, and OTEL_SDK_DISABLED wins', async (t) => {
@@ -25,6 +25,14 @@ t.test('tracing is asked for by OTEL_TRACES_EXPORTER naming an exporter, and OTE
   t.equal(tracingRequested({ OTEL_TRACES_EXPORTER: 'console, otlp' }), true)
   t.equal(tracingRequested({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_SDK_DISABLED: 'true' }), false)
   t.equal(tracingRequested({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_SDK_DISABLED: 'false' }), true)
+})
+
+t.test('the instrumentations follow OTEL_NODE_ENABLED_INSTRUMENTATIONS and OTEL_NODE_DISABLED_INSTRUMENTATIONS', async (t) => {
+  const all = ['http', 'koa', 'pg']
+  t.same(instrumentationsWanted(all, {}), all, 'all by default')
+  t.same(instrumentationsWanted(all, { OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'koa' }), ['http', 'pg'])
+  t.same(instrumentationsWanted(all, { OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'http, PG' }), ['http', 'pg'])
+  t.same(instrumentationsWanted(all, { OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'http,pg', OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'pg' }), ['http'])
 })
 
 t.test('with tracing off no OpenTelemetry SDK or instrumentation module is loaded, and requests keep their own trace ids', async (t) => {
