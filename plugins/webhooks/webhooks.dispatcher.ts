@@ -23,6 +23,8 @@ const channel = 'records_events'
 const fanOutBatch = 500
 /** How old the owner's rights over a claim may be when one of its deliveries is sent. */
 const rightsMaxAgeMs = 1000
+/** How long a delivery in flight may still take once the instance stops, before it is aborted (and sent again elsewhere). */
+const stopGraceMs = 2000
 /** Deliveries claimed at once per subscription (sent one after another). */
 const claimBatch = 25
 /**
@@ -308,13 +310,27 @@ export class Dispatcher {
     if (d.attempts === 0 && Number.isFinite(occurred)) this.metrics.webhookLag.observe(Math.max(0, at.getTime() - occurred) / 1000)
   }
 
-  /** Stops waking, aborts requests in flight (not counted as attempts) and gives back this instance's claims. */
-  async stop(): Promise<void> {
+  /**
+   * Stops on shutdown: no more claims or wakes; a delivery in flight gets `graceMs` to be answered
+   * (and its outcome recorded, so it is not sent twice) before it is aborted (then not counted as an
+   * attempt: another instance sends it again, with the same webhook-id). Every claim of this
+   * instance is given back at once and the other instances are woken to take them.
+   */
+  stop(graceMs = stopGraceMs): Promise<void> {
+    // Once: draining starts it, and the service's teardown waits for the same stop.
+    return (this.stopping ??= this.halt(graceMs))
+  }
+
+  private stopping?: Promise<void>
+
+  private async halt(graceMs: number): Promise<void> {
     this.stopped = true
     clearInterval(this.poll)
     clearTimeout(this.timer)
-    this.abort.abort()
+    const grace = setTimeout(() => this.abort.abort(), graceMs)
     await Promise.allSettled([...this.lanes.values()])
+    clearTimeout(grace)
+    this.abort.abort()
     while (this.running) await new Promise((r) => setTimeout(r, 10))
     const client = this.listener
     this.listener = undefined
@@ -323,5 +339,7 @@ export class Dispatcher {
       client.release()
     }
     await repo.releaseLeases(this.pool, this.me).catch(() => undefined)
+    // The other instances' dispatchers wake now rather than at their next poll.
+    await this.pool.query(`SELECT pg_notify('${channel}', '')`).catch(() => undefined)
   }
 }

@@ -47,6 +47,9 @@ export function configureWebhooks(app: App) {
       if (!config.dispatch) return
       dispatcher = new Dispatcher(pool, config, await secrets(), platform.tenants, platform.metrics)
       await dispatcher.start()
+      // Draining begins (SIGTERM): its claims are given back at once, not once the listener has closed.
+      const draining = dispatcher
+      platform.shutdown.signal.addEventListener('abort', () => void draining.stop(), { once: true })
     },
     async teardown() {
       await dispatcher?.stop()

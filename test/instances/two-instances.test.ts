@@ -110,3 +110,28 @@ t.test('a module installed by another instance start-up is seen by both running 
     t.equal(seen.status, 200, `instance ${instance.name} serves the new module`)
   }
 })
+
+t.test('SIGTERM to the instance delivering a webhook: the delivery in flight completes once, the rest goes to the other instance', async (t) => {
+  // Each request is answered after 600 ms: the first is in flight when its instance is told to stop.
+  const receiver = await startReceiver(() => 200, { delayMs: 600 })
+  t.teardown(() => receiver.close())
+  const sub = await a.request('POST', '/api/v1/webhooks', { token, body: { url: receiver.url, kinds: ['record.created'] } })
+  const made: string[] = []
+  for (let i = 0; i < 3; i++) made.push((await a.request('POST', '/api/v1/records', { token, body: { moduleKey: 'incident', payload: incidentPayload({ title: `Handed over ${i}` }) } })).body.id)
+  await receiver.waitFor(1)
+  const { rows: [lease] } = await c.pool.query(`SELECT leased_by FROM webhook_deliveries WHERE subscription_id = $1 AND leased_by IS NOT NULL LIMIT 1`, [sub.body.id])
+  const sender = [a, b].find((i) => lease && String(lease.leased_by).startsWith(`${i.process.pid}-`))!
+  t.ok(sender, 'one instance holds the claim')
+  const other = sender === a ? b : a
+  sender.process.kill('SIGTERM')
+  t.equal(await sender.exited, 0, `instance ${sender.name} stopped cleanly`)
+  await c.until('every delivery to be recorded', async () => {
+    const { rows } = await c.pool.query(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE subscription_id = $1 AND status = 'succeeded'`, [sub.body.id])
+    return rows[0].n === 3
+  })
+  const ids = receiver.received.map((r) => r.json?.subject?.id)
+  t.same([...ids].sort(), [...made].sort(), 'each record delivered once: the one in flight was answered and recorded before the instance stopped')
+  const { rows } = await c.pool.query(`SELECT sum(attempts)::int AS attempts FROM webhook_deliveries WHERE subscription_id = $1`, [sub.body.id])
+  t.equal(rows[0].attempts, 3, 'one attempt each')
+  t.ok(other.process.exitCode === null, `instance ${other.name} delivered the rest`)
+})
