@@ -140,7 +140,7 @@ export interface RunningServer {
   /**
    * Drains, then stops everything in order: readiness 503 and running jobs handed back at once,
    * the listener closed after `shutdown.readinessDelaySeconds`, requests and bulk calls under way
-   * finished until `shutdown.deadlineSeconds` (then cut), pools closed, embedded PostgreSQL stopped.
+   * given `shutdown.deadlineSeconds` more (then cut), pools closed, embedded PostgreSQL stopped.
    */
   close(): Promise<void>
   /** For an exit that cannot wait (a second signal, the deadline): stops the embedded PostgreSQL this process started, synchronously. */
@@ -185,7 +185,8 @@ export async function startServer(platform: Platform, plugins: readonly Plugin[]
     async close() {
       const started = Date.now()
       const { deadlineSeconds, readinessDelaySeconds } = platform.config.shutdown
-      const deadline = started + deadlineSeconds * 1000
+      // The delay first (the balancer stops sending), then deadlineSeconds for the work under way.
+      const deadline = started + (readinessDelaySeconds + deadlineSeconds) * 1000
       platform.shutdown.begin('closing')
       logger.info('draining: readiness answers 503, bulk calls take no more rows, running jobs are handed back', { deadlineSeconds, readinessDelaySeconds })
       // The jobs first, at once; the pool stays open under them until they have handed back (or the deadline).

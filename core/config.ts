@@ -197,7 +197,7 @@ export const configSchema = Type.Object({
     deadlineSeconds: Type.Number({
       exclusiveMinimum: 0,
       description:
-        'On SIGTERM or SIGINT, how long requests, bulk calls and jobs under way have to finish or hand back (README, "Health and shutdown"); then the rest is cut, and 3 s later the process exits whatever remains. Keep it under the supervisor\'s kill timeout (Kubernetes: terminationGracePeriodSeconds, 30 by default).'
+        'On SIGTERM or SIGINT, how long requests and bulk calls under way have, once the listener has closed (after `shutdown.readinessDelaySeconds`), to finish (running jobs hand back at once); then the rest is cut, and 3 s later the process exits whatever remains (README, "Health and shutdown"). Keep the delay plus this plus 3 s under the supervisor\'s kill timeout (Kubernetes: terminationGracePeriodSeconds, 30 by default).'
     }),
     readinessDelaySeconds: Type.Number({
       minimum: 0,

@@ -56,11 +56,11 @@ export const closeReserveMs = 3_000
 /**
  * SIGTERM and SIGINT, from the moment the service starts starting: the first drains the
  * server (`close()`, at once, or as soon as start-up is done) and exits 0 when everything
- * stopped; a second signal, or `deadlineSeconds` + 3 s without the drain done, exits 1 at
- * once (the embedded PostgreSQL this process started is still stopped; jobs still running
+ * stopped; a second signal, or `readinessDelaySeconds` + `deadlineSeconds` + 3 s without the
+ * drain done, exits 1 at once (the embedded PostgreSQL this process started is still stopped; jobs still running
  * are found by their expired lock). Each step goes to the log.
  */
-export function exitOnStopSignals(config: { deadlineSeconds: number }): { attach(server: Stoppable): void } {
+export function exitOnStopSignals(config: { deadlineSeconds: number; readinessDelaySeconds: number }): { attach(server: Stoppable): void } {
   let server: Stoppable | undefined
   let signalled: string | undefined
   const exitNow = (message: string, fields: Record<string, unknown>) => {
@@ -80,7 +80,8 @@ export function exitOnStopSignals(config: { deadlineSeconds: number }): { attach
     if (signalled) return exitNow(`received ${signal} again: exiting now, work under way unfinished`, { signal, code: 1 })
     signalled = signal
     logger.info(`received ${signal}: shutting down`, { signal, deadlineSeconds: config.deadlineSeconds })
-    setTimeout(() => exitNow('the shutdown deadline passed: exiting now, work under way unfinished', { deadlineSeconds: config.deadlineSeconds, code: 1 }), config.deadlineSeconds * 1000 + closeReserveMs).unref()
+    const limitMs = (config.readinessDelaySeconds + config.deadlineSeconds) * 1000 + closeReserveMs
+    setTimeout(() => exitNow('the shutdown deadline passed: exiting now, work under way unfinished', { deadlineSeconds: config.deadlineSeconds, readinessDelaySeconds: config.readinessDelaySeconds, code: 1 }), limitMs).unref()
     if (server) void drain(server)
     else logger.info('still starting: the shutdown follows once started')
   }
