@@ -42,7 +42,7 @@ start() {
   pid=$!
   local waited=0
   while [ "$waited" -lt 600 ]; do
-    grep -q '^Listening on' "$work/out" && return 0
+    grep -q 'Listening on' "$work/out" && return 0
     kill -0 "$pid" 2>/dev/null || { cat "$work/err"; echo "smoke: npm start exited"; exit 1; }
     # The first start's `npm ci` (downloads, Node 24, the build) does not count against the 5 minutes to start.
     installing "$(pgrep -P "$pid" | head -1)" || waited=$((waited + 1))
@@ -71,7 +71,9 @@ start "$start_command"
 for _ in $(seq 1 20); do grep -q '"msg":"running from' "$work/err" && break; sleep 0.5; done
 grep -q '"msg":"running from the build (dist/)"' "$work/err" || { cat "$work/err"; echo "smoke: npm start did not run the build"; exit 1; }
 grep -q '"node":"v24\.' "$work/err" || { echo "smoke: the service does not run on the project's Node 24"; exit 1; }
-key=$(grep -E '^svc_k_' "$work/out" | tail -1)
+# Not a terminal: one JSON line on stdout holds it (`apiKey`); the log (stderr) never does.
+key=$(grep -oE 'svc_k_[0-9A-Za-z]{40}' "$work/out" | tail -1)
+grep -q 'svc_k_' "$work/err" && { echo "smoke: the API key is in the log (stderr)"; exit 1; }
 [ -n "$key" ] || { echo "smoke: no demo API key printed on first start"; exit 1; }
 
 code=$(api -X POST "$base/api/v1/records" -d '{"moduleKey":"incident","payload":{"title":"Smoke test","description":"Embedded default","occurredAt":"2026-11-20T08:30:00Z","site":"CI","category":"near-miss","severity":"low"}}')
@@ -117,7 +119,7 @@ stop
 [ ! -f "$(cluster_home)/pg/postmaster.pid" ] || { echo "smoke: embedded PostgreSQL still running after a clean stop"; exit 1; }
 
 start
-grep -qE '^svc_k_' "$work/out" && { echo "smoke: a second start printed a new key"; exit 1; }
+grep -qE 'svc_k_' "$work/out" && { echo "smoke: a second start printed a new key"; exit 1; }
 code=$(api "$base/api/v1/records/$id")
 expect "$code" 200 "record survives a restart"
 

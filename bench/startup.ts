@@ -69,7 +69,7 @@ async function start(v: Variant, databaseUrl: string): Promise<Sample> {
     let out = ''
     child.stdout.on('data', (c: Buffer) => {
       out += c
-      if (/^Listening on /m.test(out)) resolve({ wallMs: performance.now() - t0, cpuMs: cpuMsOf(child.pid!) })
+      if (/Listening on /.test(out)) resolve({ wallMs: performance.now() - t0, cpuMs: cpuMsOf(child.pid!) })
     })
     child.once('exit', (code) => reject(new Error(`${v.label} exited (${code}) before listening: ${stderr.slice(-2000)}`)))
   })

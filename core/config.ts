@@ -81,6 +81,20 @@ const HttpConfig = Type.Object({
   })
 })
 
+const LogLevel = Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error'), Type.Literal('silent')])
+
+/** The request and job lines, and a log file beside stderr (README, "Logs"). */
+const LogConfig = Type.Object({
+  requests: Type.Union(LogLevel.anyOf, { env: 'LOG_REQUESTS', description: 'Level of the one line per request (`silent`: none).' }),
+  jobs: Type.Union(LogLevel.anyOf, { env: 'LOG_JOBS', description: 'Level of the one line per job run (a failed run is `error`).' }),
+  file: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
+    env: 'LOG_FILE',
+    description: 'Also write the log to this file (appended; `{pid}` in the path becomes the process id), at `log.fileLevel` whatever `logLevel` says. Unset: stderr only.'
+  }),
+  fileLevel: Type.Union(LogLevel.anyOf, { env: 'LOG_FILE_LEVEL', description: 'Least severe level written to `log.file`.' }),
+  fileMaxBytes: Type.Integer({ minimum: 65536, env: 'LOG_FILE_MAX_BYTES', description: 'Past this size `log.file` becomes `<file>.1` (replacing the previous one) and a new file starts.' })
+})
+
 /**
  * Every setting carries its `description` and, where it is not the derived
  * `RECORDS_<PATH>`, its environment variable (`env`): core/config-keys.ts reads the
@@ -215,7 +229,8 @@ export const configSchema = Type.Object({
   logLevel: Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error'), Type.Literal('silent')], {
     env: 'LOG_LEVEL',
     description: 'Least severe log level written (JSON lines on stderr).'
-  })
+  }),
+  log: LogConfig
 })
 
 export type AppConfig = Static<typeof configSchema>

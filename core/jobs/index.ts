@@ -2,7 +2,7 @@ import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
 import type { Agenda } from 'agenda'
 import type pg from 'pg'
-import { logger } from '../logger.ts'
+import { logger, type Level } from '../logger.ts'
 import { tracedJob } from './trace.ts'
 
 /**
@@ -65,7 +65,7 @@ const states = new WeakMap<Agenda, JobsState>()
  * through the backend's LISTEN/NOTIFY. With `process: false` the instance only enqueues.
  * Stop it with stopJobs (hands running jobs back), not agenda.stop() or drain().
  */
-export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: { process: boolean; processEverySeconds?: number } = { process: true }): Promise<Agenda> {
+export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: { process: boolean; processEverySeconds?: number; logLevel?: Level } = { process: true }): Promise<Agenda> {
   // Loaded on first use: an instance (or a CLI call) that never schedules a job never pays for them.
   const [{ Agenda }, { PostgresBackend }] = await Promise.all([import('agenda'), import('@agendajs/postgres-backend')])
   // New jobs arrive by NOTIFY; the periodic scan is what finds jobs whose lock expired (a dead instance's).
@@ -78,7 +78,6 @@ export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: {
   const state: JobsState = { pool, names: jobs.map((j) => j.name), processing: options.process, draining: new AbortController(), running: new Map(), handedBack: new Map(), idle: new Set(), handedBackCount: 0 }
   states.set(agenda, state)
   agenda.on('error', (err) => logger.error('job scheduler error', { error: err.message }))
-  agenda.on('fail', (err: any, job: any) => logger.error('job failed', { job: job?.attrs?.name, error: err?.message ?? String(err) }))
   // Agenda's success path zeroes failCount before it saves; a hand-back is no success, so it keeps its count.
   // (Events relayed from other instances carry a notification, not a job: they are not ours.)
   agenda.on('success', (job: any) => {
@@ -98,11 +97,18 @@ export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: {
       async (j: any) => {
         const id = String(j.attrs._id)
         state.running.set(id, job.name)
+        // One log line per run (config log.jobs; a failure is an error line).
+        const started = performance.now()
+        const logRun = (outcome: 'done' | 'handed back' | 'failed', fields: Record<string, unknown>) =>
+          logger.log(outcome === 'failed' ? 'error' : (options.logLevel ?? 'info'), 'job', { job: job.name, id, outcome, ms: Math.round(performance.now() - started), failCount: j.attrs.failCount || undefined, ...fields })
         let result: unknown
         try {
           result = await job.run(j.attrs.data ?? {}, { touch: () => j.touch(), signal: state.draining.signal })
         } catch (err) {
-          if (!(err instanceof HandBack)) throw err
+          if (!(err instanceof HandBack)) {
+            logRun('failed', { error: (err as Error)?.stack ?? String(err) })
+            throw err
+          }
           result = err
         }
         if (result instanceof HandBack) {
@@ -110,10 +116,10 @@ export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: {
           j.attrs.nextRunAt = new Date()
           state.handedBack.set(id, j.attrs.failCount)
           state.handedBackCount++
-          logger.info('job handed back', { job: job.name, id, reason: result.reason })
+          logRun('handed back', { reason: result.reason })
           return
         }
-        logger.debug('job done', { job: job.name, result })
+        logRun('done', { result })
       },
       { ...(job.lockLifetimeMs ? { lockLifetime: job.lockLifetimeMs } : {}), ...(job.concurrency ? { concurrency: job.concurrency, lockLimit: job.concurrency } : {}) }
     )

@@ -8,6 +8,7 @@ import type { Platform } from '../../core/declarations.ts'
 import { freshDatabase } from './database.ts'
 import { contractMiddleware, type Violation } from '../../core/openapi/contract.ts'
 import { plugins } from '../../plugins/index.ts'
+import { recordPlatformSecrets, recordResponseSecrets } from './secrets.ts'
 
 export interface Reply<T = any> {
   status: number
@@ -44,11 +45,14 @@ export const defaultTenants = {
 
 /**
  * Starts the service with every response it sends checked against its OpenAPI document
- * (core/openapi/contract.ts); pass `violations` to assertContract() once done.
+ * (core/openapi/contract.ts); pass `violations` to assertContract() once done. The secrets
+ * it creates are recorded for the suite's log check (test/helpers/secrets.ts).
  */
 export async function startCheckedServer(platform: Platform): Promise<RunningServer & { violations: Violation[] }> {
   const violations: Violation[] = []
-  const running = await startServer(platform, plugins, { outermost: (app) => [contractMiddleware(() => app.get('openapi'), (v) => violations.push(v))] })
+  // Every secret the server creates is recorded for the log check of `npm test` (test/suite/log-check.ts).
+  recordPlatformSecrets(platform)
+  const running = await startServer(platform, plugins, { outermost: (app) => [recordResponseSecrets, contractMiddleware(() => app.get('openapi'), (v) => violations.push(v))] })
   return Object.assign(running, { violations })
 }
 

@@ -135,7 +135,7 @@ t.test('a fixture may reference a module from another directory', async (t) => {
   t.same(registry.all().map((m) => m.definition.key).sort(), ['corrective-action', 'fixture-ref', 'incident', 'inspection'])
 })
 
-t.test('the service refuses to start with a bad module, exits 1 and names the package and field', async (t) => {
+t.test('the service refuses to start with a bad module, exits 1 and names the package and field in a JSON log line', async (t) => {
   const definition = validDefinition('fixture-bad')
   definition.workflow.transitions[0].to = 'archived'
   const dir = writePackage('service', '@fixture/bad-at-start', definition)
@@ -153,6 +153,7 @@ t.test('the service refuses to start with a bad module, exits 1 and names the pa
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
   clearTimeout(timer)
   t.equal(code, 1, 'exit code 1')
-  t.match(stderr, 'Start-up stopped: Module package "@fixture/bad-at-start": workflow transition "finish": to names unknown state "archived"')
-  t.notMatch(stdout, /Listening/, 'never listened')
+  const lines = stderr.trim().split('\n').map((l) => JSON.parse(l))
+  t.match(lines.at(-1), { level: 'fatal', msg: 'Start-up stopped: Module package "@fixture/bad-at-start": workflow transition "finish": to names unknown state "archived"' }, 'one JSON log line')
+  t.notMatch(stderr + stdout, /listening/, 'never listened')
 })
