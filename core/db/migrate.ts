@@ -40,13 +40,25 @@ const source: Knex.MigrationSource<string> = {
   getMigration: async (name) => migrations.find(([n]) => n === name)![1]
 }
 
-/** Brings the database to the latest schema; returns the names of the migrations it ran. */
+/** Held while one instance migrates: others starting at the same time wait, then find nothing left to run. */
+const migrationLock = 7302
+
+/**
+ * Brings the database to the latest schema; returns the names of the migrations it ran. Several
+ * instances starting together on a new version migrate one after another: knex's own lock table
+ * made all but one fail (a new database: a duplicate knex_migrations table; later: "Migration
+ * table is already locked"). The advisory lock is the session's, and the pool's one connection
+ * carries it through the migration.
+ */
 export async function migrateLatest(url: string): Promise<string[]> {
   const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } })
   try {
+    await knex.raw('SELECT pg_advisory_lock(?)', [migrationLock])
     const [, ran] = await knex.migrate.latest({ migrationSource: source, tableName: 'knex_migrations' })
+    await knex.raw('SELECT pg_advisory_unlock(?)', [migrationLock])
     return ran as string[]
   } finally {
+    // Ending the connection releases the lock too, when the migration failed.
     await knex.destroy()
   }
 }
