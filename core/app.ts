@@ -31,6 +31,7 @@ import { routeGuard } from './http/route-guard.ts'
 import { errorPages } from './http/error-pages.ts'
 import { problemResponses } from './http/problem.ts'
 import { routedPaths } from './http/path.ts'
+import { requestLog } from './http/request-log.ts'
 import { traceId } from './http/trace.ts'
 import { httpMetrics } from './telemetry/http-metrics.ts'
 import { createMetrics } from './telemetry/metrics.ts'
@@ -52,6 +53,7 @@ import { syncTenants, TenantDirectory } from './tenancy/tenants.ts'
  */
 export async function createPlatform(config: AppConfig, options: { limiter?: boolean } = {}): Promise<Platform & { createdTenants: string[] }> {
   logger.setLevel(config.logLevel)
+  logger.setFile(config.log)
   const registry = await loadModules(config.modules)
   const db = await openDatabase(config)
   try {
@@ -103,6 +105,7 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.set('describes', descriptionsOf(plugins))
   app.set('streamingPaths', streaming)
   app.set('errorsUrl', platform.config.errors.baseUrl ?? `${platform.config.publicUrl ?? `http://${platform.config.host}:${platform.config.port}`}/errors`)
+  app.use(requestLog(platform.config.log.requests))
   app.use(clientAddress(platform.config.http.trustProxy))
   app.use(httpMetrics(platform.metrics))
   app.use(traceId())
@@ -162,7 +165,7 @@ export async function startServer(platform: Platform, plugins: readonly Plugin[]
   const jobs = [{ name: 'sessions.purge', every: '1 hour', run: async () => ({ removed: await platform.sessions.purgeExpired() }) }, ...plugins.flatMap((p) => p.jobs?.(app) ?? [])]
   platform.metrics.jobNames = jobs.map((j) => j.name)
   const metrics = await serveMetrics(platform.metrics, platform.config.metrics)
-  let agenda = platform.config.jobs.enabled ? await startJobs(platform.db.pool, jobs, { process: true, processEverySeconds: platform.config.jobs.processEverySeconds }) : undefined
+  let agenda = platform.config.jobs.enabled ? await startJobs(platform.db.pool, jobs, { process: true, processEverySeconds: platform.config.jobs.processEverySeconds, logLevel: platform.config.log.jobs }) : undefined
   if (agenda) {
     const processing = agenda
     app.get('readiness').set('jobs', async () => {
