@@ -41,7 +41,8 @@ export async function cluster(config: Record<string, any>) {
   const base: Record<string, any> = {
     port: 0,
     logLevel: 'info',
-    database: { url: db.url },
+    // Several instances share the test server's connections with other suites: a small pool each.
+    database: { url: db.url, poolSize: 8 },
     redis: { url: process.env.REDIS_URL ?? null, prefix },
     attachments: { local: { dir: files } },
     ...config

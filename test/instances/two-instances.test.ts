@@ -20,7 +20,7 @@ const c = await cluster({
   ...webhookTestConfig()
 })
 t.teardown(() => c.close())
-const [a, b] = [await c.start('a'), await c.start('b')]
+const [a, b] = await Promise.all([c.start('a'), c.start('b')])
 const acme = await c.key('acme')
 const token = acme.token
 
