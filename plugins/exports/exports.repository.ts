@@ -126,7 +126,7 @@ export async function chunkNames(db: pg.Pool, tenantId: string, id: string): Pro
 }
 
 /** The stored rows in order, `batch` chunks per query (memory holds one batch). */
-export async function* chunkRows<T>(db: pg.Pool, tenantId: string, id: string, batch = 20): AsyncGenerator<T> {
+export async function* chunkRows<T>(db: pg.Pool, tenantId: string, id: string, batch = 4): AsyncGenerator<T> {
   let after = -1
   for (;;) {
     const { rows } = await db.query(`SELECT seq, data FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`, [tenantId, id, after, batch])
