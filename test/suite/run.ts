@@ -76,7 +76,7 @@ process.exit(logsClean() ? code : code || 1)
  * the logs are the run's: a whole run writes at least minRequestLines request lines.
  */
 function logsClean(): boolean {
-  const minRequestLines = args.length ? 0 : 5000
+  const minRequestLines = args.length ? 0 : 2000
   const r = checkLogs()
   const summary = `${r.files} log files, ${Math.round(r.bytes / 1024 / 1024)} MiB, ${r.requestLines} request lines, ${r.secrets} secrets recorded`
   let clean = true
