@@ -74,7 +74,11 @@ export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: {
   backend.notificationChannel?.on('error', (err: Error) => logger.warn('job notification channel error; reconnecting', { error: err.message }))
   // A name of its own: Agenda writes it on every row it locks, so shutdown can find (and release) exactly its own locks.
   const name = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
+  // The backend creates its table and replaces its trigger as it connects: instances starting together raced
+  // (a duplicate type on a new database, then "tuple concurrently updated"), so they connect one at a time.
+  const unlock = await lockAgendaSchema(pool)
   const agenda = new Agenda({ backend, name, processEvery: `${options.processEverySeconds ?? 30} seconds` } as any)
+  await agenda.ready.finally(unlock)
   const state: JobsState = { pool, names: jobs.map((j) => j.name), processing: options.process, draining: new AbortController(), running: new Map(), handedBack: new Map(), idle: new Set(), handedBackCount: 0 }
   states.set(agenda, state)
   agenda.on('error', (err) => logger.error('job scheduler error', { error: err.message }))
@@ -131,6 +135,21 @@ export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: {
     await agenda.ready
   }
   return agenda
+}
+
+/** Held while a scheduler connects (and its backend ensures its schema); returns the release. */
+async function lockAgendaSchema(pool: pg.Pool): Promise<() => Promise<void>> {
+  const client = await pool.connect()
+  try {
+    await client.query('SELECT pg_advisory_lock(7303)')
+  } catch (err) {
+    client.release()
+    throw err
+  }
+  return async () => {
+    await client.query('SELECT pg_advisory_unlock(7303)').catch(() => undefined)
+    client.release()
+  }
 }
 
 /** True while `agenda` processes jobs (started with `process: true` and not stopped): readiness reads it. */
