@@ -14,7 +14,10 @@ const c = await cluster({
 })
 t.teardown(() => c.close())
 // Started together: one migrates the new database while the others wait for it (core/db/migrate.ts).
-const instances = await Promise.all([c.start('a'), c.start('b'), c.start('c')])
+const instances = await Promise.all([c.start('a'), c.start('b'), c.start('c')]).catch(async (err) => {
+  await c.close()
+  throw err
+})
 const { token } = await c.key('acme')
 
 // The records, seeded in one statement from one made through the API (same module version and author).

@@ -26,6 +26,19 @@ export interface Instance {
   request<T = any>(method: string, path: string, o?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; body: T }>
 }
 
+/** Every instance process this test process started: killed with it, however it ends (a failed start-up, tap's timeout). */
+const children = new Set<ChildProcess>()
+const killAll = () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+}
+process.on('exit', killAll)
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    killAll()
+    process.exit(1)
+  })
+}
+
 /**
  * Several instances of the service as an operator runs them: `node --import tsx bin/server.ts`
  * processes with their configuration in NODE_CONFIG, all on one fresh database, one Redis
@@ -55,6 +68,8 @@ export async function cluster(config: Record<string, any>) {
       env: { ...process.env, NODE_ENV: 'test', NODE_CONFIG: JSON.stringify(merged), DATABASE_URL: db.url },
       stdio: ['ignore', 'pipe', 'pipe']
     })
+    children.add(child)
+    child.once('exit', () => children.delete(child))
     const lines: Line[] = []
     let waiters: Array<() => void> = []
     let ended = false
@@ -144,8 +159,9 @@ export async function cluster(config: Record<string, any>) {
       }
     },
     async close() {
-      for (const i of started) if (i.process.exitCode === null && i.process.signalCode === null) i.process.kill('SIGKILL')
-      await Promise.all(started.map((i) => i.exited))
+      const ending = [...children].map((child) => new Promise((resolve) => child.once('exit', resolve)))
+      killAll()
+      await Promise.all(ending)
       await pool.end()
       await db.drop()
       rmSync(files, { recursive: true, force: true })

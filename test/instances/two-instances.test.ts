@@ -20,7 +20,10 @@ const c = await cluster({
   ...webhookTestConfig()
 })
 t.teardown(() => c.close())
-const [a, b] = await Promise.all([c.start('a'), c.start('b')])
+const [a, b] = await Promise.all([c.start('a'), c.start('b')]).catch(async (err) => {
+  await c.close()
+  throw err
+})
 const acme = await c.key('acme')
 const token = acme.token
 
