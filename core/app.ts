@@ -146,13 +146,13 @@ export interface RunningServer {
    * given `shutdown.deadlineSeconds` more (then cut), pools closed, embedded PostgreSQL stopped.
    */
   close(): Promise<void>
-  /** For an exit that cannot wait (a second signal, the deadline): stops the embedded PostgreSQL this process started, synchronously. */
-  abort(): void
 }
 
 /** Starts listening (and the job scheduler when enabled); close() stops all of it in order. */
 export async function startServer(platform: Platform, plugins: readonly Plugin[], options: AppOptions = {}): Promise<RunningServer> {
   const app = createApp(platform, plugins, options)
+  // Not ready while the listener is up but the scheduler not yet (replaced by the real check below).
+  if (platform.config.jobs.enabled) app.get('readiness').set('jobs', () => Promise.reject(new Error('the job scheduler has not started yet')))
   await platform.credentials.listen()
   await platform.tenants.listen()
   const server = await app.listen(platform.config.port, platform.config.host)
@@ -209,10 +209,6 @@ export async function startServer(platform: Platform, plugins: readonly Plugin[]
       await metrics?.close()
       await platform.db.close()
       logger.info('stopped', { ms: Date.now() - started, embeddedDatabase: platform.db.embedded?.startedHere ? 'stopped' : undefined })
-    },
-    abort() {
-      // The embedded cluster's stop is synchronous (pg_ctl stop -m fast); an external database is left as it is.
-      void platform.db.embedded?.stop()
     }
   }
 }

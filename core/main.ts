@@ -12,6 +12,9 @@ export async function serve(plugins: readonly Plugin[]) {
   // Heard from here on: a signal during start-up shuts down once started (README, "Health and shutdown").
   const stopSignals = exitOnStopSignals(config.shutdown)
   const platform = await createPlatform(config)
+  // However the process ends (a failed start, a second signal, the deadline, a fatal error), the embedded
+  // PostgreSQL it started stops with it: synchronously (pg_ctl), and not again after a clean close.
+  process.once('exit', () => void platform.db.embedded?.stop())
   const running = await startServer(platform, plugins)
   // A brand-new database: the demo tenant has never had a key, so issue one and show it once.
   if (config.tenants.demo) {

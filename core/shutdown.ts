@@ -1,5 +1,6 @@
 import type { Server } from 'node:http'
 import { logger } from './logger.ts'
+import { stopTracing } from './telemetry/tracing.ts'
 
 /**
  * The instance's drain state, one per platform: `begin()` is called once, by the server's
@@ -47,7 +48,6 @@ export async function closeListener(server: Server, deadline: number): Promise<{
 /** What a stop signal stops: the running server (core/app.ts startServer). */
 export interface Stoppable {
   close(): Promise<void>
-  abort(): void
 }
 
 /** Time past the drain deadline for closing pools and the embedded PostgreSQL before the process exits regardless. */
@@ -57,20 +57,21 @@ export const closeReserveMs = 3_000
  * SIGTERM and SIGINT, from the moment the service starts starting: the first drains the
  * server (`close()`, at once, or as soon as start-up is done) and exits 0 when everything
  * stopped; a second signal, or `readinessDelaySeconds` + `deadlineSeconds` + 3 s without the
- * drain done, exits 1 at once (the embedded PostgreSQL this process started is still stopped; jobs still running
- * are found by their expired lock). Each step goes to the log.
+ * drain done, exits 1 at once (the embedded PostgreSQL this process started is still stopped, by
+ * core/main.ts on exit; jobs still running are found by their expired lock). Each step goes to the log.
  */
 export function exitOnStopSignals(config: { deadlineSeconds: number; readinessDelaySeconds: number }): { attach(server: Stoppable): void } {
   let server: Stoppable | undefined
   let signalled: string | undefined
   const exitNow = (message: string, fields: Record<string, unknown>) => {
     logger.error(message, fields)
-    server?.abort()
     process.exit(1)
   }
   const drain = (target: Stoppable) =>
     target.close().then(
-      () => {
+      async () => {
+        // The spans still buffered go to the collector first (a bounded wait).
+        await stopTracing()
         logger.info('shut down cleanly; exiting', { code: 0 })
         process.exit(0)
       },

@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import pg from 'pg'
 import t from '../helpers/tap.ts'
 import { CredentialStore } from '../../core/auth/credentials.ts'
+import { stopEmbedded } from '../../core/db/embedded.ts'
 import { projectRoot } from '../../core/paths.ts'
 import { freshDatabase } from '../helpers/database.ts'
 import { openBulk } from '../helpers/ndjson.ts'
@@ -24,9 +25,11 @@ interface Server {
   signal(s: NodeJS.Signals): void
 }
 
+const msg = (pattern: RegExp) => (l: Record<string, any>) => typeof l.msg === 'string' && pattern.test(l.msg)
+
 const tenants = { acme: { name: 'Acme Chemicals', modules: ['incident'] } }
 
-async function startServer(config: Record<string, unknown>, env: Record<string, string | undefined>): Promise<Server> {
+async function startServer(config: Record<string, unknown>, env: Record<string, string | undefined>, o: { listening: boolean } = { listening: true }): Promise<Server> {
   const childEnv: Record<string, string | undefined> = { ...process.env, NODE_ENV: 'test', NODE_CONFIG: JSON.stringify({ port: 0, logLevel: 'info', tenants, metrics: { enabled: false }, ...config }), ...env }
   for (const [k, v] of Object.entries(childEnv)) if (v === undefined) delete childEnv[k]
   const child = spawn(process.execPath, ['--import', 'tsx', 'bin/server.ts'], { cwd: projectRoot, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -63,15 +66,27 @@ async function startServer(config: Record<string, unknown>, env: Record<string, 
       await new Promise<void>((resolve) => wake.push(resolve))
     }
   }
+  const alive = () => child.exitCode === null && child.signalCode === null
+  // A server on the embedded PostgreSQL must stop it: it gets signals, never SIGKILL (which would leave the cluster running).
+  const embedded = (config.database as { url?: unknown } | undefined)?.url === null
+  // If tap ends this process (its timeout), no teardown runs: the server must not outlive it.
+  const orphaned = () => alive() && child.kill(embedded ? 'SIGTERM' : 'SIGKILL')
+  process.once('exit', orphaned)
   t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    process.off('exit', orphaned)
+    if (alive() && !embedded) child.kill('SIGKILL')
+    if (alive()) {
+      // Twice: the second signal exits at once (and stops the embedded PostgreSQL), once the first was heard.
+      child.kill('SIGTERM')
+      await Promise.race([line(msg(/^received SIGTERM/)).catch(() => undefined), exited])
+      if (alive()) child.kill('SIGTERM')
+    }
     await exited
   })
-  const listening = await line((l) => typeof l.url === 'string' && /listening/i.test(l.msg))
-  return { url: listening.url, lines, line, exited, signal: (s) => child.kill(s) }
+  const listening = o.listening ? await line((l) => typeof l.url === 'string' && /listening/i.test(l.msg)) : undefined
+  return { url: listening?.url, lines, line, exited, signal: (s) => child.kill(s) }
 }
 
-const msg = (pattern: RegExp) => (l: Record<string, any>) => typeof l.msg === 'string' && pattern.test(l.msg)
 
 /** GET without keep-alive, so the probe's connection is no reason for the server to stay up. */
 async function get(url: string) {
@@ -120,7 +135,8 @@ t.teardown(async () => {
   await pool.end()
   await db.drop()
 })
-const onDatabase = { database: { url: db.url } }
+// A small pool each: the PostgreSQL server's connections are shared with every other test running.
+const onDatabase = { database: { url: db.url, poolSize: 10 } }
 const env = { DATABASE_URL: db.url }
 let token: string | undefined
 const keyFor = async () => (token ??= (await new CredentialStore(pool).create({ tenantId: 'acme', kind: 'api_key', name: 'shutdown test key' })).token)
@@ -194,14 +210,31 @@ t.test('on the embedded PostgreSQL, SIGTERM stops it too: the process exits 0 an
   // A cluster of its own (the postgres user must enter the folder for it to live there); its port is a free one.
   const dataDir = mkdtempSync(join(tmpdir(), 'records-shutdown-'))
   chmodSync(dataDir, 0o755)
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  // Stopped first if a failure left it running: a cluster whose folder is gone runs on.
+  t.teardown(async () => {
+    await stopEmbedded(dataDir)
+    rmSync(dataDir, { recursive: true, force: true })
+  })
   const port = await new Promise<number>((resolve) => {
     const probe = net.createServer().listen(0, '127.0.0.1', () => {
       const { port } = probe.address() as net.AddressInfo
       probe.close(() => resolve(port))
     })
   })
-  const server = await startServer({ database: { url: null, embedded: { dataDir, port } }, jobs: { enabled: true, processEverySeconds: 1 } }, { DATABASE_URL: undefined, EMBEDDED_PG_PORT: undefined, RECORDS_DATA_DIR: undefined })
+  const embeddedEnv = { DATABASE_URL: undefined, EMBEDDED_PG_PORT: undefined, RECORDS_DATA_DIR: undefined, PORT: undefined }
+  const onEmbedded = { database: { url: null, poolSize: 10, embedded: { dataDir, port } }, jobs: { enabled: true, processEverySeconds: 1 } }
+
+  // A start-up that fails once the cluster runs (its HTTP port taken) stops the cluster too.
+  const taken = net.createServer()
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+  const failed = await startServer({ ...onEmbedded, host: '127.0.0.1', port: (taken.address() as net.AddressInfo).port }, embeddedEnv, { listening: false })
+  t.equal((await failed.exited).code, 1, 'a start-up that fails exits 1')
+  taken.close()
+  t.ok(failed.lines.some((l) => l.level === 'fatal' && /EADDRINUSE/.test(l.msg)), 'saying why')
+  t.ok(existsSync(join(dataDir, 'pg', 'PG_VERSION')), 'after the cluster had been made and started')
+  t.notOk(existsSync(join(dataDir, 'pg', 'postmaster.pid')), 'and the embedded PostgreSQL is stopped')
+
+  const server = await startServer(onEmbedded, embeddedEnv)
   t.ok(existsSync(join(dataDir, 'pg', 'postmaster.pid')), 'the embedded PostgreSQL runs in the folder')
   t.equal((await get(`${server.url}/readyz`)).status, 200)
   server.signal('SIGTERM')
