@@ -37,11 +37,15 @@ export function installTracing(tracer: Tracer, api: typeof Api, shutdown: () => 
   installed = { tracer, api, shutdown }
 }
 
-/** Exports the spans still buffered and stops the SDK (at shutdown); nothing when tracing is off. */
-export async function stopTracing(): Promise<void> {
+/** Exports the spans still buffered and stops the SDK (at shutdown), waiting `timeoutMs` at most; nothing when tracing is off. */
+export async function stopTracing(timeoutMs = 2000): Promise<void> {
   const stopping = installed
+  if (!stopping) return
   installed = undefined
-  await stopping?.shutdown()
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs).unref()))
+  await Promise.race([stopping.shutdown().catch(() => undefined), late])
+  clearTimeout(timer)
 }
 
 /** Whether spans are recorded in this process. */
