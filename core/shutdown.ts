@@ -60,9 +60,13 @@ export const closeReserveMs = 3_000
  * drain done, exits 1 at once (the embedded PostgreSQL this process started is still stopped, by
  * core/main.ts on exit; jobs still running are found by their expired lock). Each step goes to the log.
  */
+/** A repeat of the first stop signal this soon is the same request delivered twice (see onSignal). */
+export const repeatWindowMs = 1000
+
 export function exitOnStopSignals(config: { deadlineSeconds: number; readinessDelaySeconds: number }): { attach(server: Stoppable): void } {
   let server: Stoppable | undefined
   let signalled: string | undefined
+  let signalledAt = 0
   const exitNow = (message: string, fields: Record<string, unknown>) => {
     logger.error(message, fields)
     process.exit(1)
@@ -78,8 +82,15 @@ export function exitOnStopSignals(config: { deadlineSeconds: number; readinessDe
       (err) => exitNow('shutdown failed; exiting', { error: (err as Error)?.stack ?? String(err), code: 1 })
     )
   const onSignal = (signal: NodeJS.Signals) => {
-    if (signalled) return exitNow(`received ${signal} again: exiting now, work under way unfinished`, { signal, code: 1 })
+    if (signalled) {
+      // The same signal twice within a second is one request delivered twice, not an impatient
+      // operator: Ctrl-C signals npm and node together and npm forwards its copy (1-4 ms apart),
+      // and a supervisor that signals the whole process group (systemd's KillMode=control-group) does the same.
+      if (signal === signalled && Date.now() - signalledAt < repeatWindowMs) return logger.debug(`received ${signal} again at once: the same request, already under way`, { signal })
+      return exitNow(`received ${signal} again: exiting now, work under way unfinished`, { signal, code: 1 })
+    }
     signalled = signal
+    signalledAt = Date.now()
     logger.info(`received ${signal}: shutting down`, { signal, deadlineSeconds: config.deadlineSeconds })
     const limitMs = (config.readinessDelaySeconds + config.deadlineSeconds) * 1000 + closeReserveMs
     setTimeout(() => exitNow('the shutdown deadline passed: exiting now, work under way unfinished', { deadlineSeconds: config.deadlineSeconds, readinessDelaySeconds: config.readinessDelaySeconds, code: 1 }), limitMs).unref()
