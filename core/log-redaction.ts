@@ -62,14 +62,26 @@ export function redactFields(fields: Record<string, unknown>, depth = 0): Record
  *   `X-Amz-Credential`, `X-Amz-Security-Token`, `token`, `access_token`, `code`, …);
  * - the password in a URL's user info (`postgres://user:…@host`).
  */
+/**
+ * Where a token or credential may start: not inside a word, or right after what escapes the
+ * character before it: JSON's `\n`, `\t`… (a line is scanned serialized, so a token after a
+ * line break follows the letter `n`) and URL encoding's `%20`.
+ */
+const startOfValue = String.raw`(?:(?<=\\[nrtbf]|%[0-9A-Fa-f]{2})|(?<![A-Za-z0-9]))`
+
+/**
+ * The scheme before `://` is at most 32 characters, the user and password at most 256 each: a
+ * run of letters, dots and dashes was tried as a scheme from each of its characters to its end,
+ * quadratic (16 KB of hostile path: 1.3 s of a blocked event loop per line).
+ */
 const shapes = new RegExp(
   [
-    String.raw`(?<![A-Za-z0-9])(svc_k_|svc_p_|sa_)[0-9A-Za-z]+`,
+    String.raw`${startOfValue}(svc_k_|svc_p_|sa_)[0-9A-Za-z]+`,
     String.raw`(whsec_)[A-Za-z0-9+/=]+`,
-    String.raw`(\b(?:[Bb]earer|Basic)\s+)[A-Za-z0-9._~+/=-]{6,}`,
+    String.raw`(${startOfValue}(?:[Bb]earer|Basic)\s+)[A-Za-z0-9._~+/=-]{6,}`,
     String.raw`(records_session=)[^;\s"\\]+`,
     String.raw`([?&;](?:sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|token|access_token|id_token|refresh_token|code|password|secret|client_secret)=)[^&#\s"\\]+`,
-    String.raw`(\b[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^\/\s:@"\\]*:)[^@\s\/"\\]+@`
+    String.raw`(\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}:\/\/[^\/\s:@"\\]{0,256}:)[^@\s\/"\\]{1,256}@`
   ].join('|'),
   'gi'
 )
@@ -90,7 +102,7 @@ export function scrubSecrets(line: string): string {
 
 /** The same shapes, for a checker that must find any left in a text (test/suite/log-check.ts). */
 export const secretShapes = [
-  /(?<![A-Za-z0-9])(?:svc_k_|svc_p_|sa_)[0-9A-Za-z]{40}/,
+  new RegExp(String.raw`${startOfValue}(?:svc_k_|svc_p_|sa_)[0-9A-Za-z]{40}`),
   /whsec_[A-Za-z0-9+/]{40,}/,
   /[?&](?:sig|signature|X-Amz-Signature)=(?!\[REDACTED\])[^&#\s"\\]{8,}/i
 ]
