@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import { problems } from '../errors/index.ts'
 import { isUuid } from '../validation.ts'
+import { listenWithReconnect, type Listening } from '../db/listen.ts'
 import { logger } from '../logger.ts'
 import { announceAccessChange, credentialsChannel } from './changes.ts'
 import { personOf, type Actor, type Principal } from './principal.ts'
@@ -81,51 +82,22 @@ const credentialSelect = `SELECT c.tenant_id, c.id, c.kind, c.name, c.secret_has
 export class CredentialStore {
   private cache = new Map<string, CacheEntry>()
   private touched = new Map<string, number>()
-  private listener?: pg.PoolClient
+  private listening?: Listening
 
   constructor(private readonly pool: pg.Pool) {}
-
-  private closed = false
-  private retryTimer?: NodeJS.Timeout
 
   /**
    * Listens for revocations from every instance. If the listening connection drops,
    * it reconnects with backoff and empties the cache, since NOTIFYs sent meanwhile
    * were missed.
    */
-  async listen(attempt = 0): Promise<void> {
-    this.closed = false
-    try {
-      const client = await this.pool.connect()
-      this.listener = client
-      client.on('notification', (msg) => this.forget(msg.payload))
-      const lost = (err?: Error) => {
-        if (this.listener !== client) return
-        this.listener = undefined
-        client.release(err ?? true)
-        if (this.closed) return
-        logger.warn('credential listener lost; reconnecting', { error: err?.message })
-        this.retry(0)
-      }
-      client.on('error', lost)
-      client.on('end', () => lost())
-      await client.query(`LISTEN ${credentialsChannel}`)
-      if (attempt > 0) this.cache.clear()
-    } catch (err) {
-      if (attempt === 0 && !this.retryTimer) throw err
-      logger.warn('credential listener could not reconnect', { error: (err as Error).message })
-      this.retry(attempt)
-    }
-  }
-
-  private retry(attempt: number) {
-    if (this.closed) return
-    const delay = Math.min(30_000, 250 * 2 ** attempt)
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined
-      void this.listen(attempt + 1)
-    }, delay)
-    this.retryTimer.unref()
+  async listen(): Promise<void> {
+    if (this.listening) return
+    this.listening = await listenWithReconnect(this.pool, credentialsChannel, {
+      logName: 'credential listener',
+      onNotify: (payload) => this.forget(payload),
+      onResubscribed: () => this.cache.clear()
+    })
   }
 
   private forget(payload: string | undefined) {
@@ -141,14 +113,9 @@ export class CredentialStore {
   }
 
   async close() {
-    this.closed = true
-    clearTimeout(this.retryTimer)
-    const client = this.listener
-    this.listener = undefined
-    if (client) {
-      await client.query(`UNLISTEN ${credentialsChannel}`).catch(() => undefined)
-      client.release()
-    }
+    const listening = this.listening
+    this.listening = undefined
+    await listening?.close()
   }
 
   /** Issues a token; the only moment its secret exists outside the caller's hands. */

@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import type { AppConfig } from '../config.ts'
 import { transaction } from '../db/index.ts'
+import { listenWithReconnect, type Listening } from '../db/listen.ts'
 import { problems } from '../errors/index.ts'
 import { logger } from '../logger.ts'
 import type { ModuleRegistry, RegisteredModule } from '../modules/registry.ts'
@@ -21,9 +22,7 @@ export const tenantsChannel = 'records_tenants_changed'
  */
 export class TenantDirectory {
   private tenants = new Map<string, Tenant>()
-  private listener?: pg.PoolClient
-  private closed = false
-  private retryTimer?: NodeJS.Timeout
+  private listening?: Listening
 
   constructor(
     private readonly pool: pg.Pool,
@@ -31,49 +30,19 @@ export class TenantDirectory {
   ) {}
 
   /** Reloads on every announced sync; a lost connection reconnects with backoff and reloads (announcements were missed meanwhile). */
-  async listen(attempt = 0): Promise<void> {
-    this.closed = false
-    try {
-      const client = await this.pool.connect()
-      this.listener = client
-      client.on('notification', () => void this.load().catch((err) => logger.warn('tenants could not be reloaded', { error: (err as Error).message })))
-      const lost = (err?: Error) => {
-        if (this.listener !== client) return
-        this.listener = undefined
-        client.release(err ?? true)
-        if (this.closed) return
-        logger.warn('tenant listener lost; reconnecting', { error: err?.message })
-        this.retry(0)
-      }
-      client.on('error', lost)
-      client.on('end', () => lost())
-      await client.query(`LISTEN ${tenantsChannel}`)
-      if (attempt > 0) await this.load()
-    } catch (err) {
-      if (attempt === 0 && !this.retryTimer) throw err
-      logger.warn('tenant listener could not reconnect', { error: (err as Error).message })
-      this.retry(attempt)
-    }
-  }
-
-  private retry(attempt: number) {
-    if (this.closed) return
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined
-      void this.listen(attempt + 1)
-    }, Math.min(30_000, 250 * 2 ** attempt))
-    this.retryTimer.unref()
+  async listen(): Promise<void> {
+    if (this.listening) return
+    this.listening = await listenWithReconnect(this.pool, tenantsChannel, {
+      logName: 'tenant listener',
+      onNotify: () => void this.load().catch((err) => logger.warn('tenants could not be reloaded', { error: (err as Error).message })),
+      onResubscribed: () => this.load()
+    })
   }
 
   async close() {
-    this.closed = true
-    clearTimeout(this.retryTimer)
-    const client = this.listener
-    this.listener = undefined
-    if (client) {
-      await client.query(`UNLISTEN ${tenantsChannel}`).catch(() => undefined)
-      client.release()
-    }
+    const listening = this.listening
+    this.listening = undefined
+    await listening?.close()
   }
 
   /** Loads what the database says is installed; modules no longer shipped are skipped with a warning. */
