@@ -169,9 +169,13 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
     }
     // Every page is in: the file is rendered from the chunks. That takes seconds for a large XLSX, with no chunk
     // to renew the leases, so a timer keeps the job's lock, the export's lease and the tenant's slot alive meanwhile.
+    let fencedOut = false
     keepAlive = setInterval(() => {
-      void Promise.all([job.touch(), repo.renewLease(pool, tenantId, id, runId, o.lockSeconds), lease?.extend(lockMs)]).catch((err) =>
-        logger.warn('export lease not renewed', { tenantId, exportId: id, error: (err as Error).message })
+      void Promise.all([job.touch(), repo.renewLease(pool, tenantId, id, runId, o.lockSeconds), lease?.extend(lockMs)]).then(
+        ([, held]) => {
+          if (!held) fencedOut = true
+        },
+        (err) => logger.warn('export lease not renewed', { tenantId, exportId: id, error: (err as Error).message })
       )
     }, Math.max(100, Math.min(1000, lockMs / 3)))
     const names = await repo.chunkNames(pool, tenantId, id)
@@ -197,9 +201,16 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
       out
     )
     if (!out.writableFinished) await finished(out)
-    const key = exportKey(tenantId, id)
+    // A run that lost its lease while rendering (its chunks may have gone with another run's success) stores nothing;
+    // and each run stores under a key of its own, so a fenced-out run racing past this check never overwrites the file
+    // the export's row names, and removes its own once it learns it no longer holds the export.
+    if (fencedOut) throw new RunStopped('another run took the export over while this one rendered')
+    const key = exportKey(tenantId, runId)
     const { size } = await platform.storage.putFile(key, temp, exportContentTypes[row.format])
-    if (!(await repo.markSucceeded(pool, tenantId, id, runId, { rows: result.rows, key, size, fileHours: o.fileHours }))) throw new RunStopped('another run took the export over')
+    if (!(await repo.markSucceeded(pool, tenantId, id, runId, { rows: result.rows, key, size, fileHours: o.fileHours }))) {
+      await platform.storage.delete(key).catch(() => undefined)
+      throw new RunStopped('another run took the export over')
+    }
     return { rows: result.rows, size, resumedFrom: row.resumed_from }
   } catch (err) {
     if (err instanceof RunStopped) {

@@ -113,8 +113,10 @@ export async function commitChunk(
 }
 
 /** Renews the run's lease while it renders (no chunk commits then). */
-export async function renewLease(db: pg.Pool, tenantId: string, id: string, runId: string, leaseSeconds: number) {
-  await db.query(`UPDATE export_jobs SET lease_until = now() + make_interval(secs => $4) WHERE tenant_id = $1 AND id = $2 AND run_id = $3 AND status = 'running'`, [tenantId, id, runId, leaseSeconds])
+/** Extends the run's lease; false once another run holds the export (this run is fenced out and must stop). */
+export async function renewLease(db: pg.Pool, tenantId: string, id: string, runId: string, leaseSeconds: number): Promise<boolean> {
+  const { rowCount } = await db.query(`UPDATE export_jobs SET lease_until = now() + make_interval(secs => $4) WHERE tenant_id = $1 AND id = $2 AND run_id = $3 AND status = 'running'`, [tenantId, id, runId, leaseSeconds])
+  return rowCount === 1
 }
 
 /** The user names every chunk looked up, merged. */

@@ -1,6 +1,7 @@
 // tap: own process (Agenda leaves a timer behind, so its teardown ends the process)
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { randomUUID } from 'node:crypto'
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -11,7 +12,10 @@ import { createPlatform, startServer } from '../../core/app.ts'
 import { loadConfig } from '../../core/config.ts'
 import { projectRoot } from '../../core/paths.ts'
 import { purgeExpiredExports } from '../../plugins/exports/exports.job.ts'
-import { userWithToken } from '../helpers/identity.ts'
+import { eventually, userWithToken } from '../helpers/identity.ts'
+import { exportGate } from '../helpers/side-channel.ts'
+import { exportKey } from '../../core/storage/driver.ts'
+import { markSucceeded } from '../../plugins/exports/exports.repository.ts'
 import { systemPrincipal } from '../../core/auth/principal.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer, type TestServer } from '../helpers/server.ts'
@@ -309,4 +313,44 @@ t.test('an export survives the death of the process running it and finishes once
   t.same(events, [{ type: 'export.succeeded', module_key: 'incident', data: { format: 'csv', rows: 6000, size: job.file.size } }], 'one export.succeeded event: the killed attempt wrote none')
   // Before the database is dropped under it.
   await next.close()
+})
+
+t.test('a run fenced out while it renders never overwrites the file of the run that took the export over', async (t) => {
+  const storage = server.platform.storage
+  const put = storage.putFile.bind(storage)
+  const gate = exportGate(storage)
+  t.teardown(() => {
+    gate.releaseAll()
+    storage.putFile = put
+  })
+  await bulkCall(server.url, '/api/modules/incident/bulk', server.keys.globex, ndjson([{ payload: incidentPayload({ title: 'Rendered by the run fenced out' }) }]))
+  const folder = join((storage as unknown as { dir: string }).dir, 'globex', 'exports')
+  const before = existsSync(folder) ? readdirSync(folder) : []
+  gate.hold('globex')
+  const created = await server.request('POST', '/api/v1/exports', { token: server.keys.globex, body: { moduleKey: 'incident', format: 'csv' } })
+  t.equal(created.status, 202)
+  const id = created.body.id
+  // Run A has rendered its file and is about to store it, when run B (another instance, after A's lease
+  // lapsed in a database stall) takes the export over, stores its file and marks the export succeeded.
+  await gate.arrived('globex')
+  const bRun = randomUUID()
+  const bFile = join(work, 'run-b.csv')
+  writeFileSync(bFile, 'the file of run B\r\n')
+  const bKey = exportKey('globex', bRun)
+  const { size } = await put(bKey, bFile, 'text/csv')
+  await pool.query(`UPDATE export_jobs SET run_id = $3 WHERE tenant_id = $1 AND id = $2`, ['globex', id, bRun])
+  t.ok(await markSucceeded(pool, 'globex', id, bRun, { rows: 1, key: bKey, size, fileHours: 1 }), 'run B finished the export')
+  gate.release('globex')
+  // Run A's job ends (it stores its file, learns it no longer holds the export, and stops).
+  const ended = await eventually(async () => {
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'exports.render' AND data->>'exportId' = $1 AND last_finished_at IS NOT NULL`, [id])
+    return rows[0].n > 0
+  }, 20_000)
+  t.ok(ended, "run A's job ended")
+  const job = (await server.request('GET', `/api/v1/exports/${id}`, { token: server.keys.globex })).body
+  t.equal(job.status, 'succeeded')
+  t.equal((await download(job)).toString('utf8'), 'the file of run B\r\n', "the export's file is run B's, not overwritten by run A")
+  // Run A's file is not left behind either: the tenant's exports folder holds run B's alone.
+  const added = readdirSync(folder).filter((f) => !before.includes(f))
+  t.same(added, [bRun], 'run A removed the file it stored once it learned it no longer held the export')
 })
