@@ -557,7 +557,7 @@ t.test("B's bulk loads keyed on A's external references create B's records, neve
 t.test("B's export progress and queue positions count only B's records and jobs while A's exports run and queue", async (t) => {
   for (const [run, answers] of [['before', before], ['after', after]] as const) {
     const exports = answers.get("B reads its exports: finished, running while A's run, and queued while A's queue") as Record<string, Answer>
-    t.match(exports.running.body, { status: 'running', progress: { rowsDone: 0, rowsTotal: 2 }, queuePosition: null }, `${run}: the running export counts B's two records titled as A's are`)
+    t.match(exports.running.body, { status: 'running', progress: { rowsDone: 2, rowsTotal: 2 }, queuePosition: null }, `${run}: the running export counts B's two records titled as A's are (both read into its chunks, its file held before it is stored)`)
     t.match(exports['first queued'].body, { status: 'queued', queuePosition: 1, progress: { rowsTotal: null } }, `${run}: first in B's queue`)
     t.match(exports['second queued'].body, { status: 'queued', queuePosition: 2 }, `${run}: second in B's queue`)
   }
