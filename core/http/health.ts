@@ -29,7 +29,19 @@ const paths = new Set(['/livez', '/readyz', '/healthz'])
 export function health(options: HealthOptions): Middleware {
   let lastFailing = ''
   let round: Promise<Record<string, CheckResult>> | undefined
-  const ready = () => (round ??= runChecks(options.checks(), options.timeoutMs).finally(() => (round = undefined)))
+  // A check still unanswered from an earlier round is waited on again, never started twice: against a database
+  // slower than the timeout, each probe of each balancer would otherwise queue one more connection attempt.
+  const pending = new Map<string, Promise<unknown>>()
+  const once = (name: string, check: ReadinessCheck) => {
+    let call = pending.get(name)
+    if (!call) {
+      call = check().finally(() => pending.delete(name))
+      call.catch(() => undefined)
+      pending.set(name, call)
+    }
+    return call
+  }
+  const ready = () => (round ??= runChecks(options.checks(), options.timeoutMs, once).finally(() => (round = undefined)))
   return async (ctx, next) => {
     if (!paths.has(ctx.path) || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) {
       if (options.shutdown.draining) ctx.set('Connection', 'close')
@@ -74,14 +86,14 @@ interface CheckResult {
   error?: string
 }
 
-async function runChecks(checks: Record<string, ReadinessCheck>, timeoutMs: number): Promise<Record<string, CheckResult>> {
+async function runChecks(checks: Record<string, ReadinessCheck>, timeoutMs: number, call: (name: string, check: ReadinessCheck) => Promise<unknown>): Promise<Record<string, CheckResult>> {
   const entries = await Promise.all(
     Object.entries(checks).map(async ([name, check]): Promise<[string, CheckResult]> => {
       const started = performance.now()
       let timer: NodeJS.Timeout | undefined
       const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)))
       try {
-        await Promise.race([check(), late])
+        await Promise.race([call(name, check), late])
         return [name, { ok: true, ms: Math.round(performance.now() - started) }]
       } catch (err) {
         return [name, { ok: false, ms: Math.round(performance.now() - started), error: (err as Error)?.message ?? String(err) }]
