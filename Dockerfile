@@ -22,7 +22,9 @@ WORKDIR /app
 # An unprivileged user by number, so the base image needs no user of its own.
 COPY --from=build --chown=10001:10001 /app /app
 USER 10001:10001
-ENV NODE_ENV=production HOME=/tmp HOST=0.0.0.0 PORT=3030 METRICS_HOST=0.0.0.0 \
+# No tenants until the operator names them (RECORDS_TENANTS): the default `demo` tenant's first API key
+# would be printed on stdout, which a container runtime keeps with its logs.
+ENV NODE_ENV=production HOME=/tmp HOST=0.0.0.0 PORT=3030 METRICS_HOST=0.0.0.0 RECORDS_TENANTS='{}' \
   npm_config_update_notifier=false npm_config_fund=false
 EXPOSE 3030 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \

@@ -74,7 +74,7 @@ until [ "$(curl -s -o /dev/null -w '%{http_code}' $B/readyz)" = 200 ]; do
 done
 echo "ok: /readyz answers 200 through the balancer"
 
-KEY=$(dc exec -T app1 npm run -s records -- token create --tenant demo --type api-key --name check-containers | tail -1)
+KEY=$(dc exec -T app1 npm run -s records -- token create --tenant example --type api-key --name check-containers | tail -1)
 [[ "$KEY" == svc_k_* ]] || { echo "FAIL: no API key from the CLI: $KEY" >&2; exit 1; }
 created=$(curl -s -f $B/api/v1/records -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
   -d '{"moduleKey":"incident","payload":{"title":"Container check","description":"Round trip through the balancer",
