@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
 import { transaction } from '../../core/db/index.ts'
+import { listenWithReconnect, type Listening } from '../../core/db/listen.ts'
 import { principalOfOwner } from '../../core/auth/owner.ts'
 import { eventEnvelope } from '../../core/events/events.ts'
 import { readableModules, redactEvent, visibleEvents } from '../../core/events/rights.ts'
@@ -49,7 +50,8 @@ export class Dispatcher {
   private readonly me = `${process.pid}-${randomUUID()}`
   private readonly lanes = new Map<string, Promise<void>>()
   private readonly abort = new AbortController()
-  private listener?: pg.PoolClient
+  private listening?: Listening
+  private listenRetry?: NodeJS.Timeout
   private poll?: NodeJS.Timeout
   private timer?: NodeJS.Timeout
   private timerAt = Infinity
@@ -78,23 +80,21 @@ export class Dispatcher {
     this.wake()
   }
 
-  private async listen(attempt = 0): Promise<void> {
+  /**
+   * LISTENs through core/db/listen.ts (one connection, reconnected with backoff once it has
+   * listened). Until a first subscribe succeeds the dispatcher polls, and asks again every second,
+   * one attempt at a time; after a reconnect it makes a pass, as NOTIFYs may have been missed.
+   */
+  private async listen(): Promise<void> {
     if (this.stopped) return
     try {
-      const client = await this.pool.connect()
-      this.listener = client
-      client.on('notification', () => this.wake())
-      client.on('error', (err) => {
-        if (this.listener !== client) return
-        this.listener = undefined
-        client.release(err)
-        logger.warn('webhook listener lost; reconnecting', { error: err?.message })
-        setTimeout(() => void this.listen(), 1000).unref()
-      })
-      await client.query(`LISTEN ${channel}`)
+      const listening = await listenWithReconnect(this.pool, channel, { logName: 'webhook listener', onNotify: () => this.wake(), onResubscribed: () => this.wake() })
+      // Halted while subscribing: nothing may stay behind.
+      if (this.stopped) await listening.close()
+      else this.listening = listening
     } catch (err) {
       logger.warn('webhook listener could not connect; polling meanwhile', { error: (err as Error).message })
-      if (attempt < 30) setTimeout(() => void this.listen(attempt + 1), 1000).unref()
+      if (!this.stopped) this.listenRetry = setTimeout(() => void this.listen(), 1000).unref()
     }
   }
 
@@ -332,12 +332,10 @@ export class Dispatcher {
     clearTimeout(grace)
     this.abort.abort()
     while (this.running) await new Promise((r) => setTimeout(r, 10))
-    const client = this.listener
-    this.listener = undefined
-    if (client) {
-      await client.query(`UNLISTEN ${channel}`).catch(() => undefined)
-      client.release()
-    }
+    clearTimeout(this.listenRetry)
+    const listening = this.listening
+    this.listening = undefined
+    await listening?.close().catch(() => undefined)
     await repo.releaseLeases(this.pool, this.me).catch(() => undefined)
     // The other instances' dispatchers wake now rather than at their next poll.
     await this.pool.query(`SELECT pg_notify('${channel}', '')`).catch(() => undefined)
