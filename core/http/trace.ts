@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Middleware } from 'koa'
-import { currentTraceId } from '../telemetry/tracing.ts'
-
-const traceparent = /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/
+import { currentTraceId, parseTraceparent } from '../telemetry/tracing.ts'
 
 /**
  * Gives every request a trace id, echoed as X-Trace-Id and quoted by its problem bodies. With
@@ -21,6 +19,5 @@ export const traceId = (): Middleware => async (ctx, next) => {
 export function requestTraceId(traceparentHeader: string): string {
   const active = currentTraceId()
   if (active) return active
-  const incoming = traceparentHeader.match(traceparent)?.[1]
-  return incoming && !/^0+$/.test(incoming) ? incoming : randomUUID().replace(/-/g, '')
+  return parseTraceparent(traceparentHeader)?.traceId ?? randomUUID().replace(/-/g, '')
 }

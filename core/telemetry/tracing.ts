@@ -97,13 +97,25 @@ export function traceContextForJob(): string | undefined {
   return `00-${context.traceId}-${context.spanId}-${(context.traceFlags & 0xff).toString(16).padStart(2, '0')}`
 }
 
-const traceparentPattern = /^00-([\da-f]{32})-([\da-f]{16})-([\da-f]{2})$/
+const traceparentPattern = /^([\da-f]{2})-([\da-f]{32})-([\da-f]{16})-([\da-f]{2})$/
+
+/**
+ * The one reading of a W3C `traceparent` (an incoming header, or one a job carries): its trace id,
+ * span id and flags, or undefined when malformed, of the forbidden version `ff`, or naming an
+ * all-zero trace or span.
+ */
+export function parseTraceparent(header: unknown): { traceId: string; spanId: string; traceFlags: number } | undefined {
+  if (typeof header !== 'string') return undefined
+  const m = traceparentPattern.exec(header)
+  if (!m || m[1] === 'ff' || /^0+$/.test(m[2]) || /^0+$/.test(m[3])) return undefined
+  return { traceId: m[2], spanId: m[3], traceFlags: parseInt(m[4], 16) }
+}
 
 /** A link to the span a `traceparent` names (from `traceContextForJob`); none when tracing is off or it is malformed. */
 export function linkFrom(traceparent: unknown): Link[] | undefined {
-  if (installed === undefined || typeof traceparent !== 'string') return undefined
-  const m = traceparentPattern.exec(traceparent)
-  if (!m) return undefined
-  const context: SpanContext = { traceId: m[1], spanId: m[2], traceFlags: parseInt(m[3], 16), isRemote: true }
+  if (installed === undefined) return undefined
+  const parsed = parseTraceparent(traceparent)
+  if (!parsed) return undefined
+  const context: SpanContext = { ...parsed, isRemote: true }
   return installed.api.isSpanContextValid(context) ? [{ context }] : undefined
 }

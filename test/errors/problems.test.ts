@@ -137,6 +137,12 @@ t.test("a W3C traceparent's trace id is reused as the traceId", async (t) => {
   t.equal(r.body.traceId, traceId)
   const zero = await server.request('GET', '/api/v1/nowhere', { headers: { traceparent: `00-${'0'.repeat(32)}-${randomBytes(8).toString('hex')}-01` } })
   t.not(zero.body.traceId, '0'.repeat(32), 'an all-zero (invalid) trace id is replaced')
+  // The other invalid forms W3C names: an all-zero parent span id, and version ff. The same reading as a job's link.
+  for (const header of [`00-${traceId}-${'0'.repeat(16)}-01`, `ff-${traceId}-${randomBytes(8).toString('hex')}-01`]) {
+    const invalid = await server.request('GET', '/api/v1/nowhere', { headers: { traceparent: header } })
+    t.not(invalid.body.traceId, traceId, `${header.slice(0, 6)}…: an invalid traceparent is not followed`)
+    t.match(invalid.body.traceId, /^[\da-f]{32}$/)
+  }
   const ok = await server.request('GET', '/api/v1/modules', { headers: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` } })
   t.equal(ok.headers.get('x-trace-id'), traceId, 'successful answers echo it too')
 })
