@@ -31,9 +31,8 @@ import { routeGuard } from './http/route-guard.ts'
 import { errorPages } from './http/error-pages.ts'
 import { problemResponses } from './http/problem.ts'
 import { routedPaths } from './http/path.ts'
-import { requestLog } from './http/request-log.ts'
+import { requestEnd } from './http/request-log.ts'
 import { traceId } from './http/trace.ts'
-import { httpMetrics } from './telemetry/http-metrics.ts'
 import { createMetrics } from './telemetry/metrics.ts'
 import { serveMetrics } from './telemetry/metrics-server.ts'
 import { jobsRunning, startJobs, stopJobs } from './jobs/index.ts'
@@ -105,9 +104,8 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.set('describes', descriptionsOf(plugins))
   app.set('streamingPaths', streaming)
   app.set('errorsUrl', platform.config.errors.baseUrl ?? `${platform.config.publicUrl ?? `http://${platform.config.host}:${platform.config.port}`}/errors`)
-  app.use(requestLog(platform.config.log.requests))
+  app.use(requestEnd(platform.config.log.requests, platform.metrics))
   app.use(clientAddress(platform.config.http.trustProxy))
-  app.use(httpMetrics(platform.metrics))
   app.use(traceId())
   app.use(cors(platform.config.http.cors))
   app.use(routedPaths)
