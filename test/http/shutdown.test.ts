@@ -12,6 +12,7 @@ import { repeatWindowMs } from '../../core/shutdown.ts'
 import { projectRoot } from '../../core/paths.ts'
 import { freshDatabase } from '../helpers/database.ts'
 import { openBulk } from '../helpers/ndjson.ts'
+import { childLines, type ChildLine } from '../helpers/child-lines.ts'
 import { incidentPayload } from '../helpers/server.ts'
 
 // Each instance is a `node --import tsx bin/server.ts` child, as an operator runs it, signalled as a supervisor
@@ -34,39 +35,11 @@ async function startServer(config: Record<string, unknown>, env: Record<string, 
   const childEnv: Record<string, string | undefined> = { ...process.env, NODE_ENV: 'test', NODE_CONFIG: JSON.stringify({ port: 0, logLevel: 'info', tenants, metrics: { enabled: false }, ...config }), ...env }
   for (const [k, v] of Object.entries(childEnv)) if (v === undefined) delete childEnv[k]
   const child = spawn(process.execPath, ['--import', 'tsx', 'bin/server.ts'], { cwd: projectRoot, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] })
-  const lines: Array<Record<string, any>> = []
-  let wake: Array<() => void> = []
-  let ended = false
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => {
-      ended = true
-      for (const w of wake.splice(0)) w()
-      resolve({ code, signal })
-    })
-  )
-  for (const stream of [child.stdout, child.stderr]) {
-    let rest = ''
-    stream.on('data', (d) => {
-      const parts = (rest + String(d)).split('\n')
-      rest = parts.pop()!
-      for (const text of parts) {
-        if (!text.trim()) continue
-        try {
-          lines.push(JSON.parse(text))
-        } catch {
-          lines.push({ msg: text, plain: true })
-        }
-      }
-      for (const w of wake.splice(0)) w()
-    })
-  }
-  const line = async (match: (l: Record<string, any>) => boolean) => {
-    for (let seen = 0; ; ) {
-      for (; seen < lines.length; seen++) if (match(lines[seen])) return lines[seen]
-      if (ended) throw new Error(`the server exited before the line awaited; its last lines:\n${lines.slice(-12).map((l) => JSON.stringify(l)).join('\n')}`)
-      await new Promise<void>((resolve) => wake.push(resolve))
-    }
-  }
+  const out = childLines(child, { name: 'the server' })
+  // A log line as its JSON; a plain one as its text in `msg`.
+  const record = (l: ChildLine): Record<string, any> => l.json ?? { msg: l.text, plain: true }
+  const exited = out.exited
+  const line = async (match: (l: Record<string, any>) => boolean) => record(await out.waitFor((l) => match(record(l))))
   const alive = () => child.exitCode === null && child.signalCode === null
   // A server on the embedded PostgreSQL must stop it: it gets signals, never SIGKILL (which would leave the cluster running).
   const embedded = (config.database as { url?: unknown } | undefined)?.url === null
@@ -86,7 +59,15 @@ async function startServer(config: Record<string, unknown>, env: Record<string, 
     await exited
   })
   const listening = o.listening ? await line((l) => typeof l.url === 'string' && /listening/i.test(l.msg)) : undefined
-  return { url: listening?.url, lines, line, exited, signal: (s) => child.kill(s) }
+  return {
+    url: listening?.url,
+    get lines() {
+      return out.lines.map(record)
+    },
+    line,
+    exited,
+    signal: (s) => child.kill(s)
+  }
 }
 
 

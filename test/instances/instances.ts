@@ -7,12 +7,10 @@ import pg from 'pg'
 import { CredentialStore } from '../../core/auth/credentials.ts'
 import { projectRoot } from '../../core/paths.ts'
 import { freshDatabase } from '../helpers/database.ts'
+import { childLines, type ChildLine } from '../helpers/child-lines.ts'
 
-/** One line an instance printed (stdout or stderr): its JSON when it is a log line. */
-export interface Line {
-  text: string
-  json?: Record<string, any>
-}
+/** A line an instance printed, and its JSON when it was a log line. */
+export type Line = ChildLine
 
 export interface Instance {
   name: string
@@ -70,47 +68,10 @@ export async function cluster(config: Record<string, any>) {
     })
     children.add(child)
     child.once('exit', () => children.delete(child))
-    const lines: Line[] = []
-    let waiters: Array<() => void> = []
-    let ended = false
-    const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => {
-      ended = true
-      for (const w of waiters) w()
-      resolve(code ?? signal)
-    }))
-    for (const stream of [child.stdout!, child.stderr!]) {
-      let rest = ''
-      stream.on('data', (d) => {
-        const parts = (rest + String(d)).split('\n')
-        rest = parts.pop()!
-        for (const text of parts) {
-          if (!text.trim()) continue
-          let json: Record<string, any> | undefined
-          try {
-            json = JSON.parse(text)
-          } catch {
-            json = undefined
-          }
-          lines.push({ text, json })
-          if (process.env.INSTANCE_LOGS) process.stderr.write(`[${name}] ${text}\n`)
-        }
-        const w = waiters
-        waiters = []
-        for (const f of w) f()
-      })
-    }
-    async function waitForLine(match: (l: Line) => boolean, ms = 30_000): Promise<Line> {
-      const until = Date.now() + ms
-      for (let seen = 0; ; ) {
-        for (; seen < lines.length; seen++) if (match(lines[seen])) return lines[seen]
-        if (ended) throw new Error(`instance ${name} exited before the line awaited; its last lines:\n${lines.slice(-15).map((l) => l.text).join('\n')}`)
-        if (Date.now() > until) throw new Error(`instance ${name} printed no such line within ${ms} ms; its last lines:\n${lines.slice(-15).map((l) => l.text).join('\n')}`)
-        await new Promise<void>((resolve) => {
-          waiters.push(resolve)
-          setTimeout(resolve, 200)
-        })
-      }
-    }
+    const out = childLines(child, { name: `instance ${name}`, echo: !!process.env.INSTANCE_LOGS })
+    const lines: Line[] = out.lines
+    const exited = out.exited.then(({ code, signal }) => code ?? signal)
+    const waitForLine = (match: (l: Line) => boolean, ms = 30_000) => out.waitFor(match, ms)
     const listening = await waitForLine((l) => /listening on (http:\/\/\S+)/i.test(l.text), 60_000)
     const url = /listening on (http:\/\/[^\s"]+)/i.exec(listening.text)![1]
     const instance: Instance = {
