@@ -23,7 +23,13 @@ import pg from 'pg'
 import { loadConfig } from '../core/config.ts'
 import { loadModules } from '../core/modules/registry.ts'
 import { diffPayload } from '../plugins/records/records.payload.ts'
-import { insertRecord, recordColumns, selectLive, toRecord, type RecordRow } from '../plugins/records/records.repository.ts'
+import {
+  insertRecord,
+  recordColumns,
+  selectLive,
+  toRecord,
+  type RecordRow
+} from '../plugins/records/records.repository.ts'
 import { serveAsChild } from './common.ts'
 
 // Same type parsing as core/db/index.ts (bigint counters as numbers).
@@ -59,7 +65,10 @@ const listSql = {
 
 function send(res: http.ServerResponse, status: number, body: unknown) {
   const text = JSON.stringify(body)
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) })
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text)
+  })
   res.end(text)
 }
 
@@ -88,7 +97,10 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
   if (req.method === 'GET' && path === prefix) {
     const params = new URLSearchParams(q === -1 ? '' : url.slice(q + 1))
     const moduleKey = params.get('moduleKey') ?? ''
-    const limit = Math.min(Math.max(Number(params.get('limit') ?? config.pagination.defaultLimit) || 1, 1), config.pagination.maxLimit)
+    const limit = Math.min(
+      Math.max(Number(params.get('limit') ?? config.pagination.defaultLimit) || 1, 1),
+      config.pagination.maxLimit
+    )
     const { rows } = await pool.query<RecordRow>({ ...listSql, values: [tenantId, moduleKey, limit + 1] })
     return send(res, 200, { items: rows.slice(0, limit).map(toRecord), nextCursor: null, limit })
   }
@@ -103,7 +115,8 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
     const module = typeof body?.moduleKey === 'string' ? registry.get(body.moduleKey) : undefined
     if (!module) return send(res, 404, { code: 'module.not_found' })
     const payload = body.payload ?? {}
-    if (!module.validatePayload(payload)) return send(res, 400, { code: 'field.invalid', errors: module.validatePayload.errors })
+    if (!module.validatePayload(payload))
+      return send(res, 400, { code: 'field.invalid', errors: module.validatePayload.errors })
     const { prefix: numberPrefix, suffix, width } = module.numberPattern.render(new Date())
     const row = await insertRecord(pool, {
       tenantId,

@@ -22,7 +22,10 @@ export interface CopyRows {
 const columns = '(tenant_id, module_key, module_version, number, state, payload, created_by, updated_by)'
 
 /** COPY text format: backslash, tab, newline and carriage return escaped. */
-const field = (s: string) => (/[\\\t\n\r]/.test(s) ? s.replace(/[\\\t\n\r]/g, (c) => ({ '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' })[c]!) : s)
+const field = (s: string) =>
+  /[\\\t\n\r]/.test(s)
+    ? s.replace(/[\\\t\n\r]/g, (c) => ({ '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' })[c]!)
+    : s
 
 function* copyLines(r: CopyRows, tag: string, from: number, to: number, chunkRows = 250): Generator<string> {
   const fixed = `${field(r.tenantId)}\t${field(r.moduleKey)}\t${field(r.moduleVersion)}\t`

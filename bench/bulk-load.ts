@@ -13,14 +13,19 @@ const severities = ['low', 'medium', 'high', 'critical']
 
 /** Row `i` of a load tagged `tag`: the create payload with its own title and a severity that varies. */
 export function bulkPayload(tag: string, i: number) {
-  return { ...createPayload, title: `${createPayload.title} (${tag} #${i + 1})`, severity: severities[i % severities.length] }
+  return {
+    ...createPayload,
+    title: `${createPayload.title} (${tag} #${i + 1})`,
+    severity: severities[i % severities.length]
+  }
 }
 
 /** NDJSON of rows [from, to) of a load, a few hundred lines per chunk (never the whole body at once). */
 export function* ndjsonRows(tag: string, from: number, to: number, chunkRows = 250): Generator<string> {
   for (let start = from; start < to; start += chunkRows) {
     let chunk = ''
-    for (let i = start; i < Math.min(to, start + chunkRows); i++) chunk += JSON.stringify({ payload: bulkPayload(tag, i) }) + '\n'
+    for (let i = start; i < Math.min(to, start + chunkRows); i++)
+      chunk += JSON.stringify({ payload: bulkPayload(tag, i) }) + '\n'
     yield chunk
   }
 }
@@ -50,7 +55,11 @@ function request(t: Target, a: http.Agent | false) {
  * row in input order, and a summary that is complete with matching counts. Throws with
  * what it saw otherwise. `onLine` is told of each outcome line as it arrives.
  */
-async function readOutcomes(res: http.IncomingMessage, rows: number, onLine?: (n: number) => void): Promise<{ firstNumber?: string }> {
+async function readOutcomes(
+  res: http.IncomingMessage,
+  rows: number,
+  onLine?: (n: number) => void
+): Promise<{ firstNumber?: string }> {
   res.setEncoding('utf8')
   if (res.statusCode !== 200) {
     let body = ''
@@ -82,8 +91,18 @@ async function readOutcomes(res: http.IncomingMessage, rows: number, onLine?: (n
   }
   take(buffer)
   const counts = summary ? `summary ${JSON.stringify(summary)}` : 'no summary line'
-  if (wrong.length) throw new Error(`bulk call: rows not created as expected (${seen} outcomes, ${counts}); first: ${JSON.stringify(wrong)}`)
-  if (seen !== rows || !summary || summary.complete !== true || summary.rows !== rows || summary.created !== rows || summary.errors !== 0) {
+  if (wrong.length)
+    throw new Error(
+      `bulk call: rows not created as expected (${seen} outcomes, ${counts}); first: ${JSON.stringify(wrong)}`
+    )
+  if (
+    seen !== rows ||
+    !summary ||
+    summary.complete !== true ||
+    summary.rows !== rows ||
+    summary.created !== rows ||
+    summary.errors !== 0
+  ) {
     throw new Error(`bulk call of ${rows} rows: ${seen} outcome lines, ${counts}`)
   }
   return { firstNumber }
@@ -137,6 +156,9 @@ export async function firstOutcomeMs(t: Target, tag: string, restRows = 99, paus
   req.end()
   await response
   socket.destroy()
-  if (firstBeforeRest === undefined) throw new Error(`no outcome for the first row within ${pauseMs} ms (it came ${first === undefined ? 'never' : `after ${Math.round(first - wrote)} ms`})`)
+  if (firstBeforeRest === undefined)
+    throw new Error(
+      `no outcome for the first row within ${pauseMs} ms (it came ${first === undefined ? 'never' : `after ${Math.round(first - wrote)} ms`})`
+    )
   return firstBeforeRest - wrote
 }

@@ -27,7 +27,19 @@ import { loadModules } from '../core/modules/registry.ts'
 import { projectRoot } from '../core/paths.ts'
 import { copyLoad, type CopyRows } from './bulk-copy.ts'
 import { bulkLoad, firstOutcomeMs, type Target } from './bulk-load.ts'
-import { benchDatabase, cpuDelta, prepareRun, defaultTenant, fmt, median, pgBackendCpu, postgresVersion, startChild, table, type ChildServer } from './common.ts'
+import {
+  benchDatabase,
+  cpuDelta,
+  prepareRun,
+  defaultTenant,
+  fmt,
+  median,
+  pgBackendCpu,
+  postgresVersion,
+  startChild,
+  table,
+  type ChildServer
+} from './common.ts'
 
 const { values: opt } = parseArgs({
   options: {
@@ -62,7 +74,13 @@ const mib = (kib: number) => `${fmt(kib / 1024)} MiB`
 
 function startService(url: string, profile = false): Promise<ChildServer> {
   const cpuProfDir = profile ? join(resultsDir, 'profiles', `${stamp}-bulk-service`) : undefined
-  return startChild('service', join(projectRoot, 'bench', 'service-server.ts'), ['--database-url', url, '--tenant', defaultTenant], projectRoot, { cpuProfDir })
+  return startChild(
+    'service',
+    join(projectRoot, 'bench', 'service-server.ts'),
+    ['--database-url', url, '--tenant', defaultTenant],
+    projectRoot,
+    { cpuProfDir }
+  )
 }
 
 interface Run {
@@ -79,7 +97,13 @@ interface Run {
   clientCpuUsPerRow: number
 }
 
-async function measured(side: Run['side'], repeat: number, database: string, service: ChildServer | undefined, work: () => Promise<{ rows: number; ms: number }>): Promise<Run> {
+async function measured(
+  side: Run['side'],
+  repeat: number,
+  database: string,
+  service: ChildServer | undefined,
+  work: () => Promise<{ rows: number; ms: number }>
+): Promise<Run> {
   const svc0 = service ? await service.cpu() : NaN
   const pg0 = pgBackendCpu(database)
   const me0 = process.cpuUsage()
@@ -111,8 +135,18 @@ async function rssAt(url: string, perCall: number, rows: number) {
     const start = await service.mem()
     const load = await bulkLoad({ url: service.url, token: service.token!, moduleKey }, `rss${perCall}`, rows, perCall)
     const end = await service.mem()
-    const r = { perCall, rows, startRssKiB: start.rss, startMaxRssKiB: start.maxRSS, peakRssKiB: end.maxRSS, endRssKiB: end.rss, rowsPerSec: (rows * 1000) / load.ms }
-    log(`  ${perCall} rows/call: RSS ${mib(r.startRssKiB)} at start (peak so far ${mib(r.startMaxRssKiB)}), peak ${mib(r.peakRssKiB)} (now ${mib(r.endRssKiB)}) after ${rows} rows (${fmt(r.rowsPerSec)} rows/s)`)
+    const r = {
+      perCall,
+      rows,
+      startRssKiB: start.rss,
+      startMaxRssKiB: start.maxRSS,
+      peakRssKiB: end.maxRSS,
+      endRssKiB: end.rss,
+      rowsPerSec: (rows * 1000) / load.ms
+    }
+    log(
+      `  ${perCall} rows/call: RSS ${mib(r.startRssKiB)} at start (peak so far ${mib(r.startMaxRssKiB)}), peak ${mib(r.peakRssKiB)} (now ${mib(r.endRssKiB)}) after ${rows} rows (${fmt(r.rowsPerSec)} rows/s)`
+    )
     return r
   } finally {
     await service.stop()
@@ -121,7 +155,9 @@ async function rssAt(url: string, perCall: number, rows: number) {
 
 async function main() {
   const { startedAt, loadBefore } = prepareRun(resultsDir, log)
-  log(`bulk benchmark: ${settings.rows} rows per repeat in calls of ${settings.perCall}, ${settings.repeats} repeat(s)${opt.quick ? ' (quick)' : ''}`)
+  log(
+    `bulk benchmark: ${settings.rows} rows per repeat in calls of ${settings.perCall}, ${settings.repeats} repeat(s)${opt.quick ? ' (quick)' : ''}`
+  )
 
   const db = await benchDatabase()
   let service: ChildServer | undefined
@@ -138,20 +174,41 @@ async function main() {
     const warm = await bulkLoad(target, 'warm', settings.warmupRows, settings.perCall)
     copyClient = new pg.Client({ connectionString: db.url })
     await copyClient.connect()
-    const { rows: actorRows } = await copyClient.query('SELECT created_by::text AS actor FROM records WHERE tenant_id = $1 AND number = $2', [defaultTenant, warm.firstNumber])
+    const { rows: actorRows } = await copyClient.query(
+      'SELECT created_by::text AS actor FROM records WHERE tenant_id = $1 AND number = $2',
+      [defaultTenant, warm.firstNumber]
+    )
     const module = (await loadModules(loadConfig({ database: { url: db.url } }).modules)).get(moduleKey)
     if (!module || !actorRows[0]) throw new Error('bulk bench: no incident module or no warm-up record')
-    const copyRows: CopyRows = { tenantId: defaultTenant, moduleKey, moduleVersion: module.definition.version, state: module.definition.workflow.initial, actor: actorRows[0].actor }
+    const copyRows: CopyRows = {
+      tenantId: defaultTenant,
+      moduleKey,
+      moduleVersion: module.definition.version,
+      state: module.definition.workflow.initial,
+      actor: actorRows[0].actor
+    }
     await copyLoad(copyClient, copyRows, 'warm', settings.warmupRows, settings.perCall)
-    log(`warm-up: ${settings.warmupRows} rows each (service ${fmt((warm.rows * 1000) / warm.ms)} rows/s); COPY as ${copyRows.actor}`)
+    log(
+      `warm-up: ${settings.warmupRows} rows each (service ${fmt((warm.rows * 1000) / warm.ms)} rows/s); COPY as ${copyRows.actor}`
+    )
 
     const runs: Run[] = []
     for (let rep = 0; rep < settings.repeats; rep++) {
       // Alternate who goes first: the table and its indexes grow with every load.
       const sides: Run['side'][] = rep % 2 === 0 ? ['copy', 'service'] : ['service', 'copy']
       for (const side of sides) {
-        if (side === 'service') runs.push(await measured('service', rep, db.name, service, () => bulkLoad(target, `r${rep}`, settings.rows, settings.perCall)))
-        else runs.push(await measured('copy', rep, db.name, undefined, () => copyLoad(copyClient!, copyRows, `${rep}`, settings.rows, settings.perCall)))
+        if (side === 'service')
+          runs.push(
+            await measured('service', rep, db.name, service, () =>
+              bulkLoad(target, `r${rep}`, settings.rows, settings.perCall)
+            )
+          )
+        else
+          runs.push(
+            await measured('copy', rep, db.name, undefined, () =>
+              copyLoad(copyClient!, copyRows, `${rep}`, settings.rows, settings.perCall)
+            )
+          )
       }
     }
     const memAfterLoad = await service.mem()
@@ -175,7 +232,9 @@ async function main() {
               (SELECT count(*) FROM record_activity WHERE tenant_id = $1)::int AS activity`,
       [defaultTenant]
     )
-    log(`table: ${counts[0].service} records by the service (${counts[0].activity} activity rows), ${counts[0].copied} by COPY`)
+    log(
+      `table: ${counts[0].service} records by the service (${counts[0].activity} activity rows), ${counts[0].copied} by COPY`
+    )
 
     const side = (name: Run['side']) => {
       const r = runs.filter((x) => x.side === name)
@@ -189,11 +248,35 @@ async function main() {
     const svc = side('service')
     const copy = side('copy')
     const ratio = svc.rowsPerSec / copy.rowsPerSec
-    const latency = { medianMs: median(latencies), minMs: Math.min(...latencies), maxMs: Math.max(...latencies), tries: latencies, target: settings.latencyTargetMs }
-    const summary = { service: svc, copy, ratio, ratioTarget: settings.ratioTarget, latency, rss, memory: { atStartKiB: memAtStart, afterLoadKiB: memAfterLoad } }
+    const latency = {
+      medianMs: median(latencies),
+      minMs: Math.min(...latencies),
+      maxMs: Math.max(...latencies),
+      tries: latencies,
+      target: settings.latencyTargetMs
+    }
+    const summary = {
+      service: svc,
+      copy,
+      ratio,
+      ratioTarget: settings.ratioTarget,
+      latency,
+      rss,
+      memory: { atStartKiB: memAtStart, afterLoadKiB: memAfterLoad }
+    }
 
     const rows = [
-      ['scenario', 'service rows/s', 'COPY rows/s', 'ratio', 'target', 'svc CPU/row', 'svc pg/row', 'COPY pg/row', 'client CPU/row svc | COPY'],
+      [
+        'scenario',
+        'service rows/s',
+        'COPY rows/s',
+        'ratio',
+        'target',
+        'svc CPU/row',
+        'svc pg/row',
+        'COPY pg/row',
+        'client CPU/row svc | COPY'
+      ],
       [
         `bulk create, ${settings.rows} rows in calls of ${settings.perCall}`,
         fmt(svc.rowsPerSec),
@@ -206,19 +289,50 @@ async function main() {
         `${fmt(svc.clientCpuUsPerRow)} | ${fmt(copy.clientCpuUsPerRow)} µs`
       ]
     ]
-    const environment = { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model, postgres: pgVersion, database: db.where, loadAverageBefore: loadBefore, loadAverageAfter: loadavg()[0] }
+    const environment = {
+      node: process.version,
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      postgres: pgVersion,
+      database: db.where,
+      loadAverageBefore: loadBefore,
+      loadAverageAfter: loadavg()[0]
+    }
     process.stdout.write(
       `\nmedian of ${settings.repeats} run(s) each; ${environment.cpus} CPU(s), node ${environment.node}, PostgreSQL ${pgVersion} (${environment.database})\n\n` +
         table(rows) +
         `\n\nfirst outcome (1 row written, 1 s before the rest): median ${fmt(latency.medianMs, 1)} ms of ${latencies.length} (min ${fmt(latency.minMs, 1)}, max ${fmt(latency.maxMs, 1)})  ` +
         `target <= ${settings.latencyTargetMs} ms ${latency.medianMs <= settings.latencyTargetMs ? 'ok' : 'above'}\n` +
-        rss.map((r) => `service RSS, ${r.perCall} rows/call: ${mib(r.startRssKiB)} at start (peak so far ${mib(r.startMaxRssKiB)}), peak ${mib(r.peakRssKiB)} after ${r.rows} rows\n`).join('') +
+        rss
+          .map(
+            (r) =>
+              `service RSS, ${r.perCall} rows/call: ${mib(r.startRssKiB)} at start (peak so far ${mib(r.startMaxRssKiB)}), peak ${mib(r.peakRssKiB)} after ${r.rows} rows\n`
+          )
+          .join('') +
         `measured service: RSS ${mib(memAtStart.rss)} at start, peak ${mib(memAfterLoad.maxRSS)} after warm-up + ${settings.repeats} x ${settings.rows} rows\n` +
         '\nCOPY writes the records table only: no validation, numbering counter, activity rows or outcomes.\n' +
         'CPU/row: CPU time of the service process per row; pg/row: CPU time of the PostgreSQL backends of the bench database per row; client: this process (rows out, outcomes in).\n'
     )
-    const file = join(resultsDir, `bulk-${startedAt.toISOString().replace(/[:.]/g, '-')}${opt.quick ? '-quick' : ''}.json`)
-    writeFileSync(file, JSON.stringify({ startedAt, finishedAt: new Date(), settings: { ...settings, quick: opt.quick }, environment, summary, runs, tableCounts: counts[0] }, null, 2) + '\n')
+    const file = join(
+      resultsDir,
+      `bulk-${startedAt.toISOString().replace(/[:.]/g, '-')}${opt.quick ? '-quick' : ''}.json`
+    )
+    writeFileSync(
+      file,
+      JSON.stringify(
+        {
+          startedAt,
+          finishedAt: new Date(),
+          settings: { ...settings, quick: opt.quick },
+          environment,
+          summary,
+          runs,
+          tableCounts: counts[0]
+        },
+        null,
+        2
+      ) + '\n'
+    )
     process.stdout.write(`results: ${file}\n`)
   } finally {
     await copyClient?.end().catch(() => undefined)

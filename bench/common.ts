@@ -59,7 +59,8 @@ const heapPeak = (() => {
     stop(): number {
       sample()
       clearInterval(timer)
-      for (const gc of profiler?.stop()?.statistics ?? []) peak = Math.max(peak, gc.beforeGC.heapStatistics.usedHeapSize)
+      for (const gc of profiler?.stop()?.statistics ?? [])
+        peak = Math.max(peak, gc.beforeGC.heapStatistics.usedHeapSize)
       return peak
     }
   }
@@ -78,7 +79,12 @@ export function serveAsChild(close: () => Promise<void>, ready: Record<string, u
   if (process.send) {
     process.on('message', (msg: { type?: string }) => {
       if (msg?.type === 'cpu') process.send!({ type: 'cpu', usage: process.cpuUsage() })
-      if (msg?.type === 'mem') process.send!({ type: 'mem', maxRSS: process.resourceUsage().maxRSS, rss: Math.round(process.memoryUsage.rss() / 1024) })
+      if (msg?.type === 'mem')
+        process.send!({
+          type: 'mem',
+          maxRSS: process.resourceUsage().maxRSS,
+          rss: Math.round(process.memoryUsage.rss() / 1024)
+        })
       if (msg?.type === 'heap-start') process.send!({ type: 'heap-start', base: heapPeak.start() })
       if (msg?.type === 'heap-peak') process.send!({ type: 'heap-peak', peak: heapPeak.stop() })
       if (msg?.type === 'stop') void stop()
@@ -111,9 +117,7 @@ export async function benchDatabase(): Promise<BenchDatabase> {
   const { startEmbedded } = await import('../core/db/embedded.ts')
   const { freshDatabase } = await import('../test/helpers/database.ts')
   // freshDatabase would start the embedded cluster too; starting it here tells us whether we must stop it at the end.
-  const embedded = process.env.DATABASE_URL
-    ? undefined
-    : await startEmbedded({ ...benchCluster, database: 'postgres' })
+  const embedded = process.env.DATABASE_URL ? undefined : await startEmbedded({ ...benchCluster, database: 'postgres' })
   const db = await freshDatabase(benchCluster)
   const name = new URL(db.url).pathname.slice(1)
   return {
@@ -171,7 +175,13 @@ export function startScriptNodeFlags(): string[] {
  * Forks `script` under tsx, with `npm start`'s heap flags, and resolves once it sends `ready`. With `cpuProfDir`, node
  * writes a CPU profile per thread (the main thread and tsx's loader thread) there on exit.
  */
-export function startChild<N extends string>(name: N, script: string, args: string[], cwd: string, options: { cpuProfDir?: string; nodeFlags?: string[] } = {}): Promise<ChildServer<N>> {
+export function startChild<N extends string>(
+  name: N,
+  script: string,
+  args: string[],
+  cwd: string,
+  options: { cpuProfDir?: string; nodeFlags?: string[] } = {}
+): Promise<ChildServer<N>> {
   const execArgv = ['--import', 'tsx', ...startScriptNodeFlags(), ...(options.nodeFlags ?? [])]
   if (options.cpuProfDir) {
     mkdirSync(options.cpuProfDir, { recursive: true })
@@ -188,7 +198,9 @@ export function startChild<N extends string>(name: N, script: string, args: stri
     })
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} did not start within 180 s`)), 180_000)
-    child.once('exit', (code, signal) => reject(new Error(`${name} exited before it was ready (code ${code}, signal ${signal})`)))
+    child.once('exit', (code, signal) =>
+      reject(new Error(`${name} exited before it was ready (code ${code}, signal ${signal})`))
+    )
     child.on('message', (msg: any) => {
       if (msg?.type !== 'ready') {
         waiting.get(msg?.type)?.shift()?.(msg)
@@ -262,7 +274,10 @@ export function prepareRun(resultsDir: string, log: (line: string) => void): { s
   process.chdir(projectRoot)
   mkdirSync(resultsDir, { recursive: true })
   const loadBefore = loadavg()[0]
-  if (loadBefore > 0.5 * cpus().length) log(`warning: load average ${loadBefore.toFixed(2)} on ${cpus().length} CPU(s) before start: other work on this machine will skew the figures`)
+  if (loadBefore > 0.5 * cpus().length)
+    log(
+      `warning: load average ${loadBefore.toFixed(2)} on ${cpus().length} CPU(s) before start: other work on this machine will skew the figures`
+    )
   return { startedAt: new Date(), loadBefore }
 }
 
@@ -281,7 +296,17 @@ export const loadOptions = {
 } as const
 
 /** Settings from those options: `--quick` is 1 s warm-up, 3 s runs, one repeat; otherwise the benchmark's own durations. */
-export function loadSettings(opt: { quick?: boolean; repeats?: string; duration?: string; warmup?: string; connections?: string; records?: string }, full: { warmup: number; duration: number }) {
+export function loadSettings(
+  opt: {
+    quick?: boolean
+    repeats?: string
+    duration?: string
+    warmup?: string
+    connections?: string
+    records?: string
+  },
+  full: { warmup: number; duration: number }
+) {
   return {
     warmup: Number(opt.warmup ?? (opt.quick ? 1 : full.warmup)),
     duration: Number(opt.duration ?? (opt.quick ? 3 : full.duration)),
@@ -342,11 +367,13 @@ export async function measureLoad<S extends string>(o: {
     serverCpuUsPerReq: total ? (cpu1 - cpu0) / total : NaN,
     pgCpuUsPerReq: total && pg1.size ? cpuDelta(pg0, pg1) / total : NaN
   }
-  const bad = run.non2xx || run.errors ? `  (${run.non2xx} non-2xx, ${run.errors} errors: ${JSON.stringify(r.statusCodeStats)})` : ''
+  const bad =
+    run.non2xx || run.errors
+      ? `  (${run.non2xx} non-2xx, ${run.errors} errors: ${JSON.stringify(r.statusCodeStats)})`
+      : ''
   o.log(
     `  [${o.key}] #${o.repeat + 1} ${o.side.padEnd(o.pad ?? 8)} ${run.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  ` +
       `server CPU ${run.serverCpuUsPerReq.toFixed(0)} µs/req  pg CPU ${run.pgCpuUsPerReq.toFixed(0)} µs/req${bad}`
   )
   return run
 }
-

@@ -49,7 +49,13 @@ export interface BaselineResult {
   maxRssKiB: number
 }
 
-const systemSql: Record<string, string> = { number: 'number', state: 'state', createdAt: 'created_at', updatedAt: 'updated_at', createdBy: "created_by->>'name'" }
+const systemSql: Record<string, string> = {
+  number: 'number',
+  state: 'state',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+  createdBy: "created_by->>'name'"
+}
 // Field types whose value is a JSON array/object: selected as jsonb (parsed by pg), formatted in JS.
 const jsonTypes = new Set(['multipleChoice', 'location', 'group'])
 
@@ -110,7 +116,12 @@ export async function baselineCsv(spec: BaselineSpec): Promise<BaselineResult> {
   const n = spec.columns.length
   try {
     for (;;) {
-      const page = await client.query({ name: 'baseline-page', text, values: [spec.tenantId, spec.moduleKey, after, spec.pageSize], rowMode: 'array' })
+      const page = await client.query({
+        name: 'baseline-page',
+        text,
+        values: [spec.tenantId, spec.moduleKey, after, spec.pageSize],
+        rowMode: 'array'
+      })
       for (const r of page.rows as unknown[][]) {
         let line = cell(r[1], spec.columns[0])
         for (let i = 1; i < n; i++) line += ',' + cell(r[i + 1], spec.columns[i])
@@ -140,12 +151,16 @@ export async function baselineCsv(spec: BaselineSpec): Promise<BaselineResult> {
 /** Splits a CSV header line (labels may be quoted). */
 function headerCells(line: string): string[] {
   const cells: string[] = []
-  for (const m of line.matchAll(/(?:^|,)(?:"((?:[^"]|"")*)"|([^,]*))/g)) cells.push(m[1] !== undefined ? m[1].replaceAll('""', '"') : m[2])
+  for (const m of line.matchAll(/(?:^|,)(?:"((?:[^"]|"")*)"|([^,]*))/g))
+    cells.push(m[1] !== undefined ? m[1].replaceAll('""', '"') : m[2])
   return cells
 }
 
 /** The columns of a service CSV, from its header labels: the system columns, then payload fields by label (or key). */
-export function baselineColumns(header: string, fields: ReadonlyArray<{ key: string; label?: string; type: string }>): BaselineColumn[] {
+export function baselineColumns(
+  header: string,
+  fields: ReadonlyArray<{ key: string; label?: string; type: string }>
+): BaselineColumn[] {
   const system: Record<string, BaselineColumn> = {
     Number: { key: 'number', system: true, type: 'text' },
     State: { key: 'state', system: true, type: 'text' },
@@ -163,13 +178,18 @@ export function baselineColumns(header: string, fields: ReadonlyArray<{ key: str
 
 /** Runs the baseline in a child process of its own (tsx), so that its RSS and CPU are its own. */
 export function forkBaseline(spec: BaselineSpec): Promise<BaselineResult> {
-  const child = fork(fileURLToPath(import.meta.url), [JSON.stringify(spec)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const child = fork(fileURLToPath(import.meta.url), [JSON.stringify(spec)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc']
+  })
   return new Promise((resolve, reject) => {
     let result: BaselineResult | undefined
     child.on('message', (msg: { type?: string } & BaselineResult) => {
       if (msg?.type === 'result') result = msg
     })
-    child.once('exit', (code) => (result ? resolve(result) : reject(new Error(`exports baseline exited with code ${code} and no result`))))
+    child.once('exit', (code) =>
+      result ? resolve(result) : reject(new Error(`exports baseline exited with code ${code} and no result`))
+    )
   })
 }
 

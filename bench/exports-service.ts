@@ -46,8 +46,15 @@ export interface Target {
   token: string
 }
 
-async function api(target: Target, path: string, init: RequestInit = {}): Promise<{ status: number; json: ExportJson }> {
-  const res = await fetch(target.url + path, { ...init, headers: { ...(init.headers ?? {}), authorization: `Bearer ${target.token}` } })
+async function api(
+  target: Target,
+  path: string,
+  init: RequestInit = {}
+): Promise<{ status: number; json: ExportJson }> {
+  const res = await fetch(target.url + path, {
+    ...init,
+    headers: { ...(init.headers ?? {}), authorization: `Bearer ${target.token}` }
+  })
   const text = await res.text()
   try {
     return { status: res.status, json: JSON.parse(text) }
@@ -59,32 +66,50 @@ async function api(target: Target, path: string, init: RequestInit = {}): Promis
 /** The export as `GET /api/v1/exports/{id}` shows it (a fresh download URL once it has succeeded). */
 async function exportJson(target: Target, id: string): Promise<ExportJson> {
   const r = await api(target, `/api/v1/exports/${id}`)
-  if (r.status !== 200) throw new Error(`GET /api/v1/exports/${id} answered ${r.status}: ${JSON.stringify(r.json).slice(0, 500)}`)
+  if (r.status !== 200)
+    throw new Error(`GET /api/v1/exports/${id} answered ${r.status}: ${JSON.stringify(r.json).slice(0, 500)}`)
   return r.json
 }
 
 /** Runs one export of the tenant's `moduleKey` records to completion (no download); it must report `expectRows` rows. */
-export async function serviceExport(target: Target, moduleKey: string, format: Format, expectRows: number, pollMs = 100): Promise<ServiceExport> {
+export async function serviceExport(
+  target: Target,
+  moduleKey: string,
+  format: Format,
+  expectRows: number,
+  pollMs = 100
+): Promise<ServiceExport> {
   const t0 = performance.now()
-  const started = await api(target, '/api/v1/exports', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ moduleKey, format }) })
-  if (started.status !== 202 || started.json.status !== 'queued') throw new Error(`POST /api/v1/exports answered ${started.status}: ${JSON.stringify(started.json).slice(0, 500)}`)
+  const started = await api(target, '/api/v1/exports', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ moduleKey, format })
+  })
+  if (started.status !== 202 || started.json.status !== 'queued')
+    throw new Error(`POST /api/v1/exports answered ${started.status}: ${JSON.stringify(started.json).slice(0, 500)}`)
   const id = started.json.id
   let job = started.json
   let polls = 0
   let lastChange = Date.now()
   let lastDone = -1
   while (job.status !== 'succeeded') {
-    if (job.status === 'failed' || job.status === 'expired') throw new Error(`export ${id} (${format}) ${job.status}: ${JSON.stringify(job.problem)}`)
+    if (job.status === 'failed' || job.status === 'expired')
+      throw new Error(`export ${id} (${format}) ${job.status}: ${JSON.stringify(job.problem)}`)
     if (job.progress.rowsDone !== lastDone) [lastDone, lastChange] = [job.progress.rowsDone, Date.now()]
     // Progress is written every ~0.5 s while rendering; a minute without any is a stuck job.
-    if (Date.now() - lastChange > 60_000) throw new Error(`export ${id} (${format}) made no progress for 60 s (status ${job.status}, ${job.progress.rowsDone} rows done)`)
+    if (Date.now() - lastChange > 60_000)
+      throw new Error(
+        `export ${id} (${format}) made no progress for 60 s (status ${job.status}, ${job.progress.rowsDone} rows done)`
+      )
     await sleep(pollMs)
     job = await exportJson(target, id)
     polls++
   }
   const wallMs = performance.now() - t0
-  if (job.progress.rowsDone !== expectRows) throw new Error(`export ${id} (${format}) says ${job.progress.rowsDone} rows done, expected ${expectRows}`)
-  if (!job.download?.url || !job.file) throw new Error(`export ${id} (${format}) succeeded without a file or download URL`)
+  if (job.progress.rowsDone !== expectRows)
+    throw new Error(`export ${id} (${format}) says ${job.progress.rowsDone} rows done, expected ${expectRows}`)
+  if (!job.download?.url || !job.file)
+    throw new Error(`export ${id} (${format}) succeeded without a file or download URL`)
   return {
     id,
     rows: job.progress.rowsDone,
@@ -121,24 +146,38 @@ export async function csvHeader(target: Target, id: string): Promise<string> {
  * Downloads a finished export from its signed URL into `saveTo` and checks it: the size the
  * job reported; CSV: `expectRows` + 1 lines; XLSX: a zip; PDF: `%PDF-` … `%%EOF`.
  */
-export async function downloadAndCheck(target: Target, e: ServiceExport, format: Format, saveTo: string): Promise<{ downloadMs: number }> {
+export async function downloadAndCheck(
+  target: Target,
+  e: ServiceExport,
+  format: Format,
+  saveTo: string
+): Promise<{ downloadMs: number }> {
   const job = await exportJson(target, e.id)
   const d0 = performance.now()
   const got = await download(job.download!.url, saveTo, format === 'csv')
   const downloadMs = performance.now() - d0
   const id = e.id
-  if (got.bytes !== e.fileSize) throw new Error(`export ${id} (${format}): downloaded ${got.bytes} bytes, the job says ${e.fileSize}`)
+  if (got.bytes !== e.fileSize)
+    throw new Error(`export ${id} (${format}): downloaded ${got.bytes} bytes, the job says ${e.fileSize}`)
   const head = got.head.toString('latin1')
-  if (format === 'csv' && got.lines !== e.rows + 1) throw new Error(`export ${id} (csv): ${got.lines} lines, expected ${e.rows} rows + 1 header`)
-  if (format === 'xlsx' && !(got.bytes > 0 && head.startsWith('PK\x03\x04'))) throw new Error(`export ${id} (xlsx) is not a zip file (starts ${JSON.stringify(head.slice(0, 8))})`)
-  if (format === 'pdf' && !(head.startsWith('%PDF-') && got.tail.toString('latin1').includes('%%EOF'))) throw new Error(`export ${id} (pdf) does not look like a PDF (starts ${JSON.stringify(head.slice(0, 8))})`)
+  if (format === 'csv' && got.lines !== e.rows + 1)
+    throw new Error(`export ${id} (csv): ${got.lines} lines, expected ${e.rows} rows + 1 header`)
+  if (format === 'xlsx' && !(got.bytes > 0 && head.startsWith('PK\x03\x04')))
+    throw new Error(`export ${id} (xlsx) is not a zip file (starts ${JSON.stringify(head.slice(0, 8))})`)
+  if (format === 'pdf' && !(head.startsWith('%PDF-') && got.tail.toString('latin1').includes('%%EOF')))
+    throw new Error(`export ${id} (pdf) does not look like a PDF (starts ${JSON.stringify(head.slice(0, 8))})`)
   return { downloadMs }
 }
 
 /** Streams a download to `path`; counts CSV records (line feeds outside quotes) on the way. */
-async function download(url: string, path: string, countLines: boolean): Promise<{ bytes: number; lines: number; head: Buffer; tail: Buffer }> {
+async function download(
+  url: string,
+  path: string,
+  countLines: boolean
+): Promise<{ bytes: number; lines: number; head: Buffer; tail: Buffer }> {
   const res = await fetch(url)
-  if (res.status !== 200 || !res.body) throw new Error(`download ${url} answered ${res.status}: ${(await res.text()).slice(0, 300)}`)
+  if (res.status !== 200 || !res.body)
+    throw new Error(`download ${url} answered ${res.status}: ${(await res.text()).slice(0, 300)}`)
   const out = createWriteStream(path)
   let bytes = 0
   let lines = 0
@@ -171,15 +210,25 @@ const sha256 = async (path: string) => {
 }
 
 /** `identical`, or where two text files first differ (1-based line, both lines cut to 200 characters). */
-export async function compareFiles(a: string, b: string): Promise<{ identical: boolean; line?: number; a?: string; b?: string }> {
+export async function compareFiles(
+  a: string,
+  b: string
+): Promise<{ identical: boolean; line?: number; a?: string; b?: string }> {
   if ((await sha256(a)) === (await sha256(b))) return { identical: true }
   const ia = createInterface({ input: createReadStream(a), crlfDelay: Infinity })[Symbol.asyncIterator]()
   const ib = createInterface({ input: createReadStream(b), crlfDelay: Infinity })[Symbol.asyncIterator]()
   try {
     for (let line = 1; ; line++) {
       const [x, y] = await Promise.all([ia.next(), ib.next()])
-      if (x.done && y.done) return { identical: false, line, a: '(same lines; line endings or final bytes differ)', b: '' }
-      if (x.done || y.done || x.value !== y.value) return { identical: false, line, a: x.done ? '(end of file)' : x.value.slice(0, 200), b: y.done ? '(end of file)' : y.value.slice(0, 200) }
+      if (x.done && y.done)
+        return { identical: false, line, a: '(same lines; line endings or final bytes differ)', b: '' }
+      if (x.done || y.done || x.value !== y.value)
+        return {
+          identical: false,
+          line,
+          a: x.done ? '(end of file)' : x.value.slice(0, 200),
+          b: y.done ? '(end of file)' : y.value.slice(0, 200)
+        }
     }
   } finally {
     await ia.return?.()

@@ -28,9 +28,29 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../core/config.ts'
 import { loadModules } from '../core/modules/registry.ts'
 import { projectRoot } from '../core/paths.ts'
-import { benchDatabase, cpuDelta, defaultTenant, fmt, median, pgBackendCpu, postgresVersion, prepareRun, startChild, table, type ChildServer } from './common.ts'
+import {
+  benchDatabase,
+  cpuDelta,
+  defaultTenant,
+  fmt,
+  median,
+  pgBackendCpu,
+  postgresVersion,
+  prepareRun,
+  startChild,
+  table,
+  type ChildServer
+} from './common.ts'
 import { baselineColumns, forkBaseline, type BaselineResult, type BaselineSpec } from './exports-baseline.ts'
-import { compareFiles, csvHeader, downloadAndCheck, serviceExport, type Format, type ServiceExport, type Target } from './exports-service.ts'
+import {
+  compareFiles,
+  csvHeader,
+  downloadAndCheck,
+  serviceExport,
+  type Format,
+  type ServiceExport,
+  type Target
+} from './exports-service.ts'
 import { seedIncidents } from './seed.ts'
 
 const { values: opt } = parseArgs({
@@ -55,7 +75,8 @@ const settings = {
   ratioTarget: 0.5,
   rssTargetMB: 300
 }
-for (const f of settings.formats) if (!['csv', 'xlsx', 'pdf'].includes(f)) throw new Error(`--formats: unknown format "${f}"`)
+for (const f of settings.formats)
+  if (!['csv', 'xlsx', 'pdf'].includes(f)) throw new Error(`--formats: unknown format "${f}"`)
 const moduleKey = 'incident'
 const resultsDir = join(projectRoot, 'bench', 'results')
 const log = (line: string) => process.stderr.write(line + '\n')
@@ -97,7 +118,12 @@ interface BaselineRun extends BaselineResult {
   pgCpuUsPerRow: number
 }
 
-async function measureService(service: ChildServer, database: string, format: Format, repeat: number): Promise<ServiceRun> {
+async function measureService(
+  service: ChildServer,
+  database: string,
+  format: Format,
+  repeat: number
+): Promise<ServiceRun> {
   const svc0 = await service.cpu()
   const pg0 = pgBackendCpu(database)
   const e = await serviceExport(target(service), moduleKey, format, settings.rows, settings.pollMs)
@@ -123,19 +149,33 @@ async function measureService(service: ChildServer, database: string, format: Fo
 async function measureBaseline(spec: BaselineSpec, repeat: number): Promise<BaselineRun> {
   const r = await forkBaseline(spec)
   if (r.rows !== settings.rows) throw new Error(`baseline wrote ${r.rows} rows, expected ${settings.rows}`)
-  const run: BaselineRun = { side: 'baseline', format: 'csv', repeat, ...r, rowsPerSec: (r.rows * 1000) / r.ms, cpuUsPerRow: r.cpuUs / r.rows, pgCpuUsPerRow: r.pgCpuUs / r.rows }
-  log(`  #${repeat + 1} baseline csv  ${fmt(run.rowsPerSec).padStart(7)} rows/s (${fmt(r.ms)} ms)  ${mb(r.bytes)}  CPU ${fmt(run.cpuUsPerRow, 1)} µs/row  pg CPU ${fmt(run.pgCpuUsPerRow, 1)} µs/row  peak RSS ${mib(r.maxRssKiB)}`)
+  const run: BaselineRun = {
+    side: 'baseline',
+    format: 'csv',
+    repeat,
+    ...r,
+    rowsPerSec: (r.rows * 1000) / r.ms,
+    cpuUsPerRow: r.cpuUs / r.rows,
+    pgCpuUsPerRow: r.pgCpuUs / r.rows
+  }
+  log(
+    `  #${repeat + 1} baseline csv  ${fmt(run.rowsPerSec).padStart(7)} rows/s (${fmt(r.ms)} ms)  ${mb(r.bytes)}  CPU ${fmt(run.cpuUsPerRow, 1)} µs/row  pg CPU ${fmt(run.pgCpuUsPerRow, 1)} µs/row  peak RSS ${mib(r.maxRssKiB)}`
+  )
   return run
 }
 
 async function main() {
   const { startedAt, loadBefore } = prepareRun(resultsDir, log)
-  log(`exports benchmark: ${settings.rows} rows, formats ${settings.formats.join(', ')}; CSV and baseline ${settings.csvRepeats} repeat(s), XLSX and PDF ${settings.otherRepeats}${opt.quick ? ' (quick)' : ''}`)
+  log(
+    `exports benchmark: ${settings.rows} rows, formats ${settings.formats.join(', ')}; CSV and baseline ${settings.csvRepeats} repeat(s), XLSX and PDF ${settings.otherRepeats}${opt.quick ? ' (quick)' : ''}`
+  )
   const db = await benchDatabase()
   const work = mkdtempSync(join(tmpdir(), 'bench-exports-'))
   let service: ChildServer | undefined
   try {
-    log(`database: ${db.name} on ${db.where === 'embedded' ? 'the embedded cluster (data/bench)' : 'DATABASE_URL'}; files under ${work}`)
+    log(
+      `database: ${db.name} on ${db.where === 'embedded' ? 'the embedded cluster (data/bench)' : 'DATABASE_URL'}; files under ${work}`
+    )
     const pgVersion = await postgresVersion(db.url)
     // A first service migrates the database and creates the tenant the seed needs.
     service = await startService(db.url, join(work, 'store'))
@@ -146,7 +186,16 @@ async function main() {
 
     const serviceRuns: ServiceRun[] = []
     const baselineRuns: BaselineRun[] = []
-    const memory: Record<string, { startRssKiB: number; startMaxRssKiB: number; peakRssKiB: number; peakWithDownloadsRssKiB: number; endRssKiB: number }> = {}
+    const memory: Record<
+      string,
+      {
+        startRssKiB: number
+        startMaxRssKiB: number
+        peakRssKiB: number
+        peakWithDownloadsRssKiB: number
+        endRssKiB: number
+      }
+    > = {}
     let comparison: Awaited<ReturnType<typeof compareFiles>> | undefined
     let csvHeaderLine: string | undefined
     for (const format of settings.formats) {
@@ -169,8 +218,18 @@ async function main() {
         if (format === 'csv' && !spec) {
           csvHeaderLine = await csvHeader(target(service), runs[0].id)
           const columns = baselineColumns(csvHeaderLine, await moduleFields(db.url))
-          spec = { url: db.url, tenantId: defaultTenant, moduleKey, out: '', header: csvHeaderLine, columns, pageSize: settings.baselinePage }
-          log(`  service CSV: ${columns.length} columns (${columns.filter((c) => !c.system).length} payload fields); the baseline writes the same`)
+          spec = {
+            url: db.url,
+            tenantId: defaultTenant,
+            moduleKey,
+            out: '',
+            header: csvHeaderLine,
+            columns,
+            pageSize: settings.baselinePage
+          }
+          log(
+            `  service CSV: ${columns.length} columns (${columns.filter((c) => !c.system).length} payload fields); the baseline writes the same`
+          )
         }
         if (format === 'csv' && !baselineFirst) await baseline(rep)
       }
@@ -181,15 +240,27 @@ async function main() {
         run.downloadMs = (await downloadAndCheck(target(service), run, format, file)).downloadMs
         if (format === 'csv' && run.repeat === 0) {
           comparison = await compareFiles(file, baselineFile(0))
-          log(`  baseline CSV vs service CSV: ${comparison.identical ? 'identical' : `first difference at line ${comparison.line}:\n    service  ${comparison.a}\n    baseline ${comparison.b}`}`)
+          log(
+            `  baseline CSV vs service CSV: ${comparison.identical ? 'identical' : `first difference at line ${comparison.line}:\n    service  ${comparison.a}\n    baseline ${comparison.b}`}`
+          )
           rmSync(baselineFile(0), { force: true })
         }
         rmSync(file, { force: true })
       }
-      log(`  downloaded and checked ${runs.length} file(s): ${runs.map((r) => `${mb(r.fileSize)} in ${fmt(r.downloadMs!)} ms`).join(', ')}`)
+      log(
+        `  downloaded and checked ${runs.length} file(s): ${runs.map((r) => `${mb(r.fileSize)} in ${fmt(r.downloadMs!)} ms`).join(', ')}`
+      )
       const end = await service.mem()
-      memory[format] = { startRssKiB: start.rss, startMaxRssKiB: start.maxRSS, peakRssKiB: afterExports.maxRSS, peakWithDownloadsRssKiB: end.maxRSS, endRssKiB: end.rss }
-      log(`  service RSS: ${mib(start.rss)} at start, peak ${mib(afterExports.maxRSS)} after ${repeats} export(s), ${mib(end.maxRSS)} after serving the download(s) (now ${mib(end.rss)})`)
+      memory[format] = {
+        startRssKiB: start.rss,
+        startMaxRssKiB: start.maxRSS,
+        peakRssKiB: afterExports.maxRSS,
+        peakWithDownloadsRssKiB: end.maxRSS,
+        endRssKiB: end.rss
+      }
+      log(
+        `  service RSS: ${mib(start.rss)} at start, peak ${mib(afterExports.maxRSS)} after ${repeats} export(s), ${mib(end.maxRSS)} after serving the download(s) (now ${mib(end.rss)})`
+      )
       serviceRuns.push(...runs)
       await service.stop()
       service = undefined
@@ -221,7 +292,21 @@ async function main() {
     })
 
     const rows = [
-      ['format', 'service rows/s', 'job rows/s', 'baseline rows/s', 'ratio', 'target', 'svc CPU/row', 'pg CPU/row', 'RSS at start', 'peak rendering', 'peak RSS', 'target', 'file size'],
+      [
+        'format',
+        'service rows/s',
+        'job rows/s',
+        'baseline rows/s',
+        'ratio',
+        'target',
+        'svc CPU/row',
+        'pg CPU/row',
+        'RSS at start',
+        'peak rendering',
+        'peak RSS',
+        'target',
+        'file size'
+      ],
       ...summary.map((s) => [
         `${s.format} (${s.repeats} run${s.repeats > 1 ? 's' : ''})`,
         fmt(s.serviceRowsPerSec),
@@ -239,7 +324,15 @@ async function main() {
       ])
     ]
     const csv = summary.find((s) => s.format === 'csv')
-    const environment = { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model, postgres: pgVersion, database: db.where, loadAverageBefore: loadBefore, loadAverageAfter: loadavg()[0] }
+    const environment = {
+      node: process.version,
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      postgres: pgVersion,
+      database: db.where,
+      loadAverageBefore: loadBefore,
+      loadAverageAfter: loadavg()[0]
+    }
     process.stdout.write(
       `\n${settings.rows} incident rows; medians; ${environment.cpus} CPU(s), node ${environment.node}, PostgreSQL ${pgVersion} (${environment.database})\n\n` +
         table(rows) +
@@ -253,10 +346,28 @@ async function main() {
         'peak RSS: maxRSS of a fresh service child per format once it has also served the downloads; peak rendering: its maxRSS after the exports,\n' +
         'before any download. MiB = 1,048,576 bytes; the target is 300 MB = 286 MiB.\n'
     )
-    const file = join(resultsDir, `exports-${startedAt.toISOString().replace(/[:.]/g, '-')}${opt.quick ? '-quick' : ''}.json`)
+    const file = join(
+      resultsDir,
+      `exports-${startedAt.toISOString().replace(/[:.]/g, '-')}${opt.quick ? '-quick' : ''}.json`
+    )
     writeFileSync(
       file,
-      JSON.stringify({ startedAt, finishedAt: new Date(), settings: { ...settings, quick: opt.quick }, environment, seeded, csvHeader: csvHeaderLine, comparison, summary, serviceRuns, baselineRuns }, null, 2) + '\n'
+      JSON.stringify(
+        {
+          startedAt,
+          finishedAt: new Date(),
+          settings: { ...settings, quick: opt.quick },
+          environment,
+          seeded,
+          csvHeader: csvHeaderLine,
+          comparison,
+          summary,
+          serviceRuns,
+          baselineRuns
+        },
+        null,
+        2
+      ) + '\n'
     )
     process.stdout.write(`results: ${file}\n`)
   } finally {

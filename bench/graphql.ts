@@ -27,14 +27,31 @@ import { parseArgs } from 'node:util'
 import autocannon, { type Request, type Result } from 'autocannon'
 import pg from 'pg'
 import { projectRoot } from '../core/paths.ts'
-import { benchDatabase, defaultTenant, loadOptions, loadSettings, fmt, median, measureLoad, postgresVersion, prepareRun, startChild, table, type ChildServer, type LoadRun } from './common.ts'
+import {
+  benchDatabase,
+  defaultTenant,
+  loadOptions,
+  loadSettings,
+  fmt,
+  median,
+  measureLoad,
+  postgresVersion,
+  prepareRun,
+  startChild,
+  table,
+  type ChildServer,
+  type LoadRun
+} from './common.ts'
 import { randomRecordIds, seedIncidents } from './seed.ts'
 
 // ---------------------------------------------------------------- child: the service, counting statements
 
 /** This file run with `--serve --database-url URL [--tenant ID]`: statement recording, then bench/service-server.ts. */
 async function serve() {
-  const { values } = parseArgs({ args: process.argv.slice(3), options: { 'database-url': { type: 'string' }, tenant: { type: 'string' } } })
+  const { values } = parseArgs({
+    args: process.argv.slice(3),
+    options: { 'database-url': { type: 'string' }, tenant: { type: 'string' } }
+  })
   // service-server.ts parses argv strictly: its settings go through the environment it also reads.
   process.env.BENCH_DATABASE_URL = values['database-url']
   if (values.tenant) process.env.BENCH_TENANT = values.tenant
@@ -81,14 +98,15 @@ type Service = ChildServer<'service'>
 
 /** The statements the service sent to PostgreSQL while `work` ran (nothing else may be talking to it meanwhile). */
 async function statementsDuring(service: Service, work: () => Promise<unknown>): Promise<string[]> {
-  const reply = (type: string) => new Promise<any>((resolve) => {
-    const on = (msg: any) => {
-      if (msg?.type !== type) return
-      service.child.off('message', on)
-      resolve(msg)
-    }
-    service.child.on('message', on)
-  })
+  const reply = (type: string) =>
+    new Promise<any>((resolve) => {
+      const on = (msg: any) => {
+        if (msg?.type !== type) return
+        service.child.off('message', on)
+        resolve(msg)
+      }
+      service.child.on('message', on)
+    })
   const started = reply('sql-started')
   service.child.send({ type: 'sql-start' })
   await started
@@ -109,7 +127,8 @@ const getQuery =
   `activity { id at actor ${actor} action changes { field from to } transition { key from to } comment } ` +
   'attachments { id fileName contentType size sha256 uploadedBy { type id name } uploadedAt } availableTransitions { key label to missingFields } } }'
 const listQuery = `{ incidents(first: 50) { edges { node { ${envelope} ${incidentPayload} } } pageInfo { hasNextPage endCursor } } }`
-const actionsQuery = (first: number) => `{ correctiveActions(first: ${first}) { nodes { number payload { incident { number payload { title } } } } } }`
+const actionsQuery = (first: number) =>
+  `{ correctiveActions(first: ${first}) { nodes { number payload { incident { number payload { title } } } } } }`
 
 interface Side {
   name: 'REST' | 'GraphQL'
@@ -123,7 +142,12 @@ interface Scenario {
 }
 
 function scenarios(ids: string[]): Scenario[] {
-  const gql = (body: string): Request => ({ method: 'POST', path: '/api/graphql', headers: { 'content-type': 'application/json' }, body })
+  const gql = (body: string): Request => ({
+    method: 'POST',
+    path: '/api/graphql',
+    headers: { 'content-type': 'application/json' },
+    body
+  })
   const getBodies = ids.map((id) => JSON.stringify({ query: getQuery, variables: { id } }))
   let nextRest = 0
   let nextGql = 0
@@ -131,8 +155,21 @@ function scenarios(ids: string[]): Scenario[] {
     {
       key: 'get',
       label: 'GET one record',
-      rest: { name: 'REST', requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/v1/records/${ids[nextRest++ % ids.length]}` }) }] },
-      graphql: { name: 'GraphQL', requests: [{ ...gql(getBodies[0]), setupRequest: (req) => ({ ...req, body: getBodies[nextGql++ % getBodies.length] }) }] }
+      rest: {
+        name: 'REST',
+        requests: [
+          {
+            method: 'GET',
+            setupRequest: (req) => ({ ...req, path: `/api/v1/records/${ids[nextRest++ % ids.length]}` })
+          }
+        ]
+      },
+      graphql: {
+        name: 'GraphQL',
+        requests: [
+          { ...gql(getBodies[0]), setupRequest: (req) => ({ ...req, body: getBodies[nextGql++ % getBodies.length] }) }
+        ]
+      }
     },
     {
       key: 'list',
@@ -147,35 +184,73 @@ type Run = LoadRun & { side: Side['name'] }
 
 function measure(service: Service, scenario: Scenario, side: Side, repeat: number, database: string): Promise<Run> {
   const load = async (seconds: number): Promise<Result> =>
-    autocannon({ url: service.url, connections: settings.connections, duration: seconds, headers: { authorization: `Bearer ${service.token}` }, requests: side.requests })
-  return measureLoad({ key: scenario.key, side: side.name, repeat, database, warmup: settings.warmup, duration: settings.duration, load, cpu: () => service.cpu(), log, pad: 7 })
+    autocannon({
+      url: service.url,
+      connections: settings.connections,
+      duration: seconds,
+      headers: { authorization: `Bearer ${service.token}` },
+      requests: side.requests
+    })
+  return measureLoad({
+    key: scenario.key,
+    side: side.name,
+    repeat,
+    database,
+    warmup: settings.warmup,
+    duration: settings.duration,
+    load,
+    cpu: () => service.cpu(),
+    log,
+    pad: 7
+  })
 }
 
 /** One HTTP call to the service; GraphQL answers must carry data and no errors. */
-async function call(service: Service, path: string, init: { method?: string; body?: string; type?: string } = {}): Promise<{ status: number; text: string; json: any }> {
+async function call(
+  service: Service,
+  path: string,
+  init: { method?: string; body?: string; type?: string } = {}
+): Promise<{ status: number; text: string; json: any }> {
   const res = await fetch(service.url + path, {
     method: init.method ?? 'GET',
     headers: { authorization: `Bearer ${service.token}`, ...(init.type ? { 'content-type': init.type } : {}) },
     body: init.body
   })
   const text = await res.text()
-  const json = text && /^application\/(json|problem\+json|graphql-response\+json)/.test(res.headers.get('content-type') ?? '') ? JSON.parse(text) : undefined
-  if (res.status >= 300) throw new Error(`${init.method ?? 'GET'} ${path} answered ${res.status}: ${text.slice(0, 500)}`)
+  const json =
+    text && /^application\/(json|problem\+json|graphql-response\+json)/.test(res.headers.get('content-type') ?? '')
+      ? JSON.parse(text)
+      : undefined
+  if (res.status >= 300)
+    throw new Error(`${init.method ?? 'GET'} ${path} answered ${res.status}: ${text.slice(0, 500)}`)
   return { status: res.status, text, json }
 }
 
 async function graphql(service: Service, query: string, variables?: Record<string, unknown>) {
-  const r = await call(service, '/api/graphql', { method: 'POST', type: 'application/json', body: JSON.stringify({ query, variables }) })
+  const r = await call(service, '/api/graphql', {
+    method: 'POST',
+    type: 'application/json',
+    body: JSON.stringify({ query, variables })
+  })
   if (r.json?.errors?.length || !r.json?.data) throw new Error(`GraphQL answered errors: ${r.text.slice(0, 800)}`)
   return r
 }
 
 /** 200 corrective actions, each referencing another of the seeded incidents, in one bulk call (its outcomes must all be `created`). */
 async function seedActions(service: Service, incidentIds: string[], count: number) {
-  const rows = incidentIds.slice(0, count).map((incident, i) => JSON.stringify({ payload: { title: `Bench action ${i + 1}`, incident, kind: 'corrective', priority: 'medium' } }))
-  const { text } = await call(service, '/api/modules/corrective-action/bulk', { method: 'POST', type: 'application/x-ndjson', body: rows.join('\n') + '\n' })
+  const rows = incidentIds
+    .slice(0, count)
+    .map((incident, i) =>
+      JSON.stringify({ payload: { title: `Bench action ${i + 1}`, incident, kind: 'corrective', priority: 'medium' } })
+    )
+  const { text } = await call(service, '/api/modules/corrective-action/bulk', {
+    method: 'POST',
+    type: 'application/x-ndjson',
+    body: rows.join('\n') + '\n'
+  })
   const summary = JSON.parse(text.trim().split('\n').at(-1) ?? '{}').summary
-  if (summary?.created !== count || !summary.complete) throw new Error(`bulk load of corrective actions: ${text.slice(0, 800)}`)
+  if (summary?.created !== count || !summary.complete)
+    throw new Error(`bulk load of corrective actions: ${text.slice(0, 800)}`)
 }
 
 function sanityLine(label: string, r: { text: string }, keys: string[]) {
@@ -193,27 +268,41 @@ async function main() {
   let service: Service | undefined
   try {
     log(`database: ${db.name} on ${db.where === 'embedded' ? 'the embedded cluster (data/bench)' : 'DATABASE_URL'}`)
-    const profileDir = opt['cpu-prof'] ? join(resultsDir, 'profiles', `${startedAt.toISOString().replace(/[:.]/g, '-')}-graphql-service`) : undefined
+    const profileDir = opt['cpu-prof']
+      ? join(resultsDir, 'profiles', `${startedAt.toISOString().replace(/[:.]/g, '-')}-graphql-service`)
+      : undefined
     // --service-root: DIR/bench/graphql.ts --serve, i.e. the service of a patched copy of the project, to measure a change before making it.
     const serviceRoot = resolve(opt['service-root'] ?? projectRoot)
-    service = await startChild('service', join(serviceRoot, 'bench', 'graphql.ts'), ['--serve', '--database-url', db.url, '--tenant', defaultTenant], serviceRoot, { cpuProfDir: profileDir })
-    log(`service: ${service.url}${opt['service-root'] ? ` (from ${serviceRoot})` : ''}${profileDir ? ` (profiling into ${profileDir})` : ''}`)
+    service = await startChild(
+      'service',
+      join(serviceRoot, 'bench', 'graphql.ts'),
+      ['--serve', '--database-url', db.url, '--tenant', defaultTenant],
+      serviceRoot,
+      { cpuProfDir: profileDir }
+    )
+    log(
+      `service: ${service.url}${opt['service-root'] ? ` (from ${serviceRoot})` : ''}${profileDir ? ` (profiling into ${profileDir})` : ''}`
+    )
     const seeded = await seedIncidents(db.url, { tenantId: defaultTenant, count: settings.records })
     log(`seeded ${seeded.count} incident records in ${seeded.ms} ms (last number ${seeded.lastNumber})`)
     const ids = await randomRecordIds(db.url, settings.idCount)
     await seedActions(service, ids, settings.correctiveActions)
-    log(`loaded ${settings.correctiveActions} corrective actions through the bulk endpoint, each referencing another incident`)
+    log(
+      `loaded ${settings.correctiveActions} corrective actions through the bulk endpoint, each referencing another incident`
+    )
     const pgVersion = await postgresVersion(db.url)
 
     log('sanity check (one request each):')
     const restGet = await call(service, `/api/v1/records/${ids[0]}`)
     const gqlGet = await graphql(service, getQuery, { id: ids[0] })
-    if (gqlGet.json.data.record?.id !== ids[0]) throw new Error(`GraphQL record(id:) answered another record: ${gqlGet.text.slice(0, 300)}`)
+    if (gqlGet.json.data.record?.id !== ids[0])
+      throw new Error(`GraphQL record(id:) answered another record: ${gqlGet.text.slice(0, 300)}`)
     sanityLine('get REST   ', restGet, Object.keys(restGet.json))
     sanityLine('get GraphQL', gqlGet, Object.keys(gqlGet.json.data.record))
     const restList = await call(service, '/api/v1/records?moduleKey=incident&limit=50')
     const gqlList = await graphql(service, listQuery)
-    if (gqlList.json.data.incidents.edges.length !== 50 || restList.json.items.length !== 50) throw new Error('list: expected 50 items on both sides')
+    if (gqlList.json.data.incidents.edges.length !== 50 || restList.json.items.length !== 50)
+      throw new Error('list: expected 50 items on both sides')
     sanityLine('list REST   ', restList, Object.keys(restList.json.items[0]))
     sanityLine('list GraphQL', gqlList, Object.keys(gqlList.json.data.incidents.edges[0].node))
 
@@ -228,18 +317,28 @@ async function main() {
       for (const first of settings.pageSizes) {
         await count(`GraphQL correctiveActions(first: ${first}) with incidents`, first, async () => {
           const r = await graphql(service!, actionsQuery(first))
-          const nodes = r.json.data.correctiveActions.nodes as Array<{ payload: { incident: { number: string } | null } }>
-          if (nodes.length !== first || nodes.some((n) => !n.payload.incident?.number)) throw new Error(`correctiveActions(first: ${first}): ${r.text.slice(0, 300)}`)
+          const nodes = r.json.data.correctiveActions.nodes as Array<{
+            payload: { incident: { number: string } | null }
+          }>
+          if (nodes.length !== first || nodes.some((n) => !n.payload.incident?.number))
+            throw new Error(`correctiveActions(first: ${first}): ${r.text.slice(0, 300)}`)
         })
       }
       await count('GraphQL record(id:) as above', 1, () => graphql(service!, getQuery, { id: ids[0] }))
       await count('GraphQL incidents(first: 50) as above', 50, () => graphql(service!, listQuery))
       await count('REST GET /api/v1/records/{id}', 1, () => call(service!, `/api/v1/records/${ids[0]}`))
-      await count('REST list 200 corrective actions', 200, () => call(service!, '/api/v1/records?moduleKey=corrective-action&limit=200'))
+      await count('REST list 200 corrective actions', 200, () =>
+        call(service!, '/api/v1/records?moduleKey=corrective-action&limit=200')
+      )
       if (opt['show-sql']) {
         // The column lists are long and alike: what tells the statements apart is from FROM on.
-        const brief = (t: string) => t.replace(/\s+/g, ' ').replace(/^(select) .*? (from ")/i, '$1 … $2').slice(0, 220)
-        for (const s of statements) log(`  ${s.request}: ${s.statements}\n${s.list.map((t) => `    ${brief(t)}`).join('\n')}`)
+        const brief = (t: string) =>
+          t
+            .replace(/\s+/g, ' ')
+            .replace(/^(select) .*? (from ")/i, '$1 … $2')
+            .slice(0, 220)
+        for (const s of statements)
+          log(`  ${s.request}: ${s.statements}\n${s.list.map((t) => `    ${brief(t)}`).join('\n')}`)
       }
     }
 
@@ -250,7 +349,8 @@ async function main() {
       const runs: Run[] = []
       for (let rep = 0; rep < settings.repeats; rep++) {
         // Alternate who goes first, so neither side always inherits the other's after-effects.
-        for (const side of rep % 2 === 0 ? [s.rest, s.graphql] : [s.graphql, s.rest]) runs.push(await measure(service, s, side, rep, db.name))
+        for (const side of rep % 2 === 0 ? [s.rest, s.graphql] : [s.graphql, s.rest])
+          runs.push(await measure(service, s, side, rep, db.name))
       }
       results.push({ scenario: s, runs })
     }
@@ -284,7 +384,21 @@ async function main() {
     }
     let report = ''
     if (summary.length) {
-      const rows = [['scenario', 'REST req/s', 'GraphQL req/s', 'ratio', 'target', 'REST p99', 'GraphQL p99', 'REST CPU/req', 'GraphQL CPU/req', 'REST pg/req', 'GraphQL pg/req']]
+      const rows = [
+        [
+          'scenario',
+          'REST req/s',
+          'GraphQL req/s',
+          'ratio',
+          'target',
+          'REST p99',
+          'GraphQL p99',
+          'REST CPU/req',
+          'GraphQL CPU/req',
+          'REST pg/req',
+          'GraphQL pg/req'
+        ]
+      ]
       for (const s of summary) {
         const warn = s.rest.non2xx || s.graphql.non2xx ? ' !' : ''
         rows.push([
@@ -307,12 +421,17 @@ async function main() {
         table(rows) +
         '\n\nratio: GraphQL req/s ÷ REST req/s, same service, same run. CPU/req: CPU time of the service process per request; ' +
         'pg/req: CPU time of the PostgreSQL backends of the bench database per request.\n' +
-        (summary.some((s) => s.rest.non2xx || s.graphql.non2xx) ? '! some responses were not 2xx or failed: see the runs above and the JSON.\n' : '')
+        (summary.some((s) => s.rest.non2xx || s.graphql.non2xx)
+          ? '! some responses were not 2xx or failed: see the runs above and the JSON.\n'
+          : '')
     }
     if (statements.length) {
       report +=
         '\nSQL statements the service sent for one request (warm; counted on its pg clients):\n\n' +
-        table([['request', 'records', 'statements'], ...statements.map((s) => [s.request, String(s.records), String(s.statements)])]) +
+        table([
+          ['request', 'records', 'statements'],
+          ...statements.map((s) => [s.request, String(s.records), String(s.statements)])
+        ]) +
         '\n'
       const pages = statements.filter((s) => s.request.includes('correctiveActions'))
       if (pages.length > 1) {
@@ -321,7 +440,10 @@ async function main() {
       }
     }
     process.stdout.write(report)
-    const file = join(resultsDir, `graphql-${startedAt.toISOString().replace(/[:.]/g, '-')}${opt.quick ? '-quick' : ''}.json`)
+    const file = join(
+      resultsDir,
+      `graphql-${startedAt.toISOString().replace(/[:.]/g, '-')}${opt.quick ? '-quick' : ''}.json`
+    )
     writeFileSync(
       file,
       JSON.stringify(

@@ -25,7 +25,13 @@ for (const [label, tenant] of [
   let bytes = 0
   for (let i = 0; i < runs; i++) {
     const started = performance.now()
-    const doc = buildDocument({ config, describes, publicUrl: 'http://127.0.0.1:3030', errorsUrl: 'http://127.0.0.1:3030/errors', tenant })
+    const doc = buildDocument({
+      config,
+      describes,
+      publicUrl: 'http://127.0.0.1:3030',
+      errorsUrl: 'http://127.0.0.1:3030/errors',
+      tenant
+    })
     ms.push(performance.now() - started)
     bytes = JSON.stringify(doc).length
   }

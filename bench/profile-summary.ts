@@ -28,9 +28,16 @@ interface Profile {
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { top: { type: 'string', default: '25' }, focus: { type: 'string' }, requests: { type: 'string' }, skip: { type: 'string' }, timeline: { type: 'boolean' } }
+  options: {
+    top: { type: 'string', default: '25' },
+    focus: { type: 'string' },
+    requests: { type: 'string' },
+    skip: { type: 'string' },
+    timeline: { type: 'boolean' }
+  }
 })
-if (!positionals[0]) throw new Error('usage: profile-summary.ts <file.cpuprofile> [--top N] [--focus a,b] [--requests N]')
+if (!positionals[0])
+  throw new Error('usage: profile-summary.ts <file.cpuprofile> [--top N] [--focus a,b] [--requests N]')
 process.stdout.on('error', () => process.exit(0))
 const profile: Profile = JSON.parse(readFileSync(positionals[0], 'utf8'))
 
@@ -53,7 +60,11 @@ if (values.timeline) {
     perSecond[s].all += d
     if (byId.get(id)!.callFrame.functionName !== '(idle)') perSecond[s].busy += d
   })
-  console.log('busy % per second: ' + perSecond.map((x, s) => `${s}:${x ? Math.round((100 * x.busy) / (x.all || 1)) : 0}`).join(' ') + '\n')
+  console.log(
+    'busy % per second: ' +
+      perSecond.map((x, s) => `${s}:${x ? Math.round((100 * x.busy) / (x.all || 1)) : 0}`).join(' ') +
+      '\n'
+  )
 }
 const selfUs = new Map<number, number>()
 profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + sampleUs[i]))
@@ -71,7 +82,8 @@ function group(n: Node): string {
   }
   return path.startsWith(projectRoot) ? path.slice(projectRoot.length + 1) : path
 }
-const label = (n: Node) => `${n.callFrame.functionName || '(anonymous)'} ${group(n)}${n.callFrame.url ? `:${n.callFrame.lineNumber + 1}` : ''}`
+const label = (n: Node) =>
+  `${n.callFrame.functionName || '(anonymous)'} ${group(n)}${n.callFrame.url ? `:${n.callFrame.lineNumber + 1}` : ''}`
 
 let idle = 0
 let total = 0
@@ -89,13 +101,18 @@ for (const [id, us] of selfUs) {
 }
 const busy = total - idle
 const requests = values.requests ? Number(values.requests) : undefined
-const show = (us: number) => `${((100 * us) / busy).toFixed(1).padStart(5)} %${requests ? `  ${(us / requests).toFixed(1).padStart(7)} µs/req` : ''}`
+const show = (us: number) =>
+  `${((100 * us) / busy).toFixed(1).padStart(5)} %${requests ? `  ${(us / requests).toFixed(1).padStart(7)} µs/req` : ''}`
 
-console.log(`profile: ${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s busy (${((100 * busy) / total).toFixed(0)} %)${requests ? `, ${(busy / requests).toFixed(0)} µs busy per request` : ''}\n`)
+console.log(
+  `profile: ${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s busy (${((100 * busy) / total).toFixed(0)} %)${requests ? `, ${(busy / requests).toFixed(0)} µs busy per request` : ''}\n`
+)
 console.log('self time by package / project file:')
-for (const [g, us] of [...groups].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) console.log(`  ${show(us)}  ${g}`)
+for (const [g, us] of [...groups].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top)))
+  console.log(`  ${show(us)}  ${g}`)
 console.log('\ntop functions by self time:')
-for (const [f, us] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) console.log(`  ${show(us)}  ${f}`)
+for (const [f, us] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top)))
+  console.log(`  ${show(us)}  ${f}`)
 
 if (values.focus) {
   console.log('\ninclusive (synchronous, on-stack) time:')

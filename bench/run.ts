@@ -26,7 +26,22 @@ import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import autocannon, { type Request, type Result } from 'autocannon'
 import { projectRoot } from '../core/paths.ts'
-import { benchDatabase, loadOptions, loadSettings, prepareRun, createPayload, defaultTenant, fmt, median, postgresVersion, startChild as forkServer, measureLoad, type LoadRun, table, type ChildServer } from './common.ts'
+import {
+  benchDatabase,
+  loadOptions,
+  loadSettings,
+  prepareRun,
+  createPayload,
+  defaultTenant,
+  fmt,
+  median,
+  postgresVersion,
+  startChild as forkServer,
+  measureLoad,
+  type LoadRun,
+  table,
+  type ChildServer
+} from './common.ts'
 import { randomRecordIds, seedIncidents } from './seed.ts'
 
 const { values: opt } = parseArgs({
@@ -47,7 +62,9 @@ type ServerProcess = ChildServer<'service' | 'baseline' | 'compare'>
 
 function startChild(name: ServerProcess['name'], script: string, args: string[], cwd: string): Promise<ServerProcess> {
   // One folder per server: node writes a profile per thread (the main thread and tsx's loader thread).
-  return forkServer(name, script, args, cwd, { cpuProfDir: opt['cpu-prof'] ? join(resultsDir, 'profiles', `${profileStamp}-${name}`) : undefined })
+  return forkServer(name, script, args, cwd, {
+    cpuProfDir: opt['cpu-prof'] ? join(resultsDir, 'profiles', `${profileStamp}-${name}`) : undefined
+  })
 }
 
 // ---------------------------------------------------------------- scenarios
@@ -69,9 +86,17 @@ function scenarios(ids: string[]): Scenario[] {
       label: 'GET one record',
       target: 0.6,
       status: 200,
-      requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/v1/records/${ids[next++ % ids.length]}` }) }]
+      requests: [
+        { method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/v1/records/${ids[next++ % ids.length]}` }) }
+      ]
     },
-    { key: 'list', label: 'list 50', target: 0.8, status: 200, requests: [{ method: 'GET', path: '/api/v1/records?moduleKey=incident&limit=50' }] },
+    {
+      key: 'list',
+      label: 'list 50',
+      target: 0.8,
+      status: 200,
+      requests: [{ method: 'GET', path: '/api/v1/records?moduleKey=incident&limit=50' }]
+    },
     {
       key: 'create',
       label: 'create',
@@ -85,12 +110,30 @@ function scenarios(ids: string[]): Scenario[] {
 type Run = LoadRun & { side: ServerProcess['name'] }
 
 async function load(server: ServerProcess, s: Scenario, seconds: number): Promise<Result> {
-  const headers: Record<string, string> = server.token ? { authorization: `Bearer ${server.token}` } : { authorization: 'Bearer none' }
-  return autocannon({ url: server.url, connections: settings.connections, duration: seconds, headers, requests: s.requests })
+  const headers: Record<string, string> = server.token
+    ? { authorization: `Bearer ${server.token}` }
+    : { authorization: 'Bearer none' }
+  return autocannon({
+    url: server.url,
+    connections: settings.connections,
+    duration: seconds,
+    headers,
+    requests: s.requests
+  })
 }
 
 function measure(server: ServerProcess, s: Scenario, repeat: number, database: string): Promise<Run> {
-  return measureLoad({ key: s.key, side: server.name, repeat, database, warmup: settings.warmup, duration: settings.duration, load: (seconds) => load(server, s, seconds), cpu: () => server.cpu(), log })
+  return measureLoad({
+    key: s.key,
+    side: server.name,
+    repeat,
+    database,
+    warmup: settings.warmup,
+    duration: settings.duration,
+    load: (seconds) => load(server, s, seconds),
+    cpu: () => server.cpu(),
+    log
+  })
 }
 
 /** One request per scenario to each server, so a broken setup shows before minutes of load. */
@@ -106,10 +149,15 @@ async function sanityCheck(servers: ServerProcess[], list: Scenario[], ids: stri
         body: req.body as string | undefined
       })
       const text = await res.text()
-      if (res.status !== s.status) throw new Error(`${server.name} answered ${s.key} with ${res.status} (expected ${s.status}): ${text.slice(0, 500)}`)
+      if (res.status !== s.status)
+        throw new Error(
+          `${server.name} answered ${s.key} with ${res.status} (expected ${s.status}): ${text.slice(0, 500)}`
+        )
       const json = JSON.parse(text)
       const sample = s.key === 'list' ? json.items[0] : json
-      shapes.push(`${server.name} ${text.length} B${s.key === 'list' ? ` (${json.items.length} items)` : ''} [${Object.keys(sample).join(',')}]`)
+      shapes.push(
+        `${server.name} ${text.length} B${s.key === 'list' ? ` (${json.items.length} items)` : ''} [${Object.keys(sample).join(',')}]`
+      )
     }
     log(`  ${s.key}: ${shapes.join(' | ')}`)
   }
@@ -134,13 +182,25 @@ async function main() {
     log(`database: ${database} on ${db.where === 'embedded' ? 'the embedded cluster (data/bench)' : 'DATABASE_URL'}`)
     const serviceRoot = resolve(opt['service-root'] ?? projectRoot)
     const serviceArgs = ['--database-url', db.url, '--tenant', defaultTenant]
-    const service = await startChild('service', join(serviceRoot, 'bench', 'service-server.ts'), [...serviceArgs, ...(opt.tracing ? ['--tracing'] : [])], serviceRoot)
+    const service = await startChild(
+      'service',
+      join(serviceRoot, 'bench', 'service-server.ts'),
+      [...serviceArgs, ...(opt.tracing ? ['--tracing'] : [])],
+      serviceRoot
+    )
     servers.push(service)
-    log(`service: ${service.url}${opt['service-root'] ? ` (from ${serviceRoot})` : ''}${opt.tracing ? ' tracing to memory' : ''}`)
+    log(
+      `service: ${service.url}${opt['service-root'] ? ` (from ${serviceRoot})` : ''}${opt.tracing ? ' tracing to memory' : ''}`
+    )
     let compare: ServerProcess | undefined
     if (opt.compare) {
       const root = opt.compare === 'tracing' ? serviceRoot : resolve(opt.compare)
-      compare = await startChild('compare', join(root, 'bench', 'service-server.ts'), [...serviceArgs, ...(opt.compare === 'tracing' ? ['--tracing'] : [])], root)
+      compare = await startChild(
+        'compare',
+        join(root, 'bench', 'service-server.ts'),
+        [...serviceArgs, ...(opt.compare === 'tracing' ? ['--tracing'] : [])],
+        root
+      )
       servers.push(compare)
       log(`compare: ${compare.url} (${opt.compare === 'tracing' ? 'the service tracing to memory' : `from ${root}`})`)
     }
@@ -149,7 +209,12 @@ async function main() {
     log(`seeded ${seeded.count} incident records in ${seeded.ms} ms (last number ${seeded.lastNumber})`)
     const ids = await randomRecordIds(db.url, settings.idCount)
 
-    const baseline = await startChild('baseline', join(projectRoot, 'bench', 'baseline-server.ts'), ['--database-url', db.url, '--tenant', defaultTenant], projectRoot)
+    const baseline = await startChild(
+      'baseline',
+      join(projectRoot, 'bench', 'baseline-server.ts'),
+      ['--database-url', db.url, '--tenant', defaultTenant],
+      projectRoot
+    )
     servers.push(baseline)
     log(`baseline: ${baseline.url}`)
 
@@ -188,11 +253,32 @@ async function main() {
       const svc = side('service')
       const base = side('baseline')
       const other = compare ? side('compare') : undefined
-      return { key: scenario.key, label: scenario.label, target: scenario.target, service: svc, baseline: base, ratio: svc.reqPerSec / base.reqPerSec, compare: other && { ...other, ratioToService: other.reqPerSec / svc.reqPerSec } }
+      return {
+        key: scenario.key,
+        label: scenario.label,
+        target: scenario.target,
+        service: svc,
+        baseline: base,
+        ratio: svc.reqPerSec / base.reqPerSec,
+        compare: other && { ...other, ratioToService: other.reqPerSec / svc.reqPerSec }
+      }
     })
 
     const rows = [
-      ['scenario', 'service req/s', 'baseline req/s', 'ratio', 'target', 'service p99', 'baseline p99', 'svc CPU/req', 'base CPU/req', 'svc pg/req', 'base pg/req', ...(compare ? ['compare req/s', 'cmp/svc', 'cmp p99', 'cmp CPU/req'] : [])]
+      [
+        'scenario',
+        'service req/s',
+        'baseline req/s',
+        'ratio',
+        'target',
+        'service p99',
+        'baseline p99',
+        'svc CPU/req',
+        'base CPU/req',
+        'svc pg/req',
+        'base pg/req',
+        ...(compare ? ['compare req/s', 'cmp/svc', 'cmp p99', 'cmp CPU/req'] : [])
+      ]
     ]
     for (const s of summary) {
       const mark = s.ratio >= s.target ? 'ok' : 'below'
@@ -209,7 +295,14 @@ async function main() {
         `${fmt(s.baseline.serverCpuUsPerReq)} µs`,
         `${fmt(s.service.pgCpuUsPerReq)} µs`,
         `${fmt(s.baseline.pgCpuUsPerReq)} µs`,
-        ...(s.compare ? [fmt(s.compare.reqPerSec), fmt(s.compare.ratioToService, 2), `${fmt(s.compare.p99)} ms`, `${fmt(s.compare.serverCpuUsPerReq)} µs`] : [])
+        ...(s.compare
+          ? [
+              fmt(s.compare.reqPerSec),
+              fmt(s.compare.ratioToService, 2),
+              `${fmt(s.compare.p99)} ms`,
+              `${fmt(s.compare.serverCpuUsPerReq)} µs`
+            ]
+          : [])
       ])
     }
     const environment = {
@@ -227,16 +320,27 @@ async function main() {
         `${environment.cpus} CPU(s), node ${environment.node}, PostgreSQL ${pgVersion} (${environment.database})\n\n` +
         table(rows) +
         '\n\nCPU/req: CPU time of the server process per request; pg/req: CPU time of the PostgreSQL backends of the bench database per request.\n' +
-        (summary.some((s) => s.service.non2xx || s.baseline.non2xx) ? '! some responses were not 2xx or failed: see the runs above and the JSON.\n' : '')
+        (summary.some((s) => s.service.non2xx || s.baseline.non2xx)
+          ? '! some responses were not 2xx or failed: see the runs above and the JSON.\n'
+          : '')
     )
-    const file = join(resultsDir, `bench-${startedAt.toISOString().replace(/[:.]/g, '-')}${opt.quick ? '-quick' : ''}.json`)
+    const file = join(
+      resultsDir,
+      `bench-${startedAt.toISOString().replace(/[:.]/g, '-')}${opt.quick ? '-quick' : ''}.json`
+    )
     writeFileSync(
       file,
       JSON.stringify(
         {
           startedAt,
           finishedAt: new Date(),
-          settings: { ...settings, quick: opt.quick, serviceRoot: opt['service-root'] ?? null, tracing: opt.tracing, compare: opt.compare ?? null },
+          settings: {
+            ...settings,
+            quick: opt.quick,
+            serviceRoot: opt['service-root'] ?? null,
+            tracing: opt.tracing,
+            compare: opt.compare ?? null
+          },
           environment,
           summary,
           runs: results.map(({ scenario, runs }) => ({ key: scenario.key, runs }))

@@ -24,7 +24,10 @@ export interface SeedResult {
 const seedActor = { type: 'system', id: 'bench-seed', name: 'benchmark seed' }
 
 /** Inserts `count` live incidents (state 'reported') for `tenantId`; the tenant must exist with the module installed. */
-export async function seedIncidents(url: string, options: { tenantId?: string; count?: number; moduleKey?: string } = {}): Promise<SeedResult> {
+export async function seedIncidents(
+  url: string,
+  options: { tenantId?: string; count?: number; moduleKey?: string } = {}
+): Promise<SeedResult> {
   const tenantId = options.tenantId ?? defaultTenant
   const count = options.count ?? 100_000
   const moduleKey = options.moduleKey ?? 'incident'
@@ -76,13 +79,32 @@ export async function seedIncidents(url: string, options: { tenantId?: string; c
        )
        SELECT (SELECT count(*) FROM a)::int AS activity, min(seq)::bigint AS first_seq,
               (SELECT number FROM r ORDER BY seq DESC LIMIT 1) AS last_number, count(*)::int AS n FROM r`,
-      [tenantId, moduleKey, from, count, module.definition.version, prefix, width, suffix, module.definition.workflow.initial, JSON.stringify(seedActor)]
+      [
+        tenantId,
+        moduleKey,
+        from,
+        count,
+        module.definition.version,
+        prefix,
+        width,
+        suffix,
+        module.definition.workflow.initial,
+        JSON.stringify(seedActor)
+      ]
     )
-    await client.query('UPDATE record_sequences SET value = $4 WHERE tenant_id = $1 AND module_key = $2 AND scope = $3', [tenantId, moduleKey, scope, from + count])
+    await client.query(
+      'UPDATE record_sequences SET value = $4 WHERE tenant_id = $1 AND module_key = $2 AND scope = $3',
+      [tenantId, moduleKey, scope, from + count]
+    )
     await client.query('COMMIT')
     // Fresh statistics and a visibility map, so both servers start from the same planned, vacuumed tables.
     await client.query('VACUUM (ANALYZE) records, record_activity, record_sequences')
-    return { count: rows[0].n, firstSeq: Number(rows[0].first_seq), lastNumber: rows[0].last_number, ms: Date.now() - started }
+    return {
+      count: rows[0].n,
+      firstSeq: Number(rows[0].first_seq),
+      lastNumber: rows[0].last_number,
+      ms: Date.now() - started
+    }
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined)
     throw err
@@ -92,15 +114,18 @@ export async function seedIncidents(url: string, options: { tenantId?: string; c
 }
 
 /** `n` random ids of live records of the tenant's module (the GET scenario rotates through them). */
-export async function randomRecordIds(url: string, n: number, options: { tenantId?: string; moduleKey?: string } = {}): Promise<string[]> {
+export async function randomRecordIds(
+  url: string,
+  n: number,
+  options: { tenantId?: string; moduleKey?: string } = {}
+): Promise<string[]> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    const { rows } = await client.query('SELECT id FROM records WHERE tenant_id = $1 AND module_key = $2 AND deleted_at IS NULL ORDER BY random() LIMIT $3', [
-      options.tenantId ?? defaultTenant,
-      options.moduleKey ?? 'incident',
-      n
-    ])
+    const { rows } = await client.query(
+      'SELECT id FROM records WHERE tenant_id = $1 AND module_key = $2 AND deleted_at IS NULL ORDER BY random() LIMIT $3',
+      [options.tenantId ?? defaultTenant, options.moduleKey ?? 'incident', n]
+    )
     return rows.map((r) => r.id as string)
   } finally {
     await client.end()
@@ -114,8 +139,18 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const tenantId = values.tenant ?? defaultTenant
   const { createPlatform } = await import('../core/app.ts')
   // Migrate and create the tenant with its modules, exactly as the service start does.
-  const platform = await createPlatform(loadConfig({ jobs: { enabled: false }, logLevel: 'error', tenants: { [tenantId]: { name: 'Bench', modules: benchModules } }, database: { url } }), { limiter: false })
+  const platform = await createPlatform(
+    loadConfig({
+      jobs: { enabled: false },
+      logLevel: 'error',
+      tenants: { [tenantId]: { name: 'Bench', modules: benchModules } },
+      database: { url }
+    }),
+    { limiter: false }
+  )
   await platform.db.close()
   const r = await seedIncidents(url, { tenantId, count: Number(values.count ?? 100_000) })
-  process.stdout.write(`seeded ${r.count} incident records for tenant ${tenantId} in ${r.ms} ms (last number ${r.lastNumber})\n`)
+  process.stdout.write(
+    `seeded ${r.count} incident records for tenant ${tenantId} in ${r.ms} ms (last number ${r.lastNumber})\n`
+  )
 }

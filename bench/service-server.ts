@@ -23,7 +23,15 @@ import { parseArgs } from 'node:util'
 import { startTracing } from '../core/telemetry/start.ts'
 
 const { values: args } = parseArgs({
-  options: { 'database-url': { type: 'string' }, tenant: { type: 'string' }, jobs: { type: 'boolean', default: false }, 'attachments-dir': { type: 'string' }, 'local-webhooks': { type: 'boolean', default: false }, 'other-tenant': { type: 'boolean', default: false }, tracing: { type: 'boolean', default: false } }
+  options: {
+    'database-url': { type: 'string' },
+    tenant: { type: 'string' },
+    jobs: { type: 'boolean', default: false },
+    'attachments-dir': { type: 'string' },
+    'local-webhooks': { type: 'boolean', default: false },
+    'other-tenant': { type: 'boolean', default: false },
+    tracing: { type: 'boolean', default: false }
+  }
 })
 const url = args['database-url'] ?? process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL
 if (!url) throw new Error('service-server: pass --database-url or set DATABASE_URL')
@@ -72,9 +80,15 @@ const config = loadConfig({
 const platform = await createPlatform(config)
 const running = await startServer(platform, plugins)
 const { token } = await platform.credentials.create({ tenantId, kind: 'api_key', name: 'benchmark key' })
-const otherToken = args['other-tenant'] ? (await platform.credentials.create({ tenantId: 'bench-other', kind: 'api_key', name: 'benchmark key' })).token : undefined
+const otherToken = args['other-tenant']
+  ? (await platform.credentials.create({ tenantId: 'bench-other', kind: 'api_key', name: 'benchmark key' })).token
+  : undefined
 // Forked by run.ts the key travels over IPC only; run by hand it is printed for curl/autocannon.
-process.stdout.write(process.send ? `service listening ${running.url}${tracing ? ' (tracing to memory)' : ''}\n` : `listening ${running.url}\ntoken ${token}\n`)
+process.stdout.write(
+  process.send
+    ? `service listening ${running.url}${tracing ? ' (tracing to memory)' : ''}\n`
+    : `listening ${running.url}\ntoken ${token}\n`
+)
 
 serveAsChild(
   async () => {

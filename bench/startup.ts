@@ -30,14 +30,32 @@ interface Sample {
   rssMiB: number
 }
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, only: { type: 'string' }, variant: { type: 'string', multiple: true, default: [] } } })
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '5' },
+    only: { type: 'string' },
+    variant: { type: 'string', multiple: true, default: [] }
+  }
+})
 const runs = Number(values.runs)
 const ticks = 100 // USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s on Linux
 const idleMs = 5000
 
 const here: Variant[] = [
-  { label: 'build', cwd: projectRoot, node: process.execPath, args: ['--max-old-space-size=1024', 'bin/start.js'], env: { RECORDS_RUNTIME: 'build' } },
-  { label: 'sources (tsx)', cwd: projectRoot, node: process.execPath, args: ['--max-old-space-size=1024', 'bin/start.js'], env: { RECORDS_RUNTIME: 'sources' } }
+  {
+    label: 'build',
+    cwd: projectRoot,
+    node: process.execPath,
+    args: ['--max-old-space-size=1024', 'bin/start.js'],
+    env: { RECORDS_RUNTIME: 'build' }
+  },
+  {
+    label: 'sources (tsx)',
+    cwd: projectRoot,
+    node: process.execPath,
+    args: ['--max-old-space-size=1024', 'bin/start.js'],
+    env: { RECORDS_RUNTIME: 'sources' }
+  }
 ]
 const only = values.only?.split(',')
 const variants = [
@@ -52,7 +70,8 @@ function cpuMsOf(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticks // utime, stime
 }
-const rssMiBOf = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
+const rssMiBOf = (pid: number): number =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
 
 /** One start: spawn, wait for `Listening on`, idle, measure, SIGTERM, wait for the exit. */
 async function start(v: Variant, databaseUrl: string): Promise<Sample> {
@@ -71,7 +90,9 @@ async function start(v: Variant, databaseUrl: string): Promise<Sample> {
       out += c
       if (/Listening on /.test(out)) resolve({ wallMs: performance.now() - t0, cpuMs: cpuMsOf(child.pid!) })
     })
-    child.once('exit', (code) => reject(new Error(`${v.label} exited (${code}) before listening: ${stderr.slice(-2000)}`)))
+    child.once('exit', (code) =>
+      reject(new Error(`${v.label} exited (${code}) before listening: ${stderr.slice(-2000)}`))
+    )
   })
   await new Promise((r) => setTimeout(r, idleMs))
   const rssMiB = rssMiBOf(child.pid!)
@@ -80,8 +101,11 @@ async function start(v: Variant, databaseUrl: string): Promise<Sample> {
   return { wallMs, cpuMs, rssMiB }
 }
 
-const row = (label: string, s: Sample) => `${label.padEnd(34)} ${s.wallMs.toFixed(0).padStart(8)} ${s.cpuMs.toFixed(0).padStart(8)} ${s.rssMiB.toFixed(0).padStart(8)}`
-const lines: string[] = [`${'variant'.padEnd(34)} ${'start ms'.padStart(8)} ${'CPU ms'.padStart(8)} ${'RSS MiB'.padStart(8)}`]
+const row = (label: string, s: Sample) =>
+  `${label.padEnd(34)} ${s.wallMs.toFixed(0).padStart(8)} ${s.cpuMs.toFixed(0).padStart(8)} ${s.rssMiB.toFixed(0).padStart(8)}`
+const lines: string[] = [
+  `${'variant'.padEnd(34)} ${'start ms'.padStart(8)} ${'CPU ms'.padStart(8)} ${'RSS MiB'.padStart(8)}`
+]
 for (const v of variants) {
   const db = await benchDatabase()
   try {
@@ -89,9 +113,17 @@ for (const v of variants) {
     const samples: Sample[] = []
     for (let i = 0; i < runs; i++) samples.push(await start(v, db.url))
     const vers = await nodeVersion(v.node)
-    process.stdout.write(`${v.label} (${vers}): ${samples.map((s) => `${s.wallMs.toFixed(0)} ms/${s.cpuMs.toFixed(0)} ms CPU/${s.rssMiB.toFixed(0)} MiB`).join(', ')}\n`)
+    process.stdout.write(
+      `${v.label} (${vers}): ${samples.map((s) => `${s.wallMs.toFixed(0)} ms/${s.cpuMs.toFixed(0)} ms CPU/${s.rssMiB.toFixed(0)} MiB`).join(', ')}\n`
+    )
     lines.push(row(`${v.label}, first start`, first))
-    lines.push(row(`${v.label}, median of ${runs}`, { wallMs: median(samples.map((s) => s.wallMs)), cpuMs: median(samples.map((s) => s.cpuMs)), rssMiB: median(samples.map((s) => s.rssMiB)) }))
+    lines.push(
+      row(`${v.label}, median of ${runs}`, {
+        wallMs: median(samples.map((s) => s.wallMs)),
+        cpuMs: median(samples.map((s) => s.cpuMs)),
+        rssMiB: median(samples.map((s) => s.rssMiB))
+      })
+    )
   } finally {
     await db.close()
   }

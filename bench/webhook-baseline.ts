@@ -23,7 +23,13 @@ function post(url: URL, headers: Record<string, string>, body: string): Promise<
       path: url.pathname,
       method: 'POST',
       agent,
-      headers: { ...headers, host: url.host, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'records-webhooks/1' }
+      headers: {
+        ...headers,
+        host: url.host,
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+        'user-agent': 'records-webhooks/1'
+      }
     })
     req.on('error', () => resolve(0))
     req.on('response', (res) => {
@@ -45,15 +51,22 @@ async function run(target: string, count: number, template: Record<string, any>,
     const body = JSON.stringify({ ...template, id, subject: { ...template.subject, id: randomUUID() } })
     const timestamp = Math.floor(Date.now() / 1000)
     const signature = `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`
-    const status = await post(url, { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signature }, body)
+    const status = await post(
+      url,
+      { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signature },
+      body
+    )
     if (status < 200 || status >= 300) failed++
   }
   return { ms: performance.now() - started, failed }
 }
 
-process.on('message', (msg: { type?: string; url: string; count: number; template: Record<string, any>; secret: string }) => {
-  if (msg?.type !== 'run') return
-  void run(msg.url, msg.count, msg.template, msg.secret).then((r) => process.send!({ type: 'done', ...r }))
-})
+process.on(
+  'message',
+  (msg: { type?: string; url: string; count: number; template: Record<string, any>; secret: string }) => {
+    if (msg?.type !== 'run') return
+    void run(msg.url, msg.count, msg.template, msg.secret).then((r) => process.send!({ type: 'done', ...r }))
+  }
+)
 
 serveAsChild(async () => undefined, {})

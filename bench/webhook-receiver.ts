@@ -48,7 +48,14 @@ function parsed(r: (typeof received)[number]): Arrival {
   } catch {
     json = undefined
   }
-  return { at: r.at, path: r.path, id: r.id, subject: json?.subject?.id ?? null, type: json?.type ?? null, bytes: Buffer.byteLength(r.body) }
+  return {
+    at: r.at,
+    path: r.path,
+    id: r.id,
+    subject: json?.subject?.id ?? null,
+    type: json?.type ?? null,
+    bytes: Buffer.byteLength(r.body)
+  }
 }
 
 process.on('message', (msg: { type?: string }) => {

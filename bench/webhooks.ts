@@ -34,7 +34,20 @@ import pg from 'pg'
 import { Webhook } from 'standardwebhooks'
 import { projectRoot } from '../core/paths.ts'
 import { bulkLoad } from './bulk-load.ts'
-import { benchDatabase, cpuDelta, createPayload, defaultTenant, fmt, median, pgBackendCpu, postgresVersion, prepareRun, startChild, table, type ChildServer } from './common.ts'
+import {
+  benchDatabase,
+  cpuDelta,
+  createPayload,
+  defaultTenant,
+  fmt,
+  median,
+  pgBackendCpu,
+  postgresVersion,
+  prepareRun,
+  startChild,
+  table,
+  type ChildServer
+} from './common.ts'
 import type { Arrival } from './webhook-receiver.ts'
 import { wallClock } from './wall-clock.ts'
 
@@ -89,7 +102,12 @@ function askChild<T = any>(child: Child, msg: Record<string, unknown>, answer = 
 const agent = new http.Agent({ keepAlive: true })
 
 /** One request to the service; the wall-clock moments it was sent and its answer's head arrived. */
-function request(service: Child, method: string, path: string, body?: unknown): Promise<{ status: number; json: any; sent: number; answered: number }> {
+function request(
+  service: Child,
+  method: string,
+  path: string,
+  body?: unknown
+): Promise<{ status: number; json: any; sent: number; answered: number }> {
   const url = new URL(path, service.url)
   const text = body === undefined ? undefined : JSON.stringify(body)
   return new Promise((resolve, reject) => {
@@ -99,7 +117,10 @@ function request(service: Child, method: string, path: string, body?: unknown): 
       path: url.pathname + url.search,
       method,
       agent,
-      headers: { authorization: `Bearer ${service.token}`, ...(text ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) } : {}) }
+      headers: {
+        authorization: `Bearer ${service.token}`,
+        ...(text ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) } : {})
+      }
     })
     let answered = 0
     req.on('error', reject)
@@ -108,7 +129,9 @@ function request(service: Child, method: string, path: string, body?: unknown): 
       let data = ''
       res.setEncoding('utf8')
       res.on('data', (d) => (data += d))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: data ? JSON.parse(data) : undefined, sent, answered }))
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, json: data ? JSON.parse(data) : undefined, sent, answered })
+      )
     })
     const sent = now()
     req.end(text)
@@ -143,7 +166,10 @@ async function awaitArrivals(receiver: Child, expected: number): Promise<void> {
   await sleep(500)
 }
 
-const take = (receiver: Child) => askChild<{ arrivals: Arrival[]; first?: { headers: Record<string, string>; body: string } }>(receiver, { type: 'take' })
+const take = (receiver: Child) =>
+  askChild<{ arrivals: Arrival[]; first?: { headers: Record<string, string>; body: string } }>(receiver, {
+    type: 'take'
+  })
 
 // ---------------------------------------------------------------- figures
 
@@ -172,7 +198,14 @@ function exactlyOnce(arrivals: Arrival[], paths: string[], expected: number) {
   return paths.map((path) => {
     const mine = arrivals.filter((a) => a.path === path)
     const distinct = new Set(mine.map((a) => a.id)).size
-    return { path, arrivals: mine.length, distinct, duplicates: mine.length - distinct, missing: Math.max(0, expected - distinct), rate: ratePerSec(mine) }
+    return {
+      path,
+      arrivals: mine.length,
+      distinct,
+      duplicates: mine.length - distinct,
+      missing: Math.max(0, expected - distinct),
+      rate: ratePerSec(mine)
+    }
   })
 }
 
@@ -185,7 +218,10 @@ async function pacedCreates(service: Child, count: number, rate: number, tag: st
   for (let i = 0; i < count; i++) {
     const wait = start + (i * 1000) / rate - performance.now()
     if (wait > 0) await sleep(wait)
-    const r = await request(service, 'POST', '/api/v1/records', { moduleKey: 'incident', payload: { ...createPayload, title: `${createPayload.title} (${tag} #${i + 1})` } })
+    const r = await request(service, 'POST', '/api/v1/records', {
+      moduleKey: 'incident',
+      payload: { ...createPayload, title: `${createPayload.title} (${tag} #${i + 1})` }
+    })
     if (r.status !== 201) throw new Error(`create answered ${r.status}: ${JSON.stringify(r.json).slice(0, 300)}`)
     out.push({ id: r.json.id, sent: r.sent, answered: r.answered })
   }
@@ -195,14 +231,22 @@ async function pacedCreates(service: Child, count: number, rate: number, tag: st
 async function latencyPhase(service: Child, receiver: Child, db: pg.Client) {
   const sub = await subscribe(service, `${receiver.url}/latency`)
   await take(receiver)
-  const warm = await pacedCreates(service, Math.max(1, Math.round(settings.warmup * settings.rate)), settings.rate, 'warm-up')
+  const warm = await pacedCreates(
+    service,
+    Math.max(1, Math.round(settings.warmup * settings.rate)),
+    settings.rate,
+    'warm-up'
+  )
   await awaitArrivals(receiver, warm.length)
   const warmed = await take(receiver)
   // Sanity: the first delivery verifies with the subscription's secret (standardwebhooks) and names the record.
   const first = warmed.first!
   const verified = new Webhook(sub.secret).verify(first.body, first.headers) as any
-  if (verified.type !== 'record.created' || verified.subject?.id !== warm[0].id) throw new Error(`first delivery is not the first create's: ${first.body}`)
-  log(`  sanity check: ${warmed.arrivals.length} warm-up deliveries; the first verifies with the subscription secret (${Buffer.byteLength(first.body)} B, ${verified.type})`)
+  if (verified.type !== 'record.created' || verified.subject?.id !== warm[0].id)
+    throw new Error(`first delivery is not the first create's: ${first.body}`)
+  log(
+    `  sanity check: ${warmed.arrivals.length} warm-up deliveries; the first verifies with the subscription secret (${Buffer.byteLength(first.body)} B, ${verified.type})`
+  )
 
   const creates = await pacedCreates(service, Math.round(settings.duration * settings.rate), settings.rate, 'latency')
   await awaitArrivals(receiver, creates.length)
@@ -251,7 +295,11 @@ async function latencyPhase(service: Child, receiver: Child, db: pg.Client) {
     fromAnswer: spread(fromAnswer),
     fromSent: spread(fromSent),
     createMs: spread(creates.map((c) => c.answered - c.sent)),
-    stages: { answerToFanOut: spread(stages.answerToFanOut), fanOutToAttempt: spread(stages.fanOutToAttempt), attemptToArrival: spread(stages.attemptToArrival) },
+    stages: {
+      answerToFanOut: spread(stages.answerToFanOut),
+      fanOutToAttempt: spread(stages.fanOutToAttempt),
+      attemptToArrival: spread(stages.attemptToArrival)
+    },
     bodyBytes: Buffer.byteLength(first.body),
     template: JSON.parse(first.body)
   }
@@ -278,7 +326,13 @@ interface ThroughputRun {
   receiverCpuUsPerDelivery: number
 }
 
-async function servicePhase(service: Child, receiver: Child, database: string, subscriptions: number, repeat: number): Promise<ThroughputRun> {
+async function servicePhase(
+  service: Child,
+  receiver: Child,
+  database: string,
+  subscriptions: number,
+  repeat: number
+): Promise<ThroughputRun> {
   const paths = Array.from({ length: subscriptions }, (_, i) => `/r${repeat}-k${subscriptions}/s${i}`)
   const subs = []
   for (const p of paths) subs.push(await subscribe(service, receiver.url + p))
@@ -286,7 +340,12 @@ async function servicePhase(service: Child, receiver: Child, database: string, s
   const expected = settings.rows * subscriptions
   const [svc0, rcv0, pg0] = [await service.cpu(), await receiver.cpu(), pgBackendCpu(database)]
   const started = now()
-  await bulkLoad({ url: service.url, token: service.token!, moduleKey: 'incident' }, `r${repeat}k${subscriptions}`, settings.rows, Math.min(settings.rows, 10_000))
+  await bulkLoad(
+    { url: service.url, token: service.token!, moduleKey: 'incident' },
+    `r${repeat}k${subscriptions}`,
+    settings.rows,
+    Math.min(settings.rows, 10_000)
+  )
   const loadedMs = now() - started
   await awaitArrivals(receiver, expected)
   const [svc1, rcv1, pg1] = [await service.cpu(), await receiver.cpu(), pgBackendCpu(database)]
@@ -310,16 +369,28 @@ async function servicePhase(service: Child, receiver: Child, database: string, s
   log(
     `  #${repeat + 1} service, ${subscriptions} subscription(s): ${fmt(run.ratePerSec)} deliveries/s (${run.deliveries} of ${expected}; rows loaded in ${fmt(loadedMs)} ms; ` +
       `lanes ${run.lanes.map((l) => fmt(l.rate)).join(' / ')}/s)  service CPU ${fmt(run.senderCpuUsPerDelivery)} µs  pg CPU ${fmt(run.pgCpuUsPerDelivery)} µs per delivery` +
-      (wrong.length ? `  ! ${wrong.map((l) => `${l.path}: ${l.duplicates} duplicates, ${l.missing} missing`).join('; ')}` : '  exactly once')
+      (wrong.length
+        ? `  ! ${wrong.map((l) => `${l.path}: ${l.duplicates} duplicates, ${l.missing} missing`).join('; ')}`
+        : '  exactly once')
   )
   return run
 }
 
-async function baselinePhase(baseline: Child, receiver: Child, template: unknown, secret: string, repeat: number): Promise<ThroughputRun> {
+async function baselinePhase(
+  baseline: Child,
+  receiver: Child,
+  template: unknown,
+  secret: string,
+  repeat: number
+): Promise<ThroughputRun> {
   await take(receiver)
   const [snd0, rcv0] = [await baseline.cpu(), await receiver.cpu()]
   const started = now()
-  const done = await askChild<{ ms: number; failed: number }>(baseline, { type: 'run', url: `${receiver.url}/baseline`, count: settings.rows, template, secret }, 'done')
+  const done = await askChild<{ ms: number; failed: number }>(
+    baseline,
+    { type: 'run', url: `${receiver.url}/baseline`, count: settings.rows, template, secret },
+    'done'
+  )
   await awaitArrivals(receiver, settings.rows)
   const [snd1, rcv1] = [await baseline.cpu(), await receiver.cpu()]
   const { arrivals } = await take(receiver)
@@ -337,7 +408,9 @@ async function baselinePhase(baseline: Child, receiver: Child, template: unknown
     pgCpuUsPerDelivery: NaN,
     receiverCpuUsPerDelivery: (rcv1 - rcv0) / arrivals.length
   }
-  log(`  #${repeat + 1} baseline: ${fmt(run.ratePerSec)} POSTs/s (${run.deliveries} of ${settings.rows} in ${fmt(done.ms)} ms, ${done.failed} failed)  sender CPU ${fmt(run.senderCpuUsPerDelivery)} µs per POST`)
+  log(
+    `  #${repeat + 1} baseline: ${fmt(run.ratePerSec)} POSTs/s (${run.deliveries} of ${settings.rows} in ${fmt(done.ms)} ms, ${done.failed} failed)  sender CPU ${fmt(run.senderCpuUsPerDelivery)} µs per POST`
+  )
   return run
 }
 
@@ -355,15 +428,25 @@ async function main() {
   try {
     log(`database: ${db.name} on ${db.where === 'embedded' ? 'the embedded cluster (data/bench)' : 'DATABASE_URL'}`)
     const pgVersion = await postgresVersion(db.url)
-    const profileDir = opt['cpu-prof'] ? join(resultsDir, 'profiles', `${startedAt.toISOString().replace(/[:.]/g, '-')}-webhooks-service`) : undefined
+    const profileDir = opt['cpu-prof']
+      ? join(resultsDir, 'profiles', `${startedAt.toISOString().replace(/[:.]/g, '-')}-webhooks-service`)
+      : undefined
     const receiver = await startChild('receiver', join(projectRoot, 'bench', 'webhook-receiver.ts'), [], projectRoot)
     children.push(receiver)
     const serviceRoot = resolve(opt['service-root'] ?? projectRoot)
-    const service = await startChild('service', join(serviceRoot, 'bench', 'service-server.ts'), ['--database-url', db.url, '--tenant', defaultTenant, '--local-webhooks'], serviceRoot, { cpuProfDir: profileDir })
+    const service = await startChild(
+      'service',
+      join(serviceRoot, 'bench', 'service-server.ts'),
+      ['--database-url', db.url, '--tenant', defaultTenant, '--local-webhooks'],
+      serviceRoot,
+      { cpuProfDir: profileDir }
+    )
     children.push(service)
     const baseline = await startChild('baseline', join(projectRoot, 'bench', 'webhook-baseline.ts'), [], projectRoot)
     children.push(baseline)
-    log(`receiver ${receiver.url}; service ${service.url}${opt['service-root'] ? ` (from ${serviceRoot})` : ''}${profileDir ? ` (profiling into ${profileDir})` : ''}`)
+    log(
+      `receiver ${receiver.url}; service ${service.url}${opt['service-root'] ? ` (from ${serviceRoot})` : ''}${profileDir ? ` (profiling into ${profileDir})` : ''}`
+    )
     client = new pg.Client({ connectionString: db.url })
     await client.connect()
 
@@ -378,7 +461,8 @@ async function main() {
       const one = () => servicePhase(service, receiver, db.name, 1, rep)
       const base = () => baselinePhase(baseline, receiver, latency.template, secret, rep)
       for (const phase of rep % 2 === 0 ? [base, one] : [one, base]) runs.push(await phase())
-      for (const k of settings.subscriptions.filter((k) => k > 1)) runs.push(await servicePhase(service, receiver, db.name, k, rep))
+      for (const k of settings.subscriptions.filter((k) => k > 1))
+        runs.push(await servicePhase(service, receiver, db.name, k, rep))
     }
 
     const pick = (side: ThroughputRun['side'], k: number) => {
@@ -402,24 +486,96 @@ async function main() {
     const service4 = settings.subscriptions.filter((k) => k > 1).map((k) => ({ k, fig: pick('service', k) }))
     const ratio = service1.ratePerSec / baseFig.ratePerSec
     const summary = {
-      latency: { ...latency, template: undefined, target: { p95Ms: settings.latencyTargetMs, ok: latency.fromAnswer.p95 <= settings.latencyTargetMs } },
-      throughput: { baseline: baseFig, service: [{ k: 1, fig: service1 }, ...service4], ratio, target: { perSec: settings.rateTarget, ok: service1.ratePerSec >= settings.rateTarget } }
+      latency: {
+        ...latency,
+        template: undefined,
+        target: { p95Ms: settings.latencyTargetMs, ok: latency.fromAnswer.p95 <= settings.latencyTargetMs }
+      },
+      throughput: {
+        baseline: baseFig,
+        service: [{ k: 1, fig: service1 }, ...service4],
+        ratio,
+        target: { perSec: settings.rateTarget, ok: service1.ratePerSec >= settings.rateTarget }
+      }
     }
 
-    const environment = { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model, postgres: pgVersion, database: db.where, loadAverageBefore: loadBefore, loadAverageAfter: loadavg()[0] }
+    const environment = {
+      node: process.version,
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      postgres: pgVersion,
+      database: db.where,
+      loadAverageBefore: loadBefore,
+      loadAverageAfter: loadavg()[0]
+    }
     const ms = (n: number) => `${fmt(n, 1)} ms`
-    const once = (f: ReturnType<typeof pick>) => (f.duplicates || f.missing ? `! ${f.duplicates} dup, ${f.missing} missing` : `yes (${f.deliveries})`)
+    const once = (f: ReturnType<typeof pick>) =>
+      f.duplicates || f.missing ? `! ${f.duplicates} dup, ${f.missing} missing` : `yes (${f.deliveries})`
     const latencyRows = [
       ['commit-to-delivery latency', 'p50', 'p95', 'p99', 'max', 'target'],
-      ['from the 201 answer', ms(latency.fromAnswer.p50), ms(latency.fromAnswer.p95), ms(latency.fromAnswer.p99), ms(latency.fromAnswer.max), `p95 <= ${settings.latencyTargetMs} ms ${summary.latency.target.ok ? 'ok' : 'above'}`],
-      ['from the request sent (upper bound)', ms(latency.fromSent.p50), ms(latency.fromSent.p95), ms(latency.fromSent.p99), ms(latency.fromSent.max), ''],
-      ['  create request itself', ms(latency.createMs.p50), ms(latency.createMs.p95), ms(latency.createMs.p99), ms(latency.createMs.max), ''],
-      ['  201 -> fan-out transaction start', ms(latency.stages.answerToFanOut.p50), ms(latency.stages.answerToFanOut.p95), ms(latency.stages.answerToFanOut.p99), ms(latency.stages.answerToFanOut.max), ''],
-      ['  fan-out start -> attempt start', ms(latency.stages.fanOutToAttempt.p50), ms(latency.stages.fanOutToAttempt.p95), ms(latency.stages.fanOutToAttempt.p99), ms(latency.stages.fanOutToAttempt.max), ''],
-      ['  attempt start -> arrival', ms(latency.stages.attemptToArrival.p50), ms(latency.stages.attemptToArrival.p95), ms(latency.stages.attemptToArrival.p99), ms(latency.stages.attemptToArrival.max), '']
+      [
+        'from the 201 answer',
+        ms(latency.fromAnswer.p50),
+        ms(latency.fromAnswer.p95),
+        ms(latency.fromAnswer.p99),
+        ms(latency.fromAnswer.max),
+        `p95 <= ${settings.latencyTargetMs} ms ${summary.latency.target.ok ? 'ok' : 'above'}`
+      ],
+      [
+        'from the request sent (upper bound)',
+        ms(latency.fromSent.p50),
+        ms(latency.fromSent.p95),
+        ms(latency.fromSent.p99),
+        ms(latency.fromSent.max),
+        ''
+      ],
+      [
+        '  create request itself',
+        ms(latency.createMs.p50),
+        ms(latency.createMs.p95),
+        ms(latency.createMs.p99),
+        ms(latency.createMs.max),
+        ''
+      ],
+      [
+        '  201 -> fan-out transaction start',
+        ms(latency.stages.answerToFanOut.p50),
+        ms(latency.stages.answerToFanOut.p95),
+        ms(latency.stages.answerToFanOut.p99),
+        ms(latency.stages.answerToFanOut.max),
+        ''
+      ],
+      [
+        '  fan-out start -> attempt start',
+        ms(latency.stages.fanOutToAttempt.p50),
+        ms(latency.stages.fanOutToAttempt.p95),
+        ms(latency.stages.fanOutToAttempt.p99),
+        ms(latency.stages.fanOutToAttempt.max),
+        ''
+      ],
+      [
+        '  attempt start -> arrival',
+        ms(latency.stages.attemptToArrival.p50),
+        ms(latency.stages.attemptToArrival.p95),
+        ms(latency.stages.attemptToArrival.p99),
+        ms(latency.stages.attemptToArrival.max),
+        ''
+      ]
     ]
     const tpRows = [
-      ['deliveries', 'per s', 'per lane /s', 'baseline /s', 'ratio', 'target', 'load to last /s', 'sender CPU/dl', 'pg CPU/dl', 'receiver CPU/dl', 'exactly once'],
+      [
+        'deliveries',
+        'per s',
+        'per lane /s',
+        'baseline /s',
+        'ratio',
+        'target',
+        'load to last /s',
+        'sender CPU/dl',
+        'pg CPU/dl',
+        'receiver CPU/dl',
+        'exactly once'
+      ],
       [
         `1 subscription, ${settings.rows} rows`,
         fmt(service1.ratePerSec),
@@ -446,7 +602,19 @@ async function main() {
         `${fmt(fig.receiverCpuUsPerDelivery)} µs`,
         once(fig)
       ]),
-      [`baseline: bare signed POSTs, 1 at a time`, fmt(baseFig.ratePerSec), fmt(baseFig.laneRatePerSec), '', '', '', fmt(baseFig.endToEndPerSec), `${fmt(baseFig.senderCpuUsPerDelivery)} µs`, '-', `${fmt(baseFig.receiverCpuUsPerDelivery)} µs`, once(baseFig)]
+      [
+        `baseline: bare signed POSTs, 1 at a time`,
+        fmt(baseFig.ratePerSec),
+        fmt(baseFig.laneRatePerSec),
+        '',
+        '',
+        '',
+        fmt(baseFig.endToEndPerSec),
+        `${fmt(baseFig.senderCpuUsPerDelivery)} µs`,
+        '-',
+        `${fmt(baseFig.receiverCpuUsPerDelivery)} µs`,
+        once(baseFig)
+      ]
     ]
     process.stdout.write(
       `\n${environment.cpus} CPU(s), node ${environment.node}, PostgreSQL ${pgVersion} (${environment.database})\n\n` +
@@ -455,12 +623,29 @@ async function main() {
         `\n\nthroughput: median of ${settings.repeats} run(s) each\n\n` +
         table(tpRows) +
         '\n\nper s: deliveries ÷ time from the first arrival to the last; load to last: from the start of the bulk call (or of the loop) to the last arrival.\n' +
-        'ratio: 1-subscription deliveries/s ÷ baseline POSTs/s. CPU/dl: CPU per delivery of the sending process (the service\'s includes loading the rows), ' +
+        "ratio: 1-subscription deliveries/s ÷ baseline POSTs/s. CPU/dl: CPU per delivery of the sending process (the service's includes loading the rows), " +
         'of the PostgreSQL backends of the bench database and of the receiver.\n' +
         'The stages under the latency come from webhook_deliveries.created_at (now() of the fan-out transaction) and webhook_attempts.at (ms).\n'
     )
-    const file = join(resultsDir, `webhooks-${startedAt.toISOString().replace(/[:.]/g, '-')}${opt.quick ? '-quick' : ''}.json`)
-    writeFileSync(file, JSON.stringify({ startedAt, finishedAt: new Date(), settings: { ...settings, quick: opt.quick, serviceRoot: opt['service-root'] ?? null }, environment, summary, runs }, null, 2) + '\n')
+    const file = join(
+      resultsDir,
+      `webhooks-${startedAt.toISOString().replace(/[:.]/g, '-')}${opt.quick ? '-quick' : ''}.json`
+    )
+    writeFileSync(
+      file,
+      JSON.stringify(
+        {
+          startedAt,
+          finishedAt: new Date(),
+          settings: { ...settings, quick: opt.quick, serviceRoot: opt['service-root'] ?? null },
+          environment,
+          summary,
+          runs
+        },
+        null,
+        2
+      ) + '\n'
+    )
     process.stdout.write(`results: ${file}\n`)
   } finally {
     await client?.end().catch(() => undefined)

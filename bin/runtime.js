@@ -54,7 +54,12 @@ export function chooseRuntime(env = process.env) {
   if (forced === 'build') return { from: 'build', why: 'RECORDS_RUNTIME=build' }
   const { startedAt } = JSON.parse(readFileSync(stamp, 'utf8'))
   const newest = newestSource()
-  if (newest.mtimeMs > startedAt) return { from: 'sources', stale: true, why: `${relative(projectRoot, newest.path)} changed after the build (\`npm run build\` brings dist/ up to date)` }
+  if (newest.mtimeMs > startedAt)
+    return {
+      from: 'sources',
+      stale: true,
+      why: `${relative(projectRoot, newest.path)} changed after the build (\`npm run build\` brings dist/ up to date)`
+    }
   return { from: 'build', why: 'dist/ is newer than the sources' }
 }
 

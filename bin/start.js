@@ -12,4 +12,7 @@ const runtime = chooseRuntime()
 if (process.env.npm_lifecycle_event === 'start') followParent()
 await importEntry('bin/server', runtime)
 const { logger } = await importEntry('core/logger', runtime)
-logger[runtime.stale ? 'warn' : 'info'](`running from ${runtime.from === 'build' ? 'the build (dist/)' : 'the TypeScript sources (tsx)'}`, { runtime: runtime.from, why: runtime.why, node: process.version })
+logger[runtime.stale ? 'warn' : 'info'](
+  `running from ${runtime.from === 'build' ? 'the build (dist/)' : 'the TypeScript sources (tsx)'}`,
+  { runtime: runtime.from, why: runtime.why, node: process.version }
+)

@@ -50,7 +50,10 @@ import { syncTenants, TenantDirectory } from './tenancy/tenants.ts'
  * stops here), database (migrated), tenants synced from config, credentials.
  * Returns `createdTenants`: tenants this start-up created.
  */
-export async function createPlatform(config: AppConfig, options: { limiter?: boolean } = {}): Promise<Platform & { createdTenants: string[] }> {
+export async function createPlatform(
+  config: AppConfig,
+  options: { limiter?: boolean } = {}
+): Promise<Platform & { createdTenants: string[] }> {
   logger.setLevel(config.logLevel)
   logger.setFile(config.log)
   const registry = await loadModules(config.modules)
@@ -63,15 +66,38 @@ export async function createPlatform(config: AppConfig, options: { limiter?: boo
     const users = new UserDirectory(db.pool, tenants, (what) => credentials.forgetUsers(what))
     const sessions = new SessionStore(db.pool, config.sessions)
     const cursors = new CursorCodec(await platformSecret(db.pool, 'cursor-signing'))
-    const limiter = options.limiter === false ? undefined : await createLimiter({ redisUrl: config.redis.url, prefix: config.redis.prefix })
+    const limiter =
+      options.limiter === false
+        ? undefined
+        : await createLimiter({ redisUrl: config.redis.url, prefix: config.redis.prefix })
     const urls = { public: config.publicUrl ?? `http://${config.host}:${config.port}` }
     const storage = await createStorage(config, await platformSecret(db.pool, 'storage-signing'), () => urls.public)
-    const limitsFor = (tenantId: string | undefined) => ({ ...config.limits, ...(tenantId ? config.tenants[tenantId]?.limits : undefined) })
+    const limitsFor = (tenantId: string | undefined) => ({
+      ...config.limits,
+      ...(tenantId ? config.tenants[tenantId]?.limits : undefined)
+    })
     const enqueue = async () => {
       throw new Error('jobs can be enqueued once the server has started')
     }
     const metrics = createMetrics(db.pool)
-    return { config, db, registry, tenants, credentials, users, sessions, limiter, cursors, storage, urls, limitsFor, enqueue, metrics, shutdown: new Shutdown(), createdTenants }
+    return {
+      config,
+      db,
+      registry,
+      tenants,
+      credentials,
+      users,
+      sessions,
+      limiter,
+      cursors,
+      storage,
+      urls,
+      limitsFor,
+      enqueue,
+      metrics,
+      shutdown: new Shutdown(),
+      createdTenants
+    }
   } catch (err) {
     await db.close()
     throw err
@@ -85,7 +111,9 @@ export interface AppOptions {
 
 /** What readiness checks from the start: the database, and Redis when configured (the jobs join once they run). */
 function readinessChecks(platform: Platform): Map<string, ReadinessCheck> {
-  const checks = new Map<string, ReadinessCheck>([['database', async () => void (await platform.db.pool.query('SELECT 1'))]])
+  const checks = new Map<string, ReadinessCheck>([
+    ['database', async () => void (await platform.db.pool.query('SELECT 1'))]
+  ])
   if (platform.config.redis.url && platform.limiter) checks.set('redis', () => platform.limiter!.ping())
   return checks
 }
@@ -98,18 +126,34 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.on('error', logAppError)
   // Probes first of all: no log line, metric, budget, rate limit or contract check per probe (README, "Health and shutdown").
   app.set('readiness', readinessChecks(platform))
-  app.use(health({ shutdown: platform.shutdown, checks: () => Object.fromEntries(app.get('readiness')), timeoutMs: platform.config.health.timeoutMs, errorsUrl: () => app.get('errorsUrl') }))
+  app.use(
+    health({
+      shutdown: platform.shutdown,
+      checks: () => Object.fromEntries(app.get('readiness')),
+      timeoutMs: platform.config.health.timeoutMs,
+      errorsUrl: () => app.get('errorsUrl')
+    })
+  )
   for (const m of options.outermost?.(app) ?? []) app.use(m)
   app.set('platform', platform)
   app.set('describes', descriptionsOf(plugins))
   app.set('streamingPaths', streaming)
-  app.set('errorsUrl', platform.config.errors.baseUrl ?? `${platform.config.publicUrl ?? `http://${platform.config.host}:${platform.config.port}`}/errors`)
+  app.set(
+    'errorsUrl',
+    platform.config.errors.baseUrl ??
+      `${platform.config.publicUrl ?? `http://${platform.config.host}:${platform.config.port}`}/errors`
+  )
   app.use(requestEnd(platform.config.log.requests, platform.metrics))
   app.use(clientAddress(platform.config.http.trustProxy))
   app.use(traceId())
   app.use(cors(platform.config.http.cors))
   app.use(routedPaths)
-  app.use(problemResponses(() => app.get('errorsUrl'), plugins.flatMap((p) => p.problemFormats ?? [])))
+  app.use(
+    problemResponses(
+      () => app.get('errorsUrl'),
+      plugins.flatMap((p) => p.problemFormats ?? [])
+    )
+  )
   app.use(errorPages())
   app.use(identify(platform.credentials, platform.sessions))
   if (platform.limiter) app.use(rateLimit(platform.limiter, (p) => platform.limitsFor(p?.tenantId).requestsPerMinute))
@@ -127,7 +171,9 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.use(jsonBody(platform.config.http.maxJsonBytes, streaming))
   app.use(passBodyStream(streaming))
   app.configure(rest())
-  app.hooks({ around: { all: [...tracingHooks(), fromHttp, meterCalls, authenticate(platform.credentials), acceptJsonData] } })
+  app.hooks({
+    around: { all: [...tracingHooks(), fromHttp, meterCalls, authenticate(platform.credentials), acceptJsonData] }
+  })
   for (const plugin of plugins) app.configure((a) => plugin.configure(a as App))
   return app
 }
@@ -147,23 +193,40 @@ export interface RunningServer {
 }
 
 /** Starts listening (and the job scheduler when enabled); close() stops all of it in order. */
-export async function startServer(platform: Platform, plugins: readonly Plugin[], options: AppOptions = {}): Promise<RunningServer> {
+export async function startServer(
+  platform: Platform,
+  plugins: readonly Plugin[],
+  options: AppOptions = {}
+): Promise<RunningServer> {
   const app = createApp(platform, plugins, options)
   // Not ready while the listener is up but the scheduler not yet (replaced by the real check below).
-  if (platform.config.jobs.enabled) app.get('readiness').set('jobs', () => Promise.reject(new Error('the job scheduler has not started yet')))
+  if (platform.config.jobs.enabled)
+    app.get('readiness').set('jobs', () => Promise.reject(new Error('the job scheduler has not started yet')))
   await platform.credentials.listen()
   await platform.tenants.listen()
   const server = await app.listen(platform.config.port, platform.config.host)
-  server.on('clientError', answerClientErrors(() => app.get('errorsUrl')))
+  server.on(
+    'clientError',
+    answerClientErrors(() => app.get('errorsUrl'))
+  )
   if (!server.listening) await once(server, 'listening')
   const { port } = server.address() as AddressInfo
   const url = `http://${platform.config.host}:${port}`
   if (!platform.config.errors.baseUrl) app.set('errorsUrl', `${platform.config.publicUrl ?? url}/errors`)
   platform.urls.public = platform.config.publicUrl ?? url
-  const jobs = [{ name: 'sessions.purge', every: '1 hour', run: async () => ({ removed: await platform.sessions.purgeExpired() }) }, ...plugins.flatMap((p) => p.jobs?.(app) ?? [])]
+  const jobs = [
+    { name: 'sessions.purge', every: '1 hour', run: async () => ({ removed: await platform.sessions.purgeExpired() }) },
+    ...plugins.flatMap((p) => p.jobs?.(app) ?? [])
+  ]
   platform.metrics.jobNames = jobs.map((j) => j.name)
   const metrics = await serveMetrics(platform.metrics, platform.config.metrics)
-  let agenda = platform.config.jobs.enabled ? await startJobs(platform.db.pool, jobs, { process: true, processEverySeconds: platform.config.jobs.processEverySeconds, logLevel: platform.config.log.jobs }) : undefined
+  let agenda = platform.config.jobs.enabled
+    ? await startJobs(platform.db.pool, jobs, {
+        process: true,
+        processEverySeconds: platform.config.jobs.processEverySeconds,
+        logLevel: platform.config.log.jobs
+      })
+    : undefined
   if (agenda) {
     const processing = agenda
     app.get('readiness').set('jobs', async () => {
@@ -189,14 +252,23 @@ export async function startServer(platform: Platform, plugins: readonly Plugin[]
       // The delay first (the balancer stops sending), then deadlineSeconds for the work under way.
       const deadline = started + (readinessDelaySeconds + deadlineSeconds) * 1000
       platform.shutdown.begin('closing')
-      logger.info('draining: readiness answers 503, bulk calls take no more rows, running jobs are handed back', { deadlineSeconds, readinessDelaySeconds })
+      logger.info('draining: readiness answers 503, bulk calls take no more rows, running jobs are handed back', {
+        deadlineSeconds,
+        readinessDelaySeconds
+      })
       // The jobs first, at once; the pool stays open under them until they have handed back (or the deadline).
       const jobsStopped = agenda ? stopJobs(agenda, { timeoutMs: deadline - started }) : undefined
       if (readinessDelaySeconds > 0) await sleep(Math.min(readinessDelaySeconds * 1000, deadline - Date.now()))
       const listener = await closeListener(server, deadline)
-      logger.info(listener.cut ? 'listener closed; connections still busy at the deadline were cut' : 'listener closed; every request under way finished', { cut: listener.cut })
+      logger.info(
+        listener.cut
+          ? 'listener closed; connections still busy at the deadline were cut'
+          : 'listener closed; every request under way finished',
+        { cut: listener.cut }
+      )
       const jobsResult = await jobsStopped
-      if (jobsResult) logger.info('jobs stopped', { handedBack: jobsResult.handedBack, releasedAtDeadline: jobsResult.released })
+      if (jobsResult)
+        logger.info('jobs stopped', { handedBack: jobsResult.handedBack, releasedAtDeadline: jobsResult.released })
       // The listener is closed already; Feathers' teardown would close it again (ERR_SERVER_NOT_RUNNING).
       ;(app as { server?: Server }).server = undefined
       await app.teardown()
@@ -206,7 +278,10 @@ export async function startServer(platform: Platform, plugins: readonly Plugin[]
       await platform.storage.close?.()
       await metrics?.close()
       await platform.db.close()
-      logger.info('stopped', { ms: Date.now() - started, embeddedDatabase: platform.db.embedded?.startedHere ? 'stopped' : undefined })
+      logger.info('stopped', {
+        ms: Date.now() - started,
+        embeddedDatabase: platform.db.embedded?.startedHere ? 'stopped' : undefined
+      })
     }
   }
 }

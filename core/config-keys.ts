@@ -30,8 +30,19 @@ function isSection(s: TSchema): boolean {
 
 /** Every setting (leaf) of `schema`, in declaration order. */
 export function configKeys(schema: TSchema, prefix: string[] = []): ConfigKey[] {
-  if (isSection(schema)) return Object.entries(schema.properties as Record<string, TSchema>).flatMap(([k, s]) => configKeys(s, [...prefix, k]))
-  return [{ key: prefix.join('.'), path: prefix, env: schema.env ?? derivedEnvName(prefix), description: schema.description, schema }]
+  if (isSection(schema))
+    return Object.entries(schema.properties as Record<string, TSchema>).flatMap(([k, s]) =>
+      configKeys(s, [...prefix, k])
+    )
+  return [
+    {
+      key: prefix.join('.'),
+      path: prefix,
+      env: schema.env ?? derivedEnvName(prefix),
+      description: schema.description,
+      schema
+    }
+  ]
 }
 
 /** The JSON types a setting's schema accepts (`anyOf` of literals and null included). */

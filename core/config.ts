@@ -8,13 +8,27 @@ import { httpConfigProblems } from './http/http-config.ts'
 
 const LimitsConfig = Type.Object(
   {
-    requestsPerMinute: Type.Integer({ minimum: 1, description: 'Requests per credential in any 60-second window (sliding).' }),
+    requestsPerMinute: Type.Integer({
+      minimum: 1,
+      description: 'Requests per credential in any 60-second window (sliding).'
+    }),
     bulkConcurrency: Type.Integer({ minimum: 1, description: 'Bulk loads running at once per tenant.' }),
     exportConcurrency: Type.Integer({ minimum: 1, description: 'Export jobs running at once per tenant.' }),
     attachmentUrlsPerMinute: Type.Integer({ minimum: 1, description: 'Signed upload URLs per credential per minute.' }),
-    signInAttemptsPerMinute: Type.Integer({ minimum: 1, description: 'Password attempts per user name and per client address per minute.' }),
-    requestBudget: Type.Integer({ minimum: 1, description: 'Work units one request may do (core/limits/budget.ts): fields resolved, rows read, array elements touched, lookups.' }),
-    budgetUnitsPerRequest: Type.Integer({ minimum: 1, description: 'Units of work that count as one request against requestsPerMinute (an expensive request counts as several).' })
+    signInAttemptsPerMinute: Type.Integer({
+      minimum: 1,
+      description: 'Password attempts per user name and per client address per minute.'
+    }),
+    requestBudget: Type.Integer({
+      minimum: 1,
+      description:
+        'Work units one request may do (core/limits/budget.ts): fields resolved, rows read, array elements touched, lookups.'
+    }),
+    budgetUnitsPerRequest: Type.Integer({
+      minimum: 1,
+      description:
+        'Units of work that count as one request against requestsPerMinute (an expensive request counts as several).'
+    })
   },
   { additionalProperties: false }
 )
@@ -33,7 +47,9 @@ const OidcConfig = Type.Object(
     clientSecret: Type.Optional(Type.String({ minLength: 1 })),
     clientSecretEnv: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
     /** How the secret is sent to the token endpoint. Default `client_secret_basic`. */
-    tokenEndpointAuthMethod: Type.Optional(Type.Union([Type.Literal('client_secret_basic'), Type.Literal('client_secret_post')])),
+    tokenEndpointAuthMethod: Type.Optional(
+      Type.Union([Type.Literal('client_secret_basic'), Type.Literal('client_secret_post')])
+    ),
     /** Space-separated; must include `openid` (and `email` when matching by email). Default `openid email profile`. */
     scopes: Type.Optional(Type.String({ minLength: 1 })),
     /**
@@ -72,27 +88,53 @@ const HttpConfig = Type.Object({
   }),
   cors: Type.Object({
     origins: Type.Array(Type.String({ minLength: 1 }), {
-      description: 'Browser origins (`https://app.example.com`) whose pages may call the API, or `*` for any; empty: same-origin pages only.'
+      description:
+        'Browser origins (`https://app.example.com`) whose pages may call the API, or `*` for any; empty: same-origin pages only.'
     }),
     credentials: Type.Boolean({
-      description: 'Let those origins send the session cookie (Access-Control-Allow-Credentials), acting as the signed-in user; never with `*`. Bearer tokens need no credentials.'
+      description:
+        'Let those origins send the session cookie (Access-Control-Allow-Credentials), acting as the signed-in user; never with `*`. Bearer tokens need no credentials.'
     }),
-    maxAgeSeconds: Type.Integer({ minimum: 0, maximum: 86400, description: 'How long a browser may cache a preflight answer (Access-Control-Max-Age).' })
+    maxAgeSeconds: Type.Integer({
+      minimum: 0,
+      maximum: 86400,
+      description: 'How long a browser may cache a preflight answer (Access-Control-Max-Age).'
+    })
   })
 })
 
-const LogLevel = Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error'), Type.Literal('silent')])
+const LogLevel = Type.Union([
+  Type.Literal('debug'),
+  Type.Literal('info'),
+  Type.Literal('warn'),
+  Type.Literal('error'),
+  Type.Literal('silent')
+])
 
 /** The request and job lines, and a log file beside stderr (README, "Logs"). */
 const LogConfig = Type.Object({
-  requests: Type.Union(LogLevel.anyOf, { env: 'LOG_REQUESTS', description: 'Level of the one line per request (`silent`: none).' }),
-  jobs: Type.Union(LogLevel.anyOf, { env: 'LOG_JOBS', description: 'Level of the one line per job run (a failed run is `error`).' }),
+  requests: Type.Union(LogLevel.anyOf, {
+    env: 'LOG_REQUESTS',
+    description: 'Level of the one line per request (`silent`: none).'
+  }),
+  jobs: Type.Union(LogLevel.anyOf, {
+    env: 'LOG_JOBS',
+    description: 'Level of the one line per job run (a failed run is `error`).'
+  }),
   file: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
     env: 'LOG_FILE',
-    description: 'Also write the log to this file (appended; `{pid}` in the path becomes the process id), at `log.fileLevel` whatever `logLevel` says. Unset: stderr only.'
+    description:
+      'Also write the log to this file (appended; `{pid}` in the path becomes the process id), at `log.fileLevel` whatever `logLevel` says. Unset: stderr only.'
   }),
-  fileLevel: Type.Union(LogLevel.anyOf, { env: 'LOG_FILE_LEVEL', description: 'Least severe level written to `log.file`.' }),
-  fileMaxBytes: Type.Integer({ minimum: 65536, env: 'LOG_FILE_MAX_BYTES', description: 'Past this size `log.file` becomes `<file>.1` (replacing the previous one) and a new file starts.' })
+  fileLevel: Type.Union(LogLevel.anyOf, {
+    env: 'LOG_FILE_LEVEL',
+    description: 'Least severe level written to `log.file`.'
+  }),
+  fileMaxBytes: Type.Integer({
+    minimum: 65536,
+    env: 'LOG_FILE_MAX_BYTES',
+    description: 'Past this size `log.file` becomes `<file>.1` (replacing the previous one) and a new file starts.'
+  })
 })
 
 /**
@@ -103,17 +145,34 @@ const LogConfig = Type.Object({
  */
 export const configSchema = Type.Object({
   host: Type.String({ env: 'HOST', description: 'Address the HTTP server listens on (`0.0.0.0` in a container).' }),
-  port: Type.Integer({ minimum: 0, maximum: 65535, env: 'PORT', description: 'Port of the HTTP server; 0 takes a free one.' }),
+  port: Type.Integer({
+    minimum: 0,
+    maximum: 65535,
+    env: 'PORT',
+    description: 'Port of the HTTP server; 0 takes a free one.'
+  }),
   publicUrl: Type.Union([Type.String(), Type.Null()], {
     env: 'PUBLIC_URL',
-    description: 'The URL clients reach the service at (behind a load balancer, its https URL): links, signed URLs and the sign-in origin check use it. Unset: `http://<host>:<port>`.'
+    description:
+      'The URL clients reach the service at (behind a load balancer, its https URL): links, signed URLs and the sign-in origin check use it. Unset: `http://<host>:<port>`.'
   }),
   database: Type.Object({
-    url: Type.Union([Type.String(), Type.Null()], { env: 'DATABASE_URL', description: 'PostgreSQL connection URL; unset: the embedded PostgreSQL below.' }),
+    url: Type.Union([Type.String(), Type.Null()], {
+      env: 'DATABASE_URL',
+      description: 'PostgreSQL connection URL; unset: the embedded PostgreSQL below.'
+    }),
     poolSize: Type.Integer({ minimum: 1, description: "Connections in this instance's pool." }),
     embedded: Type.Object({
-      dataDir: Type.String({ env: 'RECORDS_DATA_DIR', description: 'Folder of the embedded PostgreSQL cluster (when `database.url` is unset).' }),
-      port: Type.Integer({ minimum: 1, maximum: 65535, env: 'EMBEDDED_PG_PORT', description: 'Port of the embedded PostgreSQL.' })
+      dataDir: Type.String({
+        env: 'RECORDS_DATA_DIR',
+        description: 'Folder of the embedded PostgreSQL cluster (when `database.url` is unset).'
+      }),
+      port: Type.Integer({
+        minimum: 1,
+        maximum: 65535,
+        env: 'EMBEDDED_PG_PORT',
+        description: 'Port of the embedded PostgreSQL.'
+      })
     })
   }),
   modules: Type.Object({
@@ -130,13 +189,20 @@ export const configSchema = Type.Object({
     maxLimit: Type.Integer({ minimum: 1, description: 'Largest page size a list may ask for.' })
   }),
   idempotency: Type.Object({
-    retentionHours: Type.Number({ exclusiveMinimum: 0, description: 'How long the stored answer of a request with an `Idempotency-Key` is replayed.' }),
-    inFlightTimeoutSeconds: Type.Number({ exclusiveMinimum: 0, description: 'A key whose request has not answered after this long (its instance died) may be run again.' })
+    retentionHours: Type.Number({
+      exclusiveMinimum: 0,
+      description: 'How long the stored answer of a request with an `Idempotency-Key` is replayed.'
+    }),
+    inFlightTimeoutSeconds: Type.Number({
+      exclusiveMinimum: 0,
+      description: 'A key whose request has not answered after this long (its instance died) may be run again.'
+    })
   }),
   events: Type.Object({
     retentionDays: Type.Number({
       exclusiveMinimum: 0,
-      description: 'Events older than this leave the events feed (the hourly `events.purge` job; user and group events stay in the identity audit trail); a feed cursor past removed events is 410.'
+      description:
+        'Events older than this leave the events feed (the hourly `events.purge` job; user and group events stay in the identity audit trail); a feed cursor past removed events is 410.'
     })
   }),
   redis: Type.Object({
@@ -150,62 +216,133 @@ export const configSchema = Type.Object({
   attachments: Type.Object({
     driver: Type.Union([Type.Literal('local'), Type.Literal('s3')], {
       env: 'ATTACHMENTS_DRIVER',
-      description: 'Where files are kept: `local` (a folder; one instance) or `s3` (any S3-compatible service; several instances).'
+      description:
+        'Where files are kept: `local` (a folder; one instance) or `s3` (any S3-compatible service; several instances).'
     }),
     maxBytes: Type.Integer({ minimum: 1, description: 'Largest file accepted, in bytes.' }),
-    contentTypes: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'Content types accepted (exact, or `type/*`).' }),
+    contentTypes: Type.Array(Type.String({ minLength: 1 }), {
+      minItems: 1,
+      description: 'Content types accepted (exact, or `type/*`).'
+    }),
     uploadUrlSeconds: Type.Integer({ minimum: 1, description: 'How long a signed upload URL is valid.' }),
     downloadUrlSeconds: Type.Integer({ minimum: 1, description: 'How long a signed download URL is valid.' }),
-    pendingHours: Type.Number({ exclusiveMinimum: 0, description: 'Pending uploads older than this are removed by the attachments.purge job.' }),
-    local: Type.Object({ dir: Type.String({ minLength: 1, env: 'ATTACHMENTS_DIR', description: 'Folder of the local driver.' }) }),
+    pendingHours: Type.Number({
+      exclusiveMinimum: 0,
+      description: 'Pending uploads older than this are removed by the attachments.purge job.'
+    }),
+    local: Type.Object({
+      dir: Type.String({ minLength: 1, env: 'ATTACHMENTS_DIR', description: 'Folder of the local driver.' })
+    }),
     s3: Type.Object({
-      endpoint: Type.Union([Type.String(), Type.Null()], { env: 'S3_ENDPOINT', description: 'Endpoint URL of an S3-compatible service (MinIO, Ceph…); unset: AWS S3 in `region`.' }),
+      endpoint: Type.Union([Type.String(), Type.Null()], {
+        env: 'S3_ENDPOINT',
+        description: 'Endpoint URL of an S3-compatible service (MinIO, Ceph…); unset: AWS S3 in `region`.'
+      }),
       region: Type.String({ env: 'S3_REGION', description: 'Region of the bucket.' }),
       bucket: Type.String({ env: 'S3_BUCKET', description: 'Bucket of the files.' }),
-      accessKeyId: Type.Union([Type.String(), Type.Null()], { env: 'S3_ACCESS_KEY_ID', description: "Access key; unset: the AWS SDK's default chain (AWS_* variables, instance role)." }),
-      secretAccessKey: Type.Union([Type.String(), Type.Null()], { env: 'S3_SECRET_ACCESS_KEY', description: 'Secret of the access key.' }),
-      forcePathStyle: Type.Boolean({ env: 'S3_FORCE_PATH_STYLE', description: 'Path-style URLs (`<endpoint>/<bucket>/<key>`), as MinIO and most S3-compatible services need.' })
+      accessKeyId: Type.Union([Type.String(), Type.Null()], {
+        env: 'S3_ACCESS_KEY_ID',
+        description: "Access key; unset: the AWS SDK's default chain (AWS_* variables, instance role)."
+      }),
+      secretAccessKey: Type.Union([Type.String(), Type.Null()], {
+        env: 'S3_SECRET_ACCESS_KEY',
+        description: 'Secret of the access key.'
+      }),
+      forcePathStyle: Type.Boolean({
+        env: 'S3_FORCE_PATH_STYLE',
+        description: 'Path-style URLs (`<endpoint>/<bucket>/<key>`), as MinIO and most S3-compatible services need.'
+      })
     })
   }),
   exports: Type.Object({
-    fileHours: Type.Number({ exclusiveMinimum: 0, description: 'Hours a finished export file can be downloaded before the exports.purge job removes it.' }),
-    maxAttempts: Type.Integer({ minimum: 1, description: 'Attempts before a job is failed (a job whose process died is picked up again).' }),
-    lockSeconds: Type.Integer({ minimum: 1, description: "How long a running job's lock holds without renewal; after it, another instance takes the job over." }),
+    fileHours: Type.Number({
+      exclusiveMinimum: 0,
+      description: 'Hours a finished export file can be downloaded before the exports.purge job removes it.'
+    }),
+    maxAttempts: Type.Integer({
+      minimum: 1,
+      description: 'Attempts before a job is failed (a job whose process died is picked up again).'
+    }),
+    lockSeconds: Type.Integer({
+      minimum: 1,
+      description: "How long a running job's lock holds without renewal; after it, another instance takes the job over."
+    }),
     pageSize: Type.Integer({ minimum: 1, description: 'Rows read per page from the records service.' })
   }),
   bulk: Type.Object({
     maxRows: Type.Integer({ minimum: 1, description: 'Rows per call; rows past it get an error outcome each.' }),
     batchSize: Type.Integer({ minimum: 1, description: 'Rows per transaction.' }),
-    flushAfterMs: Type.Integer({ minimum: 1, description: 'A batch is written at the latest this long after its first row arrived (first outcomes stream early).' })
+    flushAfterMs: Type.Integer({
+      minimum: 1,
+      description:
+        'A batch is written at the latest this long after its first row arrived (first outcomes stream early).'
+    })
   }),
   webhooks: Type.Object({
-    dispatch: Type.Boolean({ description: 'Run the webhook dispatcher on this instance (LISTEN/NOTIFY on commit, and a poll).' }),
-    allowHttp: Type.Boolean({ description: 'Accept plain `http://` target URLs (development, tests); https only otherwise.' }),
-    allowedCidrs: Type.Array(Type.String({ minLength: 1 }), {
-      description: 'Address ranges (CIDR) a target may resolve to although private, loopback or link-local, e.g. `127.0.0.1/32` in tests.'
+    dispatch: Type.Boolean({
+      description: 'Run the webhook dispatcher on this instance (LISTEN/NOTIFY on commit, and a poll).'
     }),
-    timeoutMs: Type.Integer({ minimum: 1, description: 'How long one delivery may take, connection to the last byte read.' }),
-    dnsTimeoutMs: Type.Integer({ minimum: 1, description: "How long resolving a target's host name may take before it is refused." }),
+    allowHttp: Type.Boolean({
+      description: 'Accept plain `http://` target URLs (development, tests); https only otherwise.'
+    }),
+    allowedCidrs: Type.Array(Type.String({ minLength: 1 }), {
+      description:
+        'Address ranges (CIDR) a target may resolve to although private, loopback or link-local, e.g. `127.0.0.1/32` in tests.'
+    }),
+    timeoutMs: Type.Integer({
+      minimum: 1,
+      description: 'How long one delivery may take, connection to the last byte read.'
+    }),
+    dnsTimeoutMs: Type.Integer({
+      minimum: 1,
+      description: "How long resolving a target's host name may take before it is refused."
+    }),
     retryScheduleMs: Type.Array(Type.Integer({ minimum: 0 }), {
       minItems: 1,
-      description: 'When each attempt is due, in ms after the first (the first is 0): its length is the number of attempts.'
+      description:
+        'When each attempt is due, in ms after the first (the first is 0): its length is the number of attempts.'
     }),
-    retryJitter: Type.Number({ minimum: 0, maximum: 1, description: 'Each retry is delayed by up to this fraction of the gap before it (jitter).' }),
-    disableAfterFailingHours: Type.Number({ exclusiveMinimum: 0, description: 'A subscription whose deliveries failed without a success for this long is disabled.' }),
-    secretGraceHours: Type.Number({ minimum: 0, description: 'How long a rotated-out secret keeps signing beside the new one.' }),
-    pollMs: Type.Integer({ minimum: 10, description: 'The fallback poll when no NOTIFY arrives (retries due, a lease of a dead instance expired).' }),
-    maxConcurrentSubscriptions: Type.Integer({ minimum: 1, description: 'Subscriptions sending at once per instance (each sends one delivery at a time).' })
+    retryJitter: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      description: 'Each retry is delayed by up to this fraction of the gap before it (jitter).'
+    }),
+    disableAfterFailingHours: Type.Number({
+      exclusiveMinimum: 0,
+      description: 'A subscription whose deliveries failed without a success for this long is disabled.'
+    }),
+    secretGraceHours: Type.Number({
+      minimum: 0,
+      description: 'How long a rotated-out secret keeps signing beside the new one.'
+    }),
+    pollMs: Type.Integer({
+      minimum: 10,
+      description: 'The fallback poll when no NOTIFY arrives (retries due, a lease of a dead instance expired).'
+    }),
+    maxConcurrentSubscriptions: Type.Integer({
+      minimum: 1,
+      description: 'Subscriptions sending at once per instance (each sends one delivery at a time).'
+    })
   }),
   sessions: Type.Object({
     ttlHours: Type.Number({ exclusiveMinimum: 0, description: 'Longest life of a browser session.' }),
     idleMinutes: Type.Number({ exclusiveMinimum: 0, description: 'A session unused this long ends.' })
   }),
   errors: Type.Object({
-    baseUrl: Type.Union([Type.String(), Type.Null()], { env: 'ERRORS_URL', description: 'Base of the `type` URL of problem bodies; unset: `<publicUrl>/errors`.' })
+    baseUrl: Type.Union([Type.String(), Type.Null()], {
+      env: 'ERRORS_URL',
+      description: 'Base of the `type` URL of problem bodies; unset: `<publicUrl>/errors`.'
+    })
   }),
   jobs: Type.Object({
-    enabled: Type.Boolean({ description: 'Run jobs (exports, purges…) on this instance; one without still enqueues them for the others.' }),
-    processEverySeconds: Type.Number({ exclusiveMinimum: 0, description: 'How often the scheduler looks for due jobs (new jobs arrive by NOTIFY at once; the scan finds those of dead instances).' })
+    enabled: Type.Boolean({
+      description: 'Run jobs (exports, purges…) on this instance; one without still enqueues them for the others.'
+    }),
+    processEverySeconds: Type.Number({
+      exclusiveMinimum: 0,
+      description:
+        'How often the scheduler looks for due jobs (new jobs arrive by NOTIFY at once; the scan finds those of dead instances).'
+    })
   }),
   shutdown: Type.Object({
     deadlineSeconds: Type.Number({
@@ -215,21 +352,42 @@ export const configSchema = Type.Object({
     }),
     readinessDelaySeconds: Type.Number({
       minimum: 0,
-      description: 'How long the listener stays open after readiness turns 503, serving as usual, so that a load balancer that probes `/readyz` stops sending before the port closes. 0: closed at once.'
+      description:
+        'How long the listener stays open after readiness turns 503, serving as usual, so that a load balancer that probes `/readyz` stops sending before the port closes. 0: closed at once.'
     })
   }),
   health: Type.Object({
-    timeoutMs: Type.Integer({ minimum: 1, description: 'How long each readiness check (database, jobs, Redis) may take before `/readyz` answers 503.' })
+    timeoutMs: Type.Integer({
+      minimum: 1,
+      description: 'How long each readiness check (database, jobs, Redis) may take before `/readyz` answers 503.'
+    })
   }),
   metrics: Type.Object({
-    enabled: Type.Boolean({ env: 'METRICS_ENABLED', description: 'Serve Prometheus metrics (`GET /metrics`) on a listener of their own, never on the API port (README, "Metrics").' }),
-    host: Type.String({ env: 'METRICS_HOST', description: 'Address the metrics listener binds (loopback by default: open it to the scraper only, e.g. `0.0.0.0` in a container).' }),
-    port: Type.Integer({ minimum: 0, maximum: 65535, env: 'METRICS_PORT', description: 'Port of the metrics listener; 0 takes a free one. A port already in use is logged and the API runs on without metrics.' })
+    enabled: Type.Boolean({
+      env: 'METRICS_ENABLED',
+      description:
+        'Serve Prometheus metrics (`GET /metrics`) on a listener of their own, never on the API port (README, "Metrics").'
+    }),
+    host: Type.String({
+      env: 'METRICS_HOST',
+      description:
+        'Address the metrics listener binds (loopback by default: open it to the scraper only, e.g. `0.0.0.0` in a container).'
+    }),
+    port: Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      env: 'METRICS_PORT',
+      description:
+        'Port of the metrics listener; 0 takes a free one. A port already in use is logged and the API runs on without metrics.'
+    })
   }),
-  logLevel: Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error'), Type.Literal('silent')], {
-    env: 'LOG_LEVEL',
-    description: 'Least severe log level written (JSON lines on stderr).'
-  }),
+  logLevel: Type.Union(
+    [Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error'), Type.Literal('silent')],
+    {
+      env: 'LOG_LEVEL',
+      description: 'Least severe log level written (JSON lines on stderr).'
+    }
+  ),
   log: LogConfig
 })
 
@@ -284,14 +442,19 @@ export function oidcConfigProblems(config: AppConfig, env: NodeJS.ProcessEnv = p
     if (!o) continue
     const at = `/tenants/${id}/oidc`
     const issuer = URL.canParse(o.issuer) ? new URL(o.issuer) : undefined
-    if (!issuer || !['https:', 'http:'].includes(issuer.protocol)) out.push(`${at}/issuer must be an absolute https URL (the provider's issuer identifier), not "${o.issuer}"`)
-    else if (issuer.protocol === 'http:' && !isLoopbackUrl(issuer)) out.push(`${at}/issuer must use https (plain http only on localhost): "${o.issuer}"`)
+    if (!issuer || !['https:', 'http:'].includes(issuer.protocol))
+      out.push(`${at}/issuer must be an absolute https URL (the provider's issuer identifier), not "${o.issuer}"`)
+    else if (issuer.protocol === 'http:' && !isLoopbackUrl(issuer))
+      out.push(`${at}/issuer must use https (plain http only on localhost): "${o.issuer}"`)
     else if (issuer.search || issuer.hash) out.push(`${at}/issuer must have no query or fragment: "${o.issuer}"`)
-    if ((o.clientSecret === undefined) === (o.clientSecretEnv === undefined)) out.push(`${at} must have exactly one of clientSecret and clientSecretEnv`)
-    else if (o.clientSecretEnv !== undefined && !env[o.clientSecretEnv]) out.push(`${at}/clientSecretEnv names the environment variable ${o.clientSecretEnv}, which is not set`)
+    if ((o.clientSecret === undefined) === (o.clientSecretEnv === undefined))
+      out.push(`${at} must have exactly one of clientSecret and clientSecretEnv`)
+    else if (o.clientSecretEnv !== undefined && !env[o.clientSecretEnv])
+      out.push(`${at}/clientSecretEnv names the environment variable ${o.clientSecretEnv}, which is not set`)
     const scopes = (o.scopes ?? defaultOidcScopes).split(' ').filter(Boolean)
     if (!scopes.includes('openid')) out.push(`${at}/scopes must include openid: "${o.scopes}"`)
-    if (o.match === 'email' && !scopes.includes('email')) out.push(`${at}/scopes must include email when match is email: "${o.scopes}"`)
+    if (o.match === 'email' && !scopes.includes('email'))
+      out.push(`${at}/scopes must include email when match is email: "${o.scopes}"`)
   }
   return out
 }

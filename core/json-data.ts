@@ -38,7 +38,8 @@ export const reservedKeys: ReadonlySet<string> = new Set(['__proto__', 'construc
 export function textProblem(s: string): string | undefined {
   if (s.includes('\u0000')) return 'contains a NUL character (\\u0000), which text cannot hold'
   // String.prototype.isWellFormed is in Node 20 but not in the ES2022 library types.
-  if (!(s as string & { isWellFormed(): boolean }).isWellFormed()) return 'contains a lone UTF-16 surrogate (e.g. \\ud800), which is not valid Unicode text'
+  if (!(s as string & { isWellFormed(): boolean }).isWellFormed())
+    return 'contains a lone UTF-16 surrogate (e.g. \\ud800), which is not valid Unicode text'
   return undefined
 }
 
@@ -47,7 +48,12 @@ export const escapePointer = (key: string) => key.replace(/~/g, '~0').replace(/\
 /** A JSON pointer as the dotted field name problems carry (`/payload/severity` → `payload.severity`). */
 export const fieldOf = (pointer: string) => pointer.replace(/^\//, '').replace(/\//g, '.') || '(body)'
 /** A key as a problem shows it: the bad characters escaped, so the answer itself stays storable text. */
-const shown = (key: string) => (textProblem(key) ? JSON.stringify(key).slice(1, -1).replace(/[\ud800-\udfff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`) : key)
+const shown = (key: string) =>
+  textProblem(key)
+    ? JSON.stringify(key)
+        .slice(1, -1)
+        .replace(/[\ud800-\udfff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`)
+    : key
 
 /**
  * Walks a parsed JSON value once and lists what no schema may accept: strings (values
@@ -62,7 +68,8 @@ export function jsonDataProblems(value: unknown, root = ''): FieldProblem[] {
   const out: FieldProblem[] = []
   const path: string[] = []
   const add = (code: string, detail: string, key?: string) => {
-    const pointer = root + path.map((k) => `/${escapePointer(k)}`).join('') + (key === undefined ? '' : `/${escapePointer(key)}`)
+    const pointer =
+      root + path.map((k) => `/${escapePointer(k)}`).join('') + (key === undefined ? '' : `/${escapePointer(key)}`)
     out.push({ pointer, field: fieldOf(pointer), code, detail })
   }
   let values = 1
@@ -78,7 +85,8 @@ export function jsonDataProblems(value: unknown, root = ''): FieldProblem[] {
       const p = textProblem(v)
       if (p) add('text', p)
     } else if (typeof v === 'number') {
-      if (!Number.isFinite(v)) add('number', 'is not a finite number (JSON numbers must fit a double, e.g. at most about 1.8e308)')
+      if (!Number.isFinite(v))
+        add('number', 'is not a finite number (JSON numbers must fit a double, e.g. at most about 1.8e308)')
     } else if (v !== null && typeof v === 'object') {
       if (path.length >= jsonLimits.maxDepth) return add('depth', limitDetails.depth)
       if (Array.isArray(v)) {
@@ -99,7 +107,8 @@ export function jsonDataProblems(value: unknown, root = ''): FieldProblem[] {
         const key = keys[i]
         const bad = textProblem(key)
         if (bad) add('text', `is a key that ${bad}`, shown(key))
-        else if (reservedKeys.has(key)) add('reserved', `is a reserved name (${[...reservedKeys].join(', ')} are never accepted as keys)`, key)
+        else if (reservedKeys.has(key))
+          add('reserved', `is a reserved name (${[...reservedKeys].join(', ')} are never accepted as keys)`, key)
         else {
           path.push(key)
           walk((v as Record<string, unknown>)[key])

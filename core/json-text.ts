@@ -61,7 +61,12 @@ export function jsonTextProblem(text: string, root = ''): FieldProblem | undefin
     return escapePointer(key)
   }
   const problem = (code: string, detail: string): FieldProblem => {
-    const pointer = root + at.slice(1).map((k) => `/${segment(k)}`).join('')
+    const pointer =
+      root +
+      at
+        .slice(1)
+        .map((k) => `/${segment(k)}`)
+        .join('')
     return { pointer, field: fieldOf(pointer), code, detail }
   }
   /** A value starts here: counts it against its array and the whole. */

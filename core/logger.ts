@@ -6,7 +6,8 @@ import { redactFields, scrubSecrets } from './log-redaction.ts'
 
 export type Level = 'debug' | 'info' | 'warn' | 'error' | 'silent'
 
-const levelValue = (level: Level | undefined): number => (level === 'silent' ? Infinity : (pino.levels.values[level ?? 'info'] ?? pino.levels.values.info))
+const levelValue = (level: Level | undefined): number =>
+  level === 'silent' ? Infinity : (pino.levels.values[level ?? 'info'] ?? pino.levels.values.info)
 
 export interface LogFileOptions {
   /** Path of the file; `{pid}` in it becomes the process id (one file per process). Null: none. */
@@ -116,7 +117,12 @@ function openFile(o: LogFileOptions) {
   file = path ? new LogFile(path, level, maxBytes) : undefined
 }
 // The same variables as config `log.file`, `.fileLevel`, `.fileMaxBytes`, read here too so lines before the config loads are kept.
-if (process.env.LOG_FILE) openFile({ file: process.env.LOG_FILE, fileLevel: process.env.LOG_FILE_LEVEL as Level, fileMaxBytes: Number(process.env.LOG_FILE_MAX_BYTES) || undefined })
+if (process.env.LOG_FILE)
+  openFile({
+    file: process.env.LOG_FILE,
+    fileLevel: process.env.LOG_FILE_LEVEL as Level,
+    fileMaxBytes: Number(process.env.LOG_FILE_MAX_BYTES) || undefined
+  })
 process.on('exit', () => file?.flush())
 
 type Fields = Record<string, unknown>
@@ -165,6 +171,9 @@ export const logger = {
  * shows it still is); `--no-warnings` turns it off too.
  */
 export function logProcessWarnings() {
-  for (const listener of process.listeners('warning')) if (listener.name === 'onWarning') process.removeListener('warning', listener)
-  process.on('warning', (w: Error & { code?: string; detail?: string }) => logger.warn(w.message, { warning: w.name, code: w.code, detail: w.detail, stack: w.stack }))
+  for (const listener of process.listeners('warning'))
+    if (listener.name === 'onWarning') process.removeListener('warning', listener)
+  process.on('warning', (w: Error & { code?: string; detail?: string }) =>
+    logger.warn(w.message, { warning: w.name, code: w.code, detail: w.detail, stack: w.stack })
+  )
 }

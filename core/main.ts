@@ -20,11 +20,19 @@ export async function serve(plugins: readonly Plugin[]) {
   if (config.tenants.demo) {
     const existing = await platform.credentials.list('demo')
     if (!existing.length) {
-      const { token, credential } = await platform.credentials.create({ tenantId: 'demo', kind: 'api_key', name: 'demo key (printed at first start)', createdBy: { type: 'system', id: 'start-up', name: 'start-up' } })
+      const { token, credential } = await platform.credentials.create({
+        tenantId: 'demo',
+        kind: 'api_key',
+        name: 'demo key (printed at first start)',
+        createdBy: { type: 'system', id: 'start-up', name: 'start-up' }
+      })
       printFirstKey({ token, id: credential.id, modules: config.tenants.demo?.modules ?? [], url: running.url })
     }
   }
-  logger.info(`records service listening on ${running.url}`, { url: running.url, database: platform.db.embedded ? 'embedded' : 'external' })
+  logger.info(`records service listening on ${running.url}`, {
+    url: running.url,
+    database: platform.db.embedded ? 'embedded' : 'external'
+  })
   tellOperator(`Listening on ${running.url}\n`, { msg: `Listening on ${running.url}`, url: running.url })
   stopSignals.attach(running)
 }
@@ -37,7 +45,10 @@ export async function serve(plugins: readonly Plugin[]) {
  */
 function tellOperator(text: string, line: { msg: string } & Record<string, unknown>) {
   if (process.stdout.isTTY) process.stdout.write(text)
-  else process.stdout.write(JSON.stringify({ level: 'info', time: new Date().toISOString(), pid: process.pid, ...line }) + '\n')
+  else
+    process.stdout.write(
+      JSON.stringify({ level: 'info', time: new Date().toISOString(), pid: process.pid, ...line }) + '\n'
+    )
 }
 
 function printFirstKey(o: { token: string; id: string; modules: readonly string[]; url: string }) {
@@ -46,7 +57,13 @@ function printFirstKey(o: { token: string; id: string; modules: readonly string[
       `To sign in at ${o.url}/sign-in, create a user first:\n` +
       `  npx records user create --tenant demo --username you --roles admin,safety-manager --password-stdin\n` +
       `Its API key (shown once, keep it):\n${o.token}\n\n`,
-    { msg: 'created tenant demo and its first API key (shown once, keep it)', tenant: 'demo', modules: o.modules, credentialId: o.id, apiKey: o.token }
+    {
+      msg: 'created tenant demo and its first API key (shown once, keep it)',
+      tenant: 'demo',
+      modules: o.modules,
+      credentialId: o.id,
+      apiKey: o.token
+    }
   )
 }
 
@@ -54,15 +71,22 @@ function printFirstKey(o: { token: string; id: string; modules: readonly string[
 function logProcessOutput() {
   logProcessWarnings()
   const fatal = (err: unknown, origin: string) => {
-    logger.fatal(`${origin}: ${(err as Error)?.message ?? String(err)}`, { error: (err as Error)?.stack ?? String(err) })
+    logger.fatal(`${origin}: ${(err as Error)?.message ?? String(err)}`, {
+      error: (err as Error)?.stack ?? String(err)
+    })
     process.exit(1)
   }
-  process.on('uncaughtException', (err, origin) => fatal(err, origin === 'unhandledRejection' ? 'unhandled rejection' : 'uncaught exception'))
+  process.on('uncaughtException', (err, origin) =>
+    fatal(err, origin === 'unhandledRejection' ? 'unhandled rejection' : 'uncaught exception')
+  )
 }
 
 /** Start-up failed: one log line with the message (a bad module names its package and field), exit 1. */
 export function startFailed(err: unknown): never {
   if (err instanceof ModuleDefinitionError) logger.fatal(`Start-up stopped: ${err.message}`)
-  else logger.fatal(`Start-up failed: ${(err as Error)?.message ?? String(err)}`, { error: (err as Error)?.stack ?? String(err) })
+  else
+    logger.fatal(`Start-up failed: ${(err as Error)?.message ?? String(err)}`, {
+      error: (err as Error)?.stack ?? String(err)
+    })
   process.exit(1)
 }

@@ -32,7 +32,9 @@ export async function closeListener(server: Server, deadline: number): Promise<{
   const closed = new Promise<void>((resolve) => server.close(() => resolve()))
   const idle = setInterval(() => server.closeIdleConnections(), 100)
   let timer: NodeJS.Timeout | undefined
-  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()))))
+  const late = new Promise<'late'>(
+    (resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now())))
+  )
   try {
     if ((await Promise.race([closed, late])) !== 'late') return { cut: 0 }
     const cut = await new Promise<number>((resolve) => server.getConnections((_err, n) => resolve(n ?? 0)))
@@ -63,7 +65,9 @@ export const closeReserveMs = 3_000
 /** A repeat of the first stop signal this soon is the same request delivered twice (see onSignal). */
 export const repeatWindowMs = 1000
 
-export function exitOnStopSignals(config: { deadlineSeconds: number; readinessDelaySeconds: number }): { attach(server: Stoppable): void } {
+export function exitOnStopSignals(config: { deadlineSeconds: number; readinessDelaySeconds: number }): {
+  attach(server: Stoppable): void
+} {
   let server: Stoppable | undefined
   let signalled: string | undefined
   let signalledAt = 0
@@ -86,14 +90,23 @@ export function exitOnStopSignals(config: { deadlineSeconds: number; readinessDe
       // The same signal twice within a second is one request delivered twice, not an impatient
       // operator: Ctrl-C signals npm and node together and npm forwards its copy (1-4 ms apart),
       // and a supervisor that signals the whole process group (systemd's KillMode=control-group) does the same.
-      if (signal === signalled && Date.now() - signalledAt < repeatWindowMs) return logger.debug(`received ${signal} again at once: the same request, already under way`, { signal })
+      if (signal === signalled && Date.now() - signalledAt < repeatWindowMs)
+        return logger.debug(`received ${signal} again at once: the same request, already under way`, { signal })
       return exitNow(`received ${signal} again: exiting now, work under way unfinished`, { signal, code: 1 })
     }
     signalled = signal
     signalledAt = Date.now()
     logger.info(`received ${signal}: shutting down`, { signal, deadlineSeconds: config.deadlineSeconds })
     const limitMs = (config.readinessDelaySeconds + config.deadlineSeconds) * 1000 + closeReserveMs
-    setTimeout(() => exitNow('the shutdown deadline passed: exiting now, work under way unfinished', { deadlineSeconds: config.deadlineSeconds, readinessDelaySeconds: config.readinessDelaySeconds, code: 1 }), limitMs).unref()
+    setTimeout(
+      () =>
+        exitNow('the shutdown deadline passed: exiting now, work under way unfinished', {
+          deadlineSeconds: config.deadlineSeconds,
+          readinessDelaySeconds: config.readinessDelaySeconds,
+          code: 1
+        }),
+      limitMs
+    ).unref()
     if (server) void drain(server)
     else logger.info('still starting: the shutdown follows once started')
   }

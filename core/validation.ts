@@ -5,13 +5,22 @@ import { problems, type FieldProblem } from './errors/index.ts'
 import { fieldOf, jsonLimits } from './json-data.ts'
 
 /** Validates request bodies and payloads: no coercion, every error reported. */
-export const dataAjv = addFormats.default(new Ajv({ allErrors: true, verbose: true, strict: false, coerceTypes: false, useDefaults: false }), ['date', 'date-time', 'uuid', 'email', 'uri'])
+export const dataAjv = addFormats.default(
+  new Ajv({ allErrors: true, verbose: true, strict: false, coerceTypes: false, useDefaults: false }),
+  ['date', 'date-time', 'uuid', 'email', 'uri']
+)
 
 /** The same rules, stopping at the first error: for bodies too large to list every error of (see validationProblems). */
-const firstErrorAjv = addFormats.default(new Ajv({ allErrors: false, verbose: true, strict: false, coerceTypes: false, useDefaults: false }), ['date', 'date-time', 'uuid', 'email', 'uri'])
+const firstErrorAjv = addFormats.default(
+  new Ajv({ allErrors: false, verbose: true, strict: false, coerceTypes: false, useDefaults: false }),
+  ['date', 'date-time', 'uuid', 'email', 'uri']
+)
 
 /** Validates query strings: values arrive as strings and are coerced to the declared types (compile with `compileQuery`). */
-const queryAjv = addFormats.default(new Ajv({ allErrors: true, verbose: true, strict: false, coerceTypes: 'array', useDefaults: true }), ['date', 'date-time', 'uuid'])
+const queryAjv = addFormats.default(
+  new Ajv({ allErrors: true, verbose: true, strict: false, coerceTypes: 'array', useDefaults: true }),
+  ['date', 'date-time', 'uuid']
+)
 
 const decimal = /^(0|-?[1-9][0-9]*)$/
 
@@ -23,14 +32,32 @@ const decimal = /^(0|-?[1-9][0-9]*)$/
  */
 export function compileQuery(schema: { properties?: object }): ValidateFunction {
   const validate = queryAjv.compile(schema)
-  const integers = Object.entries((schema.properties ?? {}) as Record<string, { type?: unknown; minimum?: number; maximum?: number }>).filter(([, s]) => s.type === 'integer')
+  const integers = Object.entries(
+    (schema.properties ?? {}) as Record<string, { type?: unknown; minimum?: number; maximum?: number }>
+  ).filter(([, s]) => s.type === 'integer')
   if (!integers.length) return validate
-  const inRange = (n: number, s: { minimum?: number; maximum?: number }) => Number.isSafeInteger(n) && (s.minimum === undefined || n >= s.minimum) && (s.maximum === undefined || n <= s.maximum)
+  const inRange = (n: number, s: { minimum?: number; maximum?: number }) =>
+    Number.isSafeInteger(n) &&
+    (s.minimum === undefined || n >= s.minimum) &&
+    (s.maximum === undefined || n <= s.maximum)
   const checked = ((data: Record<string, unknown> | undefined) => {
     for (const [name, s] of integers) {
       const raw = data?.[name]
-      if (raw === undefined || (typeof raw === 'number' && inRange(raw, s)) || (typeof raw === 'string' && decimal.test(raw) && inRange(Number(raw), s))) continue
-      checked.errors = [{ instancePath: `/${name}`, schemaPath: `#/properties/${name}`, keyword: 'wholeNumber', params: { minimum: s.minimum, maximum: s.maximum }, message: 'must be a whole number' }]
+      if (
+        raw === undefined ||
+        (typeof raw === 'number' && inRange(raw, s)) ||
+        (typeof raw === 'string' && decimal.test(raw) && inRange(Number(raw), s))
+      )
+        continue
+      checked.errors = [
+        {
+          instancePath: `/${name}`,
+          schemaPath: `#/properties/${name}`,
+          keyword: 'wholeNumber',
+          params: { minimum: s.minimum, maximum: s.maximum },
+          message: 'must be a whole number'
+        }
+      ]
       return false
     }
     const ok = validate(data)
@@ -54,7 +81,10 @@ function postgresCanHold(value: string): boolean {
 }
 for (const ajv of [dataAjv, queryAjv, firstErrorAjv]) {
   for (const name of ['date', 'date-time']) {
-    const base = ajv.formats[name] as { validate: (s: string) => boolean; compare?: (a: string, b: string) => number | undefined }
+    const base = ajv.formats[name] as {
+      validate: (s: string) => boolean
+      compare?: (a: string, b: string) => number | undefined
+    }
     ajv.addFormat(name, { ...base, validate: (s: string) => base.validate(s) && postgresCanHold(s) })
   }
 }
@@ -75,7 +105,6 @@ export function isFormat(format: keyof typeof formatCheckers, value: string): bo
   return formatCheckers[format](value)
 }
 
-
 /** The values an `anyOf` allows when each of its branches is a constant or a list of them (a TypeBox union of literals), else undefined. */
 function constantsOf(branches: unknown): unknown[] | undefined {
   if (!Array.isArray(branches) || !branches.length) return undefined
@@ -95,7 +124,8 @@ function distance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j)
   for (let i = 1; i <= a.length; i++) {
     const row = [i]
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1))
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1))
     prev = row
   }
   return prev[b.length]
@@ -157,7 +187,14 @@ function fieldProblem(e: ErrorObject, root: string): FieldProblem {
     }
     case 'wholeNumber': {
       const { minimum, maximum } = e.params as { minimum?: number; maximum?: number }
-      const range = minimum !== undefined && maximum !== undefined ? ` from ${minimum} to ${maximum}` : minimum !== undefined ? ` of at least ${minimum}` : maximum !== undefined ? ` of at most ${maximum}` : ''
+      const range =
+        minimum !== undefined && maximum !== undefined
+          ? ` from ${minimum} to ${maximum}`
+          : minimum !== undefined
+            ? ` of at least ${minimum}`
+            : maximum !== undefined
+              ? ` of at most ${maximum}`
+              : ''
       detail = `must be a whole number${range}, written in decimal digits`
       break
     }
@@ -196,13 +233,17 @@ function constantUnions(errors: ErrorObject[]): Map<string, string[]> {
   return unions
 }
 
-function boundedProblems(errors: ErrorObject[] | null | undefined, root: string): { list: FieldProblem[]; more: boolean } {
+function boundedProblems(
+  errors: ErrorObject[] | null | undefined,
+  root: string
+): { list: FieldProblem[]; more: boolean } {
   const list: FieldProblem[] = []
   const seen = new Set<string>()
   const unions = errors?.length ? constantUnions(errors) : new Map<string, string[]>()
   for (const e of errors ?? []) {
     // A constant branch's error sits at the union's own instance path (constants are scalars).
-    if (unions.size && e.keyword !== 'anyOf' && unions.get(e.instancePath)?.some((u) => e.schemaPath.startsWith(u))) continue
+    if (unions.size && e.keyword !== 'anyOf' && unions.get(e.instancePath)?.some((u) => e.schemaPath.startsWith(u)))
+      continue
     const p = fieldProblem(e, root)
     const key = `${p.pointer}\u0000${p.code}`
     if (seen.has(key)) continue
@@ -220,7 +261,8 @@ const detailProblems = 10
 export function validationError(list: FieldProblem[], more = false) {
   const shown = list.slice(0, detailProblems).map((p) => `${p.field} ${p.detail}`)
   if (list.length > detailProblems) shown.push(`and ${list.length - detailProblems} more listed in errors`)
-  if (more) shown.push(`and more problems, not listed (at most ${jsonLimits.maxProblems} are): fix these and send again`)
+  if (more)
+    shown.push(`and more problems, not listed (at most ${jsonLimits.maxProblems} are): fix these and send again`)
   return problems.validation(shown.join('; '), list, more)
 }
 
@@ -256,7 +298,11 @@ export function compileData(schema: object): ValidateFunction {
 }
 
 /** The problems of `value` under `validate`, at most `jsonLimits.maxProblems`, in CPU linear in the value's size; undefined when valid. */
-export function validationProblems(validate: ValidateFunction, value: unknown, root = ''): { list: FieldProblem[]; more: boolean } | undefined {
+export function validationProblems(
+  validate: ValidateFunction,
+  value: unknown,
+  root = ''
+): { list: FieldProblem[]; more: boolean } | undefined {
   if (!largerThan(value, fullCheckValues)) return validate(value) ? undefined : boundedProblems(validate.errors, root)
   let first = firstErrorValidators.get(validate)
   if (!first) firstErrorValidators.set(validate, (first = firstErrorAjv.compile(validate.schema as object)))

@@ -26,7 +26,10 @@ const startedAt = Date.now()
 rmSync(next, { recursive: true, force: true })
 try {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', next, '--noCheck'], { cwd: root, stdio: 'inherit' })
+  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', next, '--noCheck'], {
+    cwd: root,
+    stdio: 'inherit'
+  })
   let assets = 0
   const copyAssets = (dir) => {
     for (const e of readdirSync(join(root, dir), { withFileTypes: true })) {
@@ -57,7 +60,9 @@ try {
     }
   }
   rmSync(old, { recursive: true, force: true })
-  process.stdout.write(`build: ${relative(root, out)}/ from core/, plugins/ and bin/server.ts (${assets} asset files copied) in ${((Date.now() - startedAt) / 1000).toFixed(1)} s\n`)
+  process.stdout.write(
+    `build: ${relative(root, out)}/ from core/, plugins/ and bin/server.ts (${assets} asset files copied) in ${((Date.now() - startedAt) / 1000).toFixed(1)} s\n`
+  )
 } catch (err) {
   rmSync(next, { recursive: true, force: true })
   process.stderr.write(`build failed: ${err.message}\n`)

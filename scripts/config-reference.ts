@@ -35,7 +35,10 @@ function defaultCell(value: unknown): string {
 
 /** The Markdown table of every setting. */
 export function renderReference(keys: ConfigKey[] = configKeys(configSchema), source: unknown = defaults()): string {
-  const rows = keys.map((k) => `| \`${k.key}\` | \`${k.env}\` | ${cell(defaultCell(valueAt(source, k.path)))} | ${cell(k.description ?? '')} |`)
+  const rows = keys.map(
+    (k) =>
+      `| \`${k.key}\` | \`${k.env}\` | ${cell(defaultCell(valueAt(source, k.path)))} | ${cell(k.description ?? '')} |`
+  )
   return ['| Key | Environment variable | Default | Meaning |', '|---|---|---|---|', ...rows].join('\n')
 }
 

@@ -41,7 +41,13 @@ export function shellBlocks(file: string, text: string): DocBlock[] {
     const body: string[] = []
     for (i++; i < lines.length && !lines[i].startsWith('```'); i++) body.push(lines[i])
     const status = attrs.find((a) => a.startsWith('status='))
-    blocks.push({ file, line: start, code: body.join('\n'), setup: attrs.includes('setup'), ...(status ? { status: Number(status.slice(7)) } : {}) })
+    blocks.push({
+      file,
+      line: start,
+      code: body.join('\n'),
+      setup: attrs.includes('setup'),
+      ...(status ? { status: Number(status.slice(7)) } : {})
+    })
   }
   return blocks
 }
@@ -49,10 +55,17 @@ export function shellBlocks(file: string, text: string): DocBlock[] {
 const blockTimeoutMs = 300_000
 const shown = 3000
 
-function runBlock(block: DocBlock, env: NodeJS.ProcessEnv, envFile: string): Promise<{ code: number | null; out: string; statuses: number[] }> {
+function runBlock(
+  block: DocBlock,
+  env: NodeJS.ProcessEnv,
+  envFile: string
+): Promise<{ code: number | null; out: string; statuses: number[] }> {
   const script = `set -a -e -o pipefail\n${block.code}\nenv -0 > "$__DOC_ENV"\n`
   return new Promise((resolve) => {
-    const child = spawn('bash', ['-c', script], { env: { ...env, __DOC_ENV: envFile }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn('bash', ['-c', script], {
+      env: { ...env, __DOC_ENV: envFile },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
     let out = ''
     let err = ''
     child.stdout.on('data', (d) => (out += d))
@@ -82,7 +95,16 @@ function readEnv(file: string): NodeJS.ProcessEnv {
 }
 
 async function main() {
-  const files = process.argv.length > 2 ? process.argv.slice(2) : ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).sort().map((f) => join('docs', f))]
+  const files =
+    process.argv.length > 2
+      ? process.argv.slice(2)
+      : [
+          'README.md',
+          ...readdirSync('docs')
+            .filter((f) => f.endsWith('.md'))
+            .sort()
+            .map((f) => join('docs', f))
+        ]
   const home = mkdtempSync(join(tmpdir(), 'doc-commands-'))
   writeFileSync(join(home, '.curlrc'), 'write-out = "%{stderr}[doc-run] %{http_code} %{method} %{url_effective}\\n"\n')
   const envFile = join(home, 'env')
@@ -99,11 +121,22 @@ async function main() {
         ran++
         const started = Date.now()
         const { code, out, statuses } = await runBlock(block, env, envFile)
-        const wrong = block.status ? (statuses.at(-1) === block.status ? [] : [statuses.at(-1) ?? 'none']) : statuses.filter((s) => s < 200 || s >= 400)
+        const wrong = block.status
+          ? statuses.at(-1) === block.status
+            ? []
+            : [statuses.at(-1) ?? 'none']
+          : statuses.filter((s) => s < 200 || s >= 400)
         const ok = code === 0 && !wrong.length
-        console.log(`${ok ? 'ok' : 'FAILED'} ${block.file}:${block.line} (${((Date.now() - started) / 1000).toFixed(1)} s; HTTP ${statuses.join(' ') || 'none'}${block.status ? `; expected last ${block.status}` : ''}${code !== 0 ? `; bash exit ${code}` : ''})`)
+        console.log(
+          `${ok ? 'ok' : 'FAILED'} ${block.file}:${block.line} (${((Date.now() - started) / 1000).toFixed(1)} s; HTTP ${statuses.join(' ') || 'none'}${block.status ? `; expected last ${block.status}` : ''}${code !== 0 ? `; bash exit ${code}` : ''})`
+        )
         if (!ok || process.env.DOC_COMMANDS_VERBOSE) {
-          console.log(block.code.split('\n').map((l) => `  $ ${l}`).join('\n'))
+          console.log(
+            block.code
+              .split('\n')
+              .map((l) => `  $ ${l}`)
+              .join('\n')
+          )
           console.log(out.length > shown ? `${out.slice(0, shown)}\n  … (${out.length - shown} more characters)` : out)
         }
         if (ok) env = { ...readEnv(envFile), CURL_HOME: home }

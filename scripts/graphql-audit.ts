@@ -35,17 +35,28 @@ const tenantId = 'audit'
  */
 async function coercionAudit(url: string, fetchFn: typeof fetch): Promise<AuditResult> {
   const id = '86EE+'
-  const name = 'SHOULD use a status code of 400 on variable coercion failure when accepting application/graphql-response+json (a variable the operation uses)'
+  const name =
+    'SHOULD use a status code of 400 on variable coercion failure when accepting application/graphql-response+json (a variable the operation uses)'
   const res = await fetchFn(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
-    body: JSON.stringify({ query: 'query CoerceFailure($name: String!) { __type(name: $name) { name } }', variables: { name: null } })
+    body: JSON.stringify({
+      query: 'query CoerceFailure($name: String!) { __type(name: $name) { name } }',
+      variables: { name: null }
+    })
   })
-  return res.status === 400 ? { id, name, status: 'ok' } : { id, name, status: 'warn', reason: `Status code ${res.status} is not 400`, response: res }
+  return res.status === 400
+    ? { id, name, status: 'ok' }
+    : { id, name, status: 'warn', reason: `Status code ${res.status} is not 400`, response: res }
 }
 
 /** What was sent and received for each response the audits got, to show with a failure. */
-interface Exchange { request: string; status: number; contentType: string; body: Promise<string> }
+interface Exchange {
+  request: string
+  status: number
+  contentType: string
+  body: Promise<string>
+}
 
 async function main(): Promise<number> {
   const where = await databaseServer()
@@ -105,10 +116,14 @@ async function main(): Promise<number> {
     if (exchange) {
       const text = (await exchange.body).replace(/\s+/g, ' ')
       say(`         request: ${exchange.request}`)
-      say(`         response: ${exchange.status} ${exchange.contentType} ${text.length > 300 ? `${text.slice(0, 300)}…` : text}`)
+      say(
+        `         response: ${exchange.status} ${exchange.contentType} ${text.length > 300 ? `${text.slice(0, 300)}…` : text}`
+      )
     }
   }
-  say(`${counts.ok} ok, ${counts.warn} warnings, ${counts.error} errors${counts.notice ? `, ${counts.notice} notices` : ''}`)
+  say(
+    `${counts.ok} ok, ${counts.warn} warnings, ${counts.error} errors${counts.notice ? `, ${counts.notice} notices` : ''}`
+  )
 
   const broken = await contractBroken(running.violations)
   return counts.error > 0 || broken ? 1 : 0

@@ -27,7 +27,10 @@ async function cleanUp() {
  */
 export async function databaseServer(): Promise<'DATABASE_URL' | 'embedded PostgreSQL'> {
   if (process.env.DATABASE_URL) return 'DATABASE_URL'
-  const [{ startEmbedded }, { testCluster }] = await Promise.all([import('../core/db/embedded.ts'), import('../test/suite/cluster.ts')])
+  const [{ startEmbedded }, { testCluster }] = await Promise.all([
+    import('../core/db/embedded.ts'),
+    import('../test/suite/cluster.ts')
+  ])
   const embedded: EmbeddedServer = await startEmbedded({ ...testCluster, database: 'postgres' })
   onCleanUp(() => embedded.startedHere && embedded.stop())
   return 'embedded PostgreSQL'
@@ -48,7 +51,10 @@ export async function contractBroken(violations: Array<unknown>): Promise<boolea
 
 /** Runs the script's main and exits with its code (1 if it threw), after the cleanups; Ctrl-C and SIGTERM clean up too. */
 export async function runScript(name: string, main: () => Promise<number>): Promise<never> {
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143]
+  ] as const) {
     process.once(signal, () => void cleanUp().finally(() => process.exit(code)))
   }
   let code = 1

@@ -32,7 +32,11 @@ function suitesFolder(): { dir: string } | { skip: string } | { error: string } 
   const root = explicit ? resolve(explicit) : resolve(projectRoot, '../shared/peer-suites')
   const dir = join(root, 'scim')
   if (!existsSync(dir)) {
-    return explicit ? { error: `PEER_SUITES_DIR=${explicit} has no scim/ folder (${dir})` } : { skip: `skipped: ../shared/peer-suites/scim not found (looked in ${dir}; set PEER_SUITES_DIR to the peer-suites folder)` }
+    return explicit
+      ? { error: `PEER_SUITES_DIR=${explicit} has no scim/ folder (${dir})` }
+      : {
+          skip: `skipped: ../shared/peer-suites/scim not found (looked in ${dir}; set PEER_SUITES_DIR to the peer-suites folder)`
+        }
   }
   const missing = [microsoftFile, oktaFiles.test, oktaFiles.initialScript].filter((f) => !existsSync(join(dir, f)))
   return missing.length ? { error: `${dir} lacks ${missing.join(', ')}` } : { dir }
@@ -58,30 +62,71 @@ async function main(): Promise<number> {
   const database = await databaseServer()
   const modules = ['incident', 'corrective-action', 'inspection']
   const server = await startTestServer({
-    tenants: { [tenants.microsoft]: { name: 'SCIM peer suite: Microsoft', modules }, [tenants.okta]: { name: 'SCIM peer suite: Okta', modules } }
+    tenants: {
+      [tenants.microsoft]: { name: 'SCIM peer suite: Microsoft', modules },
+      [tenants.okta]: { name: 'SCIM peer suite: Okta', modules }
+    }
   })
   onCleanUp(() => server.close())
-  const tokenOf = async (tenantId: string) => (await server.platform.credentials.create({ tenantId, kind: 'service_account', name: 'SCIM peer suite', scopes: ['scim'] })).token
+  const tokenOf = async (tenantId: string) =>
+    (
+      await server.platform.credentials.create({
+        tenantId,
+        kind: 'service_account',
+        name: 'SCIM peer suite',
+        scopes: ['scim']
+      })
+    ).token
 
   const scimBaseUrl = `${server.url}${scimPath}`
   say(`SCIM peer suites from ${where.dir} against ${scimBaseUrl} (${database})`)
   const results: SuiteResult[] = []
   const runs = [
-    { title: 'Microsoft SCIM reference collection (newman)', tenantId: tenants.microsoft, run: async () => runMicrosoft({ file: join(where.dir, microsoftFile), scimBaseUrl, token: await tokenOf(tenants.microsoft), say }) },
-    { title: 'Okta SCIM 2.0 spec test (Runscope export)', tenantId: tenants.okta, run: async () => runOkta({ dir: where.dir, scimBaseUrl, token: await tokenOf(tenants.okta), say, pauses: process.env.SCIM_PEERS_PAUSES === 'wait' ? 'wait' : 'skip' }) }
+    {
+      title: 'Microsoft SCIM reference collection (newman)',
+      tenantId: tenants.microsoft,
+      run: async () =>
+        runMicrosoft({
+          file: join(where.dir, microsoftFile),
+          scimBaseUrl,
+          token: await tokenOf(tenants.microsoft),
+          say
+        })
+    },
+    {
+      title: 'Okta SCIM 2.0 spec test (Runscope export)',
+      tenantId: tenants.okta,
+      run: async () =>
+        runOkta({
+          dir: where.dir,
+          scimBaseUrl,
+          token: await tokenOf(tenants.okta),
+          say,
+          pauses: process.env.SCIM_PEERS_PAUSES === 'wait' ? 'wait' : 'skip'
+        })
+    }
   ]
   for (const { title, tenantId, run } of runs) {
     say(`\n== ${title}, tenant ${tenantId}`)
     // A suite that cannot run (a file the runner refuses) is one failure; the other still runs.
     const result = await run().catch((err: Error): SuiteResult => {
       say(`could not run: ${err.message}`)
-      return { suite: title, passed: 0, failed: 1, failures: [{ where: title, assertion: 'run', detail: err.message }], notes: [] }
+      return {
+        suite: title,
+        passed: 0,
+        failed: 1,
+        failures: [{ where: title, assertion: 'run', detail: err.message }],
+        notes: []
+      }
     })
     results.push(result)
     say(`${result.suite}: ${tally(result)}`)
   }
 
-  const total = results.reduce((sum, r) => ({ passed: sum.passed + r.passed, failed: sum.failed + r.failed }), { passed: 0, failed: 0 })
+  const total = results.reduce((sum, r) => ({ passed: sum.passed + r.passed, failed: sum.failed + r.failed }), {
+    passed: 0,
+    failed: 0
+  })
   say('')
   for (const r of results) say(`${r.suite}: ${tally(r)}`)
   say(`total: ${tally(total)}`)

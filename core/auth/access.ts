@@ -15,7 +15,9 @@ function rolesAllow(principal: Principal, module: RegisteredModule, action: stri
   const perms = module.definition.permissions
   return principal.roles.some((role) => {
     const actions = perms[role]
-    return !!actions && (actions.includes(action) || (action.startsWith('transition:') && actions.includes('transition:*')))
+    return (
+      !!actions && (actions.includes(action) || (action.startsWith('transition:') && actions.includes('transition:*')))
+    )
   })
 }
 
@@ -26,7 +28,9 @@ export function seesModule(principal: Principal, module: RegisteredModule): bool
 
 /** Whether the principal may perform a module action (read, create, update, delete, export, attachments, transition:<key>). */
 export function can(principal: Principal, module: RegisteredModule, action: string): boolean {
-  return hasScope(principal.scopes, scopeForAction(action), module.definition.key) && rolesAllow(principal, module, action)
+  return (
+    hasScope(principal.scopes, scopeForAction(action), module.definition.key) && rolesAllow(principal, module, action)
+  )
 }
 
 /** 403 naming the missing scope for a non-module endpoint. */
@@ -41,7 +45,11 @@ export function assertScope(principal: Principal, scope: Scope, moduleKey?: stri
 export function assertCan(principal: Principal, module: RegisteredModule, action: string) {
   assertScope(principal, scopeForAction(action), module.definition.key)
   if (!rolesAllow(principal, module, action)) {
-    throw problems.forbidden('permission.denied', `This credential may not ${action} records of module "${module.definition.key}".`, { missing: action })
+    throw problems.forbidden(
+      'permission.denied',
+      `This credential may not ${action} records of module "${module.definition.key}".`,
+      { missing: action }
+    )
   }
 }
 
@@ -114,7 +122,11 @@ export function assertWritable(principal: Principal, module: RegisteredModule, f
   for (const key of fields) {
     const access = module.fields.get(key)?.access
     if (access && !(access.write ?? access.read).some((r) => roles.includes(r))) {
-      throw problems.forbidden('field.forbidden', `This credential may not write field "${key}" of module "${module.definition.key}"; it needs one of the roles ${(access.write ?? access.read).join(', ')}.`, { field: key })
+      throw problems.forbidden(
+        'field.forbidden',
+        `This credential may not write field "${key}" of module "${module.definition.key}"; it needs one of the roles ${(access.write ?? access.read).join(', ')}.`,
+        { field: key }
+      )
     }
   }
 }
@@ -128,7 +140,10 @@ export function redactPayload(payload: Record<string, unknown>, hidden: Readonly
 }
 
 /** Activity entries without changes to hidden fields. */
-export function redactActivity<T extends { changes?: Array<{ field: string }> }>(activity: T[], hidden: ReadonlySet<string>): T[] {
+export function redactActivity<T extends { changes?: Array<{ field: string }> }>(
+  activity: T[],
+  hidden: ReadonlySet<string>
+): T[] {
   if (!hidden.size) return activity
   return activity.map((a) => (a.changes ? { ...a, changes: a.changes.filter((c) => !hidden.has(c.field)) } : a))
 }

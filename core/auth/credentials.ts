@@ -102,7 +102,8 @@ export class CredentialStore {
 
   private forget(payload: string | undefined) {
     const [kind, id] = [payload?.slice(0, 1), payload?.slice(2)]
-    const matches = (row: CredentialRow) => (kind === 'c' ? row.id === id : kind === 'u' ? row.user_id === id : row.tenant_id === id)
+    const matches = (row: CredentialRow) =>
+      kind === 'c' ? row.id === id : kind === 'u' ? row.user_id === id : row.tenant_id === id
     for (const [key, entry] of this.cache) if (entry.row && matches(entry.row)) this.cache.delete(key)
   }
 
@@ -119,12 +120,32 @@ export class CredentialStore {
   }
 
   /** Issues a token; the only moment its secret exists outside the caller's hands. */
-  async create(input: { tenantId: string; kind: CredentialKind; name: string; userId?: string | null; scopes?: string[] | null; roles?: string[] | null; expiresAt?: string | null; createdBy?: unknown }) {
+  async create(input: {
+    tenantId: string
+    kind: CredentialKind
+    name: string
+    userId?: string | null
+    scopes?: string[] | null
+    roles?: string[] | null
+    expiresAt?: string | null
+    createdBy?: unknown
+  }) {
     const { token, hash, prefix } = generateToken(input.kind)
     const { rows } = await this.pool.query(
       `INSERT INTO credentials (tenant_id, kind, name, prefix, secret_hash, user_id, scopes, roles, expires_at, created_by)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
-      [input.tenantId, input.kind, input.name, prefix, hash, input.userId ?? null, input.scopes ?? null, input.roles ?? null, input.expiresAt ?? null, JSON.stringify(input.createdBy ?? null)]
+      [
+        input.tenantId,
+        input.kind,
+        input.name,
+        prefix,
+        hash,
+        input.userId ?? null,
+        input.scopes ?? null,
+        input.roles ?? null,
+        input.expiresAt ?? null,
+        JSON.stringify(input.createdBy ?? null)
+      ]
     )
     return { token, credential: toInfo(rows[0]) }
   }
@@ -145,7 +166,10 @@ export class CredentialStore {
   /** A tenant's tokens, newest last; only those of one user when `userId` is given. */
   async list(tenantId: string, filter: { userId?: string } = {}): Promise<CredentialInfo[]> {
     const { rows } = filter.userId
-      ? await this.pool.query('SELECT * FROM credentials WHERE tenant_id = $1 AND user_id = $2 ORDER BY created_at, id', [tenantId, filter.userId])
+      ? await this.pool.query(
+          'SELECT * FROM credentials WHERE tenant_id = $1 AND user_id = $2 ORDER BY created_at, id',
+          [tenantId, filter.userId]
+        )
       : await this.pool.query('SELECT * FROM credentials WHERE tenant_id = $1 ORDER BY created_at, id', [tenantId])
     return rows.map(toInfo)
   }
@@ -158,7 +182,11 @@ export class CredentialStore {
 
   /** By hash alone (the token names no tenant); unique per tenant only (migration 015), so two rows authenticate nobody. */
   private async lookup(hash: Buffer): Promise<CredentialRow | null> {
-    const { rows } = await this.pool.query({ name: 'credential-by-hash', text: `${credentialSelect} WHERE c.secret_hash = $1 LIMIT 2`, values: [hash] })
+    const { rows } = await this.pool.query({
+      name: 'credential-by-hash',
+      text: `${credentialSelect} WHERE c.secret_hash = $1 LIMIT 2`,
+      values: [hash]
+    })
     return rows.length === 1 ? rows[0] : null
   }
 
@@ -168,7 +196,8 @@ export class CredentialStore {
    * lookup; revocation and expiry are still checked on every call.
    */
   async authenticate(authorization: string | undefined): Promise<Principal> {
-    if (!authorization) throw problems.unauthenticated('auth.missing', 'This endpoint needs an Authorization: Bearer <token> header.')
+    if (!authorization)
+      throw problems.unauthenticated('auth.missing', 'This endpoint needs an Authorization: Bearer <token> header.')
     let entry = this.cache.get(authorization)
     if (!entry || Date.now() - entry.at >= cacheMs) {
       entry = await this.resolve(authorization)
@@ -187,7 +216,8 @@ export class CredentialStore {
     const m = authorization.match(/^Bearer\s+(\S+)\s*$/i)
     if (!m) throw problems.unauthenticated('auth.malformed', 'The Authorization header must read "Bearer <token>".')
     const token = m[1]
-    if (!tokenKind(token)) throw problems.unauthenticated('auth.invalid', 'The bearer token is not a token issued by this service.')
+    if (!tokenKind(token))
+      throw problems.unauthenticated('auth.invalid', 'The bearer token is not a token issued by this service.')
     const hash = hashToken(token)
     const row = await this.lookup(hash)
     if (!row || !sameHash(row.secret_hash, hash)) return { row: null, principal: null, at: Date.now() }
@@ -209,7 +239,11 @@ export class CredentialStore {
  * subscription's owner): undefined once it is revoked or expired, or its user is deactivated,
  * so standing rights end exactly when the token stops authenticating.
  */
-export async function principalOfCredential(db: pg.Pool | pg.PoolClient, tenantId: string, id: string): Promise<Principal | undefined> {
+export async function principalOfCredential(
+  db: pg.Pool | pg.PoolClient,
+  tenantId: string,
+  id: string
+): Promise<Principal | undefined> {
   if (!isUuid(id)) return undefined
   const { rows } = await db.query(`${credentialSelect} WHERE c.tenant_id = $1 AND c.id = $2`, [tenantId, id])
   const row: CredentialRow | undefined = rows[0]
@@ -219,8 +253,13 @@ export async function principalOfCredential(db: pg.Pool | pg.PoolClient, tenantI
 /** Why a known credential no longer authenticates (revoked, expired, its user deactivated), or undefined. */
 function refusal(row: CredentialRow) {
   if (row.revoked_at) return problems.unauthenticated('auth.revoked', 'The bearer token has been revoked.')
-  if (row.expires_at && row.expires_at.getTime() <= Date.now()) return problems.unauthenticated('auth.expired', `The bearer token expired at ${row.expires_at.toISOString()}.`)
-  if (row.kind === 'personal' && !row.user_active) return problems.unauthenticated('auth.user_inactive', 'The user behind this personal access token is deactivated or gone.')
+  if (row.expires_at && row.expires_at.getTime() <= Date.now())
+    return problems.unauthenticated('auth.expired', `The bearer token expired at ${row.expires_at.toISOString()}.`)
+  if (row.kind === 'personal' && !row.user_active)
+    return problems.unauthenticated(
+      'auth.user_inactive',
+      'The user behind this personal access token is deactivated or gone.'
+    )
   return undefined
 }
 
@@ -233,17 +272,42 @@ function refusal(row: CredentialRow) {
  * person, if one is recorded), who is the one four-eyes rules compare.
  */
 function principalOf(row: CredentialRow): Principal {
-  const base = { tenantId: row.tenant_id, credentialId: row.id, kind: row.kind, ...(row.expires_at ? { expiresAt: row.expires_at.toISOString() } : {}) }
+  const base = {
+    tenantId: row.tenant_id,
+    credentialId: row.id,
+    kind: row.kind,
+    ...(row.expires_at ? { expiresAt: row.expires_at.toISOString() } : {})
+  }
   const token = { type: tokenTypeOf[row.kind], id: row.id, name: row.name }
   if (row.kind === 'personal') {
-    return { ...base, actor: { type: 'user', id: row.user_id!, name: row.user_name ?? row.name, token }, userId: row.user_id!, roles: row.user_roles ?? [], scopes: row.scopes ?? 'all' }
+    return {
+      ...base,
+      actor: { type: 'user', id: row.user_id!, name: row.user_name ?? row.name, token },
+      userId: row.user_id!,
+      roles: row.user_roles ?? [],
+      scopes: row.scopes ?? 'all'
+    }
   }
   const person = personOf(row.created_by)
   const onBehalfOf = person ? { onBehalfOf: person } : {}
   if (row.kind === 'service_account') {
-    return { ...base, actor: { type: 'service-account', id: row.id, name: row.name, token, ...onBehalfOf }, roles: row.roles ?? 'all', scopes: row.scopes ?? [] }
+    return {
+      ...base,
+      actor: { type: 'service-account', id: row.id, name: row.name, token, ...onBehalfOf },
+      roles: row.roles ?? 'all',
+      scopes: row.scopes ?? []
+    }
   }
-  return { ...base, actor: { type: 'api-key', id: row.id, name: row.name, token, ...onBehalfOf }, roles: 'all', scopes: row.scopes ?? 'all' }
+  return {
+    ...base,
+    actor: { type: 'api-key', id: row.id, name: row.name, token, ...onBehalfOf },
+    roles: 'all',
+    scopes: row.scopes ?? 'all'
+  }
 }
 
-const tokenTypeOf = { api_key: 'api-key', personal: 'personal', service_account: 'service-account' } as const satisfies Record<CredentialKind, NonNullable<Actor['token']>['type']>
+const tokenTypeOf = {
+  api_key: 'api-key',
+  personal: 'personal',
+  service_account: 'service-account'
+} as const satisfies Record<CredentialKind, NonNullable<Actor['token']>['type']>

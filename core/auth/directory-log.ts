@@ -28,14 +28,25 @@ export interface DirectoryEvent {
 }
 
 /** Effective roles (direct and through groups) of the tenant's users among `ids`, by id. */
-export async function effectiveRoles(client: pg.PoolClient, tenantId: string, ids: readonly string[]): Promise<Map<string, string[]>> {
+export async function effectiveRoles(
+  client: pg.PoolClient,
+  tenantId: string,
+  ids: readonly string[]
+): Promise<Map<string, string[]>> {
   if (!ids.length) return new Map()
-  const { rows } = await client.query<{ id: string; roles: string[] }>(`SELECT u.id::text AS id, ${effectiveRolesSql} AS roles FROM users u WHERE u.tenant_id = $1 AND u.id = ANY($2::uuid[])`, [tenantId, [...new Set(ids)]])
+  const { rows } = await client.query<{ id: string; roles: string[] }>(
+    `SELECT u.id::text AS id, ${effectiveRolesSql} AS roles FROM users u WHERE u.tenant_id = $1 AND u.id = ANY($2::uuid[])`,
+    [tenantId, [...new Set(ids)]]
+  )
   return new Map(rows.map((r) => [r.id, r.roles]))
 }
 
 /** Group ids of the tenant's users among `ids`, by user id. */
-export async function memberships(client: pg.PoolClient, tenantId: string, ids: readonly string[]): Promise<Map<string, string[]>> {
+export async function memberships(
+  client: pg.PoolClient,
+  tenantId: string,
+  ids: readonly string[]
+): Promise<Map<string, string[]>> {
   if (!ids.length) return new Map()
   const { rows } = await client.query<{ id: string; groups: string[] }>(
     `SELECT u.id::text AS id, ARRAY(SELECT gm.group_id::text FROM group_members gm WHERE gm.tenant_id = u.tenant_id AND gm.user_id = u.id ORDER BY 1) AS groups
@@ -45,8 +56,10 @@ export async function memberships(client: pg.PoolClient, tenantId: string, ids: 
   return new Map(rows.map((r) => [r.id, r.groups]))
 }
 
-export const added = (before: readonly string[] = [], after: readonly string[] = []) => after.filter((r) => !before.includes(r))
-export const removed = (before: readonly string[] = [], after: readonly string[] = []) => before.filter((r) => !after.includes(r))
+export const added = (before: readonly string[] = [], after: readonly string[] = []) =>
+  after.filter((r) => !before.includes(r))
+export const removed = (before: readonly string[] = [], after: readonly string[] = []) =>
+  before.filter((r) => !after.includes(r))
 
 /**
  * The users among `ids` whose effective roles or groups changed between two snapshots, as
@@ -67,28 +80,53 @@ export function accessEvents(
     const groupsJoined = added(before.groups.get(id), after.groups.get(id))
     const groupsLeft = removed(before.groups.get(id), after.groups.get(id))
     if (!rolesGranted.length && !rolesRevoked.length && !groupsJoined.length && !groupsLeft.length) continue
-    const changed = [...(groupsJoined.length || groupsLeft.length ? ['groups'] : []), ...(rolesGranted.length || rolesRevoked.length ? ['roles'] : [])]
-    out.push({ type: 'user.updated', subjectId: id, data: { changed, rolesGranted, rolesRevoked, groupsJoined, groupsLeft, ...extra(id) } })
+    const changed = [
+      ...(groupsJoined.length || groupsLeft.length ? ['groups'] : []),
+      ...(rolesGranted.length || rolesRevoked.length ? ['roles'] : [])
+    ]
+    out.push({
+      type: 'user.updated',
+      subjectId: id,
+      data: { changed, rolesGranted, rolesRevoked, groupsJoined, groupsLeft, ...extra(id) }
+    })
   }
   return out
 }
 
 /** Writes events in the transaction of the change they describe (one statement for all). */
-export async function writeEvents(client: pg.PoolClient, tenantId: string, actor: Actor, events: readonly DirectoryEvent[]) {
+export async function writeEvents(
+  client: pg.PoolClient,
+  tenantId: string,
+  actor: Actor,
+  events: readonly DirectoryEvent[]
+) {
   if (!events.length) return
   await client.query(
     `INSERT INTO events (tenant_id, type, actor, subject_id, data)
      SELECT $1, e.type, $2::jsonb, e.subject::uuid, e.data FROM jsonb_to_recordset($3::jsonb) AS e(type text, subject text, data jsonb)`,
-    [tenantId, JSON.stringify(actor), JSON.stringify(events.map((e) => ({ type: e.type, subject: e.subjectId, data: e.data })))]
+    [
+      tenantId,
+      JSON.stringify(actor),
+      JSON.stringify(events.map((e) => ({ type: e.type, subject: e.subjectId, data: e.data })))
+    ]
   )
 }
 
 /** 412: the change was based on a version of the user or group that is no longer current. */
 export function versionMismatch(kind: 'user' | 'group', id: string, current: number) {
-  return new ApiError('precondition-failed', `${kind}.version_mismatch`, `The ${kind} ${id} is at version ${current}; If-Match names another. Read it again and re-apply the change.`, { currentVersion: current })
+  return new ApiError(
+    'precondition-failed',
+    `${kind}.version_mismatch`,
+    `The ${kind} ${id} is at version ${current}; If-Match names another. Read it again and re-apply the change.`,
+    { currentVersion: current }
+  )
 }
 
 /** NOTIFY (every instance drops cached resolutions of these users), delivered when the change commits. */
 export async function notifyUsers(client: pg.PoolClient, ids: readonly string[]) {
-  if (ids.length) await client.query('SELECT pg_notify($1, \'u:\' || id) FROM unnest($2::text[]) AS id', [credentialsChannel, [...new Set(ids)]])
+  if (ids.length)
+    await client.query("SELECT pg_notify($1, 'u:' || id) FROM unnest($2::text[]) AS id", [
+      credentialsChannel,
+      [...new Set(ids)]
+    ])
 }

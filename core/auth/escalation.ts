@@ -21,7 +21,14 @@ import type { Principal } from './principal.ts'
  */
 
 /** User attributes that say who signs in as the user, whether it may, and what it holds. */
-export const identityAttributes: ReadonlySet<string> = new Set(['userName', 'email', 'emails', 'externalId', 'active', 'roles'])
+export const identityAttributes: ReadonlySet<string> = new Set([
+  'userName',
+  'email',
+  'emails',
+  'externalId',
+  'active',
+  'roles'
+])
 
 /** 403 `role.escalation` unless `caller` holds every role of `roles`; `subject` says whose roles they are ("User x holds", "This group grants"). */
 export function assertHoldsRoles(caller: Principal | undefined, roles: Iterable<string>, subject: string): void {

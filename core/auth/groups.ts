@@ -2,7 +2,18 @@ import type pg from 'pg'
 import { isoUtc as iso, transaction } from '../db/index.ts'
 import { problems } from '../errors/index.ts'
 import { validationError } from '../validation.ts'
-import { accessEvents, added, directoryActor, effectiveRoles, memberships, notifyUsers, removed, versionMismatch, writeEvents, type DirectoryEvent } from './directory-log.ts'
+import {
+  accessEvents,
+  added,
+  directoryActor,
+  effectiveRoles,
+  memberships,
+  notifyUsers,
+  removed,
+  versionMismatch,
+  writeEvents,
+  type DirectoryEvent
+} from './directory-log.ts'
 import { assertHoldsRoles } from './escalation.ts'
 import type { Actor, Principal } from './principal.ts'
 import type { ChangeOptions } from './users.ts'
@@ -71,7 +82,8 @@ const groupSelect = `SELECT g.tenant_id AS "tenantId", g.id, g.display_name AS "
   ARRAY(SELECT gm.user_id::text FROM group_members gm WHERE gm.tenant_id = g.tenant_id AND gm.group_id = g.id ORDER BY 1) AS members, g.version,
   ${iso('g.created_at')} AS "createdAt", ${iso('g.updated_at')} AS "updatedAt" FROM groups g`
 
-const same = (a: readonly string[] = [], b: readonly string[] = []) => a.length === b.length && a.every((r) => b.includes(r))
+const same = (a: readonly string[] = [], b: readonly string[] = []) =>
+  a.length === b.length && a.every((r) => b.includes(r))
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -92,20 +104,37 @@ export class GroupWrites {
 
   /** Bounds of what is indexed: refused before the database would. */
   private checkLengths(g: { displayName?: string; externalId?: string | null }) {
-    const found = (['displayName', 'externalId'] as const).filter((k) => typeof g[k] === 'string' && g[k]!.length > 1024).map((k) => ({ pointer: `/${k}`, field: k, code: 'maxLength', detail: 'must be at most 1024 characters' }))
+    const found = (['displayName', 'externalId'] as const)
+      .filter((k) => typeof g[k] === 'string' && g[k]!.length > 1024)
+      .map((k) => ({ pointer: `/${k}`, field: k, code: 'maxLength', detail: 'must be at most 1024 characters' }))
     if (found.length) throw validationError(found)
   }
 
   private exists(err: unknown, displayName: string | undefined): never {
-    if ((err as { code?: string }).code === '23505') throw problems.conflict('group.exists', `A group named "${displayName}" already exists in this tenant.`)
+    if ((err as { code?: string }).code === '23505')
+      throw problems.conflict('group.exists', `A group named "${displayName}" already exists in this tenant.`)
     throw err
   }
 
   /** The tenant's live users among `members` (others are no user of the tenant: left out), each once. */
-  private async liveMembers(client: pg.PoolClient, tenantId: string, members: readonly NewMember[]): Promise<NewMember[]> {
-    const ids = [...new Set(members.map((m) => m.userId).filter((id) => uuid.test(id)).map((id) => id.toLowerCase()))]
+  private async liveMembers(
+    client: pg.PoolClient,
+    tenantId: string,
+    members: readonly NewMember[]
+  ): Promise<NewMember[]> {
+    const ids = [
+      ...new Set(
+        members
+          .map((m) => m.userId)
+          .filter((id) => uuid.test(id))
+          .map((id) => id.toLowerCase())
+      )
+    ]
     if (!ids.length) return []
-    const { rows } = await client.query<{ id: string }>('SELECT id::text FROM users WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND deleted_at IS NULL', [tenantId, ids])
+    const { rows } = await client.query<{ id: string }>(
+      'SELECT id::text FROM users WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND deleted_at IS NULL',
+      [tenantId, ids]
+    )
     const live = new Set(rows.map((r) => r.id))
     const seen = new Set<string>()
     return members.flatMap((m) => {
@@ -117,7 +146,10 @@ export class GroupWrites {
   }
 
   async create(tenantId: string, input: GroupInput, o: ChangeOptions = {}): Promise<GroupInfo> {
-    if (typeof input.displayName !== 'string' || !input.displayName.trim()) throw validationError([{ pointer: '/displayName', field: 'displayName', code: 'required', detail: 'must be a non-empty string' }])
+    if (typeof input.displayName !== 'string' || !input.displayName.trim())
+      throw validationError([
+        { pointer: '/displayName', field: 'displayName', code: 'required', detail: 'must be a non-empty string' }
+      ])
     this.checkLengths(input)
     const named = input.namedRoles !== undefined ? input.namedRoles : (input.roles ?? [])
     if (named) this.checkRoles(tenantId, named, '/roles')
@@ -125,13 +157,23 @@ export class GroupWrites {
     assertHoldsRoles(o.as, roles, 'This group would grant')
     const { id, userIds } = await transaction(this.pool, async (client) => {
       const { rows } = await client
-        .query('INSERT INTO groups (tenant_id, display_name, external_id, roles, named_roles) VALUES ($1, $2, $3, $4, $5) RETURNING id::text, version', [tenantId, input.displayName.trim(), input.externalId ?? null, roles, named ? [...new Set(named)] : null])
+        .query(
+          'INSERT INTO groups (tenant_id, display_name, external_id, roles, named_roles) VALUES ($1, $2, $3, $4, $5) RETURNING id::text, version',
+          [tenantId, input.displayName.trim(), input.externalId ?? null, roles, named ? [...new Set(named)] : null]
+        )
         .catch((err) => this.exists(err, input.displayName))
       const id = rows[0].id as string
       const members = await this.liveMembers(client, tenantId, input.members ?? [])
       const via = o.via ?? 'directory'
-      const events: DirectoryEvent[] = [{ type: 'group.provisioned', subjectId: id, data: { version: rows[0].version, roles, members: members.length, via } }]
-      if (members.length) events.push(...(await this.changeMembers(client, tenantId, id, { add: members }, { groupId: id, via }, o.as)))
+      const events: DirectoryEvent[] = [
+        {
+          type: 'group.provisioned',
+          subjectId: id,
+          data: { version: rows[0].version, roles, members: members.length, via }
+        }
+      ]
+      if (members.length)
+        events.push(...(await this.changeMembers(client, tenantId, id, { add: members }, { groupId: id, via }, o.as)))
       await writeEvents(client, tenantId, actorOf(o), events)
       return { id, userIds: members.map((m) => m.userId) }
     })
@@ -151,12 +193,23 @@ export class GroupWrites {
     return rows
   }
 
-  async page(tenantId: string, where: { sql: string; values: unknown[] }, offset: number, limit: number): Promise<{ total: number; groups: GroupInfo[] }> {
+  async page(
+    tenantId: string,
+    where: { sql: string; values: unknown[] },
+    offset: number,
+    limit: number
+  ): Promise<{ total: number; groups: GroupInfo[] }> {
     const n = where.values.length
     const condition = where.sql ? `AND (${where.sql})` : ''
-    const total = await this.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM groups g WHERE g.tenant_id = $${n + 1} ${condition}`, [...where.values, tenantId])
+    const total = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM groups g WHERE g.tenant_id = $${n + 1} ${condition}`,
+      [...where.values, tenantId]
+    )
     if (!limit) return { total: total.rows[0].n, groups: [] }
-    const { rows } = await this.pool.query(`${groupSelect} WHERE g.tenant_id = $${n + 1} ${condition} ORDER BY g.created_at, g.id OFFSET $${n + 2} LIMIT $${n + 3}`, [...where.values, tenantId, offset, limit])
+    const { rows } = await this.pool.query(
+      `${groupSelect} WHERE g.tenant_id = $${n + 1} ${condition} ORDER BY g.created_at, g.id OFFSET $${n + 2} LIMIT $${n + 3}`,
+      [...where.values, tenantId, offset, limit]
+    )
     return { total: total.rows[0].n, groups: rows }
   }
 
@@ -183,15 +236,34 @@ export class GroupWrites {
    * the members whose roles or groups changed (computed before and after, so a user who keeps
    * a role through another group or directly is told only about the group).
    */
-  private async changeMembers(client: pg.PoolClient, tenantId: string, groupId: string, m: { add?: NewMember[]; remove?: string[]; removeAll?: boolean }, extra: Record<string, unknown>, as: Principal | undefined) {
+  private async changeMembers(
+    client: pg.PoolClient,
+    tenantId: string,
+    groupId: string,
+    m: { add?: NewMember[]; remove?: string[]; removeAll?: boolean },
+    extra: Record<string, unknown>,
+    as: Principal | undefined
+  ) {
     const removing = m.removeAll
-      ? (await client.query<{ id: string }>('SELECT user_id::text AS id FROM group_members WHERE tenant_id = $1 AND group_id = $2', [tenantId, groupId])).rows.map((r) => r.id)
+      ? (
+          await client.query<{ id: string }>(
+            'SELECT user_id::text AS id FROM group_members WHERE tenant_id = $1 AND group_id = $2',
+            [tenantId, groupId]
+          )
+        ).rows.map((r) => r.id)
       : (m.remove ?? []).filter((id) => uuid.test(id)).map((id) => id.toLowerCase())
     const affected = [...new Set([...(m.add ?? []).map((a) => a.userId), ...removing])]
-    const before = { roles: await effectiveRoles(client, tenantId, affected), groups: await memberships(client, tenantId, affected) }
+    const before = {
+      roles: await effectiveRoles(client, tenantId, affected),
+      groups: await memberships(client, tenantId, affected)
+    }
     // Joining or leaving a group is a change of the user: only by a caller holding what the user holds.
     for (const id of affected) assertHoldsRoles(as, before.roles.get(id) ?? [], `User ${id} holds`)
-    if (removing.length) await client.query('DELETE FROM group_members WHERE tenant_id = $1 AND group_id = $2 AND user_id = ANY($3::uuid[])', [tenantId, groupId, removing])
+    if (removing.length)
+      await client.query(
+        'DELETE FROM group_members WHERE tenant_id = $1 AND group_id = $2 AND user_id = ANY($3::uuid[])',
+        [tenantId, groupId, removing]
+      )
     if (m.add?.length) {
       await client.query(
         // clock_timestamp(): members keep the order they were sent in.
@@ -200,31 +272,49 @@ export class GroupWrites {
         [tenantId, groupId, JSON.stringify(m.add.map((a) => ({ user_id: a.userId, display: a.display ?? null })))]
       )
     }
-    const after = { roles: await effectiveRoles(client, tenantId, affected), groups: await memberships(client, tenantId, affected) }
+    const after = {
+      roles: await effectiveRoles(client, tenantId, affected),
+      groups: await memberships(client, tenantId, affected)
+    }
     const events = accessEvents(before, after, () => extra)
     const changedUsers = events.map((e) => e.subjectId)
-    if (changedUsers.length) await client.query('UPDATE users SET version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = ANY($2::uuid[])', [tenantId, changedUsers])
+    if (changedUsers.length)
+      await client.query(
+        'UPDATE users SET version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = ANY($2::uuid[])',
+        [tenantId, changedUsers]
+      )
     const joined = affected.filter((id) => added(before.groups.get(id), after.groups.get(id)).includes(groupId)).length
     const left = affected.filter((id) => removed(before.groups.get(id), after.groups.get(id)).includes(groupId)).length
     // Widening is announced too: a member added is to act with the group's roles on its next call, not once a cache expires.
-    return Object.assign(events, { joined, left, narrowed: affected.filter((id) => !same(before.roles.get(id), after.roles.get(id))) })
+    return Object.assign(events, {
+      joined,
+      left,
+      narrowed: affected.filter((id) => !same(before.roles.get(id), after.roles.get(id)))
+    })
   }
 
   async update(tenantId: string, groupId: string, c: GroupChanges, o: ChangeOptions = {}): Promise<GroupInfo> {
     const notFound = () => problems.notFound('group.not_found', `No group ${groupId} in tenant ${tenantId}.`)
     if (!uuid.test(groupId)) throw notFound()
-    if (c.displayName !== undefined && (typeof c.displayName !== 'string' || !c.displayName.trim())) throw validationError([{ pointer: '/displayName', field: 'displayName', code: 'required', detail: 'must be a non-empty string' }])
+    if (c.displayName !== undefined && (typeof c.displayName !== 'string' || !c.displayName.trim()))
+      throw validationError([
+        { pointer: '/displayName', field: 'displayName', code: 'required', detail: 'must be a non-empty string' }
+      ])
     if (c.namedRoles) this.checkRoles(tenantId, c.namedRoles, '/roles')
     this.checkLengths(c)
     const via = o.via ?? 'directory'
     const result = await transaction(this.pool, async (client) => {
-      const { rows } = await client.query('SELECT id::text, display_name, external_id, roles, named_roles, version FROM groups WHERE tenant_id = $1 AND id = $2 FOR UPDATE', [tenantId, groupId])
+      const { rows } = await client.query(
+        'SELECT id::text, display_name, external_id, roles, named_roles, version FROM groups WHERE tenant_id = $1 AND id = $2 FOR UPDATE',
+        [tenantId, groupId]
+      )
       const g = rows[0]
       if (!g) throw notFound()
       if (o.ifVersion !== undefined && o.ifVersion !== g.version) throw versionMismatch('group', groupId, g.version)
       const displayName = c.displayName?.trim() ?? g.display_name
       const externalId = c.externalId !== undefined ? c.externalId : g.external_id
-      const named: string[] | null = c.namedRoles !== undefined ? (c.namedRoles ? [...new Set(c.namedRoles)] : null) : g.named_roles
+      const named: string[] | null =
+        c.namedRoles !== undefined ? (c.namedRoles ? [...new Set(c.namedRoles)] : null) : g.named_roles
       const roles = this.granted(tenantId, named, displayName)
       assertHoldsRoles(o.as, [...g.roles, ...roles], 'This group grants')
       const changed = [
@@ -235,16 +325,34 @@ export class GroupWrites {
       const rolesGranted = added(g.roles, roles)
       const rolesRevoked = removed(g.roles, roles)
       // Roles first: members whose roles change with the group's are affected too.
-      const current = (await client.query<{ id: string }>('SELECT user_id::text AS id FROM group_members WHERE tenant_id = $1 AND group_id = $2', [tenantId, groupId])).rows.map((r) => r.id)
+      const current = (
+        await client.query<{ id: string }>(
+          'SELECT user_id::text AS id FROM group_members WHERE tenant_id = $1 AND group_id = $2',
+          [tenantId, groupId]
+        )
+      ).rows.map((r) => r.id)
       const rolesChange = rolesGranted.length || rolesRevoked.length
-      const before = rolesChange ? { roles: await effectiveRoles(client, tenantId, current), groups: await memberships(client, tenantId, current) } : undefined
+      const before = rolesChange
+        ? {
+            roles: await effectiveRoles(client, tenantId, current),
+            groups: await memberships(client, tenantId, current)
+          }
+        : undefined
       if (changed.length) {
-        await client.query('UPDATE groups SET display_name = $3, external_id = $4, named_roles = $5, roles = $6 WHERE tenant_id = $1 AND id = $2', [tenantId, groupId, displayName, externalId, named, roles]).catch((err) => this.exists(err, displayName))
+        await client
+          .query(
+            'UPDATE groups SET display_name = $3, external_id = $4, named_roles = $5, roles = $6 WHERE tenant_id = $1 AND id = $2',
+            [tenantId, groupId, displayName, externalId, named, roles]
+          )
+          .catch((err) => this.exists(err, displayName))
       }
       const events: DirectoryEvent[] = []
       let narrowed: string[] = []
       if (before) {
-        const after = { roles: await effectiveRoles(client, tenantId, current), groups: await memberships(client, tenantId, current) }
+        const after = {
+          roles: await effectiveRoles(client, tenantId, current),
+          groups: await memberships(client, tenantId, current)
+        }
         const roleEvents = accessEvents(before, after, () => ({ groupId, via }))
         events.push(...roleEvents)
         narrowed = current.filter((id) => !same(before.roles.get(id), after.roles.get(id)))
@@ -263,18 +371,39 @@ export class GroupWrites {
       }
       const removing = new Set(remove)
       add = add.filter((a) => !isMember.has(a.userId) || removing.has(a.userId))
-      const membership = add.length || remove.length || (c.removeAllMembers && current.length) ? await this.changeMembers(client, tenantId, groupId, { add, remove, removeAll: c.removeAllMembers }, { groupId, via }, o.as) : undefined
+      const membership =
+        add.length || remove.length || (c.removeAllMembers && current.length)
+          ? await this.changeMembers(
+              client,
+              tenantId,
+              groupId,
+              { add, remove, removeAll: c.removeAllMembers },
+              { groupId, via },
+              o.as
+            )
+          : undefined
       if (membership) {
         events.push(...membership)
         narrowed.push(...membership.narrowed)
       }
       const membersChanged = !!membership && (membership.joined > 0 || membership.left > 0)
       if (!changed.length && !membersChanged) return { narrowed: [], affected: [] }
-      const { rows: v } = await client.query('UPDATE groups SET version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING version', [tenantId, groupId])
+      const { rows: v } = await client.query(
+        'UPDATE groups SET version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING version',
+        [tenantId, groupId]
+      )
       events.unshift({
         type: 'group.updated',
         subjectId: groupId,
-        data: { version: v[0].version, changed: [...changed, ...(membersChanged ? ['members'] : [])], rolesGranted, rolesRevoked, membersAdded: membership?.joined ?? 0, membersRemoved: membership?.left ?? 0, via }
+        data: {
+          version: v[0].version,
+          changed: [...changed, ...(membersChanged ? ['members'] : [])],
+          rolesGranted,
+          rolesRevoked,
+          membersAdded: membership?.joined ?? 0,
+          membersRemoved: membership?.left ?? 0,
+          via
+        }
       })
       await writeEvents(client, tenantId, actorOf(o), events)
       if (narrowed.length) await notifyUsers(client, narrowed)
@@ -289,14 +418,25 @@ export class GroupWrites {
     const notFound = () => problems.notFound('group.not_found', `No group ${groupId} in tenant ${tenantId}.`)
     if (!uuid.test(groupId)) throw notFound()
     const narrowed = await transaction(this.pool, async (client) => {
-      const { rows } = await client.query('SELECT roles, version FROM groups WHERE tenant_id = $1 AND id = $2 FOR UPDATE', [tenantId, groupId])
+      const { rows } = await client.query(
+        'SELECT roles, version FROM groups WHERE tenant_id = $1 AND id = $2 FOR UPDATE',
+        [tenantId, groupId]
+      )
       if (!rows[0]) throw notFound()
-      if (o.ifVersion !== undefined && o.ifVersion !== rows[0].version) throw versionMismatch('group', groupId, rows[0].version)
+      if (o.ifVersion !== undefined && o.ifVersion !== rows[0].version)
+        throw versionMismatch('group', groupId, rows[0].version)
       assertHoldsRoles(o.as, rows[0].roles, 'This group grants')
       const via = o.via ?? 'directory'
       const members = await this.changeMembers(client, tenantId, groupId, { removeAll: true }, { groupId, via }, o.as)
       await client.query('DELETE FROM groups WHERE tenant_id = $1 AND id = $2', [tenantId, groupId])
-      await writeEvents(client, tenantId, actorOf(o), [{ type: 'group.deleted', subjectId: groupId, data: { version: rows[0].version, roles: rows[0].roles, members: members.left, via } }, ...members])
+      await writeEvents(client, tenantId, actorOf(o), [
+        {
+          type: 'group.deleted',
+          subjectId: groupId,
+          data: { version: rows[0].version, roles: rows[0].roles, members: members.left, via }
+        },
+        ...members
+      ])
       if (members.narrowed.length) await notifyUsers(client, members.narrowed)
       return members.narrowed
     })

@@ -24,7 +24,11 @@ export function ownerOf(p: Principal): Owner {
  * What the owner may do now: the token as it would authenticate now (undefined once revoked,
  * expired or its user deactivated), the user with the roles held now, or the system.
  */
-export async function principalOfOwner(db: pg.Pool | pg.PoolClient, tenantId: string, owner: Owner): Promise<Principal | undefined> {
+export async function principalOfOwner(
+  db: pg.Pool | pg.PoolClient,
+  tenantId: string,
+  owner: Owner
+): Promise<Principal | undefined> {
   if (owner.kind === 'system') return systemPrincipal(tenantId, owner.id)
   if (owner.kind === 'session') return principalOfUser(db, tenantId, owner.id)
   return principalOfCredential(db, tenantId, owner.id)

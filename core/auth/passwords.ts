@@ -9,10 +9,17 @@ import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } 
 const current = { logN: 15, r: 8, p: 1, keyLength: 32 }
 
 function scrypt(password: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) => scryptCb(password.normalize('NFKC'), salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key))))
+  return new Promise((resolve, reject) =>
+    scryptCb(password.normalize('NFKC'), salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key)))
+  )
 }
 
-const optionsFor = (logN: number, r: number, p: number): ScryptOptions => ({ N: 2 ** logN, r, p, maxmem: 256 * 2 ** logN * r + 1024 * 1024 })
+const optionsFor = (logN: number, r: number, p: number): ScryptOptions => ({
+  N: 2 ** logN,
+  r,
+  p,
+  maxmem: 256 * 2 ** logN * r + 1024 * 1024
+})
 
 /** Minimum password rules: long enough to matter, short enough not to be a DoS vector. */
 export function passwordProblem(password: string): string | undefined {
@@ -34,7 +41,12 @@ export async function verifyPassword(password: string, stored: string | null | u
   if (parts.length !== 6 || parts[0] !== 'scrypt') return false
   const [, logN, r, p, salt, hash] = parts
   const expected = Buffer.from(hash, 'base64')
-  const key = await scrypt(password, Buffer.from(salt, 'base64'), expected.length, optionsFor(Number(logN), Number(r), Number(p)))
+  const key = await scrypt(
+    password,
+    Buffer.from(salt, 'base64'),
+    expected.length,
+    optionsFor(Number(logN), Number(r), Number(p))
+  )
   return timingSafeEqual(key, expected) && stored !== null && stored !== undefined
 }
 

@@ -78,5 +78,12 @@ export function requirePrincipal(params: { principal?: Principal }, what: string
 
 /** An explicit, named internal action (CLI, jobs): never implied by a missing provider. */
 export function systemPrincipal(tenantId: string, name: string): Principal {
-  return { tenantId, credentialId: '00000000-0000-0000-0000-000000000000', kind: 'system', actor: { type: 'system', id: name, name }, roles: 'all', scopes: 'all' }
+  return {
+    tenantId,
+    credentialId: '00000000-0000-0000-0000-000000000000',
+    kind: 'system',
+    actor: { type: 'system', id: name, name },
+    roles: 'all',
+    scopes: 'all'
+  }
 }

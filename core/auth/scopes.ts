@@ -13,10 +13,17 @@ export const scopeCatalogue = {
   'exports:write': { perModule: true, description: 'Start export jobs' },
   'attachments:read': { perModule: true, description: 'Get signed download URLs' },
   'attachments:write': { perModule: true, description: 'Get signed upload URLs' },
-  'events:read': { perModule: false, description: 'Read the events feed (each event still needs the read right on its module; identity events need the admin role)' },
+  'events:read': {
+    perModule: false,
+    description:
+      'Read the events feed (each event still needs the read right on its module; identity events need the admin role)'
+  },
   'modules:read': { perModule: false, description: 'List installed modules and read their schemas' },
-  'tokens:write': { perModule: false, description: 'Manage the tenant\'s tokens (needs an admin behind it)' },
-  'webhooks:write': { perModule: false, description: 'Manage the tenant\'s webhook subscriptions and read their delivery log (needs an admin behind it)' },
+  'tokens:write': { perModule: false, description: "Manage the tenant's tokens (needs an admin behind it)" },
+  'webhooks:write': {
+    perModule: false,
+    description: "Manage the tenant's webhook subscriptions and read their delivery log (needs an admin behind it)"
+  },
   scim: { perModule: false, description: 'Provision users and groups through SCIM 2.0' },
   graphql: { perModule: false, description: 'Use the GraphQL endpoint (each field still needs its own scope)' }
 } as const satisfies Record<string, { perModule: boolean; description: string }>

@@ -51,7 +51,11 @@ export class SessionStore {
     // The hash is unique per tenant only (migration 015): two sessions behind one cookie are none.
     const r = rows.length === 1 ? rows[0] : undefined
     if (!r) return undefined
-    return { principal: { ...userPrincipal(r), expiresAt: r.expires_at.toISOString() }, csrfToken: r.csrf_token, expiresAt: r.expires_at }
+    return {
+      principal: { ...userPrincipal(r), expiresAt: r.expires_at.toISOString() },
+      csrfToken: r.csrf_token,
+      expiresAt: r.expires_at
+    }
   }
 
   async destroy(cookieValue: string | undefined) {
@@ -60,13 +64,22 @@ export class SessionStore {
 
   /** Removes sessions past their end; run by the sessions.purge job. */
   async purgeExpired(): Promise<number> {
-    const { rowCount } = await this.pool.query(`DELETE FROM sessions WHERE expires_at <= now() OR last_seen_at <= now() - make_interval(mins => $1)`, [this.o.idleMinutes])
+    const { rowCount } = await this.pool.query(
+      `DELETE FROM sessions WHERE expires_at <= now() OR last_seen_at <= now() - make_interval(mins => $1)`,
+      [this.o.idleMinutes]
+    )
     return rowCount ?? 0
   }
 }
 
 /** What a signed-in user acts as: every scope, the roles the user holds now. */
-function userPrincipal(r: { tenant_id: string; user_id: string; user_name: string; display_name: string | null; roles: string[] }): Principal {
+function userPrincipal(r: {
+  tenant_id: string
+  user_id: string
+  user_name: string
+  display_name: string | null
+  roles: string[]
+}): Principal {
   return {
     tenantId: r.tenant_id,
     // Idempotency keys and rate limits of a browser are the user's.
@@ -83,7 +96,11 @@ function userPrincipal(r: { tenant_id: string; user_id: string; user_name: strin
  * What a user acts as now when signed in, for rights that outlive the session (a webhook
  * subscription made in the browser): undefined once the user is deactivated or gone.
  */
-export async function principalOfUser(db: pg.Pool | pg.PoolClient, tenantId: string, userId: string): Promise<Principal | undefined> {
+export async function principalOfUser(
+  db: pg.Pool | pg.PoolClient,
+  tenantId: string,
+  userId: string
+): Promise<Principal | undefined> {
   if (!isUuid(userId)) return undefined
   const { rows } = await db.query(
     `SELECT u.tenant_id, u.id AS user_id, u.user_name, u.display_name, ${effectiveRolesSql} AS roles FROM users u WHERE u.tenant_id = $1 AND u.id = $2 AND u.active`,

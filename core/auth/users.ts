@@ -4,7 +4,16 @@ import { charge } from '../limits/budget.ts'
 import { problems, type FieldProblem } from '../errors/index.ts'
 import type { TenantDirectory } from '../tenancy/tenants.ts'
 import { validationError } from '../validation.ts'
-import { added, effectiveRolesSql, notifyUsers, removed, versionMismatch, writeEvents, type DirectoryEvent, type Via } from './directory-log.ts'
+import {
+  added,
+  effectiveRolesSql,
+  notifyUsers,
+  removed,
+  versionMismatch,
+  writeEvents,
+  type DirectoryEvent,
+  type Via
+} from './directory-log.ts'
 import { actorOf, GroupWrites, type GroupInfo, type GroupInput, type GroupChanges, type GroupMember } from './groups.ts'
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.ts'
 import { assertHoldsRoles, identityAttributes } from './escalation.ts'
@@ -69,7 +78,10 @@ export interface FilterCondition {
 
 /** Charges the request's budget for a filter's work over the tenant's rows, before the filter runs. */
 async function chargeFilter(pool: pg.Pool, from: string, elements: string, tenantId: string) {
-  const { rows } = await pool.query<{ n: string }>(`SELECT (count(*) + coalesce(sum(${elements}), 0))::text AS n FROM ${from}`, [tenantId])
+  const { rows } = await pool.query<{ n: string }>(
+    `SELECT (count(*) + coalesce(sum(${elements}), 0))::text AS n FROM ${from}`,
+    [tenantId]
+  )
   charge(Number(rows[0].n), 'scim filter elements')
 }
 
@@ -84,7 +96,6 @@ export interface ChangeOptions {
    */
   as?: Principal
 }
-
 
 // Deleted users (SCIM DELETE) stay as rows for the names records and the audit trail show, and are no user otherwise.
 const userSelect = `SELECT u.tenant_id AS "tenantId", u.id, u.user_name AS "userName", u.display_name AS "displayName", u.email,
@@ -113,7 +124,9 @@ const columns: Record<Exclude<keyof UserInput, 'roles'>, { column: string; json?
 
 /** The e-mail address kept in `email`: the primary one of `emails`, else the first. */
 export function primaryEmail(emails: readonly MultiValue[] | undefined): string | null {
-  const pick = emails?.find((e) => e?.primary === true && typeof e.value === 'string') ?? emails?.find((e) => typeof e?.value === 'string')
+  const pick =
+    emails?.find((e) => e?.primary === true && typeof e.value === 'string') ??
+    emails?.find((e) => typeof e?.value === 'string')
   return (pick?.value as string | undefined) ?? null
 }
 
@@ -142,20 +155,35 @@ export class UserDirectory {
     /** Told after each committed change, before the NOTIFY reaches this instance (credentials drop their cache at once). */
     private readonly onAccessChange: (what: { userIds?: string[]; tenantId?: string }) => void = () => undefined
   ) {
-    this.groupWrites = new GroupWrites(pool, (tenantId, roles, pointer) => this.checkRoles(tenantId, roles, pointer), (tenantId) => this.knownRoles(tenantId), onAccessChange)
+    this.groupWrites = new GroupWrites(
+      pool,
+      (tenantId, roles, pointer) => this.checkRoles(tenantId, roles, pointer),
+      (tenantId) => this.knownRoles(tenantId),
+      onAccessChange
+    )
   }
 
   /** Roles a tenant can grant: `admin` plus every role its installed modules' permissions declare. */
   knownRoles(tenantId: string): string[] {
     const roles = new Set<string>([adminRole])
-    for (const m of this.tenants.get(tenantId)?.modules.values() ?? []) for (const r of Object.keys(m.definition.permissions)) roles.add(r)
+    for (const m of this.tenants.get(tenantId)?.modules.values() ?? [])
+      for (const r of Object.keys(m.definition.permissions)) roles.add(r)
     return [...roles].sort()
   }
 
   private checkRoles(tenantId: string, roles: readonly string[], pointer: string) {
     const known = this.knownRoles(tenantId)
     const unknown = roles.filter((r) => !known.includes(r))
-    if (unknown.length) throw validationError([{ pointer, field: pointer.slice(1), code: 'enum', detail: `names unknown role ${unknown.join(', ')}; roles of this tenant: ${known.join(', ')}`, allowed: known }])
+    if (unknown.length)
+      throw validationError([
+        {
+          pointer,
+          field: pointer.slice(1),
+          code: 'enum',
+          detail: `names unknown role ${unknown.join(', ')}; roles of this tenant: ${known.join(', ')}`,
+          allowed: known
+        }
+      ])
   }
 
   /**
@@ -165,8 +193,20 @@ export class UserDirectory {
    * until that attribute changes).
    */
   private checkLengths(input: UserInput, only?: ReadonlyArray<keyof UserInput>) {
-    const bounds: Array<[keyof UserInput, number]> = [['userName', 256], ['displayName', 1024], ['externalId', 1024], ['email', 1024]]
-    const found: FieldProblem[] = bounds.filter(([k, max]) => typeof input[k] === 'string' && (input[k] as string).length > max).map(([k, max]) => ({ pointer: `/${k}`, field: k, code: 'maxLength', detail: `must be at most ${max} characters` }))
+    const bounds: Array<[keyof UserInput, number]> = [
+      ['userName', 256],
+      ['displayName', 1024],
+      ['externalId', 1024],
+      ['email', 1024]
+    ]
+    const found: FieldProblem[] = bounds
+      .filter(([k, max]) => typeof input[k] === 'string' && (input[k] as string).length > max)
+      .map(([k, max]) => ({
+        pointer: `/${k}`,
+        field: k,
+        code: 'maxLength',
+        detail: `must be at most ${max} characters`
+      }))
     const lists: Array<[string, unknown]> = [
       ['emails', input.emails],
       ['phoneNumbers', input.phoneNumbers],
@@ -174,37 +214,76 @@ export class UserDirectory {
     ]
     for (const [k, v] of lists) {
       if (only && (k === 'emails' || k === 'phoneNumbers') && !only.includes(k)) continue
-      if (Array.isArray(v) && v.length > maxValuesPerAttribute) found.push({ pointer: `/${k}`, field: k, code: 'maxItems', detail: `holds ${v.length} values; a user holds at most ${maxValuesPerAttribute} of each multi-valued attribute` })
+      if (Array.isArray(v) && v.length > maxValuesPerAttribute)
+        found.push({
+          pointer: `/${k}`,
+          field: k,
+          code: 'maxItems',
+          detail: `holds ${v.length} values; a user holds at most ${maxValuesPerAttribute} of each multi-valued attribute`
+        })
     }
     if (found.length) throw validationError(found)
   }
 
   private exists(err: unknown, userName: string | undefined): never {
-    if ((err as { code?: string }).code === '23505') throw problems.conflict('user.exists', `A user named "${userName}" already exists in this tenant (user names are compared without regard to case).`)
+    if ((err as { code?: string }).code === '23505')
+      throw problems.conflict(
+        'user.exists',
+        `A user named "${userName}" already exists in this tenant (user names are compared without regard to case).`
+      )
     throw err
   }
 
-  async create(tenantId: string, input: UserInput & { userName: string; password?: string }, o: ChangeOptions = {}): Promise<UserInfo> {
-    if (typeof input.userName !== 'string' || !input.userName.trim()) throw validationError([{ pointer: '/userName', field: 'userName', code: 'required', detail: 'must be a non-empty string' }])
+  async create(
+    tenantId: string,
+    input: UserInput & { userName: string; password?: string },
+    o: ChangeOptions = {}
+  ): Promise<UserInfo> {
+    if (typeof input.userName !== 'string' || !input.userName.trim())
+      throw validationError([
+        { pointer: '/userName', field: 'userName', code: 'required', detail: 'must be a non-empty string' }
+      ])
     this.checkRoles(tenantId, input.roles ?? [], '/roles')
     this.checkLengths(input)
     assertHoldsRoles(o.as, input.roles ?? [], 'The new user would hold')
     let passwordHash: string | null = null
     if (input.password !== undefined) {
       const problem = passwordProblem(input.password)
-      if (problem) throw validationError([{ pointer: '/password', field: 'password', code: 'password', detail: problem }])
+      if (problem)
+        throw validationError([{ pointer: '/password', field: 'password', code: 'password', detail: problem }])
       passwordHash = await hashPassword(input.password)
     }
     const emails = input.emails ?? (input.email ? [{ value: input.email, primary: true }] : [])
     const roles = [...new Set(input.roles ?? [])]
     const id = await transaction(this.pool, async (client) => {
-      const { rows } = await client.query(
-        `INSERT INTO users (tenant_id, user_name, display_name, email, external_id, password_hash, roles, active, name, emails, phone_numbers, enterprise, attributes)
+      const { rows } = await client
+        .query(
+          `INSERT INTO users (tenant_id, user_name, display_name, email, external_id, password_hash, roles, active, name, emails, phone_numbers, enterprise, attributes)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id, version`,
-        [tenantId, input.userName.trim(), input.displayName ?? null, input.email ?? primaryEmail(emails), input.externalId ?? null, passwordHash, roles, input.active ?? true,
-          JSON.stringify(input.name ?? null), JSON.stringify(emails), JSON.stringify(input.phoneNumbers ?? []), JSON.stringify(input.enterprise ?? null), JSON.stringify(input.attributes ?? {})]
-      ).catch((err) => this.exists(err, input.userName))
-      await writeEvents(client, tenantId, actorOf(o), [{ type: 'user.provisioned', subjectId: rows[0].id, data: { version: rows[0].version, roles, active: input.active ?? true, via: o.via ?? 'directory' } }])
+          [
+            tenantId,
+            input.userName.trim(),
+            input.displayName ?? null,
+            input.email ?? primaryEmail(emails),
+            input.externalId ?? null,
+            passwordHash,
+            roles,
+            input.active ?? true,
+            JSON.stringify(input.name ?? null),
+            JSON.stringify(emails),
+            JSON.stringify(input.phoneNumbers ?? []),
+            JSON.stringify(input.enterprise ?? null),
+            JSON.stringify(input.attributes ?? {})
+          ]
+        )
+        .catch((err) => this.exists(err, input.userName))
+      await writeEvents(client, tenantId, actorOf(o), [
+        {
+          type: 'user.provisioned',
+          subjectId: rows[0].id,
+          data: { version: rows[0].version, roles, active: input.active ?? true, via: o.via ?? 'directory' }
+        }
+      ])
       return rows[0].id as string
     })
     return (await this.get(tenantId, id))!
@@ -217,7 +296,10 @@ export class UserDirectory {
   }
 
   async byUserName(tenantId: string, userName: string): Promise<UserInfo | undefined> {
-    const { rows } = await this.pool.query(`${userSelect} WHERE u.tenant_id = $1 AND u.user_name = $2`, [tenantId, userName])
+    const { rows } = await this.pool.query(`${userSelect} WHERE u.tenant_id = $1 AND u.user_name = $2`, [
+      tenantId,
+      userName
+    ])
     return rows[0]
   }
 
@@ -229,8 +311,14 @@ export class UserDirectory {
   async forSignIn(tenantId: string, by: { externalId: string } | { email: string }): Promise<UserInfo[]> {
     const { rows } =
       'externalId' in by
-        ? await this.pool.query(`${userSelect} WHERE u.tenant_id = $1 AND u.external_id = $2 LIMIT 2`, [tenantId, by.externalId])
-        : await this.pool.query(`${userSelect} WHERE u.tenant_id = $1 AND (lower(u.email) = lower($2) OR lower(u.user_name) = lower($2)) LIMIT 2`, [tenantId, by.email])
+        ? await this.pool.query(`${userSelect} WHERE u.tenant_id = $1 AND u.external_id = $2 LIMIT 2`, [
+            tenantId,
+            by.externalId
+          ])
+        : await this.pool.query(
+            `${userSelect} WHERE u.tenant_id = $1 AND (lower(u.email) = lower($2) OR lower(u.user_name) = lower($2)) LIMIT 2`,
+            [tenantId, by.email]
+          )
     return rows
   }
 
@@ -249,7 +337,10 @@ export class UserDirectory {
   async names(tenantId: string, values: Iterable<unknown>): Promise<Map<string, string>> {
     const ids = [...new Set([...values].filter((v): v is string => typeof v === 'string' && uuid.test(v)))]
     if (!ids.length) return new Map()
-    const { rows } = await this.pool.query<{ id: string; name: string }>('SELECT id::text AS id, coalesce(display_name, user_name) AS name FROM users WHERE tenant_id = $1 AND id = ANY($2::uuid[])', [tenantId, ids])
+    const { rows } = await this.pool.query<{ id: string; name: string }>(
+      'SELECT id::text AS id, coalesce(display_name, user_name) AS name FROM users WHERE tenant_id = $1 AND id = ANY($2::uuid[])',
+      [tenantId, ids]
+    )
     return new Map(rows.map((r) => [r.id, r.name]))
   }
 
@@ -263,20 +354,40 @@ export class UserDirectory {
    * total. `where.elements` (SQL over `u`) is the work the condition does per row beyond one
    * step: summed over the tenant's users and charged, with a unit per user, before it runs.
    */
-  async page(tenantId: string, where: FilterCondition, offset: number, limit: number): Promise<{ total: number; users: UserInfo[] }> {
-    if (where.elements) await chargeFilter(this.pool, '(SELECT * FROM users WHERE deleted_at IS NULL) u WHERE u.tenant_id = $1', where.elements, tenantId)
+  async page(
+    tenantId: string,
+    where: FilterCondition,
+    offset: number,
+    limit: number
+  ): Promise<{ total: number; users: UserInfo[] }> {
+    if (where.elements)
+      await chargeFilter(
+        this.pool,
+        '(SELECT * FROM users WHERE deleted_at IS NULL) u WHERE u.tenant_id = $1',
+        where.elements,
+        tenantId
+      )
     const n = where.values.length
     const condition = where.sql ? `AND (${where.sql})` : ''
-    const total = await this.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM (SELECT * FROM users WHERE deleted_at IS NULL) u WHERE u.tenant_id = $${n + 1} ${condition}`, [...where.values, tenantId])
+    const total = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM (SELECT * FROM users WHERE deleted_at IS NULL) u WHERE u.tenant_id = $${n + 1} ${condition}`,
+      [...where.values, tenantId]
+    )
     if (!limit) return { total: total.rows[0].n, users: [] }
-    const { rows } = await this.pool.query(`${userSelect} WHERE u.tenant_id = $${n + 1} ${condition} ORDER BY u.created_at, u.id OFFSET $${n + 2} LIMIT $${n + 3}`, [...where.values, tenantId, offset, limit])
+    const { rows } = await this.pool.query(
+      `${userSelect} WHERE u.tenant_id = $${n + 1} ${condition} ORDER BY u.created_at, u.id OFFSET $${n + 2} LIMIT $${n + 3}`,
+      [...where.values, tenantId, offset, limit]
+    )
     return { total: total.rows[0].n, users: rows }
   }
 
   async setPassword(tenantId: string, id: string, password: string) {
     const problem = passwordProblem(password)
     if (problem) throw validationError([{ pointer: '/password', field: 'password', code: 'password', detail: problem }])
-    await this.pool.query('UPDATE users SET password_hash = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL', [tenantId, id, await hashPassword(password)])
+    await this.pool.query(
+      'UPDATE users SET password_hash = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL',
+      [tenantId, id, await hashPassword(password)]
+    )
     // A new password ends every browser session of the user.
     await this.pool.query('DELETE FROM sessions WHERE tenant_id = $1 AND user_id = $2', [tenantId, id])
   }
@@ -302,23 +413,40 @@ export class UserDirectory {
    * changed, nothing written. Deactivation ends the user's sessions; any change that can
    * narrow (roles, activation) is announced. 404 for no such user, 412 when `ifVersion` is stale.
    */
-  async update(tenantId: string, id: string, change: (current: UserInfo) => UserInput, o: ChangeOptions = {}): Promise<UserInfo> {
+  async update(
+    tenantId: string,
+    id: string,
+    change: (current: UserInfo) => UserInput,
+    o: ChangeOptions = {}
+  ): Promise<UserInfo> {
     const notFound = () => problems.notFound('user.not_found', `No user ${id} in tenant ${tenantId}.`)
     if (!uuid.test(id)) throw notFound()
     const announce = await transaction(this.pool, async (client) => {
       const current = await this.locked(client, tenantId, id)
       if (!current) throw notFound()
-      if (o.ifVersion !== undefined && o.ifVersion !== current.version) throw versionMismatch('user', id, current.version)
+      if (o.ifVersion !== undefined && o.ifVersion !== current.version)
+        throw versionMismatch('user', id, current.version)
       const next = change(current)
       if (next.roles) this.checkRoles(tenantId, next.roles, '/roles')
       this.checkLengths(next, [])
-      if (next.userName !== undefined && (typeof next.userName !== 'string' || !next.userName.trim())) throw validationError([{ pointer: '/userName', field: 'userName', code: 'required', detail: 'must be a non-empty string' }])
+      if (next.userName !== undefined && (typeof next.userName !== 'string' || !next.userName.trim()))
+        throw validationError([
+          { pointer: '/userName', field: 'userName', code: 'required', detail: 'must be a non-empty string' }
+        ])
       if (next.emails && next.email === undefined) next.email = primaryEmail(next.emails)
-      const changed = (Object.keys(next) as Array<keyof UserInput>).filter((k) => next[k] !== undefined && !same(next[k], current[k]))
+      const changed = (Object.keys(next) as Array<keyof UserInput>).filter(
+        (k) => next[k] !== undefined && !same(next[k], current[k])
+      )
       if (!changed.length) return false
       this.checkLengths(next, changed)
-      if (changed.some((k) => identityAttributes.has(k))) assertHoldsRoles(o.as, current.effectiveRoles, `User "${current.userName}" holds`)
-      if (changed.includes('roles')) assertHoldsRoles(o.as, [...added(current.roles, next.roles!), ...removed(current.roles, next.roles!)], 'This change grants or revokes')
+      if (changed.some((k) => identityAttributes.has(k)))
+        assertHoldsRoles(o.as, current.effectiveRoles, `User "${current.userName}" holds`)
+      if (changed.includes('roles'))
+        assertHoldsRoles(
+          o.as,
+          [...added(current.roles, next.roles!), ...removed(current.roles, next.roles!)],
+          'This change grants or revokes'
+        )
       const sets: string[] = []
       const values: unknown[] = [tenantId, id]
       for (const k of changed) {
@@ -327,19 +455,37 @@ export class UserDirectory {
           continue
         }
         const c = columns[k]
-        sets.push(`${c.column} = $${values.push(c.json ? JSON.stringify(next[k]) : k === 'userName' ? String(next[k]).trim() : next[k])}`)
+        sets.push(
+          `${c.column} = $${values.push(c.json ? JSON.stringify(next[k]) : k === 'userName' ? String(next[k]).trim() : next[k])}`
+        )
       }
       const { rows: after } = await client
-        .query(`UPDATE users u SET ${sets.join(', ')}, version = u.version + 1, updated_at = now() WHERE u.tenant_id = $1 AND u.id = $2 RETURNING u.version, ${effectiveRolesSql} AS roles`, values)
+        .query(
+          `UPDATE users u SET ${sets.join(', ')}, version = u.version + 1, updated_at = now() WHERE u.tenant_id = $1 AND u.id = $2 RETURNING u.version, ${effectiveRolesSql} AS roles`,
+          values
+        )
         .catch((err) => this.exists(err, next.userName))
       const deactivated = current.active && next.active === false
       if (deactivated) await client.query('DELETE FROM sessions WHERE tenant_id = $1 AND user_id = $2', [tenantId, id])
       const rolesGranted = after[0].roles.filter((r: string) => !current.effectiveRoles.includes(r))
       const rolesRevoked = removed(current.effectiveRoles, after[0].roles)
-      const data = { version: after[0].version, changed: changed.filter((k) => k !== 'email' || !changed.includes('emails')), rolesGranted, rolesRevoked, via: o.via ?? 'directory' }
-      await writeEvents(client, tenantId, actorOf(o), [{ type: deactivated ? 'user.deactivated' : 'user.updated', subjectId: id, data: deactivated ? { ...data, deleted: false } : data }])
+      const data = {
+        version: after[0].version,
+        changed: changed.filter((k) => k !== 'email' || !changed.includes('emails')),
+        rolesGranted,
+        rolesRevoked,
+        via: o.via ?? 'directory'
+      }
+      await writeEvents(client, tenantId, actorOf(o), [
+        {
+          type: deactivated ? 'user.deactivated' : 'user.updated',
+          subjectId: id,
+          data: deactivated ? { ...data, deleted: false } : data
+        }
+      ])
       // Any change of what the user may do is announced, widening too (a role granted, a reactivation): cached tokens act on it at once.
-      const narrows = current.active !== (next.active ?? current.active) || rolesRevoked.length > 0 || rolesGranted.length > 0
+      const narrows =
+        current.active !== (next.active ?? current.active) || rolesRevoked.length > 0 || rolesGranted.length > 0
       if (narrows) await notifyUsers(client, [id])
       return narrows
     })
@@ -351,7 +497,10 @@ export class UserDirectory {
 
   /** The user, locked for the rest of the transaction; undefined when there is none (or it is deleted). */
   private async locked(client: pg.PoolClient, tenantId: string, id: string): Promise<UserInfo | undefined> {
-    const { rowCount } = await client.query('SELECT 1 FROM users WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE', [tenantId, id])
+    const { rowCount } = await client.query(
+      'SELECT 1 FROM users WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE',
+      [tenantId, id]
+    )
     if (!rowCount) return undefined
     const { rows } = await client.query(`${userSelect} WHERE u.tenant_id = $1 AND u.id = $2`, [tenantId, id])
     return rows[0]
@@ -368,15 +517,40 @@ export class UserDirectory {
     await transaction(this.pool, async (client) => {
       const current = await this.locked(client, tenantId, id)
       if (!current) throw notFound()
-      if (o.ifVersion !== undefined && o.ifVersion !== current.version) throw versionMismatch('user', id, current.version)
+      if (o.ifVersion !== undefined && o.ifVersion !== current.version)
+        throw versionMismatch('user', id, current.version)
       assertHoldsRoles(o.as, current.effectiveRoles, `User "${current.userName}" holds`)
-      const left = await client.query<{ group_id: string }>('DELETE FROM group_members WHERE tenant_id = $1 AND user_id = $2 RETURNING group_id::text', [tenantId, id])
-      if (left.rows.length) await client.query('UPDATE groups SET version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = ANY($2::uuid[])', [tenantId, left.rows.map((r) => r.group_id)])
-      const { rows: after } = await client.query('UPDATE users SET deleted_at = now(), active = false, roles = \'{}\', version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING version', [tenantId, id])
+      const left = await client.query<{ group_id: string }>(
+        'DELETE FROM group_members WHERE tenant_id = $1 AND user_id = $2 RETURNING group_id::text',
+        [tenantId, id]
+      )
+      if (left.rows.length)
+        await client.query(
+          'UPDATE groups SET version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = ANY($2::uuid[])',
+          [tenantId, left.rows.map((r) => r.group_id)]
+        )
+      const { rows: after } = await client.query(
+        "UPDATE users SET deleted_at = now(), active = false, roles = '{}', version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING version",
+        [tenantId, id]
+      )
       await client.query('DELETE FROM sessions WHERE tenant_id = $1 AND user_id = $2', [tenantId, id])
       const events: DirectoryEvent[] = [
-        { type: 'user.deactivated', subjectId: id, data: { version: after[0].version, deleted: true, rolesRevoked: current.effectiveRoles, groupsLeft: left.rows.map((r) => r.group_id), via: o.via ?? 'directory' } },
-        ...left.rows.map((r) => ({ type: 'group.updated' as const, subjectId: r.group_id, data: { changed: ['members'], membersRemoved: 1, via: o.via ?? 'directory' } }))
+        {
+          type: 'user.deactivated',
+          subjectId: id,
+          data: {
+            version: after[0].version,
+            deleted: true,
+            rolesRevoked: current.effectiveRoles,
+            groupsLeft: left.rows.map((r) => r.group_id),
+            via: o.via ?? 'directory'
+          }
+        },
+        ...left.rows.map((r) => ({
+          type: 'group.updated' as const,
+          subjectId: r.group_id,
+          data: { changed: ['members'], membersRemoved: 1, via: o.via ?? 'directory' }
+        }))
       ]
       await writeEvents(client, tenantId, actorOf(o), events)
       await notifyUsers(client, [id])
@@ -390,7 +564,10 @@ export class UserDirectory {
 
   /** The user if the password is right and the user active; the same work is done either way. */
   async checkPassword(tenantId: string, userName: string, password: string): Promise<UserInfo | undefined> {
-    const { rows } = await this.pool.query('SELECT id, password_hash, active FROM users WHERE tenant_id = $1 AND user_name = $2 AND deleted_at IS NULL', [tenantId, userName])
+    const { rows } = await this.pool.query(
+      'SELECT id, password_hash, active FROM users WHERE tenant_id = $1 AND user_name = $2 AND deleted_at IS NULL',
+      [tenantId, userName]
+    )
     const ok = await verifyPassword(password, rows[0]?.password_hash)
     return ok && rows[0].active ? this.get(tenantId, rows[0].id) : undefined
   }
@@ -430,7 +607,12 @@ export class UserDirectory {
     return this.groupWrites.membersOf(tenantId, groupIds)
   }
 
-  async updateGroup(tenantId: string, groupId: string, changes: GroupChanges, o: ChangeOptions = {}): Promise<GroupInfo> {
+  async updateGroup(
+    tenantId: string,
+    groupId: string,
+    changes: GroupChanges,
+    o: ChangeOptions = {}
+  ): Promise<GroupInfo> {
     return this.groupWrites.update(tenantId, groupId, changes, o)
   }
 

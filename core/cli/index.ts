@@ -62,7 +62,12 @@ function fail(message: string): never {
 }
 
 async function withPlatform<T>(io: CliIo, fn: (p: Platform) => Promise<T>): Promise<T> {
-  const platform = await createPlatform(loadConfig({ logLevel: process.env.LOG_LEVEL ? undefined : 'warn', ...io.config } as Parameters<typeof loadConfig>[0]), { limiter: false })
+  const platform = await createPlatform(
+    loadConfig({ logLevel: process.env.LOG_LEVEL ? undefined : 'warn', ...io.config } as Parameters<
+      typeof loadConfig
+    >[0]),
+    { limiter: false }
+  )
   try {
     return await fn(platform)
   } finally {
@@ -148,7 +153,12 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
       required,
       list: (flag) => {
         const v = values[flag as keyof typeof values]
-        return typeof v === 'string' && v ? v.split(',').map((s) => s.trim()).filter(Boolean) : undefined
+        return typeof v === 'string' && v
+          ? v
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean)
+          : undefined
       },
       tenant: () => {
         const t = required('tenant')

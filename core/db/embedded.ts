@@ -31,7 +31,10 @@ export interface EmbeddedServer {
 }
 
 const sharedRoot = '/var/lib/qehs-records'
-interface RunAs { uid: number; gid: number }
+interface RunAs {
+  uid: number
+  gid: number
+}
 
 function postgresUser(): RunAs | undefined {
   if (process.getuid?.() !== 0) return undefined
@@ -45,7 +48,15 @@ function postgresUser(): RunAs | undefined {
   if (!ids) {
     // PostgreSQL refuses to run as root: create the system user it runs as.
     spawnSync('groupadd', ['--system', 'postgres'])
-    execFileSync('useradd', ['--system', '-g', 'postgres', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres'])
+    execFileSync('useradd', [
+      '--system',
+      '-g',
+      'postgres',
+      '--no-create-home',
+      '--shell',
+      '/usr/sbin/nologin',
+      'postgres'
+    ])
     ids = lookup()
     if (!ids) throw new Error('embedded PostgreSQL: could not create the "postgres" user to run as')
   }
@@ -86,7 +97,10 @@ async function clusterHome(dataDir: string, runAs: RunAs | undefined): Promise<s
   const home = join(sharedRoot, 'clusters', key)
   await mkdir(home, { recursive: true, mode: 0o755 })
   execFileSync('chmod', ['a+x', sharedRoot, join(sharedRoot, 'clusters')])
-  await writeFile(join(wanted, 'CLUSTER-LOCATION.txt'), `The postgres user cannot enter this folder, so the embedded cluster of this checkout lives in:\n${home}\n`)
+  await writeFile(
+    join(wanted, 'CLUSTER-LOCATION.txt'),
+    `The postgres user cannot enter this folder, so the embedded cluster of this checkout lives in:\n${home}\n`
+  )
   logger.info(`embedded PostgreSQL: ${wanted} is not reachable by the postgres user; the cluster lives in ${home}`)
   return home
 }
@@ -146,7 +160,10 @@ async function withLock<T>(lockFile: string, fn: () => Promise<T>): Promise<T> {
 
 function run(cmd: string, args: string[], runAs: RunAs | undefined) {
   const r = spawnSync(cmd, args, { encoding: 'utf8', ...(runAs ?? {}), env: { ...process.env, LC_ALL: 'C' }, cwd: '/' })
-  if (r.status !== 0) throw new Error(`embedded PostgreSQL: ${cmd.split('/').pop()} failed (${r.status}): ${r.stderr || r.stdout || r.error?.message}`)
+  if (r.status !== 0)
+    throw new Error(
+      `embedded PostgreSQL: ${cmd.split('/').pop()} failed (${r.status}): ${r.stderr || r.stdout || r.error?.message}`
+    )
   return r.stdout
 }
 
@@ -170,7 +187,18 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
       if (runAs) await chown(pwFile, runAs.uid, runAs.gid)
       try {
         logger.info(`embedded PostgreSQL: initialising a new cluster in ${pgdata}`)
-        run(initdb, [`--pgdata=${pgdata}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwFile}`, '--encoding=UTF8', '--locale=C'], runAs)
+        run(
+          initdb,
+          [
+            `--pgdata=${pgdata}`,
+            '--auth=scram-sha-256',
+            '--username=postgres',
+            `--pwfile=${pwFile}`,
+            '--encoding=UTF8',
+            '--locale=C'
+          ],
+          runAs
+        )
       } finally {
         rmSync(pwFile, { force: true })
       }
@@ -179,13 +207,19 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
     const { password } = JSON.parse(readFileSync(credFile, 'utf8'))
     const existing = runningPort(pgdata)
     if (existing) return { password, port: existing, startedHere: false }
-    const settings = Object.entries(options.settings ?? {}).map(([name, value]) => ` -c ${name}=${value}`).join('')
+    const settings = Object.entries(options.settings ?? {})
+      .map(([name, value]) => ` -c ${name}=${value}`)
+      .join('')
     const flags = `-p ${options.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=200${settings}`
     try {
       run(pgCtl, ['start', '-D', pgdata, '-w', '-t', '60', '-s', '-l', join(pgdata, 'server.log'), '-o', flags], runAs)
     } catch (err) {
-      const tail = existsSync(join(pgdata, 'server.log')) ? readFileSync(join(pgdata, 'server.log'), 'utf8').trim().split('\n').slice(-5).join('\n') : ''
-      throw new Error(`${(err as Error).message}\nserver.log (port ${options.port}; set EMBEDDED_PG_PORT to use another):\n${tail}`)
+      const tail = existsSync(join(pgdata, 'server.log'))
+        ? readFileSync(join(pgdata, 'server.log'), 'utf8').trim().split('\n').slice(-5).join('\n')
+        : ''
+      throw new Error(
+        `${(err as Error).message}\nserver.log (port ${options.port}; set EMBEDDED_PG_PORT to use another):\n${tail}`
+      )
     }
     return { password, port: options.port, startedHere: true }
   })
@@ -195,9 +229,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
   await admin.connect()
   try {
     const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])
-    if (!rowCount) await admin.query(`CREATE DATABASE "${database.replace(/"/g, '')}"`).catch((err) => {
-      if (err.code !== '42P04') throw err
-    })
+    if (!rowCount)
+      await admin.query(`CREATE DATABASE "${database.replace(/"/g, '')}"`).catch((err) => {
+        if (err.code !== '42P04') throw err
+      })
   } finally {
     await admin.end()
   }
@@ -205,7 +240,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
     url: `${base}/${database}`,
     startedHere,
     async stop() {
-      if (startedHere && existsSync(join(pgdata, 'postmaster.pid'))) run(pgCtl, ['stop', '-D', pgdata, '-m', 'fast', '-s', '-w'], runAs)
+      if (startedHere && existsSync(join(pgdata, 'postmaster.pid')))
+        run(pgCtl, ['stop', '-D', pgdata, '-m', 'fast', '-s', '-w'], runAs)
     }
   }
 }

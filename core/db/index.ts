@@ -33,7 +33,11 @@ export type Queryable = pg.Pool | pg.PoolClient
  * `asyncCommit`: the commit returns before its WAL is flushed (`synchronous_commit off`),
  * for writes a crash may lose because they are redone (the webhook dispatcher's bookkeeping).
  */
-export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, options: { rollback?: boolean; asyncCommit?: boolean } = {}): Promise<T> {
+export async function transaction<T>(
+  pool: pg.Pool,
+  fn: (client: pg.PoolClient) => Promise<T>,
+  options: { rollback?: boolean; asyncCommit?: boolean } = {}
+): Promise<T> {
   const client = await pool.connect()
   try {
     // Bookkeeping that may be lost in a crash without harm (it is redone): COMMIT does not wait for the WAL flush.
@@ -79,7 +83,10 @@ export async function openDatabase(config: AppConfig, options: { migrate?: boole
  * by whichever instance gets there first, the same for every instance afterwards.
  */
 export async function platformSecret(pool: pg.Pool, name: string): Promise<Buffer> {
-  await pool.query('INSERT INTO platform_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, randomBytes(32)])
+  await pool.query('INSERT INTO platform_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
+    name,
+    randomBytes(32)
+  ])
   const { rows } = await pool.query('SELECT value FROM platform_secrets WHERE name = $1', [name])
   return rows[0].value
 }

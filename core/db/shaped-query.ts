@@ -39,8 +39,13 @@ export class ShapedQuery {
       const builder = this.base()
       for (const p of this.parts) p.apply(builder)
       const native = builder.toSQL().toNative()
-      if (!isDeepStrictEqual([...native.bindings], values)) throw new Error(`ShapedQuery ${this.id}: clause values are not in binding order`)
-      c = { text: native.sql, name: compiled.size < maxShapes ? `s${createHash('sha1').update(native.sql).digest('hex').slice(0, 16)}` : undefined }
+      if (!isDeepStrictEqual([...native.bindings], values))
+        throw new Error(`ShapedQuery ${this.id}: clause values are not in binding order`)
+      c = {
+        text: native.sql,
+        name:
+          compiled.size < maxShapes ? `s${createHash('sha1').update(native.sql).digest('hex').slice(0, 16)}` : undefined
+      }
       if (c.name) compiled.set(key, c)
     }
     const { rows } = await db.query(c.name ? { name: c.name, text: c.text, values } : { text: c.text, values })

@@ -8,18 +8,28 @@ import type { Actor } from '../auth/principal.ts'
  */
 export const eventKinds = {
   'record.created': 'A record was created, by a single call or a bulk row. data: number, version.',
-  'record.updated': 'A record\'s payload changed (PATCH or a bulk upsert that changed something). data: number, version, changedFields.',
-  'record.transitioned': 'A workflow transition was fired. data: number, version, transition {key, from, to}, changedFields (fields set with it).',
+  'record.updated':
+    "A record's payload changed (PATCH or a bulk upsert that changed something). data: number, version, changedFields.",
+  'record.transitioned':
+    'A workflow transition was fired. data: number, version, transition {key, from, to}, changedFields (fields set with it).',
   'record.deleted': 'A record was soft-deleted. data: number, version.',
-  'attachment.added': 'An upload was verified and attached to a record (subject: the record). data: attachmentId, fileName, contentType, size.',
-  'export.succeeded': 'An export job finished; its file can be downloaded (subject: the export). data: format, rows, size.',
+  'attachment.added':
+    'An upload was verified and attached to a record (subject: the record). data: attachmentId, fileName, contentType, size.',
+  'export.succeeded':
+    'An export job finished; its file can be downloaded (subject: the export). data: format, rows, size.',
   'export.failed': 'An export job failed or gave up (subject: the export). data: format, code.',
-  'user.provisioned': 'A user was created (SCIM, the CLI). Subject: the user. data: version, roles (direct), via (scim|directory).',
-  'user.updated': 'A user changed: attributes (names only), direct roles, group memberships or the roles granted through them; a reactivation. Subject: the user. data: version, changed, rolesGranted, rolesRevoked, groupsJoined, groupsLeft, via.',
-  'user.deactivated': 'A user was deactivated or deleted: its tokens and sessions stop on their next call. Subject: the user. data: version, deleted, rolesRevoked, groupsLeft, via.',
-  'group.provisioned': 'A group was created. Subject: the group. data: version, roles (those it grants), members (count), via.',
-  'group.updated': 'A group changed: display name, external id, the roles it grants, members. Subject: the group. data: version, changed, rolesGranted, rolesRevoked, membersAdded, membersRemoved (counts), via.',
-  'group.deleted': 'A group was deleted; its members lost the roles it granted. Subject: the group. data: version, roles, members (count), via.'
+  'user.provisioned':
+    'A user was created (SCIM, the CLI). Subject: the user. data: version, roles (direct), via (scim|directory).',
+  'user.updated':
+    'A user changed: attributes (names only), direct roles, group memberships or the roles granted through them; a reactivation. Subject: the user. data: version, changed, rolesGranted, rolesRevoked, groupsJoined, groupsLeft, via.',
+  'user.deactivated':
+    'A user was deactivated or deleted: its tokens and sessions stop on their next call. Subject: the user. data: version, deleted, rolesRevoked, groupsLeft, via.',
+  'group.provisioned':
+    'A group was created. Subject: the group. data: version, roles (those it grants), members (count), via.',
+  'group.updated':
+    'A group changed: display name, external id, the roles it grants, members. Subject: the group. data: version, changed, rolesGranted, rolesRevoked, membersAdded, membersRemoved (counts), via.',
+  'group.deleted':
+    'A group was deleted; its members lost the roles it granted. Subject: the group. data: version, roles, members (count), via.'
 } as const satisfies Record<string, string>
 
 export type EventType = keyof typeof eventKinds
@@ -29,7 +39,9 @@ export type EventType = keyof typeof eventKinds
  * roles, by whom). The events feed's retention leaves them; the identity log reads them
  * for as long as the tenant exists.
  */
-export const identityEventKinds: readonly EventType[] = (Object.keys(eventKinds) as EventType[]).filter((k) => k.startsWith('user.') || k.startsWith('group.'))
+export const identityEventKinds: readonly EventType[] = (Object.keys(eventKinds) as EventType[]).filter(
+  (k) => k.startsWith('user.') || k.startsWith('group.')
+)
 
 /** SQL expressions, over the rows of a CTE or table, that make one event per row. */
 export interface EventSql {
@@ -55,7 +67,14 @@ export const eventType = (type: EventType) => `'${type}'`
 
 /** What an event is about, by the prefix of its type (an attachment event is about its record). */
 export type SubjectType = 'record' | 'export' | 'user' | 'group' | 'webhook'
-const subjectTypes: Record<string, SubjectType> = { record: 'record', attachment: 'record', export: 'export', user: 'user', group: 'group', webhook: 'webhook' }
+const subjectTypes: Record<string, SubjectType> = {
+  record: 'record',
+  attachment: 'record',
+  export: 'export',
+  user: 'user',
+  group: 'group',
+  webhook: 'webhook'
+}
 
 /**
  * An event as clients see it, the same in the events feed and in webhook deliveries: a
@@ -85,7 +104,11 @@ export interface LoggedEvent {
 }
 
 /** The envelope of a stored event of the tenant. */
-export function eventEnvelope(tenantId: string, e: Omit<LoggedEvent, 'actor' | 'moduleKey' | 'subjectId' | 'data'> & Partial<Pick<LoggedEvent, 'actor' | 'moduleKey' | 'subjectId'>> & { data?: Record<string, unknown> | null }): EventEnvelope {
+export function eventEnvelope(
+  tenantId: string,
+  e: Omit<LoggedEvent, 'actor' | 'moduleKey' | 'subjectId' | 'data'> &
+    Partial<Pick<LoggedEvent, 'actor' | 'moduleKey' | 'subjectId'>> & { data?: Record<string, unknown> | null }
+): EventEnvelope {
   return {
     id: e.id,
     type: e.type,
@@ -97,4 +120,3 @@ export function eventEnvelope(tenantId: string, e: Omit<LoggedEvent, 'actor' | '
     data: e.data ?? {}
   }
 }
-

@@ -42,7 +42,11 @@ export function readableModules(principal: Principal, installed: Iterable<Regist
  * (each checked with `readableModules` first), and identity events when `identity` is set
  * and the principal is an admin.
  */
-export function visibleEvents(principal: Principal, modules: readonly RegisteredModule[], identity: boolean): EventCondition {
+export function visibleEvents(
+  principal: Principal,
+  modules: readonly RegisteredModule[],
+  identity: boolean
+): EventCondition {
   const parts: string[] = []
   const values: unknown[] = []
   const self = principal.actor.id
@@ -51,9 +55,15 @@ export function visibleEvents(principal: Principal, modules: readonly Registered
     const key = module.definition.key
     const rule = rowRule(principal, module)
     // An export is its requester's (and the admins'), as GET /api/v1/exports/{id} has it.
-    const exports = hasScope(principal.scopes, 'exports:read', key) ? (isAdmin(principal) ? 'true' : `e.actor->>'id' = ?`) : 'false'
+    const exports = hasScope(principal.scopes, 'exports:read', key)
+      ? isAdmin(principal)
+        ? 'true'
+        : `e.actor->>'id' = ?`
+      : 'false'
     const exportValues = exports === 'true' || exports === 'false' ? [] : [self]
-    const records = rule ? `EXISTS (SELECT 1 FROM records r WHERE r.tenant_id = e.tenant_id AND r.id = e.subject_id AND ${rule.sql})` : 'true'
+    const records = rule
+      ? `EXISTS (SELECT 1 FROM records r WHERE r.tenant_id = e.tenant_id AND r.id = e.subject_id AND ${rule.sql})`
+      : 'true'
     parts.push(`(e.module_key = ? AND CASE WHEN e.type LIKE 'export.%' THEN ${exports} ELSE ${records} END)`)
     values.push(key, ...exportValues, ...(rule ? rule.bindings : []))
   }
@@ -64,9 +74,16 @@ export function visibleEvents(principal: Principal, modules: readonly Registered
 const withChangedFields = new Set(['record.updated', 'record.transitioned'])
 
 /** The event without the names of fields the principal may not read (out of `changedFields`). */
-export function redactEvent<T extends EventRow>(principal: Principal, module: RegisteredModule | undefined, event: T): T {
+export function redactEvent<T extends EventRow>(
+  principal: Principal,
+  module: RegisteredModule | undefined,
+  event: T
+): T {
   if (!withChangedFields.has(event.type) || !event.moduleKey || !Array.isArray(event.data?.changedFields)) return event
   const hidden = module ? hiddenFields(principal, module) : new Set<string>()
   if (!hidden.size) return event
-  return { ...event, data: { ...event.data, changedFields: (event.data!.changedFields as string[]).filter((f) => !hidden.has(f)) } }
+  return {
+    ...event,
+    data: { ...event.data, changedFields: (event.data!.changedFields as string[]).filter((f) => !hidden.has(f)) }
+  }
 }

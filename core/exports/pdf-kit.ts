@@ -40,7 +40,12 @@ export function pageTotal(doc: PDFKit.PDFDocument, font: { size: number; colour:
   const fontRef = (doc as any)._font.ref()
   const width = 60
   const height = font.size * 1.4
-  const xobject = (doc as any).ref({ Type: 'XObject', Subtype: 'Form', BBox: [0, 0, width, height], Resources: { Font: { FT: fontRef } } })
+  const xobject = (doc as any).ref({
+    Type: 'XObject',
+    Subtype: 'Form',
+    BBox: [0, 0, width, height],
+    Resources: { Font: { FT: fontRef } }
+  })
   let ended = false
   return {
     /** Draws the total with its left edge at `x` and the text's top at `y` (pdfkit's top-left coordinates). */
@@ -58,7 +63,9 @@ export function pageTotal(doc: PDFKit.PDFDocument, font: { size: number; colour:
       ended = true
       const [r, g, b] = font.colour
       // pdfkit puts a baseline at `y` + the ascender (0.718 em in Helvetica); the form's y axis points up from its bottom.
-      xobject.end(`BT /FT ${font.size} Tf ${r} ${g} ${b} rg 0 ${(height - font.size * 0.718).toFixed(2)} Td (${total}) Tj ET`)
+      xobject.end(
+        `BT /FT ${font.size} Tf ${r} ${g} ${b} rg 0 ${(height - font.size * 0.718).toFixed(2)} Td (${total}) Tj ET`
+      )
     }
   }
 }
@@ -66,5 +73,9 @@ export function pageTotal(doc: PDFKit.PDFDocument, font: { size: number; colour:
 /** A hex colour as PDF's 0–1 RGB triple. */
 export function rgb(hex: string): [number, number, number] {
   const n = Number.parseInt(hex.slice(1), 16)
-  return [((n >> 16) & 255) / 255, ((n >> 8) & 255) / 255, (n & 255) / 255].map((v) => Number(v.toFixed(3))) as [number, number, number]
+  return [((n >> 16) & 255) / 255, ((n >> 8) & 255) / 255, (n & 255) / 255].map((v) => Number(v.toFixed(3))) as [
+    number,
+    number,
+    number
+  ]
 }

@@ -35,7 +35,10 @@ function waitFor(out: Writable, event: 'drain' | 'finish'): Promise<void> {
     }
     const onEvent = () => settle()
     const onError = (err: Error) => settle(err)
-    const onClose = () => (event === 'finish' && out.writableFinished ? settle() : settle(new Error(`The export output closed before '${event}'`)))
+    const onClose = () =>
+      event === 'finish' && out.writableFinished
+        ? settle()
+        : settle(new Error(`The export output closed before '${event}'`))
     out.on(event, onEvent)
     out.on('error', onError)
     out.on('close', onClose)

@@ -41,7 +41,13 @@ interface Layout {
  * a fair share of what is left get it (dates, states, names, numbers: they never wrap); the
  * others share the rest in proportion to their natural widths, and wrap.
  */
-export function layoutColumns(doc: PDFKit.PDFDocument, all: ExportColumn[], sample: readonly ExportRecord[], left: number, available: number): Layout {
+export function layoutColumns(
+  doc: PDFKit.PDFDocument,
+  all: ExportColumn[],
+  sample: readonly ExportRecord[],
+  left: number,
+  available: number
+): Layout {
   const columns = all.slice(0, maxPdfColumns)
   const natural = columns.map((c) => {
     doc.font('Helvetica-Bold').fontSize(fontSize)
@@ -140,7 +146,12 @@ export async function renderPdf(input: RenderInput, out: Writable): Promise<{ ro
     doc.page.margins.bottom = 0
     doc.font('Helvetica').fontSize(7).fillColor(colours.muted)
     const y = pageHeight - margin - 9
-    doc.text(printable(`${input.title} · ${input.tenantName} · generated ${utcText(input.generatedAt)} UTC`), margin, y, { width: contentWidth - 80, lineBreak: false, ellipsis: true, height: 10 })
+    doc.text(
+      printable(`${input.title} · ${input.tenantName} · generated ${utcText(input.generatedAt)} UTC`),
+      margin,
+      y,
+      { width: contentWidth - 80, lineBreak: false, ellipsis: true, height: 10 }
+    )
     // "Page n of " ends where the total (drawn from the XObject) begins; the total is left-aligned after it.
     const label = `Page ${page} of `
     const totalX = pageWidth - margin - 28
@@ -159,19 +170,35 @@ export async function renderPdf(input: RenderInput, out: Writable): Promise<{ ro
   const headerTexts = layout.columns.map((c) => printable(c.header))
   const headerRow = (y: number) => {
     doc.font('Helvetica-Bold').fontSize(fontSize)
-    const h = Math.max(...headerTexts.map((t, i) => doc.heightOfString(t, { width: layout.widths[i] - 2 * cellPad }))) + 2 * cellPad
+    const h =
+      Math.max(...headerTexts.map((t, i) => doc.heightOfString(t, { width: layout.widths[i] - 2 * cellPad }))) +
+      2 * cellPad
     doc.rect(margin, y, contentWidth, h).fill(colours.header)
     doc.fillColor(colours.text)
-    headerTexts.forEach((t, i) => doc.text(t, layout.xs[i] + cellPad, y + cellPad, { width: layout.widths[i] - 2 * cellPad, height: h - 2 * cellPad, ellipsis: true }))
+    headerTexts.forEach((t, i) =>
+      doc.text(t, layout.xs[i] + cellPad, y + cellPad, {
+        width: layout.widths[i] - 2 * cellPad,
+        height: h - 2 * cellPad,
+        ellipsis: true
+      })
+    )
     return y + h
   }
 
   // Heading (first page only).
-  doc.font('Helvetica-Bold').fontSize(16).fillColor(colours.text).text(printable(input.title), margin, margin, { width: contentWidth })
+  doc
+    .font('Helvetica-Bold')
+    .fontSize(16)
+    .fillColor(colours.text)
+    .text(printable(input.title), margin, margin, { width: contentWidth })
   doc.moveDown(0.3)
   const allFilters = input.filters.map(([k, v]) => `${k}: ${v}`).join('; ')
   // Clipped so the heading always fits on the first page.
-  const filters = !input.filters.length ? 'none' : allFilters.length > 1500 ? `${allFilters.slice(0, 1500)}… (see the export request for all filters)` : allFilters
+  const filters = !input.filters.length
+    ? 'none'
+    : allFilters.length > 1500
+      ? `${allFilters.slice(0, 1500)}… (see the export request for all filters)`
+      : allFilters
   const facts: Array<[string, string]> = [
     ['Tenant', input.tenantName],
     ['Module', input.moduleTitle],
@@ -180,10 +207,17 @@ export async function renderPdf(input: RenderInput, out: Writable): Promise<{ ro
   ]
   if (input.columnNote) facts.push(['Columns', input.columnNote])
   else if (input.columns.length > layout.columns.length) {
-    facts.push(['Columns', `${layout.columns.length} of ${input.columns.length} shown (${layout.columns.map((c) => c.header).join(', ')}); the CSV and XLSX exports contain all columns.`])
+    facts.push([
+      'Columns',
+      `${layout.columns.length} of ${input.columns.length} shown (${layout.columns.map((c) => c.header).join(', ')}); the CSV and XLSX exports contain all columns.`
+    ])
   }
   for (const [label, text] of facts) {
-    doc.font('Helvetica-Bold').fontSize(9).fillColor(colours.text).text(`${label}: `, { continued: true, width: contentWidth })
+    doc
+      .font('Helvetica-Bold')
+      .fontSize(9)
+      .fillColor(colours.text)
+      .text(`${label}: `, { continued: true, width: contentWidth })
     doc.font('Helvetica').text(printable(text))
   }
   let y = headerRow(doc.y + 10)
@@ -198,7 +232,13 @@ export async function renderPdf(input: RenderInput, out: Writable): Promise<{ ro
   for await (const record of rowsToRender) {
     doc.font('Helvetica').fontSize(fontSize)
     const texts = layout.columns.map((c, i) => printable(cellText(c.get(record), c.kind).slice(0, clipAt[i])))
-    const textHeight = Math.min(maxTextHeight, Math.max(lineHeight, ...texts.map((t, i) => (t ? doc.heightOfString(t, { width: layout.widths[i] - 2 * cellPad }) : 0))))
+    const textHeight = Math.min(
+      maxTextHeight,
+      Math.max(
+        lineHeight,
+        ...texts.map((t, i) => (t ? doc.heightOfString(t, { width: layout.widths[i] - 2 * cellPad }) : 0))
+      )
+    )
     const h = textHeight + 2 * cellPad
     if (y + h > tableBottom) {
       doc.addPage()
@@ -212,9 +252,19 @@ export async function renderPdf(input: RenderInput, out: Writable): Promise<{ ro
     texts.forEach((t, i) => {
       if (!t) return
       const numeric = layout.columns[i].kind === 'number' || layout.columns[i].kind === 'integer'
-      doc.text(t, layout.xs[i] + cellPad, y + cellPad, { width: layout.widths[i] - 2 * cellPad, height: textHeight, ellipsis: true, align: numeric ? 'right' : 'left' })
+      doc.text(t, layout.xs[i] + cellPad, y + cellPad, {
+        width: layout.widths[i] - 2 * cellPad,
+        height: textHeight,
+        ellipsis: true,
+        align: numeric ? 'right' : 'left'
+      })
     })
-    doc.moveTo(margin, y + h).lineTo(margin + contentWidth, y + h).lineWidth(0.3).strokeColor(colours.rule).stroke()
+    doc
+      .moveTo(margin, y + h)
+      .lineTo(margin + contentWidth, y + h)
+      .lineWidth(0.3)
+      .strokeColor(colours.rule)
+      .stroke()
     y += h
     rows++
   }

@@ -15,8 +15,21 @@ export interface ReportRecord {
   createdBy: { name: string }
   updatedBy: { name: string }
   payload: Record<string, unknown>
-  activity?: Array<{ at: string; actor: { name: string }; action: string; changes: Array<{ field: string }>; transition: { key: string; from: string; to: string } | null; comment: string | null }>
-  attachments?: Array<{ fileName: string; contentType: string; size: number; uploadedAt: string; uploadedBy: { name: string } }>
+  activity?: Array<{
+    at: string
+    actor: { name: string }
+    action: string
+    changes: Array<{ field: string }>
+    transition: { key: string; from: string; to: string } | null
+    comment: string | null
+  }>
+  attachments?: Array<{
+    fileName: string
+    contentType: string
+    size: number
+    uploadedAt: string
+    uploadedBy: { name: string }
+  }>
 }
 
 export interface RecordReportInput {
@@ -67,7 +80,17 @@ export function renderRecordReport(input: RecordReportInput): Promise<Buffer> {
   const wording: ColumnOptions = { values: 'labels', userName: input.userName }
   const stateLabel = (key: string) => module.states.get(key)?.label ?? key
   const fieldLabel = (key: string) => module.fields.get(key)?.label ?? key
-  const doc = new PDFDocument({ size: 'A4', margin, bufferPages: false, info: { Title: `${def.title} ${record.number}`, Author: input.tenantName, Subject: def.title, CreationDate: input.generatedAt } })
+  const doc = new PDFDocument({
+    size: 'A4',
+    margin,
+    bufferPages: false,
+    info: {
+      Title: `${def.title} ${record.number}`,
+      Author: input.tenantName,
+      Subject: def.title,
+      CreationDate: input.generatedAt
+    }
+  })
   const chunks: Buffer[] = []
   doc.on('data', (c: Buffer) => chunks.push(c))
   const done = new Promise<Buffer>((resolve, reject) => {
@@ -83,7 +106,12 @@ export function renderRecordReport(input: RecordReportInput): Promise<Buffer> {
     doc.page.margins.bottom = 0
     const y = doc.page.height - margin + 6
     doc.font('Helvetica').fontSize(7).fillColor(colours.muted)
-    doc.text(printable(`${def.title} ${record.number} · ${input.tenantName} · generated ${utcText(input.generatedAt)} UTC`), margin, y, { width: width - 90, lineBreak: false, ellipsis: true, height: 10 })
+    doc.text(
+      printable(`${def.title} ${record.number} · ${input.tenantName} · generated ${utcText(input.generatedAt)} UTC`),
+      margin,
+      y,
+      { width: width - 90, lineBreak: false, ellipsis: true, height: 10 }
+    )
     const label = `Page ${page} of `
     const totalX = doc.page.width - margin - 24
     doc.text(label, totalX - doc.widthOfString(label), y, { lineBreak: false })
@@ -110,19 +138,34 @@ export function renderRecordReport(input: RecordReportInput): Promise<Buffer> {
     doc.moveDown(0.8)
     const y = doc.y
     doc.rect(margin, y, width, 18).fill(colours.band)
-    doc.font('Helvetica-Bold').fontSize(11).fillColor(colours.text).text(printable(title), margin + 6, y + 4, { width: width - 12 })
+    doc
+      .font('Helvetica-Bold')
+      .fontSize(11)
+      .fillColor(colours.text)
+      .text(printable(title), margin + 6, y + 4, { width: width - 12 })
     doc.y = y + 24
   }
   /** A label and its value side by side; the value wraps, and the pair moves to the next page whole when it fits one. */
   const pair = (label: string, value: string, indent = 0) => {
     const text = printable(value || '—')
     doc.font('Helvetica').fontSize(9)
-    const h = Math.max(doc.heightOfString(text, { width: width - labelWidth - indent }), doc.heightOfString(printable(label), { width: labelWidth - 8 }))
+    const h = Math.max(
+      doc.heightOfString(text, { width: width - labelWidth - indent }),
+      doc.heightOfString(printable(label), { width: labelWidth - 8 })
+    )
     room(Math.min(h, 200) + 4)
     const y = doc.y
-    doc.font('Helvetica-Bold').fontSize(9).fillColor(colours.muted).text(printable(label), margin + indent, y, { width: labelWidth - 8 })
+    doc
+      .font('Helvetica-Bold')
+      .fontSize(9)
+      .fillColor(colours.muted)
+      .text(printable(label), margin + indent, y, { width: labelWidth - 8 })
     const afterLabel = doc.y
-    doc.font('Helvetica').fontSize(9).fillColor(value ? colours.text : colours.muted).text(text, margin + indent + labelWidth, y, { width: width - labelWidth - indent })
+    doc
+      .font('Helvetica')
+      .fontSize(9)
+      .fillColor(value ? colours.text : colours.muted)
+      .text(text, margin + indent + labelWidth, y, { width: width - labelWidth - indent })
     doc.y = Math.max(doc.y, afterLabel) + 4
   }
   const valueOf = (f: FieldDefinition, v: unknown) => {
@@ -132,8 +175,16 @@ export function renderRecordReport(input: RecordReportInput): Promise<Buffer> {
 
   // Heading.
   const title = typeof record.payload.title === 'string' ? record.payload.title : ''
-  doc.font('Helvetica').fontSize(10).fillColor(colours.muted).text(printable(`${def.title} · ${input.tenantName}`), margin, margin, { width })
-  doc.font('Helvetica-Bold').fontSize(18).fillColor(colours.text).text(printable(title ? `${record.number}: ${title}` : record.number), { width })
+  doc
+    .font('Helvetica')
+    .fontSize(10)
+    .fillColor(colours.muted)
+    .text(printable(`${def.title} · ${input.tenantName}`), margin, margin, { width })
+  doc
+    .font('Helvetica-Bold')
+    .fontSize(18)
+    .fillColor(colours.text)
+    .text(printable(title ? `${record.number}: ${title}` : record.number), { width })
   doc.moveDown(0.4)
   pair('State', stateLabel(record.state))
   pair('Created', `${utcText(new Date(record.createdAt))} UTC by ${record.createdBy.name}`)
@@ -157,7 +208,11 @@ export function renderRecordReport(input: RecordReportInput): Promise<Buffer> {
     }
     items.forEach((item, i) => {
       room(30)
-      doc.font('Helvetica-Bold').fontSize(9).fillColor(colours.text).text(printable(`${f.label ?? f.key} ${i + 1} of ${items.length}`), margin, doc.y, { width })
+      doc
+        .font('Helvetica-Bold')
+        .fontSize(9)
+        .fillColor(colours.text)
+        .text(printable(`${f.label ?? f.key} ${i + 1} of ${items.length}`), margin, doc.y, { width })
       doc.y += 2
       const entry = item && typeof item === 'object' ? (item as Record<string, unknown>) : {}
       for (const sub of f.fields) pair(sub.label ?? sub.key, valueOf(sub, entry[sub.key]), 12)
@@ -173,7 +228,10 @@ export function renderRecordReport(input: RecordReportInput): Promise<Buffer> {
         : a.action === 'created'
           ? `Created in state ${stateLabel(def.workflow.initial)}`
           : a.action[0].toUpperCase() + a.action.slice(1)
-    const changed = a.action !== 'created' && a.changes.length ? `\nChanged: ${a.changes.map((c) => fieldLabel(c.field)).join(', ')}` : ''
+    const changed =
+      a.action !== 'created' && a.changes.length
+        ? `\nChanged: ${a.changes.map((c) => fieldLabel(c.field)).join(', ')}`
+        : ''
     const comment = a.comment ? `\n“${a.comment}”` : ''
     pair(`${utcText(new Date(a.at))} UTC`, `${what} — ${a.actor.name}${changed}${comment}`)
   }
@@ -181,11 +239,26 @@ export function renderRecordReport(input: RecordReportInput): Promise<Buffer> {
   section('Attachments')
   const attachments = record.attachments ?? []
   if (!attachments.length) pair('', 'No attachments.')
-  for (const a of attachments) pair(sizeText(a.size), `${a.fileName} (${a.contentType}), uploaded ${utcText(new Date(a.uploadedAt))} UTC by ${a.uploadedBy.name}`)
+  for (const a of attachments)
+    pair(
+      sizeText(a.size),
+      `${a.fileName} (${a.contentType}), uploaded ${utcText(new Date(a.uploadedAt))} UTC by ${a.uploadedBy.name}`
+    )
 
   room(30)
   doc.moveDown(1)
-  doc.font('Helvetica').fontSize(8).fillColor(colours.muted).text(printable(`End of report · ${def.title} module ${record.moduleVersion} · the fields shown are those the requester may read.`), margin, doc.y, { width })
+  doc
+    .font('Helvetica')
+    .fontSize(8)
+    .fillColor(colours.muted)
+    .text(
+      printable(
+        `End of report · ${def.title} module ${record.moduleVersion} · the fields shown are those the requester may read.`
+      ),
+      margin,
+      doc.y,
+      { width }
+    )
   total.finish(page)
   doc.end()
   return done

@@ -11,7 +11,12 @@ const dateFormats: Partial<Record<ColumnSpec['kind'], string>> = { date: 'yyyy-m
 
 /** A worksheet name Excel accepts: no `[]:*?/\`, no leading/trailing apostrophe, at most 31 characters. */
 export function sheetName(title: string): string {
-  const name = title.replace(/[[\]:*?/\\]/g, ' ').replace(/^'+|'+$/g, '').trim().slice(0, 31).trim()
+  const name = title
+    .replace(/[[\]:*?/\\]/g, ' ')
+    .replace(/^'+|'+$/g, '')
+    .trim()
+    .slice(0, 31)
+    .trim()
   return name || 'Records'
 }
 

@@ -9,7 +9,11 @@ import { requirePrincipal, type Principal } from '../auth/principal.ts'
  * an explicit principal (see systemPrincipal), so nothing is trusted by accident.
  */
 export const authenticate = (credentials: CredentialStore) => async (context: HookContext, next: NextFunction) => {
-  const params = context.params as { provider?: string; principal?: Principal; headers?: Record<string, string | undefined> }
+  const params = context.params as {
+    provider?: string
+    principal?: Principal
+    headers?: Record<string, string | undefined>
+  }
   if (params.provider) {
     params.principal ??= await credentials.authenticate(params.headers?.authorization)
   } else {

@@ -19,7 +19,10 @@ export interface CallParams<Q = Query> extends Params<Q> {
 
 /** Around hook on every service, first: a REST call's headers and colon-method id as call params. */
 export async function fromHttp(context: HookContext, next: NextFunction) {
-  const params = context.params as CallParams & { headers?: Record<string, string | undefined>; route?: { id?: string } }
+  const params = context.params as CallParams & {
+    headers?: Record<string, string | undefined>
+    route?: { id?: string }
+  }
   if (params.provider && params.headers) {
     params.ifMatch ??= params.headers['if-match']
     params.idempotencyKey ??= params.headers['idempotency-key']

@@ -15,6 +15,12 @@ export const meterCalls = async (context: HookContext, next: NextFunction) => {
   charge(callUnits, `${context.path} ${context.method}`)
   await next()
   const result = context.result as { items?: unknown[]; data?: unknown[] } | unknown[] | undefined
-  const rows = Array.isArray(result) ? result.length : Array.isArray(result?.items) ? result.items.length : Array.isArray(result?.data) ? result.data.length : 0
+  const rows = Array.isArray(result)
+    ? result.length
+    : Array.isArray(result?.items)
+      ? result.items.length
+      : Array.isArray(result?.data)
+        ? result.data.length
+        : 0
   if (rows) charge(rows, 'rows read')
 }

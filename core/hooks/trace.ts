@@ -12,15 +12,23 @@ const apiPrefix = /^api\/(v\d+\/)?/
  */
 export const traceCalls = (context: HookContext, next: NextFunction) => {
   if (!tracingEnabled()) return next()
-  return span(`${context.path.replace(apiPrefix, '')}.${context.method}`, { 'feathers.service': context.path, 'feathers.method': context.method, 'feathers.provider': context.params.provider }, async (s) => {
-    try {
-      await next()
-    } finally {
-      // Known once authentication ran, inside the call.
-      const tenant = (context.params as CallParams).principal?.tenantId
-      if (tenant) s.setAttribute('tenant', tenant)
+  return span(
+    `${context.path.replace(apiPrefix, '')}.${context.method}`,
+    {
+      'feathers.service': context.path,
+      'feathers.method': context.method,
+      'feathers.provider': context.params.provider
+    },
+    async (s) => {
+      try {
+        await next()
+      } finally {
+        // Known once authentication ran, inside the call.
+        const tenant = (context.params as CallParams).principal?.tenantId
+        if (tenant) s.setAttribute('tenant', tenant)
+      }
     }
-  })
+  )
 }
 
 /** The around hooks to register for tracing: `[traceCalls]` when tracing is on; none when off, so a call pays nothing for it. */

@@ -5,7 +5,8 @@ export function rangeProblem(text: string): string | undefined {
   const [net, bits, extra] = text.split('/')
   const family = isIP(net)
   const prefix = bits === undefined ? (family === 6 ? 128 : 32) : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN
-  if (!family || extra !== undefined || !(prefix >= 0 && prefix <= (family === 6 ? 128 : 32))) return `"${text}" is not an address or a CIDR range`
+  if (!family || extra !== undefined || !(prefix >= 0 && prefix <= (family === 6 ? 128 : 32)))
+    return `"${text}" is not an address or a CIDR range`
   return undefined
 }
 

@@ -20,7 +20,11 @@ export function isClientAbort(err: unknown): boolean {
 export function logAppError(err: unknown, ctx?: ParameterizedContext) {
   const request = ctx ? { traceId: ctx.state?.traceId, method: ctx.method, path: ctx.path } : {}
   const e = err as { code?: unknown; status?: unknown; expose?: unknown; stack?: unknown } | null
-  if (isClientAbort(err)) return logger.debug('client closed the connection before the response ended', { ...request, code: e?.code ?? 'aborted' })
+  if (isClientAbort(err))
+    return logger.debug('client closed the connection before the response ended', {
+      ...request,
+      code: e?.code ?? 'aborted'
+    })
   // As Koa's default: a 404 or an error meant for the client is not the server's fault.
   if (e?.status === 404 || e?.expose) return logger.debug('response error', { ...request, error: String(err) })
   logger.error('response failed', { ...request, error: typeof e?.stack === 'string' ? e.stack : String(err) })

@@ -13,10 +13,28 @@ function requestLineEnded(raw: Buffer | undefined): boolean {
 }
 
 /** What Node's HTTP parser refused, by its error code (and, past the head limit, whether the request line alone passed it). */
-function refusal(code: string | undefined, raw: Buffer | undefined): { kind: ProblemKind; code: string; detail: string } {
-  if (code === 'HPE_HEADER_OVERFLOW' && !requestLineEnded(raw)) return { kind: 'uri-too-long', code: 'request.uri_too_long', detail: 'The request line alone exceeds 16 KiB: send long values in a body instead of the query string.' }
-  if (code === 'HPE_HEADER_OVERFLOW') return { kind: 'headers-too-large', code: 'request.headers_too_large', detail: 'The request line and headers exceed 16 KiB.' }
-  return { kind: 'bad-request', code: 'request.malformed_http', detail: 'The request is not valid HTTP/1.1: a header holds a control character or the request target a raw byte outside URL syntax (percent-encode it).' }
+function refusal(
+  code: string | undefined,
+  raw: Buffer | undefined
+): { kind: ProblemKind; code: string; detail: string } {
+  if (code === 'HPE_HEADER_OVERFLOW' && !requestLineEnded(raw))
+    return {
+      kind: 'uri-too-long',
+      code: 'request.uri_too_long',
+      detail: 'The request line alone exceeds 16 KiB: send long values in a body instead of the query string.'
+    }
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return {
+      kind: 'headers-too-large',
+      code: 'request.headers_too_large',
+      detail: 'The request line and headers exceed 16 KiB.'
+    }
+  return {
+    kind: 'bad-request',
+    code: 'request.malformed_http',
+    detail:
+      'The request is not valid HTTP/1.1: a header holds a control character or the request target a raw byte outside URL syntax (percent-encode it).'
+  }
 }
 
 /**

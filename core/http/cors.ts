@@ -2,7 +2,17 @@ import type { Middleware } from 'koa'
 import type { AppConfig } from '../config.ts'
 
 /** The request headers the API reads that make a browser ask first (preflight). */
-export const corsRequestHeaders = ['Accept', 'Authorization', 'Content-Type', 'Idempotency-Key', 'If-Match', 'If-None-Match', 'traceparent', 'tracestate', 'X-CSRF-Token']
+export const corsRequestHeaders = [
+  'Accept',
+  'Authorization',
+  'Content-Type',
+  'Idempotency-Key',
+  'If-Match',
+  'If-None-Match',
+  'traceparent',
+  'tracestate',
+  'X-CSRF-Token'
+]
 
 /** The response headers a page of another origin may read, beyond those CORS always lets through. */
 export const corsExposedHeaders = [
@@ -22,11 +32,19 @@ export const corsExposedHeaders = [
 export function corsConfigProblems(cors: AppConfig['http']['cors']): string[] {
   const out: string[] = []
   for (const o of cors.origins) {
-    if (o !== '*' && !(URL.canParse(o) && ['http:', 'https:'].includes(new URL(o).protocol) && new URL(o).origin === o)) {
-      out.push(`/http/cors/origins has "${o}": an origin is a scheme, host and optional port, without a path or a trailing slash (https://app.example.com), or *`)
+    if (
+      o !== '*' &&
+      !(URL.canParse(o) && ['http:', 'https:'].includes(new URL(o).protocol) && new URL(o).origin === o)
+    ) {
+      out.push(
+        `/http/cors/origins has "${o}": an origin is a scheme, host and optional port, without a path or a trailing slash (https://app.example.com), or *`
+      )
     }
   }
-  if (cors.credentials && cors.origins.includes('*')) out.push('/http/cors/credentials cannot be true with the origin *: list the origins that may act as the signed-in user')
+  if (cors.credentials && cors.origins.includes('*'))
+    out.push(
+      '/http/cors/credentials cannot be true with the origin *: list the origins that may act as the signed-in user'
+    )
   return out
 }
 

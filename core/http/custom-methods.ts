@@ -28,7 +28,13 @@ export const colonMethods = (servicePaths: string[]): Middleware => {
       const m = ctx.path.match(re)
       if (!m) continue
       if (ctx.method !== 'POST') {
-        throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}: "${m[2]}" is an operation, called with POST ${ctx.path}.`, {}, { Allow: 'POST' })
+        throw new ApiError(
+          'method-not-allowed',
+          'http.method_not_allowed',
+          `${ctx.method} is not allowed on ${ctx.path}: "${m[2]}" is an operation, called with POST ${ctx.path}.`,
+          {},
+          { Allow: 'POST' }
+        )
       }
       ctx.path = `/${servicePaths[i].replace(/^\//, '')}`
       ctx.request.headers['x-service-method'] = m[2]
@@ -40,13 +46,15 @@ export const colonMethods = (servicePaths: string[]): Middleware => {
 }
 
 /** Rewrites a path a plugin serves under another spelling to its canonical one (Plugin.canonicalPath), before routing. */
-export const canonicalPaths = (canonical: Array<(path: string) => string | undefined>): Middleware => async (ctx, next) => {
-  for (const c of canonical) {
-    const to = c(ctx.path)
-    if (to !== undefined && to !== ctx.path) {
-      ctx.path = to
-      break
+export const canonicalPaths =
+  (canonical: Array<(path: string) => string | undefined>): Middleware =>
+  async (ctx, next) => {
+    for (const c of canonical) {
+      const to = c(ctx.path)
+      if (to !== undefined && to !== ctx.path) {
+        ctx.path = to
+        break
+      }
     }
+    return next()
   }
-  return next()
-}

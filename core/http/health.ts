@@ -15,7 +15,8 @@ export interface HealthOptions {
   errorsUrl: () => string
 }
 
-const shuttingDown = 'This instance is shutting down: it finishes the work it has and takes no more. Retry on another instance.'
+const shuttingDown =
+  'This instance is shutting down: it finishes the work it has and takes no more. Retry on another instance.'
 const paths = new Set(['/livez', '/readyz', '/healthz'])
 
 /**
@@ -41,7 +42,8 @@ export function health(options: HealthOptions): Middleware {
     }
     return call
   }
-  const ready = () => (round ??= runChecks(options.checks(), options.timeoutMs, once).finally(() => (round = undefined)))
+  const ready = () =>
+    (round ??= runChecks(options.checks(), options.timeoutMs, once).finally(() => (round = undefined)))
   return async (ctx, next) => {
     if (!paths.has(ctx.path) || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) {
       if (options.shutdown.draining) ctx.set('Connection', 'close')
@@ -57,7 +59,11 @@ export function health(options: HealthOptions): Middleware {
       return
     }
     const refuse = (code: string, detail: string, checks: Record<string, CheckResult>) => {
-      const { body, headers } = toProblem(problems.unavailable(code, detail, { checks }), requestTraceId(ctx.get('traceparent')), options.errorsUrl())
+      const { body, headers } = toProblem(
+        problems.unavailable(code, detail, { checks }),
+        requestTraceId(ctx.get('traceparent')),
+        options.errorsUrl()
+      )
       ctx.status = 503
       ctx.set(headers)
       ctx.set('X-Trace-Id', body.traceId)
@@ -71,14 +77,16 @@ export function health(options: HealthOptions): Middleware {
     if (options.shutdown.draining) return refuse('service.shutting_down', shuttingDown, publicChecks(checks))
     // Why a check failed goes to the log (once per change), not to an unauthenticated caller.
     const failing = failed.map((f) => `${f}: ${checks[f].error}`).join('; ')
-    if (failing !== lastFailing) (failing ? logger.warn('not ready', { checks: failing }) : logger.info('ready again'))
+    if (failing !== lastFailing) failing ? logger.warn('not ready', { checks: failing }) : logger.info('ready again')
     lastFailing = failing
-    if (failed.length) return refuse('service.not_ready', `Not ready: ${failed.join(', ')} did not answer.`, publicChecks(checks))
+    if (failed.length)
+      return refuse('service.not_ready', `Not ready: ${failed.join(', ')} did not answer.`, publicChecks(checks))
     ctx.body = { status: 'ready', checks: publicChecks(checks) }
   }
 }
 
-const publicChecks = (checks: Record<string, CheckResult>) => Object.fromEntries(Object.entries(checks).map(([name, { ok, ms }]) => [name, { ok, ms }]))
+const publicChecks = (checks: Record<string, CheckResult>) =>
+  Object.fromEntries(Object.entries(checks).map(([name, { ok, ms }]) => [name, { ok, ms }]))
 
 interface CheckResult {
   ok: boolean
@@ -86,17 +94,26 @@ interface CheckResult {
   error?: string
 }
 
-async function runChecks(checks: Record<string, ReadinessCheck>, timeoutMs: number, call: (name: string, check: ReadinessCheck) => Promise<unknown>): Promise<Record<string, CheckResult>> {
+async function runChecks(
+  checks: Record<string, ReadinessCheck>,
+  timeoutMs: number,
+  call: (name: string, check: ReadinessCheck) => Promise<unknown>
+): Promise<Record<string, CheckResult>> {
   const entries = await Promise.all(
     Object.entries(checks).map(async ([name, check]): Promise<[string, CheckResult]> => {
       const started = performance.now()
       let timer: NodeJS.Timeout | undefined
-      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)))
+      const late = new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs))
+      )
       try {
         await Promise.race([call(name, check), late])
         return [name, { ok: true, ms: Math.round(performance.now() - started) }]
       } catch (err) {
-        return [name, { ok: false, ms: Math.round(performance.now() - started), error: (err as Error)?.message ?? String(err) }]
+        return [
+          name,
+          { ok: false, ms: Math.round(performance.now() - started), error: (err as Error)?.message ?? String(err) }
+        ]
       } finally {
         clearTimeout(timer)
       }
@@ -104,4 +121,3 @@ async function runChecks(checks: Record<string, ReadinessCheck>, timeoutMs: numb
   )
   return Object.fromEntries(entries)
 }
-

@@ -8,6 +8,9 @@ const shape = new RegExp(idempotencyKeySchema.pattern)
 /** Refuses a key not of that format with 400 `idempotency.key_invalid` (the records hook and bulk use it). */
 export function assertIdempotencyKey(key: string): void {
   if (key.length > idempotencyKeySchema.maxLength || !shape.test(key)) {
-    throw problems.badRequest('idempotency.key_invalid', 'Idempotency-Key must be 1 to 255 visible ASCII characters, e.g. a UUID.')
+    throw problems.badRequest(
+      'idempotency.key_invalid',
+      'Idempotency-Key must be 1 to 255 visible ASCII characters, e.g. a UUID.'
+    )
   }
 }

@@ -29,36 +29,45 @@ function allowHeader(ctx: ParameterizedContext): string | undefined {
  * application/problem+json (or the format a plugin declares for its paths), and turns an
  * unmatched route into a 404 problem.
  */
-export const problemResponses = (errorsUrl: () => string, formats: readonly ProblemFormat[] = []): Middleware => async (ctx, next) => {
-  try {
-    await next()
-    if (ctx.status === 404 && ctx.body === undefined) {
-      throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.${ctx.state.routeHint ?? ''}`)
+export const problemResponses =
+  (errorsUrl: () => string, formats: readonly ProblemFormat[] = []): Middleware =>
+  async (ctx, next) => {
+    try {
+      await next()
+      if (ctx.status === 404 && ctx.body === undefined) {
+        throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.${ctx.state.routeHint ?? ''}`)
+      }
+    } catch (caught) {
+      const traceId: string = ctx.state.traceId ?? 'unknown'
+      let err = caught
+      const path = routedPath(ctx.originalUrl.split('?')[0])
+      // Feathers' own MethodNotAllowed (a service lacking the method the verb maps to).
+      const methodNotAllowed = err instanceof FeathersError && !(err instanceof ApiError) && err.code === 405
+      // An unknown `<id>:<operation>` reaches Feathers as a method the service lacks: it is no route at all.
+      if (methodNotAllowed && path !== ctx.path)
+        err = problems.notFound('route.not_found', `No route ${ctx.method} ${path}.`)
+      const { body, headers, internal } = toProblem(err, traceId, errorsUrl())
+      if (methodNotAllowed && path === ctx.path) {
+        // Feathers names its own method ("update"); the client needs the HTTP verbs.
+        const allow = allowHeader(ctx)
+        if (allow) headers.Allow = allow
+        body.detail = `${ctx.method} is not allowed on ${path}${allow ? `; allowed: ${allow}` : ''}.`
+      }
+      if (internal)
+        logger.error('request failed', {
+          traceId,
+          method: ctx.method,
+          path: ctx.path,
+          error: (err as Error)?.stack ?? String(err)
+        })
+      ctx.status = body.status
+      // Counted by its code when it is a 429 (core/telemetry/http-metrics.ts).
+      ctx.state.problemCode = body.code
+      ctx.set(headers)
+      ctx.set('X-Trace-Id', traceId)
+      // A protocol with an error format of its own (SCIM) gets the same problem in that format.
+      const format = formats.find((f) => f.paths.test(path))
+      ctx.type = format?.contentType ?? 'application/problem+json'
+      ctx.body = format ? format.render(body) : body
     }
-  } catch (caught) {
-    const traceId: string = ctx.state.traceId ?? 'unknown'
-    let err = caught
-    const path = routedPath(ctx.originalUrl.split('?')[0])
-    // Feathers' own MethodNotAllowed (a service lacking the method the verb maps to).
-    const methodNotAllowed = err instanceof FeathersError && !(err instanceof ApiError) && err.code === 405
-    // An unknown `<id>:<operation>` reaches Feathers as a method the service lacks: it is no route at all.
-    if (methodNotAllowed && path !== ctx.path) err = problems.notFound('route.not_found', `No route ${ctx.method} ${path}.`)
-    const { body, headers, internal } = toProblem(err, traceId, errorsUrl())
-    if (methodNotAllowed && path === ctx.path) {
-      // Feathers names its own method ("update"); the client needs the HTTP verbs.
-      const allow = allowHeader(ctx)
-      if (allow) headers.Allow = allow
-      body.detail = `${ctx.method} is not allowed on ${path}${allow ? `; allowed: ${allow}` : ''}.`
-    }
-    if (internal) logger.error('request failed', { traceId, method: ctx.method, path: ctx.path, error: (err as Error)?.stack ?? String(err) })
-    ctx.status = body.status
-    // Counted by its code when it is a 429 (core/telemetry/http-metrics.ts).
-    ctx.state.problemCode = body.code
-    ctx.set(headers)
-    ctx.set('X-Trace-Id', traceId)
-    // A protocol with an error format of its own (SCIM) gets the same problem in that format.
-    const format = formats.find((f) => f.paths.test(path))
-    ctx.type = format?.contentType ?? 'application/problem+json'
-    ctx.body = format ? format.render(body) : body
   }
-}

@@ -38,7 +38,9 @@ export function readQuery(text: string): Record<string, unknown> {
   // Looked for only where one can be: most query strings have none.
   if (!text.startsWith('=') && !text.includes('&=')) return parsed
   const unnamed = text.split('&').filter((part) => part.startsWith('='))
-  return unnamed.length ? { ...parsed, '': unnamed.length === 1 ? unnamed[0].slice(1) : unnamed.map((p) => p.slice(1)) } : parsed
+  return unnamed.length
+    ? { ...parsed, '': unnamed.length === 1 ? unnamed[0].slice(1) : unnamed.map((p) => p.slice(1)) }
+    : parsed
 }
 
 /** Installs readQuery as `ctx.query` (replacing koa-qs's getter, with the same per-request cache). */

@@ -40,7 +40,11 @@ export const rateLimit = (limiter: Limiter, limitFor: (principal: Principal | un
     // An expensive request counts as more than one (core/limits/budget.ts): refused like any other when it does not fit.
     ctx.state.countRequests = async (extra: number) => {
       const more = await limiter.hit(key, limit, windowMs, extra)
-      const moreHeaders = { ...headers, 'X-RateLimit-Remaining': String(more.remaining), 'X-RateLimit-Reset': String(Math.ceil(more.resetAt / 1000)) }
+      const moreHeaders = {
+        ...headers,
+        'X-RateLimit-Remaining': String(more.remaining),
+        'X-RateLimit-Reset': String(Math.ceil(more.resetAt / 1000))
+      }
       ctx.set(moreHeaders)
       if (!more.allowed) throw refused(limit, more, moreHeaders, extra + 1)
     }
@@ -50,7 +54,10 @@ export const rateLimit = (limiter: Limiter, limitFor: (principal: Principal | un
 
 function refused(limit: number, result: WindowResult, headers: Record<string, string>, weight = 1): ApiError {
   const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000))
-  const what = weight > 1 ? `This request counts as ${weight} requests (the work it asks for) and does not fit in the ${limit} requests this credential may make per minute` : `This credential made ${limit} requests in the last minute, its limit`
+  const what =
+    weight > 1
+      ? `This request counts as ${weight} requests (the work it asks for) and does not fit in the ${limit} requests this credential may make per minute`
+      : `This credential made ${limit} requests in the last minute, its limit`
   return new ApiError(
     'rate-limited',
     'rate_limit.exceeded',
@@ -64,7 +71,9 @@ function refused(limit: number, result: WindowResult, headers: Record<string, st
  * Every request's work budget (core/limits/budget.ts), current for everything that runs
  * for the request. Placed after the rate limit, whose allowance the budget draws on.
  */
-export const requestBudget = (unitsFor: (principal: Principal | undefined) => { units: number; unitsPerRequest: number }): Middleware => {
+export const requestBudget = (
+  unitsFor: (principal: Principal | undefined) => { units: number; unitsPerRequest: number }
+): Middleware => {
   return async (ctx, next) => {
     const principal: Principal | undefined = ctx.state.authError ? undefined : ctx.state.principal
     const { units, unitsPerRequest } = unitsFor(principal)

@@ -7,7 +7,11 @@ import type { IncomingMessage } from 'node:http'
  * request and its socket, so a client streaming a chunked body would see a reset
  * instead of the 413.
  */
-export function readCapped(req: IncomingMessage, maxBytes: number, onAborted: () => Error): Promise<Buffer | undefined> {
+export function readCapped(
+  req: IncomingMessage,
+  maxBytes: number,
+  onAborted: () => Error
+): Promise<Buffer | undefined> {
   const chunks: Buffer[] = []
   return new Promise((resolve, reject) => {
     let size = 0

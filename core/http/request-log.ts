@@ -14,28 +14,30 @@ import type { Metrics } from '../telemetry/metrics.ts'
  * every later middleware settled on, problem responses included. The route template (a router
  * lookup) is read once for both.
  */
-export const requestEnd = (level: Level, metrics: Metrics): Middleware => async (ctx, next) => {
-  const started = performance.now()
-  const socket = ctx.req.socket
-  const bytesBefore = socket.bytesWritten
-  ctx.res.once('close', () => {
-    const ms = performance.now() - started
-    const route = routeTemplate(ctx, ctx.res.statusCode)
-    countRequest(metrics, ctx, route, ms / 1000)
-    if (level === 'silent' || !logger.enabled(level)) return
-    const principal = ctx.state.principal as Principal | undefined
-    logger.log(level, 'request', {
-      method: ctx.method,
-      route,
-      status: ctx.status,
-      ms: Math.round(ms * 10) / 10,
-      bytes: socket.bytesWritten - bytesBefore,
-      tenant: principal?.tenantId,
-      credentialId: principal?.credentialId,
-      credentialKind: principal?.kind,
-      traceId: ctx.state.traceId,
-      ...(ctx.res.writableFinished ? {} : { aborted: true })
+export const requestEnd =
+  (level: Level, metrics: Metrics): Middleware =>
+  async (ctx, next) => {
+    const started = performance.now()
+    const socket = ctx.req.socket
+    const bytesBefore = socket.bytesWritten
+    ctx.res.once('close', () => {
+      const ms = performance.now() - started
+      const route = routeTemplate(ctx, ctx.res.statusCode)
+      countRequest(metrics, ctx, route, ms / 1000)
+      if (level === 'silent' || !logger.enabled(level)) return
+      const principal = ctx.state.principal as Principal | undefined
+      logger.log(level, 'request', {
+        method: ctx.method,
+        route,
+        status: ctx.status,
+        ms: Math.round(ms * 10) / 10,
+        bytes: socket.bytesWritten - bytesBefore,
+        tenant: principal?.tenantId,
+        credentialId: principal?.credentialId,
+        credentialKind: principal?.kind,
+        traceId: ctx.state.traceId,
+        ...(ctx.res.writableFinished ? {} : { aborted: true })
+      })
     })
-  })
-  await next()
-}
+    await next()
+  }

@@ -30,7 +30,9 @@ export function declareRoutes(app: App, routes: DeclaredRoute[]) {
 
 /** The verbs a declared route allows at `path`, or undefined when none is declared there. */
 function declaredVerbs(app: App, path: string): string[] | undefined {
-  const route = app.get('declaredRoutes')?.find((r) => (typeof r.path === 'string' ? r.path === path : r.path.test(path)))
+  const route = app
+    .get('declaredRoutes')
+    ?.find((r) => (typeof r.path === 'string' ? r.path === path : r.path.test(path)))
   if (!route) return undefined
   const verbs = route.methods.map((m) => m.toUpperCase())
   return verbs.includes('GET') && !verbs.includes('HEAD') ? [...verbs, 'HEAD'] : verbs
@@ -53,39 +55,60 @@ const changingVerbs = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
  *   SDL): 405 with `Allow`, as on a service path.
  * Colon methods (`/{id}:transition`) are rewritten before this, so they pass.
  */
-export const routeGuard = (app: App, streamingPaths: readonly RegExp[] = []): Middleware => async (ctx, next) => {
-  const segments = ctx.path.split('/').slice(1)
-  // A feature that reads its own requests (streamingPaths) also owns the spelling of its paths: SCIM clients send `/Users/`.
-  const trailingSlash = ctx.path.startsWith('/api/') && ctx.path.endsWith('/') && !streamingPaths.some((p) => p.test(ctx.path))
-  if (segments.some((s) => Object.hasOwn(Object.prototype, decodeSegment(s))) || trailingSlash) {
-    throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.${ctx.path.endsWith('/') ? ` Paths end without a slash: ${ctx.path.replace(/\/+$/, '')}.` : ''}`)
-  }
-  const declared = declaredVerbs(app, ctx.path)
-  if (declared) {
-    if (declared.includes(ctx.method)) return next()
-    const list = declared.join(', ')
-    throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${list}.`, {}, { Allow: list })
-  }
-  const found = ctx.path.startsWith('/api/') ? app.lookup(ctx.path) : null
-  if (!found && ctx.path.startsWith('/api/') && !streamingPaths.some((p) => p.test(ctx.path))) {
-    const meant = nearbyRoute(app, streamingPaths, ctx.path)
-    if (meant) ctx.state.routeHint = ` Did you mean ${meant}?`
-    if (changingVerbs.has(ctx.method)) throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.${ctx.state.routeHint ?? ''}`)
-  }
-  // Only a changing verb can be one Feathers would misroute; reads pass without working out the Allow list.
-  if (found && changingVerbs.has(ctx.method) && !ctx.get('x-service-method')) {
-    const item = found.params.__id !== undefined
-    const allowed = servedVerbs(found.service, item)
-    if (!allowed.includes(ctx.method)) {
-      const list = allowed.join(', ')
-      throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${list || 'nothing'}.${item ? '' : ' Changes go to one record at a time: /{id}.'}`, {}, { Allow: list })
+export const routeGuard =
+  (app: App, streamingPaths: readonly RegExp[] = []): Middleware =>
+  async (ctx, next) => {
+    const segments = ctx.path.split('/').slice(1)
+    // A feature that reads its own requests (streamingPaths) also owns the spelling of its paths: SCIM clients send `/Users/`.
+    const trailingSlash =
+      ctx.path.startsWith('/api/') && ctx.path.endsWith('/') && !streamingPaths.some((p) => p.test(ctx.path))
+    if (segments.some((s) => Object.hasOwn(Object.prototype, decodeSegment(s))) || trailingSlash) {
+      throw problems.notFound(
+        'route.not_found',
+        `No route ${ctx.method} ${ctx.path}.${ctx.path.endsWith('/') ? ` Paths end without a slash: ${ctx.path.replace(/\/+$/, '')}.` : ''}`
+      )
     }
+    const declared = declaredVerbs(app, ctx.path)
+    if (declared) {
+      if (declared.includes(ctx.method)) return next()
+      const list = declared.join(', ')
+      throw new ApiError(
+        'method-not-allowed',
+        'http.method_not_allowed',
+        `${ctx.method} is not allowed on ${ctx.path}; allowed: ${list}.`,
+        {},
+        { Allow: list }
+      )
+    }
+    const found = ctx.path.startsWith('/api/') ? app.lookup(ctx.path) : null
+    if (!found && ctx.path.startsWith('/api/') && !streamingPaths.some((p) => p.test(ctx.path))) {
+      const meant = nearbyRoute(app, streamingPaths, ctx.path)
+      if (meant) ctx.state.routeHint = ` Did you mean ${meant}?`
+      if (changingVerbs.has(ctx.method))
+        throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.${ctx.state.routeHint ?? ''}`)
+    }
+    // Only a changing verb can be one Feathers would misroute; reads pass without working out the Allow list.
+    if (found && changingVerbs.has(ctx.method) && !ctx.get('x-service-method')) {
+      const item = found.params.__id !== undefined
+      const allowed = servedVerbs(found.service, item)
+      if (!allowed.includes(ctx.method)) {
+        const list = allowed.join(', ')
+        throw new ApiError(
+          'method-not-allowed',
+          'http.method_not_allowed',
+          `${ctx.method} is not allowed on ${ctx.path}; allowed: ${list || 'nothing'}.${item ? '' : ' Changes go to one record at a time: /{id}.'}`,
+          {},
+          { Allow: list }
+        )
+      }
+    }
+    return next()
   }
-  return next()
-}
 
 /** The same path with `/v1` added or removed after `/api`, when a service or streaming route serves it. */
 function nearbyRoute(app: App, streamingPaths: readonly RegExp[], path: string): string | undefined {
-  const other = path.startsWith('/api/v1/') ? `/api/${path.slice('/api/v1/'.length)}` : `/api/v1/${path.slice('/api/'.length)}`
+  const other = path.startsWith('/api/v1/')
+    ? `/api/${path.slice('/api/v1/'.length)}`
+    : `/api/v1/${path.slice('/api/'.length)}`
   return app.lookup(other) || streamingPaths.some((p) => p.test(other)) ? other : undefined
 }

@@ -93,7 +93,8 @@ export function routeTemplate(ctx: ParameterizedContext, status = ctx.status): s
     }
   }
   for (const r of app.get('declaredRoutes') ?? []) {
-    if (typeof r.path === 'string' ? r.path === ctx.path : r.path.test(ctx.path)) return typeof r.path === 'string' ? r.path : patternTemplate(r.path)
+    if (typeof r.path === 'string' ? r.path === ctx.path : r.path.test(ctx.path))
+      return typeof r.path === 'string' ? r.path : patternTemplate(r.path)
   }
   for (const p of app.get('streamingPaths') ?? []) if (p.test(ctx.path)) return patternTemplate(p)
   return status === 404 || status === 405 ? unmatchedRoute : otherRoute

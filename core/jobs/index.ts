@@ -65,13 +65,19 @@ const states = new WeakMap<Agenda, JobsState>()
  * through the backend's LISTEN/NOTIFY. With `process: false` the instance only enqueues.
  * Stop it with stopJobs (hands running jobs back), not agenda.stop() or drain().
  */
-export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: { process: boolean; processEverySeconds?: number; logLevel?: Level } = { process: true }): Promise<Agenda> {
+export async function startJobs(
+  pool: pg.Pool,
+  jobs: JobDefinition[],
+  options: { process: boolean; processEverySeconds?: number; logLevel?: Level } = { process: true }
+): Promise<Agenda> {
   // Loaded on first use: an instance (or a CLI call) that never schedules a job never pays for them.
   const [{ Agenda }, { PostgresBackend }] = await Promise.all([import('agenda'), import('@agendajs/postgres-backend')])
   // New jobs arrive by NOTIFY; the periodic scan is what finds jobs whose lock expired (a dead instance's).
   const backend = new PostgresBackend({ pool, tableName: 'agenda_jobs', channelName: jobChannel })
   // The LISTEN connection reconnects by itself; unheard, its 'error' event would end the process.
-  backend.notificationChannel?.on('error', (err: Error) => logger.warn('job notification channel error; reconnecting', { error: err.message }))
+  backend.notificationChannel?.on('error', (err: Error) =>
+    logger.warn('job notification channel error; reconnecting', { error: err.message })
+  )
   // A name of its own: Agenda writes it on every row it locks, so shutdown can find (and release) exactly its own locks.
   const name = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
   // The backend creates its table and replaces its trigger as it connects: instances starting together raced
@@ -79,7 +85,16 @@ export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: {
   const unlock = await lockAgendaSchema(pool)
   const agenda = new Agenda({ backend, name, processEvery: `${options.processEverySeconds ?? 30} seconds` } as any)
   await agenda.ready.finally(unlock)
-  const state: JobsState = { pool, names: jobs.map((j) => j.name), processing: options.process, draining: new AbortController(), running: new Map(), handedBack: new Map(), idle: new Set(), handedBackCount: 0 }
+  const state: JobsState = {
+    pool,
+    names: jobs.map((j) => j.name),
+    processing: options.process,
+    draining: new AbortController(),
+    running: new Map(),
+    handedBack: new Map(),
+    idle: new Set(),
+    handedBackCount: 0
+  }
   states.set(agenda, state)
   agenda.on('error', (err) => logger.error('job scheduler error', { error: err.message }))
   // Agenda's success path zeroes failCount before it saves; a hand-back is no success, so it keeps its count.
@@ -104,7 +119,14 @@ export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: {
         // One log line per run (config log.jobs; a failure is an error line).
         const started = performance.now()
         const logRun = (outcome: 'done' | 'handed back' | 'failed', fields: Record<string, unknown>) =>
-          logger.log(outcome === 'failed' ? 'error' : (options.logLevel ?? 'info'), 'job', { job: job.name, id, outcome, ms: Math.round(performance.now() - started), failCount: j.attrs.failCount || undefined, ...fields })
+          logger.log(outcome === 'failed' ? 'error' : (options.logLevel ?? 'info'), 'job', {
+            job: job.name,
+            id,
+            outcome,
+            ms: Math.round(performance.now() - started),
+            failCount: j.attrs.failCount || undefined,
+            ...fields
+          })
         let result: unknown
         try {
           result = await job.run(j.attrs.data ?? {}, { touch: () => j.touch(), signal: state.draining.signal })
@@ -125,7 +147,10 @@ export async function startJobs(pool: pg.Pool, jobs: JobDefinition[], options: {
         }
         logRun('done', { result })
       },
-      { ...(job.lockLifetimeMs ? { lockLifetime: job.lockLifetimeMs } : {}), ...(job.concurrency ? { concurrency: job.concurrency, lockLimit: job.concurrency } : {}) }
+      {
+        ...(job.lockLifetimeMs ? { lockLifetime: job.lockLifetimeMs } : {}),
+        ...(job.concurrency ? { concurrency: job.concurrency, lockLimit: job.concurrency } : {})
+      }
     )
   }
   if (options.process) {
@@ -165,7 +190,10 @@ export function jobsRunning(agenda: Agenda): boolean {
  * from its checkpoint; the caller is expected to exit right after (the pool must still be open here).
  * Other instances hear of the released jobs by NOTIFY instead of at their next scan.
  */
-export async function stopJobs(agenda: Agenda, options: { timeoutMs: number }): Promise<{ handedBack: number; released: string[] }> {
+export async function stopJobs(
+  agenda: Agenda,
+  options: { timeoutMs: number }
+): Promise<{ handedBack: number; released: string[] }> {
   const state = states.get(agenda)
   if (!state?.processing) return { handedBack: 0, released: [] }
   state.processing = false
@@ -192,7 +220,13 @@ export async function stopJobs(agenda: Agenda, options: { timeoutMs: number }): 
     [name, [...state.running.keys()]]
   )
   for (const jobName of state.names) {
-    const payload = JSON.stringify({ jobName, nextRunAt: new Date().toISOString(), priority: 0, timestamp: new Date().toISOString(), source: name })
+    const payload = JSON.stringify({
+      jobName,
+      nextRunAt: new Date().toISOString(),
+      priority: 0,
+      timestamp: new Date().toISOString(),
+      source: name
+    })
     await state.pool.query('SELECT pg_notify($1, $2)', [jobChannel, payload])
   }
   return { handedBack: state.handedBackCount, released }

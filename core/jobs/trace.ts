@@ -10,7 +10,11 @@ export function tracedJob(job: JobDefinition): JobDefinition {
   if (!tracingEnabled()) return job
   return {
     ...job,
-    run: (data, context) => span(`job ${job.name}`, { 'job.name': job.name }, () => job.run(data, context), { root: true, links: linkFrom(data.traceparent) })
+    run: (data, context) =>
+      span(`job ${job.name}`, { 'job.name': job.name }, () => job.run(data, context), {
+        root: true,
+        links: linkFrom(data.traceparent)
+      })
   }
 }
 

@@ -39,7 +39,8 @@ export class Budget {
 
   /** Charges `units` of `what` before doing it; past the budget, throws `request.too_costly` and charges nothing. */
   charge(units: number, what: string): void {
-    if (!Number.isFinite(units) || units < 0) throw new RangeError(`budget charge must be a finite number >= 0, got ${units}`)
+    if (!Number.isFinite(units) || units < 0)
+      throw new RangeError(`budget charge must be a finite number >= 0, got ${units}`)
     if (this.spent + units > this.limit) throw tooCostly(this, units, what)
     this.spent += units
     this.spentOn[what] = (this.spentOn[what] ?? 0) + units

@@ -86,5 +86,6 @@ export function checkLimitArgs(key: string, limit: number, periodMs: number, per
   if (!Number.isInteger(weight) || weight < 1) throw new RangeError(`weight must be an integer >= 1, got ${weight}`)
   if (typeof key !== 'string' || key === '') throw new TypeError('limiter key must be a non-empty string')
   if (!Number.isInteger(limit) || limit < 0) throw new RangeError(`limit must be an integer >= 0, got ${limit}`)
-  if (!Number.isInteger(periodMs) || periodMs <= 0) throw new RangeError(`${periodName} must be a positive integer, got ${periodMs}`)
+  if (!Number.isInteger(periodMs) || periodMs <= 0)
+    throw new RangeError(`${periodName} must be a positive integer, got ${periodMs}`)
 }

@@ -57,7 +57,13 @@ return 1`
 
 /** ioredis adds these methods at runtime through defineCommand (EVALSHA, falling back to EVAL). */
 interface ScriptCommands {
-  limiterHit(key: string, limit: number, windowMs: number, member: string, weight: number): Promise<[number, number, number, number]>
+  limiterHit(
+    key: string,
+    limit: number,
+    windowMs: number,
+    member: string,
+    weight: number
+  ): Promise<[number, number, number, number]>
   limiterAcquire(key: string, limit: number, ttlMs: number, id: string): Promise<[number, number, number]>
   limiterExtend(key: string, id: string, ttlMs: number): Promise<number>
 }
@@ -93,7 +99,10 @@ export class RedisLimiter implements Limiter {
   readonly backend = 'redis' as const
   private readonly commands: ScriptCommands
 
-  constructor(private readonly client: Redis, private readonly prefix: string) {
+  constructor(
+    private readonly client: Redis,
+    private readonly prefix: string
+  ) {
     client.defineCommand('limiterHit', { numberOfKeys: 1, lua: hitScript })
     client.defineCommand('limiterAcquire', { numberOfKeys: 1, lua: acquireScript })
     client.defineCommand('limiterExtend', { numberOfKeys: 1, lua: extendScript })
@@ -103,7 +112,13 @@ export class RedisLimiter implements Limiter {
   async hit(key: string, limit: number, windowMs: number, weight = 1): Promise<WindowResult> {
     checkLimitArgs(key, limit, windowMs, 'windowMs', weight)
     // The member only has to be unique within the key; two hits in one millisecond are two hits.
-    const [allowed, counted, resetAt, now] = await this.commands.limiterHit(`${this.prefix}rl:${key}`, limit, windowMs, randomUUID(), weight)
+    const [allowed, counted, resetAt, now] = await this.commands.limiterHit(
+      `${this.prefix}rl:${key}`,
+      limit,
+      windowMs,
+      randomUUID(),
+      weight
+    )
     return {
       allowed: allowed === 1,
       limit,

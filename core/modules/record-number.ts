@@ -15,7 +15,8 @@ export interface NumberPattern {
 }
 
 /** The number of counter value `value` (bulk reserves many values at once; a single create numbers in its SQL statement, records.repository insertRecord). */
-export const formatNumber = (parts: NumberParts, value: number) => `${parts.prefix}${String(value).padStart(parts.width, '0')}${parts.suffix}`
+export const formatNumber = (parts: NumberParts, value: number) =>
+  `${parts.prefix}${String(value).padStart(parts.width, '0')}${parts.suffix}`
 
 const token = /\{(YYYY|YY|MM|DD|seq(?::(\d{1,2}))?)\}/g
 
@@ -37,7 +38,14 @@ export function compilePattern(pattern: string): NumberPattern {
       return String(d.getUTCDate()).padStart(2, '0')
     })
   const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-  const shapeOf = (text: string) => text.split(token).map((part, i) => (i % 3 === 1 ? (part === 'YYYY' ? '\\d{4}' : '\\d{2}') : i % 3 === 2 ? '' : literal(part))).join('')
+  const shapeOf = (text: string) =>
+    text
+      .split(token)
+      .map((part, i) => (i % 3 === 1 ? (part === 'YYYY' ? '\\d{4}' : '\\d{2}') : i % 3 === 2 ? '' : literal(part)))
+      .join('')
   const shape = new RegExp(`^${shapeOf(before)}\\d{${width},}${shapeOf(after)}$`)
-  return { render: (now) => ({ prefix: fill(before, now), suffix: fill(after, now), width }), matches: (text) => shape.test(text) }
+  return {
+    render: (now) => ({ prefix: fill(before, now), suffix: fill(after, now), width }),
+    matches: (text) => shape.test(text)
+  }
 }

@@ -55,7 +55,11 @@ export class ModuleRegistry {
   register(def: unknown, packageName: string, packagePath: string): RegisteredModule {
     validateModuleDefinition(def, packageName)
     if (this.modules.has(def.key)) {
-      throw new ModuleDefinitionError(packageName, 'key', `module "${def.key}" is already provided by ${this.modules.get(def.key)!.definition.packageName}`)
+      throw new ModuleDefinitionError(
+        packageName,
+        'key',
+        `module "${def.key}" is already provided by ${this.modules.get(def.key)!.definition.packageName}`
+      )
     }
     const definition = deepFreeze({ ...structuredClone(def), packageName, packagePath }) as LoadedModule
     const schema = payloadSchema(definition)
@@ -63,7 +67,11 @@ export class ModuleRegistry {
     try {
       validatePayload = compileData(schema)
     } catch (err) {
-      throw new ModuleDefinitionError(packageName, 'fields', `cannot compile the payload schema: ${(err as Error).message}`)
+      throw new ModuleDefinitionError(
+        packageName,
+        'fields',
+        `cannot compile the payload schema: ${(err as Error).message}`
+      )
     }
     const entry: RegisteredModule = {
       definition,
@@ -92,7 +100,11 @@ export class ModuleRegistry {
       const walk = (fields: readonly FieldDefinition[]) => {
         for (const f of fields) {
           if (f.type === 'recordRef' && !this.modules.has(f.module)) {
-            throw new ModuleDefinitionError(m.definition.packageName, `field "${f.key}"`, `references module "${f.module}", which no loaded package provides`)
+            throw new ModuleDefinitionError(
+              m.definition.packageName,
+              `field "${f.key}"`,
+              `references module "${f.module}", which no loaded package provides`
+            )
           }
           if (f.type === 'group') walk(f.fields)
         }
@@ -114,10 +126,18 @@ async function loadPackage(registry: ModuleRegistry, pkgDir: string) {
   const name = pkg.name ?? relative(projectRoot, pkgDir)
   const manifest = pkg[manifestKey]
   if (!manifest || typeof manifest.entry !== 'string') {
-    throw new ModuleDefinitionError(name, `package.json "${manifestKey}"`, 'must be an object with "entry" naming the module file')
+    throw new ModuleDefinitionError(
+      name,
+      `package.json "${manifestKey}"`,
+      'must be an object with "entry" naming the module file'
+    )
   }
   if (manifest.host && !semver.satisfies(coreVersion, manifest.host, { includePrerelease: true })) {
-    throw new ModuleDefinitionError(name, `package.json "${manifestKey}".host`, `"${manifest.host}" does not accept this platform version ${coreVersion}`)
+    throw new ModuleDefinitionError(
+      name,
+      `package.json "${manifestKey}".host`,
+      `"${manifest.host}" does not accept this platform version ${coreVersion}`
+    )
   }
   let exported: any
   try {
@@ -140,7 +160,8 @@ async function importModuleFile(path: string): Promise<any> {
     return await import(url)
   } catch (err) {
     const code = (err as { code?: string }).code
-    if (code !== 'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING' && code !== 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX') throw err
+    if (code !== 'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING' && code !== 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX')
+      throw err
     const { tsImport } = await import('tsx/esm/api')
     return tsImport(url, import.meta.url)
   }

@@ -31,22 +31,27 @@ function checkFields(fields: unknown, path: string, fail: (where: string, proble
     if (!isObject(f)) fail(`${path}[${i}]`, 'must be an object')
     const field = f as FieldDefinition
     const where = `field "${nested ? `${path}.` : ''}${typeof field.key === 'string' ? field.key : `#${i}`}"`
-    if (typeof field.key !== 'string' || !keyPattern.test(field.key)) fail(where, 'key must be camelCase letters and digits')
+    if (typeof field.key !== 'string' || !keyPattern.test(field.key))
+      fail(where, 'key must be camelCase letters and digits')
     if (seen.has(field.key)) fail(where, 'is declared twice')
     seen.add(field.key)
-    if (!fieldTypes.includes(field.type as any)) fail(where, `unknown type "${String((field as any).type)}"; allowed: ${fieldTypes.join(', ')}`)
+    if (!fieldTypes.includes(field.type as any))
+      fail(where, `unknown type "${String((field as any).type)}"; allowed: ${fieldTypes.join(', ')}`)
     if (field.required !== undefined && typeof field.required !== 'boolean') fail(where, 'required must be a boolean')
     switch (field.type) {
       case 'singleChoice':
       case 'multipleChoice': {
-        if (!Array.isArray(field.options) || field.options.length === 0) fail(where, 'options must list at least one choice')
+        if (!Array.isArray(field.options) || field.options.length === 0)
+          fail(where, 'options must list at least one choice')
         const values = field.options.map((o) => (typeof o === 'string' ? o : o?.value))
-        if (values.some((v) => typeof v !== 'string' || v === '')) fail(where, 'every option needs a non-empty string value')
+        if (values.some((v) => typeof v !== 'string' || v === ''))
+          fail(where, 'every option needs a non-empty string value')
         if (new Set(values).size !== values.length) fail(where, 'options repeat a value')
         break
       }
       case 'recordRef':
-        if (typeof field.module !== 'string' || !slugPattern.test(field.module)) fail(where, 'module must name the referenced module key')
+        if (typeof field.module !== 'string' || !slugPattern.test(field.module))
+          fail(where, 'module must name the referenced module key')
         break
       case 'group':
         if (nested) fail(where, 'groups cannot be nested')
@@ -64,7 +69,8 @@ function checkFields(fields: unknown, path: string, fail: (where: string, proble
     }
     if (field.access !== undefined) {
       const a = field.access as unknown
-      const roleList = (v: unknown) => Array.isArray(v) && v.length > 0 && v.every((r) => typeof r === 'string' && r !== '')
+      const roleList = (v: unknown) =>
+        Array.isArray(v) && v.length > 0 && v.every((r) => typeof r === 'string' && r !== '')
       if (!isObject(a) || !roleList(a.read) || (a.write !== undefined && !roleList(a.write))) {
         fail(where, 'access must be { read: [roles...], write?: [roles...] } with at least one role in each list')
       }
@@ -78,13 +84,23 @@ function checkFields(fields: unknown, path: string, fail: (where: string, proble
 }
 
 /** Summary columns are top-level payload fields, each once; a group or a typo would leave a blank default column. */
-function checkSummaryColumns(columns: unknown, fields: FieldDefinition[], fail: (where: string, problem: string) => never) {
-  if (!Array.isArray(columns) || columns.length === 0 || columns.length > maxSummaryColumns) fail('summaryColumns', `must list 1 to ${maxSummaryColumns} top-level field keys`)
+function checkSummaryColumns(
+  columns: unknown,
+  fields: FieldDefinition[],
+  fail: (where: string, problem: string) => never
+) {
+  if (!Array.isArray(columns) || columns.length === 0 || columns.length > maxSummaryColumns)
+    fail('summaryColumns', `must list 1 to ${maxSummaryColumns} top-level field keys`)
   const seen = new Set<string>()
   for (const key of columns) {
     const field = typeof key === 'string' ? fields.find((f) => f.key === key) : undefined
-    if (!field) fail('summaryColumns', `names unknown field ${JSON.stringify(key)}; top-level fields: ${fields.map((f) => f.key).join(', ')}`)
-    if (field.type === 'group') fail('summaryColumns', `"${key}" is a repeating group, which does not fit a summary column`)
+    if (!field)
+      fail(
+        'summaryColumns',
+        `names unknown field ${JSON.stringify(key)}; top-level fields: ${fields.map((f) => f.key).join(', ')}`
+      )
+    if (field.type === 'group')
+      fail('summaryColumns', `"${key}" is a repeating group, which does not fit a summary column`)
     if (seen.has(key)) fail('summaryColumns', `names "${key}" twice`)
     seen.add(key)
   }
@@ -98,7 +114,8 @@ export function validateModuleDefinition(def: unknown, packageName: string): ass
   if (!isObject(def)) fail('definition', 'the package must export defineModule({...}) as its default export')
   const m = def as ModuleDefinition
   if (typeof m.key !== 'string' || !slugPattern.test(m.key)) fail('key', 'must be a lower-case slug such as "incident"')
-  if (typeof m.version !== 'string' || !semver.test(m.version)) fail('version', 'must be a semantic version such as "1.0.0"')
+  if (typeof m.version !== 'string' || !semver.test(m.version))
+    fail('version', 'must be a semantic version such as "1.0.0"')
   if (typeof m.title !== 'string' || m.title.trim() === '') fail('title', 'must be a non-empty string')
   checkFields(m.fields, 'fields', fail, false)
   const fieldKeys = new Set(m.fields.map((f) => f.key))
@@ -108,54 +125,65 @@ export function validateModuleDefinition(def: unknown, packageName: string): ass
   if (!Array.isArray(wf.states) || wf.states.length === 0) fail('workflow.states', 'must list at least one state')
   const states = new Set<string>()
   for (const s of wf.states) {
-    if (!isObject(s) || typeof s.key !== 'string' || !slugPattern.test(s.key)) fail('workflow.states', `state ${JSON.stringify(s?.key)} needs a slug key`)
+    if (!isObject(s) || typeof s.key !== 'string' || !slugPattern.test(s.key))
+      fail('workflow.states', `state ${JSON.stringify(s?.key)} needs a slug key`)
     if (states.has(s.key)) fail(`workflow state "${s.key}"`, 'is declared twice')
     states.add(s.key)
-    for (const r of s.requires ?? []) if (!fieldKeys.has(r)) fail(`workflow state "${s.key}"`, `requires unknown field "${r}"`)
+    for (const r of s.requires ?? [])
+      if (!fieldKeys.has(r)) fail(`workflow state "${s.key}"`, `requires unknown field "${r}"`)
   }
   if (!states.has(wf.initial)) fail('workflow.initial', `"${wf.initial}" is not one of the states`)
   if (!Array.isArray(wf.transitions)) fail('workflow.transitions', 'must be an array')
   const transitions = new Set<string>()
   for (const t of wf.transitions) {
     const where = `workflow transition "${t?.key}"`
-    if (!isObject(t) || typeof t.key !== 'string' || !slugPattern.test(t.key)) fail('workflow.transitions', `transition ${JSON.stringify(t?.key)} needs a slug key`)
+    if (!isObject(t) || typeof t.key !== 'string' || !slugPattern.test(t.key))
+      fail('workflow.transitions', `transition ${JSON.stringify(t?.key)} needs a slug key`)
     if (transitions.has(t.key)) fail(where, 'is declared twice')
     transitions.add(t.key)
     if (!Array.isArray(t.from) || t.from.length === 0) fail(where, 'from must list at least one state')
     for (const s of t.from) if (!states.has(s)) fail(where, `from names unknown state "${s}"`)
     if (!states.has(t.to)) fail(where, `to names unknown state "${t.to}"`)
     for (const r of t.requires ?? []) if (!fieldKeys.has(r)) fail(where, `requires unknown field "${r}"`)
-    if (t.roles !== undefined && (!Array.isArray(t.roles) || t.roles.some((r) => typeof r !== 'string'))) fail(where, 'roles must be an array of role names')
+    if (t.roles !== undefined && (!Array.isArray(t.roles) || t.roles.some((r) => typeof r !== 'string')))
+      fail(where, 'roles must be an array of role names')
   }
 
   if (!isObject(m.permissions)) fail('permissions', 'must map role names to lists of actions')
   for (const [role, actions] of Object.entries(m.permissions)) {
     if (!Array.isArray(actions)) fail(`permissions.${role}`, 'must be an array of actions')
     for (const a of actions) {
-      if (typeof a !== 'string' || !actionPattern.test(a)) fail(`permissions.${role}`, `unknown action ${JSON.stringify(a)}`)
-      if (a.startsWith('transition:') && a !== 'transition:*' && !transitions.has(a.slice(11))) fail(`permissions.${role}`, `names unknown transition "${a.slice(11)}"`)
+      if (typeof a !== 'string' || !actionPattern.test(a))
+        fail(`permissions.${role}`, `unknown action ${JSON.stringify(a)}`)
+      if (a.startsWith('transition:') && a !== 'transition:*' && !transitions.has(a.slice(11)))
+        fail(`permissions.${role}`, `names unknown transition "${a.slice(11)}"`)
     }
   }
   const roles = new Set(Object.keys(m.permissions))
   for (const f of m.fields) {
     for (const r of [...(f.access?.read ?? []), ...(f.access?.write ?? [])]) {
-      if (!roles.has(r)) fail(`field "${f.key}"`, `access names role "${r}", which the module's permissions do not declare`)
+      if (!roles.has(r))
+        fail(`field "${f.key}"`, `access names role "${r}", which the module's permissions do not declare`)
     }
   }
   if (m.rowAccess !== undefined) {
     if (!isObject(m.rowAccess)) fail('rowAccess', 'must map role names to lists of conditions')
     for (const [role, conditions] of Object.entries(m.rowAccess)) {
       const where = `rowAccess.${role}`
-      if (!roles.has(role)) fail(where, 'names a role the module\'s permissions do not declare')
+      if (!roles.has(role)) fail(where, "names a role the module's permissions do not declare")
       if (!Array.isArray(conditions) || conditions.length === 0) fail(where, 'must list at least one condition')
       for (const c of conditions as unknown[]) {
         if (isObject(c) && c.createdBy === 'self' && Object.keys(c).length === 1) continue
         if (isObject(c) && c.equals === 'self' && typeof c.field === 'string' && Object.keys(c).length === 2) {
           const field = m.fields.find((f) => f.key === c.field)
-          if (!field || field.type !== 'user') fail(where, `condition field "${c.field}" must be a top-level field of type user`)
+          if (!field || field.type !== 'user')
+            fail(where, `condition field "${c.field}" must be a top-level field of type user`)
           continue
         }
-        fail(where, `unknown condition ${JSON.stringify(c)}; use { "createdBy": "self" } or { "field": "<user field>", "equals": "self" }`)
+        fail(
+          where,
+          `unknown condition ${JSON.stringify(c)}; use { "createdBy": "self" } or { "field": "<user field>", "equals": "self" }`
+        )
       }
     }
   }

@@ -102,7 +102,15 @@ export interface OperationSpec {
   /** The operation works without a credential too (and answers more with one). */
   optionalAuth?: boolean
   parameters?: Json[]
-  body?: { schema: JsonSchema; binary?: boolean; contentType?: string; example?: unknown; examples?: Record<string, { summary: string; value: unknown }>; description?: string; required?: boolean }
+  body?: {
+    schema: JsonSchema
+    binary?: boolean
+    contentType?: string
+    example?: unknown
+    examples?: Record<string, { summary: string; value: unknown }>
+    description?: string
+    required?: boolean
+  }
   responses: Record<number, ResponseSpec>
   /** Problem statuses beyond those every call gets: 422, 429 and 500; 401 and 403 when authenticated; 400 when it takes input. */
   problems?: number[]
@@ -126,16 +134,25 @@ export function operation(spec: OperationSpec): Json {
   if (spec.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' })
   const responses: Json = {}
   for (const [status, r] of Object.entries(spec.responses)) {
-    const headers: Json = { ...rateLimitHeaders(Number(status)), 'X-Trace-Id': { $ref: '#/components/headers/X-Trace-Id' } }
+    const headers: Json = {
+      ...rateLimitHeaders(Number(status)),
+      'X-Trace-Id': { $ref: '#/components/headers/X-Trace-Id' }
+    }
     for (const h of r.headers ?? []) headers[h] = { $ref: `#/components/headers/${h}` }
-    if (spec.idempotent && Number(status) < 300) headers['Idempotent-Replayed'] = { $ref: '#/components/headers/Idempotent-Replayed' }
+    if (spec.idempotent && Number(status) < 300)
+      headers['Idempotent-Replayed'] = { $ref: '#/components/headers/Idempotent-Replayed' }
     responses[status] = {
       description: r.description,
       headers,
       ...(r.schema
         ? {
             content: Object.fromEntries(
-              [r.contentType ?? 'application/json', ...(r.alternatives ?? [])].map((type, i) => [type, r.binary ? {} : { schema: r.schema, ...(r.example !== undefined && i === 0 ? { example: r.example } : {}) }])
+              [r.contentType ?? 'application/json', ...(r.alternatives ?? [])].map((type, i) => [
+                type,
+                r.binary
+                  ? {}
+                  : { schema: r.schema, ...(r.example !== undefined && i === 0 ? { example: r.example } : {}) }
+              ])
             )
           }
         : {})
@@ -146,7 +163,14 @@ export function operation(spec: OperationSpec): Json {
   // request may (NUL, a lone surrogate), declared or not. A malformed or unknown bearer token
   // is 401 wherever it is sent, even where none is needed.
   const takesInput = !!spec.body || !!spec.idempotent || parameters.some((p) => p.in === 'query') || spec.scope !== null
-  const problems = new Set([...commonProblems, 401, ...(takesInput ? [400] : []), ...(spec.scope !== null && !spec.optionalAuth ? authenticatedProblems : []), ...(spec.problems ?? []), ...Object.keys(spec.problemResponses ?? {}).map(Number)])
+  const problems = new Set([
+    ...commonProblems,
+    401,
+    ...(takesInput ? [400] : []),
+    ...(spec.scope !== null && !spec.optionalAuth ? authenticatedProblems : []),
+    ...(spec.problems ?? []),
+    ...Object.keys(spec.problemResponses ?? {}).map(Number)
+  ])
   for (const s of spec.omitProblems ?? []) problems.delete(s)
   for (const status of [...problems].sort()) {
     const name = problemResponseNames[status]
@@ -154,7 +178,8 @@ export function operation(spec: OperationSpec): Json {
     responses[status] = spec.problemResponses?.[status] ?? { $ref: `#/components/responses/${name}` }
   }
   const scopes = spec.scope ? [spec.scope] : []
-  const security = spec.scope === null ? [] : [{ bearerAuth: scopes }, { sessionCookie: scopes }, ...(spec.optionalAuth ? [{}] : [])]
+  const security =
+    spec.scope === null ? [] : [{ bearerAuth: scopes }, { sessionCookie: scopes }, ...(spec.optionalAuth ? [{}] : [])]
   return {
     operationId: spec.operationId,
     tags: [spec.tag],
@@ -169,11 +194,13 @@ export function operation(spec: OperationSpec): Json {
             required: spec.body.required ?? true,
             ...(spec.body.description ? { description: spec.body.description } : {}),
             content: {
-              [spec.body.contentType ?? 'application/json']: spec.body.binary ? {} : {
-                schema: spec.body.schema,
-                ...(spec.body.example !== undefined ? { example: spec.body.example } : {}),
-                ...(spec.body.examples ? { examples: spec.body.examples } : {})
-              }
+              [spec.body.contentType ?? 'application/json']: spec.body.binary
+                ? {}
+                : {
+                    schema: spec.body.schema,
+                    ...(spec.body.example !== undefined ? { example: spec.body.example } : {}),
+                    ...(spec.body.examples ? { examples: spec.body.examples } : {})
+                  }
             }
           }
         }
@@ -201,7 +228,12 @@ export function resolveLocal(doc: Json, ref: string): any {
 export const headValueMax = 16_384
 
 /** A module key in the generic document (a tenant document lists its keys): a lower-case slug, as module packages must use. */
-export const moduleKeySchema: JsonSchema = { type: 'string', minLength: 1, maxLength: headValueMax, pattern: '^[a-z][a-z0-9-]*$' }
+export const moduleKeySchema: JsonSchema = {
+  type: 'string',
+  minLength: 1,
+  maxLength: headValueMax,
+  pattern: '^[a-z][a-z0-9-]*$'
+}
 
 /** A string parameter's schema with a `maxLength`: 36 for a UUID, else `headValueMax`, unless it has a tighter bound. */
 function bounded(schema: JsonSchema): JsonSchema {
@@ -210,10 +242,27 @@ function bounded(schema: JsonSchema): JsonSchema {
 }
 
 /** A path parameter. */
-export const pathParam = (name: string, description: string, schema: JsonSchema = { type: 'string' }, example?: unknown): Json => ({ name, in: 'path', required: true, description, schema: bounded(schema), ...(example !== undefined ? { example } : {}) })
+export const pathParam = (
+  name: string,
+  description: string,
+  schema: JsonSchema = { type: 'string' },
+  example?: unknown
+): Json => ({
+  name,
+  in: 'path',
+  required: true,
+  description,
+  schema: bounded(schema),
+  ...(example !== undefined ? { example } : {})
+})
 
 /** A query parameter; objects use the `deepObject` style (`payload[severity]=high`). */
-export const queryParam = (name: string, description: string, schema: JsonSchema, options: { required?: boolean; example?: unknown } = {}): Json => ({
+export const queryParam = (
+  name: string,
+  description: string,
+  schema: JsonSchema,
+  options: { required?: boolean; example?: unknown } = {}
+): Json => ({
   name,
   in: 'query',
   required: options.required ?? false,
@@ -222,7 +271,16 @@ export const queryParam = (name: string, description: string, schema: JsonSchema
   ...(schema.type === 'object' ? { style: 'deepObject', explode: true } : {}),
   // An object's examples start with an empty "No filter": Swagger UI fills Try it out with `example`, or without any a sample of the schema (`additionalProp1`…), and would send it unasked.
   // `none`'s value `{}` is sent as no parameter at all (a deepObject has one per key).
-  ...(schema.type === 'object' ? { examples: { none: { summary: 'No filter', value: {} }, ...(options.example !== undefined ? { example: { summary: 'Example', value: options.example } } : {}) } } : options.example !== undefined ? { example: options.example } : {})
+  ...(schema.type === 'object'
+    ? {
+        examples: {
+          none: { summary: 'No filter', value: {} },
+          ...(options.example !== undefined ? { example: { summary: 'Example', value: options.example } } : {})
+        }
+      }
+    : options.example !== undefined
+      ? { example: options.example }
+      : {})
 })
 
 /**
@@ -231,22 +289,38 @@ export const queryParam = (name: string, description: string, schema: JsonSchema
  * is required, so a filter added to the schema is documented without a second list.
  * `overrides` give a property a tenant-specific schema, a description or an example.
  */
-export function queryParamsOf(schema: { properties: Record<string, unknown>; required?: string[] }, overrides: Record<string, { schema?: JsonSchema; description?: string; example?: unknown }> = {}): Json[] {
+export function queryParamsOf(
+  schema: { properties: Record<string, unknown>; required?: string[] },
+  overrides: Record<string, { schema?: JsonSchema; description?: string; example?: unknown }> = {}
+): Json[] {
   return Object.entries(schema.properties).map(([name, property]) => {
     // A JSON copy: TypeBox marks its schemas with symbol keys, which the document must not carry.
     const { description, ...plain } = JSON.parse(JSON.stringify(property)) as JsonSchema & { description?: string }
     const o = overrides[name] ?? {}
-    return queryParam(name, o.description ?? description ?? '', o.schema ?? plain, { required: schema.required?.includes(name) ?? false, example: o.example })
+    return queryParam(name, o.description ?? description ?? '', o.schema ?? plain, {
+      required: schema.required?.includes(name) ?? false,
+      example: o.example
+    })
   })
 }
 
 /** A page cursor as the service issues them (a sealed position, bound to its filters); any other is 400 `cursor.invalid`. */
-export const cursorSchema: JsonSchema = { type: 'string', minLength: 1, maxLength: headValueMax, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' }
+export const cursorSchema: JsonSchema = {
+  type: 'string',
+  minLength: 1,
+  maxLength: headValueMax,
+  pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$'
+}
 
 /** `limit` and `cursor`, as every list endpoint takes them. */
 export function pageParams(config: AppConfig): Json[] {
   return [
-    queryParam('limit', `Page size, 1 to ${config.pagination.maxLimit}; default ${config.pagination.defaultLimit}.`, { type: 'integer', minimum: 1, maximum: config.pagination.maxLimit, default: config.pagination.defaultLimit }),
+    queryParam('limit', `Page size, 1 to ${config.pagination.maxLimit}; default ${config.pagination.defaultLimit}.`, {
+      type: 'integer',
+      minimum: 1,
+      maximum: config.pagination.maxLimit,
+      default: config.pagination.defaultLimit
+    }),
     queryParam('cursor', 'The `nextCursor` of the previous page, with the same filters.', cursorSchema)
   ]
 }
@@ -255,9 +329,20 @@ export function pageParams(config: AppConfig): Json[] {
  * One of several schemas told apart by `property` (`moduleKey`, `status`): the `$ref`s with a
  * discriminator mapping each value to its schema, or the only one when there is one.
  */
-export function discriminated(property: string, variants: ReadonlyArray<readonly [value: string, ref: JsonSchema]>, extra: JsonSchema = {}): JsonSchema {
+export function discriminated(
+  property: string,
+  variants: ReadonlyArray<readonly [value: string, ref: JsonSchema]>,
+  extra: JsonSchema = {}
+): JsonSchema {
   if (variants.length === 1 && !Object.keys(extra).length) return variants[0][1]
-  return { ...extra, oneOf: variants.map(([, ref]) => ref), discriminator: { propertyName: property, mapping: Object.fromEntries(variants.map(([value, ref]) => [value, ref.$ref])) } }
+  return {
+    ...extra,
+    oneOf: variants.map(([, ref]) => ref),
+    discriminator: {
+      propertyName: property,
+      mapping: Object.fromEntries(variants.map(([value, ref]) => [value, ref.$ref]))
+    }
+  }
 }
 
 /** A cursor page of `items` (the shape of every list endpoint). */
@@ -268,7 +353,10 @@ export function pageSchema(title: string, items: JsonSchema, cursorNote = ''): J
     required: ['items', 'nextCursor', 'limit'],
     properties: {
       items: { type: 'array', items },
-      nextCursor: { type: ['string', 'null'], description: `Pass as \`cursor\` for the next page${cursorNote}; null on the last page.` },
+      nextCursor: {
+        type: ['string', 'null'],
+        description: `Pass as \`cursor\` for the next page${cursorNote}; null on the last page.`
+      },
       limit: { type: 'integer' }
     }
   }

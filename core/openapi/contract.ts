@@ -27,8 +27,6 @@ interface Compiled {
   routes: Route[]
 }
 
-
-
 /** `/api/v1/records/{id}:transition` → a regex; a parameter never spans `/` or `:`. */
 function routeOf(template: string): Route {
   const source = template
@@ -64,25 +62,37 @@ export class ContractChecker {
   }
 
   /** The response object (its `$ref` followed) and its JSON pointer in the document, or a reason. */
-  private response(doc: Json, method: string, path: string, status: number): { at: string; response: Json } | { error: string } {
+  private response(
+    doc: Json,
+    method: string,
+    path: string,
+    status: number
+  ): { at: string; response: Json } | { error: string } {
     const { routes } = this.compile(doc)
     // A path a feature also serves spelled otherwise (a trailing slash, SCIM's endpoint names in another case) is judged as the one it names.
-    const route = routes.find((r) => r.pattern.test(path)) ?? (status !== 404 && status !== 405 ? routes.find((r) => r.loose.test(path)) : undefined)
+    const route =
+      routes.find((r) => r.pattern.test(path)) ??
+      (status !== 404 && status !== 405 ? routes.find((r) => r.loose.test(path)) : undefined)
     // A 404 or 405 off the operations: any problem body will do, as the nearest path's operations refuse (SCIM's: a SCIM error too).
     const notFound = (template: string | undefined) => {
-      const own: string | undefined = template ? Object.values<Json>(doc.paths[template]).find((o) => o?.responses?.[404]?.$ref)?.responses[404].$ref : undefined
+      const own: string | undefined = template
+        ? Object.values<Json>(doc.paths[template]).find((o) => o?.responses?.[404]?.$ref)?.responses[404].$ref
+        : undefined
       const at = own ?? '#/components/responses/NotFound'
       return { at, response: doc.components.responses[at.split('/').pop()!] }
     }
     if (!route) {
       if (status === 404 || status === 405) {
         // The path whose fixed start (up to its first parameter) is the longest start of this one.
-        const near = routes.filter((r) => path.startsWith(r.template.split('{')[0])).sort((a, b) => b.template.split('{')[0].length - a.template.split('{')[0].length)[0]
+        const near = routes
+          .filter((r) => path.startsWith(r.template.split('{')[0]))
+          .sort((a, b) => b.template.split('{')[0].length - a.template.split('{')[0].length)[0]
         return notFound(near?.template)
       }
       // A path spelled in no way the document names (`/api//v1/…`) refused before routing (the CSRF check): the shared problem of its status.
       const shared = status >= 400 ? problemResponseNames[status] : undefined
-      if (shared && doc.components.responses[shared]) return { at: `#/components/responses/${shared}`, response: doc.components.responses[shared] }
+      if (shared && doc.components.responses[shared])
+        return { at: `#/components/responses/${shared}`, response: doc.components.responses[shared] }
       return { error: `no path of the document matches ${path}` }
     }
     const verb = method === 'HEAD' ? 'get' : method.toLowerCase()
@@ -92,7 +102,10 @@ export class ContractChecker {
       return { error: `${route.template} has no ${verb} operation` }
     }
     const key = [String(status), `${String(status)[0]}XX`, 'default'].find((k) => op.responses[k])
-    if (!key) return { error: `${verb.toUpperCase()} ${route.template} does not document status ${status} (documents ${Object.keys(op.responses).join(', ')})` }
+    if (!key)
+      return {
+        error: `${verb.toUpperCase()} ${route.template} does not document status ${status} (documents ${Object.keys(op.responses).join(', ')})`
+      }
     let at = `#/paths/${pointerSegment(route.template)}/${verb}/responses/${key}`
     let response = op.responses[key]
     if (response.$ref) {
@@ -106,27 +119,55 @@ export class ContractChecker {
    * The violations of one response; for a stream of `application/x-ndjson`, a replacement
    * stream that checks each line as it passes and reports through `onLate`.
    */
-  check(doc: Json, r: { method: string; path: string; status: number; contentType: string; headers: Record<string, unknown>; body: unknown }, onLate: (v: Violation) => void): { violations: Violation[]; body?: unknown } {
+  check(
+    doc: Json,
+    r: {
+      method: string
+      path: string
+      status: number
+      contentType: string
+      headers: Record<string, unknown>
+      body: unknown
+    },
+    onLate: (v: Violation) => void
+  ): { violations: Violation[]; body?: unknown } {
     const v = (message: string): Violation => ({ method: r.method, path: r.path, status: r.status, message })
     const found = this.response(doc, r.method, r.path, r.status)
     if ('error' in found) return { violations: [v(found.error)] }
     const missing = Object.entries(found.response.headers ?? {})
-      .filter(([name, h]: [string, any]) => (h.$ref ? resolveLocal(doc, h.$ref) : h).required && r.headers[name.toLowerCase()] === undefined)
+      .filter(
+        ([name, h]: [string, any]) =>
+          (h.$ref ? resolveLocal(doc, h.$ref) : h).required && r.headers[name.toLowerCase()] === undefined
+      )
       .map(([name]) => name)
     if (missing.length) return { violations: [v(`required header(s) ${missing.join(', ')} missing (${found.at})`)] }
     const content: Json | undefined = found.response.content
     const empty = r.body === undefined || r.body === null || r.body === '' || r.method === 'HEAD'
-    if (!content) return { violations: empty || r.status === 304 ? [] : [v(`${found.at} documents no body, but one was sent (${r.contentType})`)] }
+    if (!content)
+      return {
+        violations:
+          empty || r.status === 304 ? [] : [v(`${found.at} documents no body, but one was sent (${r.contentType})`)]
+      }
     if (r.method === 'HEAD') return { violations: [] }
     const type = r.contentType.split(';')[0].trim().toLowerCase()
     const keys = Object.keys(content)
     // An exact media type first, then a range (`image/*`, `*/*`).
-    const mediaKey = keys.find((k) => k.toLowerCase() === type) ?? keys.find((k) => k === '*/*' || (k.endsWith('/*') && type.startsWith(k.slice(0, -1).toLowerCase())))
-    if (!mediaKey) return { violations: [v(`content type ${type || '(none)'} is not documented at ${found.at} (documents ${Object.keys(content).join(', ')})`)] }
+    const mediaKey =
+      keys.find((k) => k.toLowerCase() === type) ??
+      keys.find((k) => k === '*/*' || (k.endsWith('/*') && type.startsWith(k.slice(0, -1).toLowerCase())))
+    if (!mediaKey)
+      return {
+        violations: [
+          v(
+            `content type ${type || '(none)'} is not documented at ${found.at} (documents ${Object.keys(content).join(', ')})`
+          )
+        ]
+      }
     if (!content[mediaKey].schema) return { violations: [] }
     const validate = this.compile(doc).ajv.getSchema(`doc${found.at}/content/${pointerSegment(mediaKey)}/schema`)
     if (!validate) return { violations: [v(`cannot compile the schema at ${found.at}`)] }
-    const failures = (value: unknown, where: string) => (validate(value) ? [] : [v(`${where} breaks ${found.at}: ${JSON.stringify(validate.errors?.slice(0, 3))}`)])
+    const failures = (value: unknown, where: string) =>
+      validate(value) ? [] : [v(`${where} breaks ${found.at}: ${JSON.stringify(validate.errors?.slice(0, 3))}`)]
 
     if (r.body instanceof Readable) {
       if (type !== 'application/x-ndjson') return { violations: [] }
@@ -176,7 +217,10 @@ export class ContractChecker {
  * storage driver's signed URLs under `/storage/`) against the caller's document
  * and hands each violation to `report`.
  */
-export function contractMiddleware(documents: () => OpenApiDocuments | undefined, report: (v: Violation) => void): Middleware {
+export function contractMiddleware(
+  documents: () => OpenApiDocuments | undefined,
+  report: (v: Violation) => void
+): Middleware {
   const checker = new ContractChecker()
   return async (ctx, next) => {
     await next()
@@ -187,11 +231,19 @@ export function contractMiddleware(documents: () => OpenApiDocuments | undefined
     // OPTIONS answered (core/http/cors.ts) is HTTP's and CORS's, not an operation of the API.
     if (ctx.method === 'OPTIONS' && ctx.status === 204) return
     const principal = ctx.state.authError ? undefined : ctx.state.principal
-    const response = { method: ctx.method, path, status: ctx.status, contentType: ctx.response.get('content-type') || '', headers: ctx.response.headers, body: ctx.body }
+    const response = {
+      method: ctx.method,
+      path,
+      status: ctx.status,
+      contentType: ctx.response.get('content-type') || '',
+      headers: ctx.response.headers,
+      body: ctx.body
+    }
     let { violations, body } = checker.check(docs.forPrincipal(principal).document, response, report)
     // A tenant document leaves out the modules the caller has no role in (and their per-module
     // paths); the refusal it gets there is described by the generic document.
-    if (principal && violations.some((v) => v.message.startsWith('no path of the document'))) ({ violations, body } = checker.check(docs.forPrincipal(undefined).document, response, report))
+    if (principal && violations.some((v) => v.message.startsWith('no path of the document')))
+      ({ violations, body } = checker.check(docs.forPrincipal(undefined).document, response, report))
     violations.forEach(report)
     if (body) ctx.body = body
   }

@@ -8,7 +8,13 @@ import { projectRoot } from '../paths.ts'
 import { scopeCatalogue } from '../auth/scopes.ts'
 import { sessionCookie } from '../auth/sessions.ts'
 import { DocContext, headValueMax, type Describe, type Json } from './builder.ts'
-import { parserStatuses, problemResponse, problemResponseNames, problemSchema, rateLimitHeaderSpecs } from './problems.ts'
+import {
+  parserStatuses,
+  problemResponse,
+  problemResponseNames,
+  problemSchema,
+  rateLimitHeaderSpecs
+} from './problems.ts'
 import { idempotencyKeySchema } from '../http/idempotency-key.ts'
 import { jsonLimits, reservedKeys } from '../json-data.ts'
 
@@ -30,9 +36,14 @@ export interface DocumentOptions {
 
 function components(o: DocumentOptions): Json {
   // `required`: the service always sends it where the header is listed (the contract checker holds it to that).
-  const header = (description: string, schema: Json = { type: 'string' }, required = true) => ({ description, required, schema })
+  const header = (description: string, schema: Json = { type: 'string' }, required = true) => ({
+    description,
+    required,
+    schema
+  })
   const responses: Json = {}
-  for (const [status, name] of Object.entries(problemResponseNames)) responses[name] = problemResponse(Number(status), o.errorsUrl)
+  for (const [status, name] of Object.entries(problemResponseNames))
+    responses[name] = problemResponse(Number(status), o.errorsUrl)
   return {
     securitySchemes: {
       bearerAuth: {
@@ -41,14 +52,17 @@ function components(o: DocumentOptions): Json {
         description: [
           'A token from `/settings/api-keys`, `POST /api/v1/tokens` or `records token create`: `svc_k_…` (tenant API key: acts as the tenant), `svc_p_…` (personal access token: acts as its user, optionally narrowed by scopes) or `sa_…` (service account: explicit scopes).',
           'A token without scopes has every scope; each operation lists the scope it needs, which may be narrowed to one module with a `:<moduleKey>` suffix (`records:read:incident`).',
-          `Scopes: ${Object.entries(scopeCatalogue).map(([s, d]) => `\`${s}\`${d.perModule ? ' (per module)' : ''}: ${d.description}`).join('; ')}.`
+          `Scopes: ${Object.entries(scopeCatalogue)
+            .map(([s, d]) => `\`${s}\`${d.perModule ? ' (per module)' : ''}: ${d.description}`)
+            .join('; ')}.`
         ].join(' ')
       },
       sessionCookie: {
         type: 'apiKey',
         in: 'cookie',
         name: sessionCookie,
-        description: 'A signed-in browser session (`/sign-in`). Writes must also send the session\'s `X-CSRF-Token` (from `GET /api/v1/me`).'
+        description:
+          "A signed-in browser session (`/sign-in`). Writes must also send the session's `X-CSRF-Token` (from `GET /api/v1/me`)."
       }
     },
     parameters: {
@@ -57,27 +71,34 @@ function components(o: DocumentOptions): Json {
         in: 'header',
         required: false,
         description: `Makes a retry safe: the first response is stored for ${o.config.idempotency.retentionHours} hours and replayed (with \`Idempotent-Replayed: true\`) for the same key and the same request. 1–255 visible ASCII characters, unique per credential; the same key with another request is 422, while the first is still running 409.`,
-        schema: { ...idempotencyKeySchema },
+        schema: { ...idempotencyKeySchema }
         // Each operation gets its own example (completeOperations).
       },
       IfMatch: {
         name: 'If-Match',
         in: 'header',
         required: false,
-        description: 'The record `ETag` (its version) the change is based on, or several separated by commas; a newer version answers 412.',
+        description:
+          'The record `ETag` (its version) the change is based on, or several separated by commas; a newer version answers 412.',
         schema: { type: 'string', minLength: 1, maxLength: headValueMax },
         example: '"3"'
       }
     },
     headers: {
-      ...Object.fromEntries(Object.entries(rateLimitHeaderSpecs).map(([name, h]) => [name, header(h.description, h.schema)])),
+      ...Object.fromEntries(
+        Object.entries(rateLimitHeaderSpecs).map(([name, h]) => [name, header(h.description, h.schema)])
+      ),
       'X-Trace-Id': header('Identifier of the request in the service logs.'),
       'Retry-After': header('Seconds to wait before retrying.', { type: 'integer' }),
       'WWW-Authenticate': header('The authentication scheme: `Bearer realm="records"`.'),
       Allow: header('The methods the path accepts.'),
       Location: header('The URL of the created resource.'),
       ETag: header('The version of the representation; for a record `"<version>"`, to send back in `If-Match`.'),
-      'Idempotent-Replayed': header('`true` when the response is the stored answer to an earlier request with the same `Idempotency-Key`.', { type: 'string', enum: ['true'] }, false),
+      'Idempotent-Replayed': header(
+        '`true` when the response is the stored answer to an earlier request with the same `Idempotency-Key`.',
+        { type: 'string', enum: ['true'] },
+        false
+      ),
       'Cache-Control': header('Caching directives.'),
       'Content-Disposition': header('`attachment` with the file name.')
     },
@@ -118,13 +139,22 @@ function completeOperations(paths: Json, base: Json) {
       const op = item[verb]
       if (!op || typeof op !== 'object') continue
       const responses = { ...op.responses }
-      for (const status of parserStatuses) responses[status] ??= { $ref: `#/components/responses/${problemResponseNames[status]}` }
+      for (const status of parserStatuses)
+        responses[status] ??= { $ref: `#/components/responses/${problemResponseNames[status]}` }
       const example = exampleKey(op.operationId ?? `${verb} ${path}`)
       // The shared parameter, or one a feature words its own way (bulk's binds the key to line numbers).
-      const parameters = op.parameters?.map((p: Json) => (p.$ref === ref ? { ...idempotencyKey, example } : p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key' ? { ...p, example } : p))
+      const parameters = op.parameters?.map((p: Json) =>
+        p.$ref === ref
+          ? { ...idempotencyKey, example }
+          : p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key'
+            ? { ...p, example }
+            : p
+      )
       const body = op.requestBody
       const json = body && !body.$ref && Object.keys(body.content ?? {}).some((type) => /json/.test(type))
-      const requestBody = json ? { ...body, description: [body.description, jsonBodyRules].filter(Boolean).join('\n\n') } : body
+      const requestBody = json
+        ? { ...body, description: [body.description, jsonBodyRules].filter(Boolean).join('\n\n') }
+        : body
       item[verb] = { ...op, ...(parameters ? { parameters } : {}), ...(requestBody ? { requestBody } : {}), responses }
     }
   }
@@ -133,7 +163,12 @@ function completeOperations(paths: Json, base: Json) {
 
 /** The OpenAPI 3.1 document: generic, or with one tenant's modules typed in. */
 export function buildDocument(o: DocumentOptions): Json {
-  const ctx = new DocContext(o.config, o.tenant?.modules ?? [], o.errorsUrl, o.tenant ? { id: o.tenant.id, name: o.tenant.name } : undefined)
+  const ctx = new DocContext(
+    o.config,
+    o.tenant?.modules ?? [],
+    o.errorsUrl,
+    o.tenant ? { id: o.tenant.id, name: o.tenant.name } : undefined
+  )
   const tags: Json[] = []
   const paths: Json = {}
   const webhooks: Json = {}
@@ -150,20 +185,23 @@ export function buildDocument(o: DocumentOptions): Json {
   completeOperations(paths, base)
   // Only the problem responses some operation uses (the contract checker needs NotFound for unknown routes).
   const used = JSON.stringify(paths)
-  for (const name of Object.keys(base.responses)) if (name !== 'NotFound' && !used.includes(`#/components/responses/${name}"`)) delete base.responses[name]
+  for (const name of Object.keys(base.responses))
+    if (name !== 'NotFound' && !used.includes(`#/components/responses/${name}"`)) delete base.responses[name]
   const usedHeaders = used + JSON.stringify(base.responses)
-  for (const name of Object.keys(base.headers)) if (!usedHeaders.includes(`#/components/headers/${name}"`)) delete base.headers[name]
+  for (const name of Object.keys(base.headers))
+    if (!usedHeaders.includes(`#/components/headers/${name}"`)) delete base.headers[name]
   const modules = o.tenant?.modules ?? []
   return {
     openapi: '3.1.0',
     info: {
       title: o.tenant ? `Records Platform API: ${o.tenant.name}` : 'Records Platform API',
       version,
-      summary: 'Records, workflows, bulk loads, attachments and exports for quality, environment, health and safety work.',
+      summary:
+        'Records, workflows, bulk loads, attachments and exports for quality, environment, health and safety work.',
       description: [
         o.tenant
           ? `This document is for tenant **${o.tenant.name}** (\`${o.tenant.id}\`) and types its modules: ${modules.map((m) => `\`${m.definition.key}\` ${m.definition.version}`).join(', ') || 'none visible to this credential'}.`
-          : 'The generic document. Call `GET /api/docs/spec.json` with a bearer token (or a signed-in session) to get your tenant\'s document, with a typed payload, states and transitions per installed module.',
+          : "The generic document. Call `GET /api/docs/spec.json` with a bearer token (or a signed-in session) to get your tenant's document, with a typed payload, states and transitions per installed module.",
         `Errors are RFC 7807 \`application/problem+json\`; each \`type\` is a page under ${o.errorsUrl}. Every response carries \`X-RateLimit-Limit\`, \`-Remaining\`, \`-Reset\` (problems too; a 500 may lack them) and \`X-Trace-Id\`. Lists are cursor-paginated (\`limit\` up to ${o.config.pagination.maxLimit}, \`cursor\` = the previous \`nextCursor\`).`,
         'Interactive reference: `/api/docs`. Postman collection: `/api/docs/postman.json`.'
       ].join('\n\n'),

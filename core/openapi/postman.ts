@@ -47,7 +47,14 @@ export interface PostmanEvent {
 }
 export interface PostmanRequestItem {
   name: string
-  request: { method: string; header: PostmanVariable[]; url: PostmanUrl; body?: PostmanBody; auth?: PostmanAuth; description?: string }
+  request: {
+    method: string
+    header: PostmanVariable[]
+    url: PostmanUrl
+    body?: PostmanBody
+    auth?: PostmanAuth
+    description?: string
+  }
   event?: PostmanEvent[]
 }
 export interface PostmanFolder {
@@ -82,7 +89,9 @@ const freshReference = 'postman-{{$guid}}'
 function freshen(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(freshen)
   if (!value || typeof value !== 'object') return value
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, upsertKeys.has(k) && typeof v === 'string' ? freshReference : freshen(v)]))
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, upsertKeys.has(k) && typeof v === 'string' ? freshReference : freshen(v)])
+  )
 }
 
 /** The collection's own variables; a `/{token}:x` path parameter must not shadow them. */
@@ -101,7 +110,13 @@ function deref(doc: Json, value: any): any {
   return value
 }
 
-const scalarPlaceholders: Record<string, unknown> = { string: '<string>', integer: 0, number: 0, boolean: true, null: null }
+const scalarPlaceholders: Record<string, unknown> = {
+  string: '<string>',
+  integer: 0,
+  number: 0,
+  boolean: true,
+  null: null
+}
 const formatPlaceholders: Record<string, string> = {
   'date-time': '2026-01-01T00:00:00Z',
   date: '2026-01-01',
@@ -129,16 +144,23 @@ export function skeleton(doc: Json, schema: any, expanding: Set<string> = new Se
   if (Array.isArray(s.allOf)) {
     // Objects merge (with the schema's own properties beside allOf); anything else: the first part.
     const { allOf, ...own } = s
-    const parts = [...allOf.map((p: unknown) => skeleton(doc, p, inner)), ...(own.properties ? [skeleton(doc, own, inner)] : [])]
+    const parts = [
+      ...allOf.map((p: unknown) => skeleton(doc, p, inner)),
+      ...(own.properties ? [skeleton(doc, own, inner)] : [])
+    ]
     return parts.every((p) => p && typeof p === 'object' && !Array.isArray(p)) ? Object.assign({}, ...parts) : parts[0]
   }
   // The first choice that is not null: a usable value rather than the "nothing" branch.
   const choices = s.oneOf ?? s.anyOf
-  if (Array.isArray(choices) && choices.length) return skeleton(doc, choices.find((c: any) => deref(doc, c)?.type !== 'null') ?? choices[0], inner)
-  const type = Array.isArray(s.type) ? (s.type.find((t: string) => t !== 'null') ?? s.type[0]) : (s.type ?? (s.properties ? 'object' : s.items ? 'array' : undefined))
+  if (Array.isArray(choices) && choices.length)
+    return skeleton(doc, choices.find((c: any) => deref(doc, c)?.type !== 'null') ?? choices[0], inner)
+  const type = Array.isArray(s.type)
+    ? (s.type.find((t: string) => t !== 'null') ?? s.type[0])
+    : (s.type ?? (s.properties ? 'object' : s.items ? 'array' : undefined))
   if (type === 'object') {
     const out: Json = {}
-    for (const name of Array.isArray(s.required) ? s.required : []) out[name] = skeleton(doc, s.properties?.[name] ?? {}, inner)
+    for (const name of Array.isArray(s.required) ? s.required : [])
+      out[name] = skeleton(doc, s.properties?.[name] ?? {}, inner)
     return out
   }
   if (type === 'array') return s.items ? [skeleton(doc, s.items, inner)] : []
@@ -159,7 +181,8 @@ function exampleOf(doc: Json, p: Json): unknown {
   return s.example ?? s.examples?.[0] ?? s.default ?? s.const ?? s.enum?.[0]
 }
 
-const text = (v: unknown): string => (v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v))
+const text = (v: unknown): string =>
+  v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v)
 const ref = (key: string) => `{{${key}}}`
 const literals = (path: string) => path.split('/').filter((s) => s && !s.includes('{'))
 
@@ -223,7 +246,8 @@ interface Chain {
 function successOf(doc: Json, op: Json): { status: number; schema?: Json } | undefined {
   const codes = Object.keys(op.responses ?? {}).filter((s) => /^\d{3}$/.test(s))
   const preferred = codes.find((s) => Number(s) === op['x-default-status'])
-  const status = preferred ?? codes.filter((s) => s.startsWith('2')).sort()[0] ?? codes.filter((s) => Number(s) < 400).sort()[0]
+  const status =
+    preferred ?? codes.filter((s) => s.startsWith('2')).sort()[0] ?? codes.filter((s) => Number(s) < 400).sort()[0]
   if (!status) return undefined
   const content: Json = deref(doc, op.responses[status])?.content ?? {}
   const type = Object.keys(content).find(isJson)
@@ -231,12 +255,20 @@ function successOf(doc: Json, op: Json): { status: number; schema?: Json } | und
 }
 
 /** An object schema's properties through `$ref` and `allOf` (and any `oneOf`/`anyOf` branch unless `always`), and which are always there. */
-function shapeOf(doc: Json, schema: unknown, always: boolean, depth = 0): { props: Record<string, Json>; required: Set<string> } {
+function shapeOf(
+  doc: Json,
+  schema: unknown,
+  always: boolean,
+  depth = 0
+): { props: Record<string, Json>; required: Set<string> } {
   const props: Record<string, Json> = {}
   const required = new Set<string>()
   const s = deref(doc, schema)
   if (!s || typeof s !== 'object' || depth > 8) return { props, required }
-  const parts: Array<[unknown, boolean]> = [...(s.allOf ?? []).map((p: unknown) => [p, true]), ...(always ? [] : [...(s.oneOf ?? []), ...(s.anyOf ?? [])].map((p: unknown) => [p, false]))]
+  const parts: Array<[unknown, boolean]> = [
+    ...(s.allOf ?? []).map((p: unknown) => [p, true]),
+    ...(always ? [] : [...(s.oneOf ?? []), ...(s.anyOf ?? [])].map((p: unknown) => [p, false]))
+  ]
   for (const [part, all] of parts) {
     const inner = shapeOf(doc, part, always, depth + 1)
     Object.assign(props, inner.props)
@@ -254,7 +286,9 @@ function chainOf(doc: Json, ops: Op[]): Chain {
   const paths = Object.keys(doc.paths ?? {})
   for (const o of ops) {
     if (o.method !== 'post' || o.path.includes('{')) continue
-    const param = paths.map((p) => (p.startsWith(`${o.path}/{`) ? /^\{([^{}]+)\}/.exec(p.slice(o.path.length + 1))?.[1] : undefined)).find(Boolean)
+    const param = paths
+      .map((p) => (p.startsWith(`${o.path}/{`) ? /^\{([^{}]+)\}/.exec(p.slice(o.path.length + 1))?.[1] : undefined))
+      .find(Boolean)
     const schema = successOf(doc, o.op)?.schema
     if (!param || !schema || !(param in shapeOf(doc, schema, false).props)) continue
     const segment = literals(o.path).at(-1)!
@@ -263,7 +297,10 @@ function chainOf(doc: Json, ops: Op[]): Chain {
     creators.set(o.path, { key, param, alias, by: o })
     aliases.set(alias, key)
   }
-  const signed = (t: Op) => Array.isArray(t.op.security) && t.op.security.length === 0 && parametersOf(doc, t.pathItem, t.op).some((p) => p.in === 'query' && p.required && exampleOf(doc, p) === undefined)
+  const signed = (t: Op) =>
+    Array.isArray(t.op.security) &&
+    t.op.security.length === 0 &&
+    parametersOf(doc, t.pathItem, t.op).some((p) => p.in === 'query' && p.required && exampleOf(doc, p) === undefined)
   for (const o of ops) {
     const schema = successOf(doc, o.op)?.schema
     if (!schema) continue
@@ -275,7 +312,12 @@ function chainOf(doc: Json, ops: Op[]): Chain {
       const target = ops.find((t) => t.method === method.toLowerCase() && signed(t))
       if (!target || links.has(target.key)) continue
       const resource = literals(o.path).at(-1)
-      links.set(target.key, { by: o, property, key: `${resource}.${property}`, ...('size' in props && target.op.requestBody ? { sizeKey: `${resource}.size` } : {}) })
+      links.set(target.key, {
+        by: o,
+        property,
+        key: `${resource}.${property}`,
+        ...('size' in props && target.op.requestBody ? { sizeKey: `${resource}.size` } : {})
+      })
     }
   }
   return { ops, creators, aliases, links }
@@ -304,9 +346,17 @@ function queryEntries(doc: Json, p: Json, chain: Chain, uses: Set<string>): Post
   if (chained) uses.add(chained)
   const example = chained ? ref(chained) : exampleOf(doc, p)
   const disabled = !p.required && !chained
-  const entry = (key: string, value: unknown): PostmanVariable => ({ key, value: text(value), ...(p.description ? { description: p.description } : {}), ...(disabled ? { disabled } : {}) })
+  const entry = (key: string, value: unknown): PostmanVariable => ({
+    key,
+    value: text(value),
+    ...(p.description ? { description: p.description } : {}),
+    ...(disabled ? { disabled } : {})
+  })
   if (p.style === 'deepObject') {
-    const pairs = example && typeof example === 'object' && !Array.isArray(example) && Object.keys(example).length ? Object.entries(example) : [['field', '']]
+    const pairs =
+      example && typeof example === 'object' && !Array.isArray(example) && Object.keys(example).length
+        ? Object.entries(example)
+        : [['field', '']]
     return pairs.map(([k, v]) => entry(`${p.name}[${k}]`, v))
   }
   if (Array.isArray(example) && p.explode !== false) return example.map((v) => entry(p.name, v))
@@ -319,24 +369,48 @@ const isJson = (type: string) => type === 'application/json' || /^application\/[
  * The body of one media type: JSON (also `+json`), then NDJSON, else the first listed.
  * JSON and NDJSON are raw text; forms are Postman form fields; anything else raw.
  */
-function bodyOf(doc: Json, op: Json, chain: Chain, uses: Set<string>): { body: PostmanBody; contentType: string } | undefined {
+function bodyOf(
+  doc: Json,
+  op: Json,
+  chain: Chain,
+  uses: Set<string>
+): { body: PostmanBody; contentType: string } | undefined {
   const requestBody = deref(doc, op.requestBody)
   const content: Json | undefined = requestBody?.content
   if (!content || !Object.keys(content).length) return undefined
   const types = Object.keys(content)
-  const contentType = types.find((t) => t === 'application/json') ?? types.find(isJson) ?? types.find((t) => t === 'application/x-ndjson') ?? types[0]
+  const contentType =
+    types.find((t) => t === 'application/json') ??
+    types.find(isJson) ??
+    types.find((t) => t === 'application/x-ndjson') ??
+    types[0]
   const media = content[contentType] ?? {}
   const named = media.examples && Object.values(media.examples)[0]
   const given = media.example !== undefined ? media.example : named ? deref(doc, named).value : undefined
   const example = freshen(chainValues(given, chain, uses))
   if (isJson(contentType)) {
     const value = example !== undefined ? example : freshen(skeleton(doc, media.schema))
-    return { contentType, body: { mode: 'raw', raw: JSON.stringify(value, null, 2), options: { raw: { language: 'json' } } } }
+    return {
+      contentType,
+      body: { mode: 'raw', raw: JSON.stringify(value, null, 2), options: { raw: { language: 'json' } } }
+    }
   }
   if (contentType === 'application/x-ndjson') {
     // One JSON value per line: an array example is the lines; a string is sent as written.
-    const lines = example === undefined ? [freshen(skeleton(doc, deref(doc, media.schema)?.items ?? media.schema))] : Array.isArray(example) ? example : [example]
-    return { contentType, body: { mode: 'raw', raw: lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n', options: { raw: { language: 'text' } } } }
+    const lines =
+      example === undefined
+        ? [freshen(skeleton(doc, deref(doc, media.schema)?.items ?? media.schema))]
+        : Array.isArray(example)
+          ? example
+          : [example]
+    return {
+      contentType,
+      body: {
+        mode: 'raw',
+        raw: lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n',
+        options: { raw: { language: 'text' } }
+      }
+    }
   }
   if (contentType === 'multipart/form-data' || contentType === 'application/x-www-form-urlencoded') {
     const schema = deref(doc, media.schema) ?? {}
@@ -344,11 +418,29 @@ function bodyOf(doc: Json, op: Json, chain: Chain, uses: Set<string>): { body: P
     const fields = Object.entries<Json>(schema.properties ?? {}).map(([key, raw]) => {
       const s = deref(doc, raw) ?? {}
       const file = s.format === 'binary' || s.contentMediaType !== undefined || s.contentEncoding !== undefined
-      const value = example && typeof example === 'object' && key in example ? (example as Json)[key] : file ? undefined : skeleton(doc, raw)
-      return { key, value: text(value), file, ...(s.description ? { description: s.description } : {}), ...(required.has(key) ? {} : { disabled: true }) }
+      const value =
+        example && typeof example === 'object' && key in example
+          ? (example as Json)[key]
+          : file
+            ? undefined
+            : skeleton(doc, raw)
+      return {
+        key,
+        value: text(value),
+        file,
+        ...(s.description ? { description: s.description } : {}),
+        ...(required.has(key) ? {} : { disabled: true })
+      }
     })
-    if (contentType === 'application/x-www-form-urlencoded') return { contentType, body: { mode: 'urlencoded', urlencoded: fields.map(({ file, ...f }) => f) } }
-    return { contentType, body: { mode: 'formdata', formdata: fields.map(({ file, ...f }) => ({ ...f, type: file ? ('file' as const) : ('text' as const) })) } }
+    if (contentType === 'application/x-www-form-urlencoded')
+      return { contentType, body: { mode: 'urlencoded', urlencoded: fields.map(({ file, ...f }) => f) } }
+    return {
+      contentType,
+      body: {
+        mode: 'formdata',
+        formdata: fields.map(({ file, ...f }) => ({ ...f, type: file ? ('file' as const) : ('text' as const) }))
+      }
+    }
   }
   return { contentType, body: { mode: 'raw', raw: text(example), options: { raw: { language: 'text' } } } }
 }
@@ -369,13 +461,23 @@ function bodyOf(doc: Json, op: Json, chain: Chain, uses: Set<string>): { body: P
  * (a tenant's modules add some) keeps a value someone set across re-imports. An id a
  * request creates is that same variable, so a `:id` path variable holds `{{records.id}}`.
  */
-function urlOf(path: string, params: Json[], query: PostmanVariable[], shared: Map<string, PostmanVariable>, doc: Json, chain: Chain, uses: Set<string>): PostmanUrl {
+function urlOf(
+  path: string,
+  params: Json[],
+  query: PostmanVariable[],
+  shared: Map<string, PostmanVariable>,
+  doc: Json,
+  chain: Chain,
+  uses: Set<string>
+): PostmanUrl {
   const pathParams = new Map(params.filter((p) => p.in === 'path').map((p) => [p.name as string, p]))
   const variable: PostmanVariable[] = []
   const parts = path.split('/').filter(Boolean)
   const declare = (key: string, p: Json | undefined, creator?: Creator) => {
     if (shared.has(key)) return
-    const note = creator ? `Set by “${nameOf(creator.by)}” when the collection runs (until then: the documented example).` : undefined
+    const note = creator
+      ? `Set by “${nameOf(creator.by)}” when the collection runs (until then: the documented example).`
+      : undefined
     const description = [p?.description, note].filter(Boolean).join(' ')
     shared.set(key, { key, value: text(p ? exampleOf(doc, p) : ''), ...(description ? { description } : {}) })
   }
@@ -390,7 +492,11 @@ function urlOf(path: string, params: Json[], query: PostmanVariable[], shared: M
         declare(c.key, p, c)
         uses.add(c.key)
       }
-      variable.push({ key: whole[1], value: c ? ref(c.key) : text(p ? exampleOf(doc, p) : ''), ...(p?.description ? { description: p.description } : {}) })
+      variable.push({
+        key: whole[1],
+        value: c ? ref(c.key) : text(p ? exampleOf(doc, p) : ''),
+        ...(p?.description ? { description: p.description } : {})
+      })
       return `:${whole[1]}`
     }
     const owner = parts
@@ -407,12 +513,21 @@ function urlOf(path: string, params: Json[], query: PostmanVariable[], shared: M
   })
   const enabled = query.filter((q) => !q.disabled)
   const raw = `{{baseUrl}}/${segments.join('/')}${enabled.length ? `?${enabled.map((q) => `${q.key}=${q.value}`).join('&')}` : ''}`
-  return { raw, host: ['{{baseUrl}}'], path: segments, ...(query.length ? { query } : {}), ...(variable.length ? { variable } : {}) }
+  return {
+    raw,
+    host: ['{{baseUrl}}'],
+    path: segments,
+    ...(query.length ? { query } : {}),
+    ...(variable.length ? { variable } : {})
+  }
 }
 
 const nameOf = (o: Op) => o.op.summary || o.op.operationId || o.key
 const writes = (o: Op) => o.method !== 'get' && o.method !== 'head' && o.method !== 'options'
-const script = (listen: PostmanEvent['listen'], exec: string[]): PostmanEvent => ({ listen, script: { type: 'text/javascript', exec } })
+const script = (listen: PostmanEvent['listen'], exec: string[]): PostmanEvent => ({
+  listen,
+  script: { type: 'text/javascript', exec }
+})
 /** `.id`, or `["odd-name"]`: a property of the response in a script. */
 const member = (name: string) => (/^[A-Za-z_$][\w$]*$/.test(name) ? `.${name}` : `[${JSON.stringify(name)}]`)
 const set = (key: string, expression: string) => `pm.collectionVariables.set(${JSON.stringify(key)}, ${expression});`
@@ -441,14 +556,26 @@ function requestOf(doc: Json, o: Op, shared: Map<string, PostmanVariable>, chain
   const body = bodyOf(doc, op, chain, uses)
   // Raw bodies name their type (Postman would send NDJSON as text/plain); form bodies get
   // theirs, with the multipart boundary, from Postman. `*/*` is no type to send.
-  if (body?.body.mode === 'raw' && !body.contentType.includes('*')) header.push({ key: 'Content-Type', value: body.contentType })
+  if (body?.body.mode === 'raw' && !body.contentType.includes('*'))
+    header.push({ key: 'Content-Type', value: body.contentType })
   for (const p of params.filter((p) => p.in === 'header' && !managedHeaders.has(String(p.name).toLowerCase()))) {
     // A fresh key on every send, so enabling it never replays an earlier request by mistake.
     const value = String(p.name).toLowerCase() === 'idempotency-key' ? '{{$guid}}' : text(exampleOf(doc, p))
-    header.push({ key: p.name, value, ...(p.description ? { description: p.description } : {}), ...(p.required ? {} : { disabled: true }) })
+    header.push({
+      key: p.name,
+      value,
+      ...(p.description ? { description: p.description } : {}),
+      ...(p.required ? {} : { disabled: true })
+    })
   }
   const success = successOf(doc, op)
-  const tests = success ? [`pm.test(${JSON.stringify(`answers ${success.status}`)}, function () {`, `  pm.response.to.have.status(${success.status});`, '});'] : []
+  const tests = success
+    ? [
+        `pm.test(${JSON.stringify(`answers ${success.status}`)}, function () {`,
+        `  pm.response.to.have.status(${success.status});`,
+        '});'
+      ]
+    : []
   const creator = method === 'post' ? chain.creators.get(path) : undefined
   if (creator) {
     tests.push(set(creator.key, `pm.response.json()${member(creator.param)}`))
@@ -456,7 +583,10 @@ function requestOf(doc: Json, o: Op, shared: Map<string, PostmanVariable>, chain
   }
   for (const l of chain.links.values()) {
     if (l.by !== o) continue
-    tests.push(set(`${l.key}.url`, `pm.response.json()${member(l.property)}.url`), set(`${l.key}.headers`, `JSON.stringify(pm.response.json()${member(l.property)}.headers || {})`))
+    tests.push(
+      set(`${l.key}.url`, `pm.response.json()${member(l.property)}.url`),
+      set(`${l.key}.headers`, `JSON.stringify(pm.response.json()${member(l.property)}.headers || {})`)
+    )
     sets.add(`${l.key}.url`).add(`${l.key}.headers`)
     if (l.sizeKey) {
       tests.push(set(l.sizeKey, 'String(pm.response.json().size)'))
@@ -468,10 +598,15 @@ function requestOf(doc: Json, o: Op, shared: Map<string, PostmanVariable>, chain
   if (link) {
     url = { raw: ref(`${link.key}.url`), host: [ref(`${link.key}.url`)] }
     uses.add(`${link.key}.url`).add(`${link.key}.headers`)
-    const pre = [`var headers = JSON.parse(pm.collectionVariables.get(${JSON.stringify(`${link.key}.headers`)}) || '{}');`, 'Object.keys(headers).forEach(function (key) { pm.request.headers.upsert({ key: key, value: headers[key] }); });']
+    const pre = [
+      `var headers = JSON.parse(pm.collectionVariables.get(${JSON.stringify(`${link.key}.headers`)}) || '{}');`,
+      'Object.keys(headers).forEach(function (key) { pm.request.headers.upsert({ key: key, value: headers[key] }); });'
+    ]
     if (link.sizeKey) {
       uses.add(link.sizeKey)
-      pre.push(`pm.request.body.update('0'.repeat(Number(pm.collectionVariables.get(${JSON.stringify(link.sizeKey)}))));`)
+      pre.push(
+        `pm.request.body.update('0'.repeat(Number(pm.collectionVariables.get(${JSON.stringify(link.sizeKey)}))));`
+      )
     }
     events.unshift(script('prerequest', pre))
   } else url = urlOf(path, params, query, shared, doc, chain, uses)
@@ -504,13 +639,18 @@ function requestOf(doc: Json, o: Op, shared: Map<string, PostmanVariable>, chain
 }
 
 /** The deletes that remove what `creator` made: the DELETE of `P/{param}`. */
-const undoing = (creator: Creator, ops: Op[]) => ops.find((o) => o.method === 'delete' && o.path === `${creator.by.path}/{${creator.param}}`)
+const undoing = (creator: Creator, ops: Op[]) =>
+  ops.find((o) => o.method === 'delete' && o.path === `${creator.by.path}/{${creator.param}}`)
 /** The creator's response carries a credential: `token`. */
-const mints = (doc: Json, creator: Creator) => 'token' in shapeOf(doc, successOf(doc, creator.by.op)?.schema, false).props
+const mints = (doc: Json, creator: Creator) =>
+  'token' in shapeOf(doc, successOf(doc, creator.by.op)?.schema, false).props
 
 function writeNote(doc: Json, o: Op, chain: Chain): string {
   const creator = o.method === 'post' ? chain.creators.get(o.path) : undefined
-  if (!creator) return o.method === 'delete' && o.path.includes('{') ? `**Writes to your tenant.** In the “${cleanUp}” folder, so a run of the collection does it last.` : '**Writes to your tenant** when sent.'
+  if (!creator)
+    return o.method === 'delete' && o.path.includes('{')
+      ? `**Writes to your tenant.** In the “${cleanUp}” folder, so a run of the collection does it last.`
+      : '**Writes to your tenant** when sent.'
   const undo = undoing(creator, chain.ops)
   const what = mints(doc, creator) ? 'mints a live credential (the response’s `token`)' : 'creates one'
   return `**Writes to your tenant**: it ${what} and keeps its \`${creator.param}\` in \`{{${creator.key}}}\` for the requests after it.${undo ? ` “${nameOf(undo)}” (in “${cleanUp}”) ${undo.path.startsWith(creator.by.path) && mints(doc, creator) ? 'revokes' : 'deletes'} it at the end of a run.` : ''}`
@@ -523,13 +663,20 @@ function writeNote(doc: Json, o: Op, chain: Chain): string {
  */
 function runOrder(built: Built[], chain: Chain): Built[] {
   const creating = new Set([...chain.creators.values()].map((c) => c.by))
-  const phase = (b: Built) => (creating.has(b.o) ? 0 : chain.links.get(b.o.key) && creating.has(chain.links.get(b.o.key)!.by) ? 1 : 2)
-  const pending = built.map((b, i) => ({ b, i })).sort((x, y) => phase(x.b) - phase(y.b) || x.i - y.i).map((x) => x.b)
+  const phase = (b: Built) =>
+    creating.has(b.o) ? 0 : chain.links.get(b.o.key) && creating.has(chain.links.get(b.o.key)!.by) ? 1 : 2
+  const pending = built
+    .map((b, i) => ({ b, i }))
+    .sort((x, y) => phase(x.b) - phase(y.b) || x.i - y.i)
+    .map((x) => x.b)
   const here = new Set(built.flatMap((b) => [...b.sets]))
   const done = new Set<string>()
   const out: Built[] = []
   while (pending.length) {
-    const i = Math.max(0, pending.findIndex((b) => [...b.uses].every((k) => done.has(k) || !here.has(k))))
+    const i = Math.max(
+      0,
+      pending.findIndex((b) => [...b.uses].every((k) => done.has(k) || !here.has(k)))
+    )
     const [next] = pending.splice(i, 1)
     next.sets.forEach((k) => done.add(k))
     out.push(next)
@@ -557,9 +704,14 @@ export function toPostmanCollection(doc: OpenApiLike, options: { baseUrl: string
   const built = ops.map((o) => requestOf(d, o, shared, chain))
   const isCleanUp = (b: Built) => b.o.method === 'delete' && b.uses.size > 0
   const groups = new Map<string | undefined, { name: string; description?: string; built: Built[] }>()
-  for (const tag of doc.tags ?? []) groups.set(tag.name, { name: tag.name, ...(tag.description ? { description: tag.description } : {}), built: [] })
+  for (const tag of doc.tags ?? [])
+    groups.set(tag.name, { name: tag.name, ...(tag.description ? { description: tag.description } : {}), built: [] })
   const others: { name: string; description?: string; built: Built[] } = { name: untagged, built: [] }
-  const last = { name: cleanUp, description: 'Deletes what the requests above created. Run last: the requests before it use what these remove.', built: [] as Built[] }
+  const last = {
+    name: cleanUp,
+    description: 'Deletes what the requests above created. Run last: the requests before it use what these remove.',
+    built: [] as Built[]
+  }
   for (const b of built) {
     const tag = (b.o as Op & { tag?: string }).tag
     if (isCleanUp(b)) last.built.push(b)
@@ -578,9 +730,22 @@ export function toPostmanCollection(doc: OpenApiLike, options: { baseUrl: string
     return { name: g.name, ...(description ? { description } : {}), item: ordered.map((b) => b.item) }
   })
   for (const l of chain.links.values()) {
-    shared.set(`${l.key}.url`, { key: `${l.key}.url`, value: '', description: `The signed \`${l.property}.url\` that “${nameOf(l.by)}” answered; set when the collection runs.` })
-    shared.set(`${l.key}.headers`, { key: `${l.key}.headers`, value: '{}', description: `Its \`headers\` (JSON); set when the collection runs.` })
-    if (l.sizeKey) shared.set(l.sizeKey, { key: l.sizeKey, value: '', description: `The size “${nameOf(l.by)}” declared, in bytes; set when the collection runs.` })
+    shared.set(`${l.key}.url`, {
+      key: `${l.key}.url`,
+      value: '',
+      description: `The signed \`${l.property}.url\` that “${nameOf(l.by)}” answered; set when the collection runs.`
+    })
+    shared.set(`${l.key}.headers`, {
+      key: `${l.key}.headers`,
+      value: '{}',
+      description: `Its \`headers\` (JSON); set when the collection runs.`
+    })
+    if (l.sizeKey)
+      shared.set(l.sizeKey, {
+        key: l.sizeKey,
+        value: '',
+        description: `The size “${nameOf(l.by)}” declared, in bytes; set when the collection runs.`
+      })
   }
   return {
     info: {
@@ -593,7 +758,12 @@ export function toPostmanCollection(doc: OpenApiLike, options: { baseUrl: string
     auth: { type: 'bearer', bearer: [{ key: 'token', value: '{{token}}', type: 'string' }] },
     variable: [
       { key: 'baseUrl', value: options.baseUrl.replace(/\/+$/, ''), type: 'string' },
-      { key: 'token', value: '', type: 'string', description: 'A bearer token: an API key, personal access token or service account token.' },
+      {
+        key: 'token',
+        value: '',
+        type: 'string',
+        description: 'A bearer token: an API key, personal access token or service account token.'
+      },
       ...[...shared.values()].map((v) => ({ ...v, type: 'string' }))
     ]
   }
@@ -601,7 +771,9 @@ export function toPostmanCollection(doc: OpenApiLike, options: { baseUrl: string
 
 /** What running the whole collection does to the tenant, said before anything else. */
 function runNote(doc: Json, chain: Chain, folders: PostmanFolder[]): string {
-  const writing = folders.flatMap((f) => f.item.filter((i) => !['GET', 'HEAD', 'OPTIONS'].includes(i.request.method)).map((i) => `“${i.name}”`))
+  const writing = folders.flatMap((f) =>
+    f.item.filter((i) => !['GET', 'HEAD', 'OPTIONS'].includes(i.request.method)).map((i) => `“${i.name}”`)
+  )
   if (!writing.length) return ''
   const creators = [...chain.creators.values()]
   const minting = creators.filter((c) => mints(doc, c))
@@ -609,12 +781,18 @@ function runNote(doc: Json, chain: Chain, folders: PostmanFolder[]): string {
     const undo = undoing(c, chain.ops)
     return `It mints a live credential (“${nameOf(c.by)}”)${undo ? `; “${nameOf(undo)}” in “${cleanUp}” revokes it, so none is left behind when the run completes` : ', which stays valid until you revoke it'}.`
   })
-  const fresh = folders.some((f) => f.item.some((i) => i.request.body?.mode === 'raw' && i.request.body.raw?.includes(freshReference)))
+  const fresh = folders.some((f) =>
+    f.item.some((i) => i.request.body?.mode === 'raw' && i.request.body.raw?.includes(freshReference))
+  )
   return [
     `**Running this collection writes to the tenant of your \`token\`.** In order, it sends ${writing.join(', ')}.`,
     ...credential,
-    fresh ? `What it creates carries a fresh \`externalRef\` (\`${freshReference}\`, new on every send), so no request updates a record of yours by its reference; an \`Idempotency-Key\` header, once enabled, is a fresh \`{{$guid}}\` on every send too.` : '',
-    creators.length ? `Each create keeps the new id in a collection variable (${creators.map((c) => `\`{{${c.key}}}\``).join(', ')}) that the requests after it use, so the collection runs top to bottom as it is; every request checks its documented status. The “${cleanUp}” folder runs last.` : ''
+    fresh
+      ? `What it creates carries a fresh \`externalRef\` (\`${freshReference}\`, new on every send), so no request updates a record of yours by its reference; an \`Idempotency-Key\` header, once enabled, is a fresh \`{{$guid}}\` on every send too.`
+      : '',
+    creators.length
+      ? `Each create keeps the new id in a collection variable (${creators.map((c) => `\`{{${c.key}}}\``).join(', ')}) that the requests after it use, so the collection runs top to bottom as it is; every request checks its documented status. The “${cleanUp}” folder runs last.`
+      : ''
   ]
     .filter(Boolean)
     .join(' ')

@@ -25,7 +25,9 @@ export const problemResponseNames: Record<number, string> = {
 
 /** The kinds of problem a status can carry, for its response description. */
 export function kindsOfStatus(status: number): ProblemKind[] {
-  return (Object.entries(problemKinds) as Array<[ProblemKind, { status: number }]>).filter(([, k]) => k.status === status).map(([kind]) => kind)
+  return (Object.entries(problemKinds) as Array<[ProblemKind, { status: number }]>)
+    .filter(([, k]) => k.status === status)
+    .map(([kind]) => kind)
 }
 
 /** A trace id for examples. */
@@ -56,19 +58,29 @@ const exampleCodes: Record<string, string> = {
 /** `components.schemas.Problem`: RFC 7807 with the members every problem of this service has. */
 export const problemSchema = {
   type: 'object',
-  description: 'RFC 7807 problem details. Members beyond the six listed carry details of some codes (e.g. `errors` for `field.invalid`, `missingScope` for `scope.missing`).',
+  description:
+    'RFC 7807 problem details. Members beyond the six listed carry details of some codes (e.g. `errors` for `field.invalid`, `missingScope` for `scope.missing`).',
   required: ['type', 'title', 'status', 'detail', 'code', 'traceId'],
   properties: {
-    type: { type: 'string', format: 'uri', description: 'The kind of error: `{errors_url}/<kind>`, a short human-readable page.' },
+    type: {
+      type: 'string',
+      format: 'uri',
+      description: 'The kind of error: `{errors_url}/<kind>`, a short human-readable page.'
+    },
     title: { type: 'string' },
     status: { type: 'integer', minimum: 400, maximum: 599 },
     detail: { type: 'string' },
-    code: { type: 'string', description: 'Machine-readable code, e.g. `field.invalid`, `transition.not_allowed`.', examples: ['field.invalid'] },
+    code: {
+      type: 'string',
+      description: 'Machine-readable code, e.g. `field.invalid`, `transition.not_allowed`.',
+      examples: ['field.invalid']
+    },
     traceId: { type: 'string', description: 'The request in the service logs (also in `X-Trace-Id`).' },
     moreErrors: {
       type: 'boolean',
       const: true,
-      description: 'Present when `errors` stops short of every failure: more than 100 were found, or the body held over 10,000 values and only its first failure was looked for. Fix those listed and send again.'
+      description:
+        'Present when `errors` stops short of every failure: more than 100 were found, or the body held over 10,000 values and only its first failure was looked for. Fix those listed and send again.'
     },
     errors: {
       type: 'array',
@@ -82,7 +94,11 @@ export const problemSchema = {
           field: { type: 'string', description: 'The same place as a dotted name, e.g. `payload.severity`.' },
           code: { type: 'string', description: 'The rule it breaks, e.g. `required`, `enum`, `reference`.' },
           detail: { type: 'string' },
-          allowed: { type: 'array', description: 'The values it may take, where there is a fixed set.', items: { type: ['string', 'number', 'boolean', 'null'] } }
+          allowed: {
+            type: 'array',
+            description: 'The values it may take, where there is a fixed set.',
+            items: { type: ['string', 'number', 'boolean', 'null'] }
+          }
         },
         additionalProperties: true
       }
@@ -98,8 +114,14 @@ export const rateLimitHeaderSpecs: Record<string, { description: string; schema:
       'Requests allowed per minute (sliding window) for this credential; a call without a valid credential is counted by client address. Sent on every response while the shared limit store is reachable (when it is not, requests are let through uncounted and without these headers).',
     schema: { type: 'integer', minimum: 0 }
   },
-  'X-RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer', minimum: 0 } },
-  'X-RateLimit-Reset': { description: 'Epoch second when a request is next allowed once the limit is reached.', schema: { type: 'integer', minimum: 0 } }
+  'X-RateLimit-Remaining': {
+    description: 'Requests left in the current window.',
+    schema: { type: 'integer', minimum: 0 }
+  },
+  'X-RateLimit-Reset': {
+    description: 'Epoch second when a request is next allowed once the limit is reached.',
+    schema: { type: 'integer', minimum: 0 }
+  }
 }
 
 /**
@@ -128,7 +150,11 @@ export function rateLimitHeaders(status: number): Json {
  * operation whose problem a client meets first (e.g. a parameter it must give) gets its own
  * with that `example` and a `description` put before the kinds.
  */
-export function problemResponse(status: number, errorsUrl: string, own: { description?: string; example?: Json } = {}): Json {
+export function problemResponse(
+  status: number,
+  errorsUrl: string,
+  own: { description?: string; example?: Json } = {}
+): Json {
   const kinds = kindsOfStatus(status)
   const headers: Json = { ...rateLimitHeaders(status), 'X-Trace-Id': { $ref: '#/components/headers/X-Trace-Id' } }
   if (status === 429 || status === 503) headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' }
@@ -143,7 +169,8 @@ export function problemResponse(status: number, errorsUrl: string, own: { descri
     code: exampleCodes[first] ?? first,
     traceId: exampleTraceId
   }
-  const description = kinds.map((k) => `${problemKinds[k].title} (\`${errorsUrl}/${k}\`): ${problemKinds[k].text}`).join(' ') || 'Problem'
+  const description =
+    kinds.map((k) => `${problemKinds[k].title} (\`${errorsUrl}/${k}\`): ${problemKinds[k].text}`).join(' ') || 'Problem'
   return {
     description: own.description ? `${own.description} ${description}` : description,
     headers,

@@ -38,7 +38,11 @@ export class CursorCodec {
 
   /** The position encoded in a cursor issued for the same scope; 400 otherwise. */
   decode(cursor: string, scope: string): unknown[] {
-    const invalid = () => problems.badRequest('cursor.invalid', 'The cursor is not one this service issued for this query; pass back the nextCursor of the previous page with the same filters.')
+    const invalid = () =>
+      problems.badRequest(
+        'cursor.invalid',
+        'The cursor is not one this service issued for this query; pass back the nextCursor of the previous page with the same filters.'
+      )
     const [body, tag, extra] = cursor.split('.')
     if (!body || !tag || extra !== undefined) throw invalid()
     const sealed = Buffer.from(body, 'base64url')

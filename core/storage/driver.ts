@@ -47,7 +47,8 @@ export interface StorageDriver {
 }
 
 /** Where an attachment's bytes live, in every driver. */
-export const attachmentKey = (tenantId: string, recordId: string, attachmentId: string) => `${tenantId}/${recordId}/${attachmentId}`
+export const attachmentKey = (tenantId: string, recordId: string, attachmentId: string) =>
+  `${tenantId}/${recordId}/${attachmentId}`
 /**
  * Where one run of an export stores its file (the export's row names it, `file_key`): a key per
  * run, so a run another has fenced out never overwrites the file the export names.

@@ -56,12 +56,30 @@ export class LocalStorage implements StorageDriver {
   }
 
   async signUpload(spec: UploadSpec): Promise<SignedRequest> {
-    const g: LocalGrant = { method: 'PUT', key: spec.key, expires: Math.floor(spec.expiresAt.getTime() / 1000), contentType: spec.contentType, size: spec.size, sha256: spec.sha256?.toString('hex') }
-    return { method: 'PUT', url: this.url(g), headers: { 'content-type': spec.contentType }, expiresAt: new Date(g.expires * 1000).toISOString() }
+    const g: LocalGrant = {
+      method: 'PUT',
+      key: spec.key,
+      expires: Math.floor(spec.expiresAt.getTime() / 1000),
+      contentType: spec.contentType,
+      size: spec.size,
+      sha256: spec.sha256?.toString('hex')
+    }
+    return {
+      method: 'PUT',
+      url: this.url(g),
+      headers: { 'content-type': spec.contentType },
+      expiresAt: new Date(g.expires * 1000).toISOString()
+    }
   }
 
   async signDownload(spec: DownloadSpec): Promise<SignedRequest> {
-    const g: LocalGrant = { method: 'GET', key: spec.key, expires: Math.floor(spec.expiresAt.getTime() / 1000), contentType: spec.contentType, fileName: spec.fileName }
+    const g: LocalGrant = {
+      method: 'GET',
+      key: spec.key,
+      expires: Math.floor(spec.expiresAt.getTime() / 1000),
+      contentType: spec.contentType,
+      fileName: spec.fileName
+    }
     return { method: 'GET', url: this.url(g), headers: {}, expiresAt: new Date(g.expires * 1000).toISOString() }
   }
 
@@ -69,7 +87,12 @@ export class LocalStorage implements StorageDriver {
    * The grant a request's URL carries, checked: the reason it is refused otherwise
    * (`tampered`, `expired`, `wrong-method`).
    */
-  verify(method: string, key: string, query: URLSearchParams, now = Date.now()): { grant: LocalGrant } | { refused: 'tampered' | 'expired' | 'wrong-method' } {
+  verify(
+    method: string,
+    key: string,
+    query: URLSearchParams,
+    now = Date.now()
+  ): { grant: LocalGrant } | { refused: 'tampered' | 'expired' | 'wrong-method' } {
     const num = (v: string | null) => (v !== null && /^\d+$/.test(v) ? Number(v) : undefined)
     const g: LocalGrant = {
       method: query.get('method') as 'PUT' | 'GET',
@@ -81,8 +104,13 @@ export class LocalStorage implements StorageDriver {
       fileName: query.get('name') ?? undefined
     }
     const sig = Buffer.from(query.get('sig') ?? '')
-    const expected = Buffer.from(keyShape.test(key) && (g.method === 'PUT' || g.method === 'GET') && Number.isFinite(g.expires) ? this.signature(g) : '')
-    if (!expected.length || sig.length !== expected.length || !timingSafeEqual(sig, expected)) return { refused: 'tampered' }
+    const expected = Buffer.from(
+      keyShape.test(key) && (g.method === 'PUT' || g.method === 'GET') && Number.isFinite(g.expires)
+        ? this.signature(g)
+        : ''
+    )
+    if (!expected.length || sig.length !== expected.length || !timingSafeEqual(sig, expected))
+      return { refused: 'tampered' }
     if (g.expires * 1000 < now) return { refused: 'expired' }
     if (g.method !== method && !(g.method === 'GET' && method === 'HEAD')) return { refused: 'wrong-method' }
     return { grant: g }

@@ -41,7 +41,11 @@ export function createS3Driver(config: S3StorageConfig): StorageDriver {
   function validity(expiresAt: Date) {
     const signedAt = Math.floor(Date.now() / 1000)
     const seconds = Math.min(maxUrlSeconds, Math.max(1, Math.floor(expiresAt.getTime() / 1000) - signedAt))
-    return { signingDate: new Date(signedAt * 1000), expiresIn: seconds, expiresAt: new Date((signedAt + seconds) * 1000).toISOString() }
+    return {
+      signingDate: new Date(signedAt * 1000),
+      expiresIn: seconds,
+      expiresAt: new Date((signedAt + seconds) * 1000).toISOString()
+    }
   }
 
   return {
@@ -107,7 +111,15 @@ export function createS3Driver(config: S3StorageConfig): StorageDriver {
 
     async putFile(key: string, path: string, contentType: string) {
       const { size } = await stat(path)
-      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: createReadStream(path), ContentLength: size, ContentType: contentType }))
+      await client.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Body: createReadStream(path),
+          ContentLength: size,
+          ContentType: contentType
+        })
+      )
       return { size }
     },
 
@@ -130,7 +142,9 @@ export function createS3Driver(config: S3StorageConfig): StorageDriver {
 function clientConfig(config: S3StorageConfig, endpoint: string | null): S3ClientConfig {
   const { accessKeyId, secretAccessKey } = config
   if ((accessKeyId === null) !== (secretAccessKey === null)) {
-    throw new Error('attachments.s3: set both accessKeyId and secretAccessKey, or neither (for the default credential chain)')
+    throw new Error(
+      'attachments.s3: set both accessKeyId and secretAccessKey, or neither (for the default credential chain)'
+    )
   }
   return {
     region: config.region,

@@ -15,5 +15,8 @@ export function countRequest(metrics: Metrics, ctx: ParameterizedContext, route:
   const labels = { method: ctx.method, route, status }
   metrics.httpRequests.inc(labels)
   metrics.httpDuration.observe(labels, seconds)
-  if (status === '429') metrics.rateLimitRefusals.inc({ code: typeof ctx.state.problemCode === 'string' ? ctx.state.problemCode : 'unknown' })
+  if (status === '429')
+    metrics.rateLimitRefusals.inc({
+      code: typeof ctx.state.problemCode === 'string' ? ctx.state.problemCode : 'unknown'
+    })
 }

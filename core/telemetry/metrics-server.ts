@@ -24,7 +24,10 @@ export interface MetricsListenerConfig {
  * balancer need not hide it. Every other path is 404. A port already taken is logged and
  * the service runs on without metrics: a side port must not keep the API down.
  */
-export async function serveMetrics(metrics: Metrics, config: MetricsListenerConfig): Promise<MetricsListener | undefined> {
+export async function serveMetrics(
+  metrics: Metrics,
+  config: MetricsListenerConfig
+): Promise<MetricsListener | undefined> {
   if (!config.enabled) return undefined
   const perProcess = processMetrics()
   const server: Server = createServer((req, res) => {
@@ -39,7 +42,8 @@ export async function serveMetrics(metrics: Metrics, config: MetricsListenerConf
     }
     const registry = Registry.merge([metrics.registry, perProcess])
     registry.metrics().then(
-      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
+      (text) =>
+        res.writeHead(200, { 'content-type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
       (err: Error) => {
         logger.error('metrics scrape failed', { error: err.stack ?? err.message })
         res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('The metrics could not be collected.\n')
@@ -50,7 +54,11 @@ export async function serveMetrics(metrics: Metrics, config: MetricsListenerConf
   try {
     await Promise.race([once(server, 'listening'), once(server, 'error').then(([err]) => Promise.reject(err))])
   } catch (err) {
-    logger.warn('metrics listener could not start; running without metrics', { host: config.host, port: config.port, error: (err as Error).message })
+    logger.warn('metrics listener could not start; running without metrics', {
+      host: config.host,
+      port: config.port,
+      error: (err as Error).message
+    })
     server.close()
     return undefined
   }

@@ -58,26 +58,116 @@ export function createMetrics(pool: pg.Pool): Metrics {
     for (const j of rows) gauge.set({ job: j.name }, value(j))
   }
   // Read before the queue query takes a connection of its own.
-  const poolGauge = (name: string, help: string, read: () => number) => new Gauge({ name, help, registers, collect(this: Gauge) { this.set(read()) } })
-  poolGauge('records_db_pool_connections', 'Connections the database pool holds (in use and idle).', () => pool.totalCount)
+  const poolGauge = (name: string, help: string, read: () => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect(this: Gauge) {
+        this.set(read())
+      }
+    })
+  poolGauge(
+    'records_db_pool_connections',
+    'Connections the database pool holds (in use and idle).',
+    () => pool.totalCount
+  )
   poolGauge('records_db_pool_idle', 'Idle connections of the database pool.', () => pool.idleCount)
-  poolGauge('records_db_pool_waiting', 'Queries waiting for a connection of the database pool.', () => pool.waitingCount)
-  poolGauge('records_db_pool_max', 'Connections the database pool may open (database.poolSize).', () => pool.options.max ?? 10)
-  new Gauge({ name: 'records_jobs_queued', help: 'Jobs due and waiting for a worker, by job name (the whole database: every instance reports the same).', labelNames: ['job'], registers, collect: async function (this: Gauge<'job'>) { await perJob(this, (j) => j.queued)() } })
-  new Gauge({ name: 'records_jobs_locked', help: 'Jobs locked by a worker (running, or about to run), by job name.', labelNames: ['job'], registers, collect: async function (this: Gauge<'job'>) { await perJob(this, (j) => j.locked)() } })
-  new Gauge({ name: 'records_jobs_oldest_queued_age_seconds', help: 'How long the oldest due job has waited for a worker, by job name (0 when none waits).', labelNames: ['job'], registers, collect: async function (this: Gauge<'job'>) { await perJob(this, (j) => j.oldestSeconds)() } })
+  poolGauge(
+    'records_db_pool_waiting',
+    'Queries waiting for a connection of the database pool.',
+    () => pool.waitingCount
+  )
+  poolGauge(
+    'records_db_pool_max',
+    'Connections the database pool may open (database.poolSize).',
+    () => pool.options.max ?? 10
+  )
+  new Gauge({
+    name: 'records_jobs_queued',
+    help: 'Jobs due and waiting for a worker, by job name (the whole database: every instance reports the same).',
+    labelNames: ['job'],
+    registers,
+    collect: async function (this: Gauge<'job'>) {
+      await perJob(this, (j) => j.queued)()
+    }
+  })
+  new Gauge({
+    name: 'records_jobs_locked',
+    help: 'Jobs locked by a worker (running, or about to run), by job name.',
+    labelNames: ['job'],
+    registers,
+    collect: async function (this: Gauge<'job'>) {
+      await perJob(this, (j) => j.locked)()
+    }
+  })
+  new Gauge({
+    name: 'records_jobs_oldest_queued_age_seconds',
+    help: 'How long the oldest due job has waited for a worker, by job name (0 when none waits).',
+    labelNames: ['job'],
+    registers,
+    collect: async function (this: Gauge<'job'>) {
+      await perJob(this, (j) => j.oldestSeconds)()
+    }
+  })
   const metrics: Metrics = {
     registry,
     jobNames: [],
-    httpRequests: new Counter({ name: 'records_http_requests_total', help: 'HTTP requests answered, by method, route template and status.', labelNames: ['method', 'route', 'status'], registers }),
-    httpDuration: new Histogram({ name: 'records_http_request_duration_seconds', help: 'Time from a request to the end of its response, by method, route template and status.', labelNames: ['method', 'route', 'status'], buckets: latencyBuckets, registers }),
-    rateLimitRefusals: new Counter({ name: 'records_rate_limit_refusals_total', help: 'Requests refused with 429 by a rate or concurrency limit, by problem code (sign_in.throttled: the sign-in throttle).', labelNames: ['code'], registers }),
-    bulkRows: new Counter({ name: 'records_bulk_rows_total', help: `Bulk rows by outcome (${bulkOutcomes.join(', ')}).`, labelNames: ['outcome'], registers }),
-    exportRows: new Counter({ name: 'records_export_rows_total', help: 'Rows written by export runs that finished.', registers }),
-    exportDuration: new Histogram({ name: 'records_export_duration_seconds', help: 'Time an export run took, by outcome (succeeded, failed).', labelNames: ['outcome'], buckets: longBuckets, registers }),
-    webhookDeliveries: new Counter({ name: 'records_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (succeeded, retrying, failed, skipped).', labelNames: ['outcome'], registers }),
-    webhookLag: new Histogram({ name: 'records_webhook_delivery_lag_seconds', help: "Time from an event to its delivery's first attempt.", buckets: longBuckets, registers }),
-    webhookDuration: new Histogram({ name: 'records_webhook_delivery_duration_seconds', help: 'Time a receiver took to answer a delivery.', buckets: latencyBuckets, registers })
+    httpRequests: new Counter({
+      name: 'records_http_requests_total',
+      help: 'HTTP requests answered, by method, route template and status.',
+      labelNames: ['method', 'route', 'status'],
+      registers
+    }),
+    httpDuration: new Histogram({
+      name: 'records_http_request_duration_seconds',
+      help: 'Time from a request to the end of its response, by method, route template and status.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: latencyBuckets,
+      registers
+    }),
+    rateLimitRefusals: new Counter({
+      name: 'records_rate_limit_refusals_total',
+      help: 'Requests refused with 429 by a rate or concurrency limit, by problem code (sign_in.throttled: the sign-in throttle).',
+      labelNames: ['code'],
+      registers
+    }),
+    bulkRows: new Counter({
+      name: 'records_bulk_rows_total',
+      help: `Bulk rows by outcome (${bulkOutcomes.join(', ')}).`,
+      labelNames: ['outcome'],
+      registers
+    }),
+    exportRows: new Counter({
+      name: 'records_export_rows_total',
+      help: 'Rows written by export runs that finished.',
+      registers
+    }),
+    exportDuration: new Histogram({
+      name: 'records_export_duration_seconds',
+      help: 'Time an export run took, by outcome (succeeded, failed).',
+      labelNames: ['outcome'],
+      buckets: longBuckets,
+      registers
+    }),
+    webhookDeliveries: new Counter({
+      name: 'records_webhook_deliveries_total',
+      help: 'Webhook delivery attempts by outcome (succeeded, retrying, failed, skipped).',
+      labelNames: ['outcome'],
+      registers
+    }),
+    webhookLag: new Histogram({
+      name: 'records_webhook_delivery_lag_seconds',
+      help: "Time from an event to its delivery's first attempt.",
+      buckets: longBuckets,
+      registers
+    }),
+    webhookDuration: new Histogram({
+      name: 'records_webhook_delivery_duration_seconds',
+      help: 'Time a receiver took to answer a delivery.',
+      buckets: latencyBuckets,
+      registers
+    })
   }
   return metrics
 }
@@ -147,7 +237,8 @@ async function queryQueue(pool: pg.Pool): Promise<QueueRow[]> {
     return rows
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined)
-    if ((err as { code?: string }).code !== '42P01') logger.warn('metrics: the job queue could not be read', { error: (err as Error).message })
+    if ((err as { code?: string }).code !== '42P01')
+      logger.warn('metrics: the job queue could not be read', { error: (err as Error).message })
     return []
   } finally {
     client.release()

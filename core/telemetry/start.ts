@@ -23,7 +23,11 @@ export function tracingRequested(env: NodeJS.ProcessEnv = process.env): boolean 
  * (not these), comma-separated names among `all`; all of them by default.
  */
 export function instrumentationsWanted(all: string[], env: NodeJS.ProcessEnv = process.env): string[] {
-  const list = (value: string | undefined) => (value ?? '').split(',').map((n) => n.trim().toLowerCase()).filter(Boolean)
+  const list = (value: string | undefined) =>
+    (value ?? '')
+      .split(',')
+      .map((n) => n.trim().toLowerCase())
+      .filter(Boolean)
   const enabled = list(env.OTEL_NODE_ENABLED_INSTRUMENTATIONS)
   const disabled = new Set(list(env.OTEL_NODE_DISABLED_INSTRUMENTATIONS))
   return all.filter((name) => (!enabled.length || enabled.includes(name)) && !disabled.has(name))
@@ -49,9 +53,23 @@ export async function startTracing(options: TracingOptions = {}): Promise<boolea
     import('@opentelemetry/instrumentation-pg')
   ])
   // The SDK's diagnostics go through the JSON log, not console lines.
-  const level = api.DiagLogLevel[(process.env.OTEL_LOG_LEVEL ?? 'WARN').toUpperCase() as keyof typeof api.DiagLogLevel] ?? api.DiagLogLevel.WARN
-  const diag = (write: (msg: string, fields?: Record<string, unknown>) => void) => (message: string, ...args: unknown[]) => write(`opentelemetry: ${message}`, args.length ? { detail: args.map(String) } : undefined)
-  api.diag.setLogger({ error: diag(logger.error), warn: diag(logger.warn), info: diag(logger.info), debug: diag(logger.debug), verbose: diag(logger.debug) }, level)
+  const level =
+    api.DiagLogLevel[(process.env.OTEL_LOG_LEVEL ?? 'WARN').toUpperCase() as keyof typeof api.DiagLogLevel] ??
+    api.DiagLogLevel.WARN
+  const diag =
+    (write: (msg: string, fields?: Record<string, unknown>) => void) =>
+    (message: string, ...args: unknown[]) =>
+      write(`opentelemetry: ${message}`, args.length ? { detail: args.map(String) } : undefined)
+  api.diag.setLogger(
+    {
+      error: diag(logger.error),
+      warn: diag(logger.warn),
+      info: diag(logger.info),
+      debug: diag(logger.debug),
+      verbose: diag(logger.debug)
+    },
+    level
+  )
   const instrumentations = {
     // Outgoing calls (webhook deliveries, S3, OIDC) only inside a traced operation, as pg statements below.
     http: () => new HttpInstrumentation({ requireParentforOutgoingSpans: true }),
@@ -72,6 +90,9 @@ export async function startTracing(options: TracingOptions = {}): Promise<boolea
   })
   sdk.start()
   installTracing(api.trace.getTracer('records'), api, () => sdk.shutdown())
-  logger.info('tracing started', { exporter: options.spanProcessors ? 'custom' : process.env.OTEL_TRACES_EXPORTER, instrumentations: wanted })
+  logger.info('tracing started', {
+    exporter: options.spanProcessors ? 'custom' : process.env.OTEL_TRACES_EXPORTER,
+    instrumentations: wanted
+  })
   return true
 }

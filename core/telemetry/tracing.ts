@@ -15,18 +15,36 @@ interface Installed {
 
 let installed: Installed | undefined
 
-const invalidContext: SpanContext = Object.freeze({ traceId: '00000000000000000000000000000000', spanId: '0000000000000000', traceFlags: 0 })
+const invalidContext: SpanContext = Object.freeze({
+  traceId: '00000000000000000000000000000000',
+  spanId: '0000000000000000',
+  traceFlags: 0
+})
 
 /** What `fn` receives when tracing is off: one shared span that records nothing. */
 const noSpan: Span = Object.freeze({
   spanContext: () => invalidContext,
-  setAttribute() { return noSpan },
-  setAttributes() { return noSpan },
-  addEvent() { return noSpan },
-  addLink() { return noSpan },
-  addLinks() { return noSpan },
-  setStatus() { return noSpan },
-  updateName() { return noSpan },
+  setAttribute() {
+    return noSpan
+  },
+  setAttributes() {
+    return noSpan
+  },
+  addEvent() {
+    return noSpan
+  },
+  addLink() {
+    return noSpan
+  },
+  addLinks() {
+    return noSpan
+  },
+  setStatus() {
+    return noSpan
+  },
+  updateName() {
+    return noSpan
+  },
   end() {},
   isRecording: () => false,
   recordException() {}
@@ -64,7 +82,12 @@ export interface SpanOptions {
  * Runs `fn` inside a new active child span named `name` (a failure marks the span as an error and
  * is rethrown); with tracing off it only calls `fn`.
  */
-export function span<T>(name: string, attributes: SpanAttributes, fn: (span: Span) => Promise<T>, options?: SpanOptions): Promise<T> {
+export function span<T>(
+  name: string,
+  attributes: SpanAttributes,
+  fn: (span: Span) => Promise<T>,
+  options?: SpanOptions
+): Promise<T> {
   if (installed === undefined) return fn(noSpan)
   const { tracer, api } = installed
   const attrs: Api.Attributes = {}

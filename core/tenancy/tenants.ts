@@ -34,7 +34,10 @@ export class TenantDirectory {
     if (this.listening) return
     this.listening = await listenWithReconnect(this.pool, tenantsChannel, {
       logName: 'tenant listener',
-      onNotify: () => void this.load().catch((err) => logger.warn('tenants could not be reloaded', { error: (err as Error).message })),
+      onNotify: () =>
+        void this.load().catch((err) =>
+          logger.warn('tenants could not be reloaded', { error: (err as Error).message })
+        ),
       onResubscribed: () => this.load()
     })
   }
@@ -89,7 +92,13 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
   const created: string[] = []
   for (const [id, t] of Object.entries(config.tenants)) {
     for (const key of t.modules) {
-      if (!registry.get(key)) throw new Error(`Configuration: tenant "${id}" installs module "${key}", but no module package provides it (loaded: ${registry.all().map((m) => m.definition.key).join(', ')})`)
+      if (!registry.get(key))
+        throw new Error(
+          `Configuration: tenant "${id}" installs module "${key}", but no module package provides it (loaded: ${registry
+            .all()
+            .map((m) => m.definition.key)
+            .join(', ')})`
+        )
     }
   }
   await transaction(pool, async (client) => {

@@ -17,14 +17,33 @@ export function openApiDocuments(app: App, platform: Platform): OpenApiDocuments
   return {
     forPrincipal(principal) {
       const tenant = principal ? platform.tenants.get(principal.tenantId) : undefined
-      const modules = tenant ? [...tenant.modules.values()].filter((m) => seesModule(principal!, m)).sort((a, b) => a.definition.key.localeCompare(b.definition.key)) : []
+      const modules = tenant
+        ? [...tenant.modules.values()]
+            .filter((m) => seesModule(principal!, m))
+            .sort((a, b) => a.definition.key.localeCompare(b.definition.key))
+        : []
       const publicUrl = platform.urls.public
       const errorsUrl: string = app.get('errorsUrl')
-      const key = JSON.stringify([publicUrl, errorsUrl, tenant?.id ?? null, tenant?.name ?? null, modules.map((m) => m.versionKey)])
+      const key = JSON.stringify([
+        publicUrl,
+        errorsUrl,
+        tenant?.id ?? null,
+        tenant?.name ?? null,
+        modules.map((m) => m.versionKey)
+      ])
       let hit = cache.get(key)
       if (!hit) {
-        const document = buildDocument({ config: platform.config, describes: app.get('describes'), publicUrl, errorsUrl, tenant: tenant ? { id: tenant.id, name: tenant.name, modules } : undefined })
-        hit = { document, etag: `"${createHash('sha256').update(key).update(JSON.stringify(document)).digest('base64url').slice(0, 27)}"` }
+        const document = buildDocument({
+          config: platform.config,
+          describes: app.get('describes'),
+          publicUrl,
+          errorsUrl,
+          tenant: tenant ? { id: tenant.id, name: tenant.name, modules } : undefined
+        })
+        hit = {
+          document,
+          etag: `"${createHash('sha256').update(key).update(JSON.stringify(document)).digest('base64url').slice(0, 27)}"`
+        }
         // A small bound: documents are rebuilt in milliseconds.
         if (cache.size >= 200) cache.delete(cache.keys().next().value!)
         cache.set(key, hit)
@@ -56,9 +75,17 @@ export function apiDocs(app: App) {
   const platform = app.get('platform')
   const documents = openApiDocuments(app, platform)
   app.set('openapi', documents)
-  declareRoutes(app, [specPath, ...referencePaths].map((path) => ({ path, methods: ['GET', 'HEAD'] })))
+  declareRoutes(
+    app,
+    [specPath, ...referencePaths].map((path) => ({ path, methods: ['GET', 'HEAD'] }))
+  )
   app.use(specRoute(documents))
-  app.use(referenceRoutes({ document: async (ctx: ParameterizedContext) => documents.forPrincipal(ctx.state.principal).document, baseUrl: () => platform.urls.public }))
+  app.use(
+    referenceRoutes({
+      document: async (ctx: ParameterizedContext) => documents.forPrincipal(ctx.state.principal).document,
+      baseUrl: () => platform.urls.public
+    })
+  )
 }
 
 export const apiDocsPlugin: Plugin = { name: 'api-docs', configure: apiDocs, describe: describeApiDocs }

@@ -185,7 +185,11 @@ interface Asset {
   etag: string
 }
 
-const asset = (body: Buffer, type: string): Asset => ({ body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` })
+const asset = (body: Buffer, type: string): Asset => ({
+  body,
+  type,
+  etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
+})
 const initAsset = asset(Buffer.from(initScript), 'text/javascript; charset=utf-8')
 /** Read on first request and kept: 2 MB in all, and the package does not change while running. */
 const vendorCache = new Map<string, Asset>()
@@ -278,7 +282,10 @@ export function referenceRoutes(options: ReferenceOptions): Middleware {
         ctx.redirect(base)
         return
       }
-      throw problems.notFound('route.not_found', `No route ${ctx.method} /. The API is under /api/v1 (e.g. GET /api/v1/modules), its OpenAPI document at ${base}/spec.json and its reference at ${base}.`)
+      throw problems.notFound(
+        'route.not_found',
+        `No route ${ctx.method} /. The API is under /api/v1 (e.g. GET /api/v1/modules), its OpenAPI document at ${base}/spec.json and its reference at ${base}.`
+      )
     }
     if (ctx.path === base || ctx.path === `${base}/`) {
       setHtmlSecurityHeaders(ctx, pageCsp)
@@ -305,7 +312,10 @@ export function referenceRoutes(options: ReferenceOptions): Middleware {
       const document = await options.document(ctx)
       // Not ctx.origin: since Koa 3 that is the request's Origin header, absent on a download.
       const baseUrl = options.baseUrl?.(ctx) ?? `${ctx.protocol}://${ctx.host}`
-      const collection = toPostmanCollection(document, { baseUrl, name: document.info?.title ?? 'Records Platform API' })
+      const collection = toPostmanCollection(document, {
+        baseUrl,
+        name: document.info?.title ?? 'Records Platform API'
+      })
       ctx.set({
         'Content-Disposition': `attachment; filename="${postmanFileName}"`,
         'Cache-Control': 'private, no-cache',

@@ -53,12 +53,17 @@ export class AttachmentsService {
   }
 
   /** The live record and its module, readable by the principal (row rule included), else 404/403. */
-  private async record(principal: Principal, recordId: string, action: 'attachments' | 'read'): Promise<{ module: RegisteredModule; live: boolean }> {
+  private async record(
+    principal: Principal,
+    recordId: string,
+    action: 'attachments' | 'read'
+  ): Promise<{ module: RegisteredModule; live: boolean }> {
     const row = isUuid(recordId) ? await selectAny(this.o.pool, principal.tenantId, recordId) : undefined
     const module = row && this.o.tenants.get(principal.tenantId)?.modules.get(row.module_key)
     if (!row || !module) throw problems.notFound('record.not_found', `No record ${recordId} for this tenant.`)
     assertCan(principal, module, 'read')
-    if (rowRule(principal, module)?.test(row) === false) throw problems.notFound('record.not_found', `No record ${recordId} for this tenant.`)
+    if (rowRule(principal, module)?.test(row) === false)
+      throw problems.notFound('record.not_found', `No record ${recordId} for this tenant.`)
     if (action === 'attachments') assertCan(principal, module, 'attachments')
     return { module, live: !row.deleted_at }
   }
@@ -70,10 +75,16 @@ export class AttachmentsService {
     const r = await this.o.limiter.hit(`urls:${principal.tenantId}:${principal.credentialId}`, limit, 60_000)
     if (!r.allowed) {
       const retryAfter = Math.max(1, Math.ceil(r.retryAfterMs / 1000))
-      throw new ApiError('rate-limited', 'attachments.url_limit', `This credential asked for ${limit} signed URLs in the last minute, its limit. The next will be signed at ${new Date(r.resetAt).toISOString()}.`, { limit }, {
-        'Retry-After': String(retryAfter),
-        'X-RateLimit-Reset': String(Math.ceil(r.resetAt / 1000))
-      })
+      throw new ApiError(
+        'rate-limited',
+        'attachments.url_limit',
+        `This credential asked for ${limit} signed URLs in the last minute, its limit. The next will be signed at ${new Date(r.resetAt).toISOString()}.`,
+        { limit },
+        {
+          'Retry-After': String(retryAfter),
+          'X-RateLimit-Reset': String(Math.ceil(r.resetAt / 1000))
+        }
+      )
     }
   }
 
@@ -81,10 +92,20 @@ export class AttachmentsService {
     const principal = requirePrincipal(params, 'An attachments call')
     assertValid<AttachmentData>(attachmentDataValidator, data)
     if (!allowedType(this.o.contentTypes, data.contentType)) {
-      throw validationError([{ pointer: '/contentType', field: 'contentType', code: 'enum', detail: `must be one of: ${this.o.contentTypes.join(', ')}`, allowed: this.o.contentTypes }])
+      throw validationError([
+        {
+          pointer: '/contentType',
+          field: 'contentType',
+          code: 'enum',
+          detail: `must be one of: ${this.o.contentTypes.join(', ')}`,
+          allowed: this.o.contentTypes
+        }
+      ])
     }
     if (data.size > this.o.maxBytes) {
-      throw validationError([{ pointer: '/size', field: 'size', code: 'maximum', detail: `must be at most ${this.o.maxBytes} bytes` }])
+      throw validationError([
+        { pointer: '/size', field: 'size', code: 'maximum', detail: `must be at most ${this.o.maxBytes} bytes` }
+      ])
     }
     const { module, live } = await this.record(principal, data.recordId, 'attachments')
     if (!live) throw problems.notFound('record.not_found', `No live record ${data.recordId} for this tenant.`)
@@ -94,11 +115,32 @@ export class AttachmentsService {
     const key = attachmentKey(principal.tenantId, data.recordId, id)
     const sha256 = data.sha256 ? Buffer.from(data.sha256, 'hex') : null
     // Signed first, so the transaction holds no connection while a driver signs; the URL is no use without the row.
-    const upload = await this.o.storage.signUpload({ key, contentType: data.contentType, size: data.size, sha256: sha256 ?? undefined, expiresAt: new Date(Date.now() + this.o.uploadUrlSeconds * 1000) })
+    const upload = await this.o.storage.signUpload({
+      key,
+      contentType: data.contentType,
+      size: data.size,
+      sha256: sha256 ?? undefined,
+      expiresAt: new Date(Date.now() + this.o.uploadUrlSeconds * 1000)
+    })
     // The stored Idempotency-Key response commits with the row, or neither does.
     return transaction(this.o.pool, async (client) => {
-      const row = await repo.insertAttachment(client, { tenantId: principal.tenantId, id, recordId: data.recordId, fileName: data.fileName, contentType: data.contentType, size: data.size, sha256, driver: this.o.storage.name, key, actor: principal.actor })
-      const out = { ...repo.toAttachment(row), upload, complete: { method: 'POST', url: `/${attachmentsPath}/${id}:complete` } }
+      const row = await repo.insertAttachment(client, {
+        tenantId: principal.tenantId,
+        id,
+        recordId: data.recordId,
+        fileName: data.fileName,
+        contentType: data.contentType,
+        size: data.size,
+        sha256,
+        driver: this.o.storage.name,
+        key,
+        actor: principal.actor
+      })
+      const out = {
+        ...repo.toAttachment(row),
+        upload,
+        complete: { method: 'POST', url: `/${attachmentsPath}/${id}:complete` }
+      }
       await params.idempotency?.complete(client, out)
       return out
     })
@@ -113,16 +155,29 @@ export class AttachmentsService {
       throw err instanceof ApiError && err.code === 404 ? this.notFound(id) : err
     })
     // A deleted record's files are evidence: reachable through the audit log only.
-    if (!live) throw problems.notFound('attachment.not_found', `The record of attachment ${id} was deleted; its files are listed with download links in GET /api/v1/audit-log?recordId=${row.record_id}.`)
+    if (!live)
+      throw problems.notFound(
+        'attachment.not_found',
+        `The record of attachment ${id} was deleted; its files are listed with download links in GET /api/v1/audit-log?recordId=${row.record_id}.`
+      )
     assertScope(principal, 'attachments:read', module.definition.key)
-    if (row.state !== 'ready') throw problems.conflict('attachment.pending', `Attachment ${id} has not been uploaded and verified yet; upload it, then POST /api/v1/attachments/${id}:complete.`)
+    if (row.state !== 'ready')
+      throw problems.conflict(
+        'attachment.pending',
+        `Attachment ${id} has not been uploaded and verified yet; upload it, then POST /api/v1/attachments/${id}:complete.`
+      )
     await this.countUrl(principal)
     return { ...repo.toAttachment(row), download: await this.sign(row) }
   }
 
   /** A signed download URL for a ready attachment (also used by the audit log). */
   sign(row: repo.AttachmentRow) {
-    return this.o.storage.signDownload({ key: row.storage_key, contentType: row.content_type, fileName: row.file_name, expiresAt: new Date(Date.now() + this.o.downloadUrlSeconds * 1000) })
+    return this.o.storage.signDownload({
+      key: row.storage_key,
+      contentType: row.content_type,
+      fileName: row.file_name,
+      expiresAt: new Date(Date.now() + this.o.downloadUrlSeconds * 1000)
+    })
   }
 
   /**
@@ -149,7 +204,9 @@ export class AttachmentsService {
     }
     return transaction(this.o.pool, async (client) => {
       // Another request may have completed it first: answer with the row as it is now, not as read before.
-      const ready = (await repo.markReady(client, principal.tenantId, id, principal.actor)) ?? (await repo.selectAttachment(client, principal.tenantId, id))
+      const ready =
+        (await repo.markReady(client, principal.tenantId, id, principal.actor)) ??
+        (await repo.selectAttachment(client, principal.tenantId, id))
       const out = repo.toAttachment(ready ?? row)
       await params.idempotency?.complete(client, out)
       return out
@@ -160,12 +217,24 @@ export class AttachmentsService {
 /** Checks a stored object against what was declared: 'ok', or the problem that keeps it pending. */
 export async function verifyUpload(storage: StorageDriver, row: repo.AttachmentRow): Promise<'ok' | ApiError> {
   const stat = await storage.stat(row.storage_key)
-  if (!stat) return problems.conflict('attachment.not_uploaded', `Nothing has been uploaded for attachment ${row.id} yet; PUT the file to its signed upload URL first.`)
+  if (!stat)
+    return problems.conflict(
+      'attachment.not_uploaded',
+      `Nothing has been uploaded for attachment ${row.id} yet; PUT the file to its signed upload URL first.`
+    )
   if (stat.size !== Number(row.size)) {
-    return new ApiError('unprocessable', 'attachment.size_mismatch', `The upload has ${stat.size} bytes, but ${row.size} were declared; the attachment stays pending. Upload the right file again.`)
+    return new ApiError(
+      'unprocessable',
+      'attachment.size_mismatch',
+      `The upload has ${stat.size} bytes, but ${row.size} were declared; the attachment stays pending. Upload the right file again.`
+    )
   }
   if (row.sha256 && !(await storage.sha256(row.storage_key)).equals(row.sha256)) {
-    return new ApiError('unprocessable', 'attachment.checksum_mismatch', `The upload's SHA-256 differs from the one declared; the attachment stays pending. Upload the right file again.`)
+    return new ApiError(
+      'unprocessable',
+      'attachment.checksum_mismatch',
+      `The upload's SHA-256 differs from the one declared; the attachment stays pending. Upload the right file again.`
+    )
   }
   return 'ok'
 }

@@ -1,5 +1,13 @@
 import { actorSchema } from '../records/records.shared.ts'
-import { operation, pathParam, queryParam, toDocumentSchema, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
+import {
+  operation,
+  pathParam,
+  queryParam,
+  toDocumentSchema,
+  type DocContext,
+  type Fragment,
+  type JsonSchema
+} from '../../core/openapi/builder.ts'
 import { attachmentDataSchema, attachmentSchema } from './attachments.schema.ts'
 
 const tag = 'Attachments'
@@ -11,12 +19,17 @@ export function signedDownload(ctx: DocContext): JsonSchema {
     {
       type: 'object',
       title: 'Signed download',
-      description: 'A short-lived URL to GET the file from directly (this service\'s `/storage/…` route with the local driver, the bucket with S3). It needs no credential and comes with `Content-Disposition: attachment`.',
+      description:
+        "A short-lived URL to GET the file from directly (this service's `/storage/…` route with the local driver, the bucket with S3). It needs no credential and comes with `Content-Disposition: attachment`.",
       required: ['method', 'url', 'headers', 'expiresAt'],
       properties: {
         method: { type: 'string', const: 'GET' },
         url: { type: 'string', format: 'uri' },
-        headers: { type: 'object', description: 'Headers to send with the request: none for a download.', additionalProperties: { type: 'string' } },
+        headers: {
+          type: 'object',
+          description: 'Headers to send with the request: none for a download.',
+          additionalProperties: { type: 'string' }
+        },
         expiresAt: { type: 'string', format: 'date-time', description: 'The URL is refused after this instant.' }
       }
     },
@@ -29,19 +42,25 @@ function signedUpload(ctx: DocContext): JsonSchema {
     {
       type: 'object',
       title: 'Signed upload',
-      description: 'Where to PUT the bytes, straight to storage: `url` with exactly `headers`. Valid for this method, object, content type and size only.',
+      description:
+        'Where to PUT the bytes, straight to storage: `url` with exactly `headers`. Valid for this method, object, content type and size only.',
       required: ['method', 'url', 'headers', 'expiresAt'],
       properties: {
         method: { type: 'string', const: 'PUT' },
         url: { type: 'string', format: 'uri' },
-        headers: { type: 'object', required: ['content-type'], properties: { 'content-type': { type: 'string' } }, additionalProperties: { type: 'string' }, description: 'Send these exactly: they are part of the signature.' },
+        headers: {
+          type: 'object',
+          required: ['content-type'],
+          properties: { 'content-type': { type: 'string' } },
+          additionalProperties: { type: 'string' },
+          description: 'Send these exactly: they are part of the signature.'
+        },
         expiresAt: { type: 'string', format: 'date-time' }
       }
     },
     'SignedUpload'
   )
 }
-
 
 export function describeAttachments(ctx: DocContext): Fragment {
   const a = ctx.config.attachments
@@ -65,9 +84,13 @@ export function describeAttachments(ctx: DocContext): Fragment {
             upload: signedUpload(ctx),
             complete: {
               type: 'object',
-              description: 'The call that verifies the upload (with the local driver the upload itself does, and this call is harmless).',
+              description:
+                'The call that verifies the upload (with the local driver the upload itself does, and this call is harmless).',
               required: ['method', 'url'],
-              properties: { method: { type: 'string', const: 'POST' }, url: { type: 'string', examples: [`/api/v1/attachments/${exampleId}:complete`] } }
+              properties: {
+                method: { type: 'string', const: 'POST' },
+                url: { type: 'string', examples: [`/api/v1/attachments/${exampleId}:complete`] }
+              }
             }
           }
         }
@@ -76,7 +99,20 @@ export function describeAttachments(ctx: DocContext): Fragment {
     'AttachmentUpload'
   )
   const ready: JsonSchema = { allOf: [attachment, { type: 'object', properties: { state: { const: 'ready' } } }] }
-  const withDownload = ctx.ref({ title: 'Attachment with its download URL', allOf: [attachment, { type: 'object', required: ['download'], properties: { state: { const: 'ready' }, download: signedDownload(ctx) } }] }, 'AttachmentDownload')
+  const withDownload = ctx.ref(
+    {
+      title: 'Attachment with its download URL',
+      allOf: [
+        attachment,
+        {
+          type: 'object',
+          required: ['download'],
+          properties: { state: { const: 'ready' }, download: signedDownload(ctx) }
+        }
+      ]
+    },
+    'AttachmentDownload'
+  )
   const id = pathParam('id', 'The attachment id (UUID).', { type: 'string', format: 'uuid' }, exampleId)
   const urlLimit = `Each signed URL counts against ${limits.attachmentUrlsPerMinute} per credential per minute (429 \`attachments.url_limit\` with \`Retry-After\` past it), besides the request rate limit.`
 
@@ -93,7 +129,15 @@ export function describeAttachments(ctx: DocContext): Fragment {
         ].join(' '),
         scope: 'attachments:write',
         idempotent: true,
-        body: { schema: createBody, example: { recordId: '3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60', fileName: 'Report – bay 4.pdf', contentType: 'application/pdf', size: 48213 } },
+        body: {
+          schema: createBody,
+          example: {
+            recordId: '3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60',
+            fileName: 'Report – bay 4.pdf',
+            contentType: 'application/pdf',
+            size: 48213
+          }
+        },
         responses: {
           201: {
             description: 'The pending attachment, with `upload` (where to PUT the bytes) and `complete`.',
@@ -111,7 +155,12 @@ export function describeAttachments(ctx: DocContext): Fragment {
               createdAt: '2026-11-22T09:15:00.000Z',
               uploadedBy: null,
               uploadedAt: null,
-              upload: { method: 'PUT', url: `https://records.example.com/storage/acme/3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60/${exampleId}?method=PUT&expires=1795425300&type=application%2Fpdf&size=48213&sig=q3Zl0wXb7cUe9Hk2TtV1sRmN4yPz8aGf5jDiLoE6nBc`, headers: { 'content-type': 'application/pdf' }, expiresAt: '2026-11-22T09:30:00.000Z' },
+              upload: {
+                method: 'PUT',
+                url: `https://records.example.com/storage/acme/3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60/${exampleId}?method=PUT&expires=1795425300&type=application%2Fpdf&size=48213&sig=q3Zl0wXb7cUe9Hk2TtV1sRmN4yPz8aGf5jDiLoE6nBc`,
+                headers: { 'content-type': 'application/pdf' },
+                expiresAt: '2026-11-22T09:30:00.000Z'
+              },
               complete: { method: 'POST', url: `/api/v1/attachments/${exampleId}:complete` }
             }
           }
@@ -152,7 +201,7 @@ export function describeAttachments(ctx: DocContext): Fragment {
       {
         name: tag,
         description:
-          'Files of records through signed URLs: ask for an upload URL, PUT the bytes straight to storage, and (with S3) confirm with `:complete`; downloads are signed URLs too. Only ready attachments appear in a record\'s `attachments`.'
+          "Files of records through signed URLs: ask for an upload URL, PUT the bytes straight to storage, and (with S3) confirm with `:complete`; downloads are signed URLs too. Only ready attachments appear in a record's `attachments`."
       }
     ],
     paths
@@ -162,27 +211,57 @@ export function describeAttachments(ctx: DocContext): Fragment {
 /** The local driver's signed URLs, served by this service itself: the signature is the only credential. */
 function storagePaths(ready: JsonSchema): Fragment['paths'] {
   const signature = (method: 'PUT' | 'GET') => [
-    queryParam('method', 'The HTTP method the URL was signed for.', { type: 'string', enum: [method] }, { required: true }),
-    queryParam('expires', 'Epoch second the URL expires at (403 `storage.url_expired` after it).', { type: 'integer' }, { required: true }),
+    queryParam(
+      'method',
+      'The HTTP method the URL was signed for.',
+      { type: 'string', enum: [method] },
+      { required: true }
+    ),
+    queryParam(
+      'expires',
+      'Epoch second the URL expires at (403 `storage.url_expired` after it).',
+      { type: 'integer' },
+      { required: true }
+    ),
     queryParam('type', 'The content type signed into the URL.', { type: 'string' }, { required: true }),
     ...(method === 'PUT'
       ? [
-          queryParam('size', 'The exact size in bytes the upload must have.', { type: 'integer', minimum: 1 }, { required: true }),
-          queryParam('sha256', 'The declared SHA-256 (hex) the upload must have, when one was declared.', { type: 'string', pattern: '^[0-9a-fA-F]{64}$' })
+          queryParam(
+            'size',
+            'The exact size in bytes the upload must have.',
+            { type: 'integer', minimum: 1 },
+            { required: true }
+          ),
+          queryParam('sha256', 'The declared SHA-256 (hex) the upload must have, when one was declared.', {
+            type: 'string',
+            pattern: '^[0-9a-fA-F]{64}$'
+          })
         ]
-      : [queryParam('name', 'The file name offered in `Content-Disposition`.', { type: 'string' }, { required: true })]),
-    queryParam('sig', 'HMAC-SHA256 (base64url) over the method, key, expiry and every constraint; any change is 403 `storage.signature_invalid`.', { type: 'string' }, { required: true })
+      : [
+          queryParam('name', 'The file name offered in `Content-Disposition`.', { type: 'string' }, { required: true })
+        ]),
+    queryParam(
+      'sig',
+      'HMAC-SHA256 (base64url) over the method, key, expiry and every constraint; any change is 403 `storage.signature_invalid`.',
+      { type: 'string' },
+      { required: true }
+    )
   ]
   const refusals =
     'A URL that was not signed here or was changed is 403 `storage.signature_invalid`, an expired one 403 `storage.url_expired`, a GET on an upload URL or a PUT on a download URL 403 `storage.wrong_method` (any other method is 405). No credential is needed; a request that sends an invalid `Authorization` header is 401 all the same.'
   const put = operation({
     operationId: 'uploadStoredFile',
     tag,
-    summary: 'Upload an attachment\'s bytes (local storage)',
+    summary: "Upload an attachment's bytes (local storage)",
     description: `The \`upload.url\` of \`POST /api/v1/attachments\`. Send the bytes with exactly the signed \`Content-Type\` (else 403 \`storage.header_mismatch\`). They are counted and hashed on their way to a temporary file: past the declared size the upload stops with 413 \`attachment.too_large\`, a wrong size or checksum is 422 (\`attachment.size_mismatch\`, \`attachment.checksum_mismatch\`), and in each case nothing is kept. A good upload makes the attachment \`ready\` at once. An attachment already ready is 409 \`attachment.already_uploaded\`; one removed (unfinished uploads are purged) is 404. ${refusals}`,
     scope: null,
     parameters: signature('PUT'),
-    body: { schema: {}, binary: true, contentType: '*/*', description: 'The file\'s bytes, with the signed content type.' },
+    body: {
+      schema: {},
+      binary: true,
+      contentType: '*/*',
+      description: "The file's bytes, with the signed content type."
+    },
     responses: { 200: { description: 'The attachment, now ready.', schema: ready } },
     problems: [401, 403, 404, 409, 413, 422],
     // Query parameters here are the signature: anything wrong with them is 403, never 400.
@@ -195,7 +274,15 @@ function storagePaths(ready: JsonSchema): Fragment['paths'] {
     description: `The \`download.url\` of an attachment (\`GET /api/v1/attachments/{id}\`, the audit log) or of a finished export (\`GET /api/v1/exports/{id}\`). The body is the file with its signed content type, \`Content-Disposition: attachment\` with its name, and \`Cache-Control: private, no-store\`; HEAD gives the headers only. A file no longer stored (an expired export) is 404. ${refusals}`,
     scope: null,
     parameters: signature('GET'),
-    responses: { 200: { description: 'The file\'s bytes, with the content type it was uploaded or rendered with.', schema: {}, binary: true, contentType: '*/*', headers: ['Content-Disposition', 'Cache-Control'] } },
+    responses: {
+      200: {
+        description: "The file's bytes, with the content type it was uploaded or rendered with.",
+        schema: {},
+        binary: true,
+        contentType: '*/*',
+        headers: ['Content-Disposition', 'Cache-Control']
+      }
+    },
     problems: [401, 403, 404],
     // Query parameters here are the signature: anything wrong with them is 403, never 400.
     omitProblems: [400]
@@ -204,8 +291,18 @@ function storagePaths(ready: JsonSchema): Fragment['paths'] {
     '/storage/{tenantId}/{recordId}/{fileId}': {
       parameters: [
         pathParam('tenantId', 'The tenant.', { type: 'string', pattern: '^[a-z][a-z0-9-]{0,62}$' }, 'acme'),
-        pathParam('recordId', 'The record of an attachment (UUID), or `exports` for an export\'s file.', { type: 'string', pattern: '^([0-9a-f-]{36}|exports)$' }, '3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60'),
-        pathParam('fileId', 'The attachment or export id (UUID).', { type: 'string', pattern: '^[0-9a-f-]{36}$' }, exampleId)
+        pathParam(
+          'recordId',
+          "The record of an attachment (UUID), or `exports` for an export's file.",
+          { type: 'string', pattern: '^([0-9a-f-]{36}|exports)$' },
+          '3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60'
+        ),
+        pathParam(
+          'fileId',
+          'The attachment or export id (UUID).',
+          { type: 'string', pattern: '^[0-9a-f-]{36}$' },
+          exampleId
+        )
       ],
       put,
       get

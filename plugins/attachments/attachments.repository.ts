@@ -42,7 +42,18 @@ export function toAttachment(r: AttachmentRow): AttachmentOut {
 
 export async function insertAttachment(
   db: pg.Pool | pg.PoolClient,
-  a: { tenantId: string; id: string; recordId: string; fileName: string; contentType: string; size: number; sha256: Buffer | null; driver: string; key: string; actor: Actor }
+  a: {
+    tenantId: string
+    id: string
+    recordId: string
+    fileName: string
+    contentType: string
+    size: number
+    sha256: Buffer | null
+    driver: string
+    key: string
+    actor: Actor
+  }
 ): Promise<AttachmentRow> {
   const { rows } = await db.query(
     `INSERT INTO attachments AS a (tenant_id, id, record_id, state, file_name, content_type, size, sha256, driver, storage_key, created_by)
@@ -53,7 +64,11 @@ export async function insertAttachment(
 }
 
 /** An attachment with whether its record is live. */
-export async function selectAttachment(db: pg.Pool | pg.PoolClient, tenantId: string, id: string): Promise<(AttachmentRow & { record_live: boolean }) | undefined> {
+export async function selectAttachment(
+  db: pg.Pool | pg.PoolClient,
+  tenantId: string,
+  id: string
+): Promise<(AttachmentRow & { record_live: boolean }) | undefined> {
   const { rows } = await db.query(
     `SELECT ${columns}, r.deleted_at IS NULL AS record_live FROM attachments a JOIN records r ON r.tenant_id = a.tenant_id AND r.id = a.record_id
       WHERE a.tenant_id = $1 AND a.id = $2`,
@@ -66,7 +81,12 @@ export async function selectAttachment(db: pg.Pool | pg.PoolClient, tenantId: st
  * Marks a verified upload ready and writes its attachment.added event, in one statement;
  * returns the row as now (still pending rows only, so the event is written once).
  */
-export async function markReady(db: pg.Pool | pg.PoolClient, tenantId: string, id: string, by: Actor): Promise<AttachmentRow | undefined> {
+export async function markReady(
+  db: pg.Pool | pg.PoolClient,
+  tenantId: string,
+  id: string,
+  by: Actor
+): Promise<AttachmentRow | undefined> {
   const added = {
     tenantId: 'a.tenant_id',
     type: eventType('attachment.added'),
@@ -86,7 +106,11 @@ export async function markReady(db: pg.Pool | pg.PoolClient, tenantId: string, i
 }
 
 /** Pending attachments created before the cut-off, across tenants (the purge job). */
-export async function stalePending(db: pg.Pool, olderThanHours: number, limit = 1000): Promise<Array<{ tenant_id: string; id: string; storage_key: string }>> {
+export async function stalePending(
+  db: pg.Pool,
+  olderThanHours: number,
+  limit = 1000
+): Promise<Array<{ tenant_id: string; id: string; storage_key: string }>> {
   const { rows } = await db.query(
     `SELECT a.tenant_id, a.id, a.storage_key FROM tenants t JOIN LATERAL (
        SELECT tenant_id, id, storage_key FROM attachments WHERE tenant_id = t.id AND state = 'pending' AND created_at < now() - $1 * interval '1 hour' LIMIT $2) a ON true`,

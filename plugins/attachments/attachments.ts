@@ -48,7 +48,9 @@ export function attachments(app: App) {
   )
   const idempotent = idempotencyFor(app, attachmentResponse)
   // Both POSTs change state; idempotency outermost, so a replay runs nothing inside it.
-  app.service(attachmentsPath).hooks({ around: Object.fromEntries(['create', 'complete'].map((m) => [m, [idempotent, setResponse]])) })
+  app
+    .service(attachmentsPath)
+    .hooks({ around: Object.fromEntries(['create', 'complete'].map((m) => [m, [idempotent, setResponse]])) })
   if (storage instanceof LocalStorage) app.use(localStorageRoutes(storage, db.pool))
 }
 
@@ -56,7 +58,9 @@ export function attachments(app: App) {
 export async function purgePendingAttachments(platform: Platform): Promise<number> {
   const stale = await stalePending(platform.db.pool, platform.config.attachments.pendingHours)
   for (const a of stale) {
-    await platform.storage.delete(a.storage_key).catch((err) => logger.warn('could not delete a stale upload', { key: a.storage_key, error: err.message }))
+    await platform.storage
+      .delete(a.storage_key)
+      .catch((err) => logger.warn('could not delete a stale upload', { key: a.storage_key, error: err.message }))
     await deleteAttachment(platform.db.pool, a.tenant_id, a.id)
   }
   return stale.length
@@ -67,6 +71,12 @@ export const attachmentsPlugin: Plugin = {
   name: 'attachments',
   configure: attachments,
   colonMethods: [attachmentsPath],
-  jobs: (app) => [{ name: 'attachments.purge', every: '1 hour', run: async () => ({ removed: await purgePendingAttachments(app.get('platform')) }) }],
+  jobs: (app) => [
+    {
+      name: 'attachments.purge',
+      every: '1 hour',
+      run: async () => ({ removed: await purgePendingAttachments(app.get('platform')) })
+    }
+  ],
   describe: describeAttachments
 }

@@ -24,7 +24,15 @@ interface AuditParams extends Params<AuditLogQuery> {
 export class AuditLogService {
   private readonly validateQuery
   constructor(
-    private readonly o: { pool: pg.Pool; tenants: TenantDirectory; cursors: CursorCodec; defaultLimit: number; maxLimit: number; storage: StorageDriver; downloadUrlSeconds: number }
+    private readonly o: {
+      pool: pg.Pool
+      tenants: TenantDirectory
+      cursors: CursorCodec
+      defaultLimit: number
+      maxLimit: number
+      storage: StorageDriver
+      downloadUrlSeconds: number
+    }
   ) {
     this.validateQuery = auditLogQueryValidator(o.maxLimit)
   }
@@ -36,7 +44,8 @@ export class AuditLogService {
     if (query.recordId) {
       const row = await selectAny(this.o.pool, principal.tenantId, query.recordId)
       const module = row && this.o.tenants.get(principal.tenantId)?.modules.get(row.module_key)
-      const notFound = () => problems.notFound('record.not_found', `No record ${query.recordId} for this tenant, live or deleted.`)
+      const notFound = () =>
+        problems.notFound('record.not_found', `No record ${query.recordId} for this tenant, live or deleted.`)
       if (!row || !module) throw notFound()
       assertCan(principal, module, 'read')
       if (rowRule(principal, module)?.test(row) === false) throw notFound()
@@ -47,20 +56,33 @@ export class AuditLogService {
         record.attachments = await Promise.all(
           (record.attachments ?? []).map(async (a: any) => ({
             ...a,
-            download: await this.o.storage.signDownload({ key: attachmentKey(principal.tenantId, row.id, a.id), contentType: a.contentType, fileName: a.fileName, expiresAt })
+            download: await this.o.storage.signDownload({
+              key: attachmentKey(principal.tenantId, row.id, a.id),
+              contentType: a.contentType,
+              fileName: a.fileName,
+              expiresAt
+            })
           }))
         )
       }
       return { record, items: activity ?? [], nextCursor: null }
     }
     if (!query.moduleKey) {
-      throw validationError([{ pointer: '/recordId', field: 'recordId', code: 'required', detail: 'or moduleKey is required' }])
+      throw validationError([
+        { pointer: '/recordId', field: 'recordId', code: 'required', detail: 'or moduleKey is required' }
+      ])
     }
     const module = this.o.tenants.module(principal.tenantId, query.moduleKey)
     assertCan(principal, module, 'read')
     const rule = rowRule(principal, module)
     const limit = query.limit ?? this.o.defaultLimit
-    const scope = JSON.stringify(['audit', principal.tenantId, query.moduleKey, query.action ?? null, rule ? [rule.key, rule.bindings] : null])
+    const scope = JSON.stringify([
+      'audit',
+      principal.tenantId,
+      query.moduleKey,
+      query.action ?? null,
+      rule ? [rule.key, rule.bindings] : null
+    ])
     const after = query.cursor ? Number(this.o.cursors.decode(query.cursor, scope)[0]) : 0
     const values: unknown[] = [principal.tenantId, query.moduleKey, after, limit + 1]
     if (query.action) values.push(query.action)
@@ -77,7 +99,10 @@ export class AuditLogService {
       values
     )
     const page = rows.slice(0, limit)
-    const items = redactActivity(page.map(({ position, ...item }) => item), hiddenFields(principal, module))
+    const items = redactActivity(
+      page.map(({ position, ...item }) => item),
+      hiddenFields(principal, module)
+    )
     const nextCursor = rows.length > limit ? this.o.cursors.encode(scope, [page[page.length - 1].position]) : null
     return { items, nextCursor, limit }
   }

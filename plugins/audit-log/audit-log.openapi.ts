@@ -1,9 +1,25 @@
 import { describeModule } from '../../core/modules/derive/openapi.ts'
-import { cursorSchema, discriminated, moduleKeySchema, operation, pageSchema, queryParam, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
+import {
+  cursorSchema,
+  discriminated,
+  moduleKeySchema,
+  operation,
+  pageSchema,
+  queryParam,
+  type DocContext,
+  type Fragment,
+  type JsonSchema
+} from '../../core/openapi/builder.ts'
 import { problemKinds } from '../../core/errors/kinds.ts'
 import { exampleTraceId, problemResponse } from '../../core/openapi/problems.ts'
 import { signedDownload } from '../attachments/attachments.shared.ts'
-import { activitySchema, actorSchema, fieldChangeSchema, recordAttachmentSchema, recordSchema } from '../records/records.shared.ts'
+import {
+  activitySchema,
+  actorSchema,
+  fieldChangeSchema,
+  recordAttachmentSchema,
+  recordSchema
+} from '../records/records.shared.ts'
 import { auditLogQuerySchema } from './audit-log.schema.ts'
 
 const tag = 'Audit log'
@@ -32,14 +48,21 @@ export function describeAuditLog(ctx: DocContext): Fragment {
   let anyRecord: JsonSchema = record
   if (ctx.modules.length) {
     const refs = ctx.modules.map((m) => describeModule(ctx, m))
-    anyRecord = discriminated('moduleKey', refs.map((r) => [r.key, r.record]))
+    anyRecord = discriminated(
+      'moduleKey',
+      refs.map((r) => [r.key, r.record])
+    )
   }
   ctx.define(recordAttachmentSchema)
   const attachment = ctx.ref(
     {
       title: 'Attachment of a record in the audit log',
-      description: 'In the audit log an attachment comes with `download`, a short-lived signed URL, when the credential has `attachments:read`: a deleted record\'s files are reachable only here.',
-      allOf: [{ $ref: '#/components/schemas/RecordAttachment' }, { type: 'object', properties: { download: signedDownload(ctx) } }]
+      description:
+        "In the audit log an attachment comes with `download`, a short-lived signed URL, when the credential has `attachments:read`: a deleted record's files are reachable only here.",
+      allOf: [
+        { $ref: '#/components/schemas/RecordAttachment' },
+        { type: 'object', properties: { download: signedDownload(ctx) } }
+      ]
     },
     'AuditAttachment'
   )
@@ -47,10 +70,20 @@ export function describeAuditLog(ctx: DocContext): Fragment {
     {
       type: 'object',
       title: 'Record history',
-      description: 'One record, live or soft-deleted (`deletedAt`, `deletedBy`): its last state, payload included, and its full activity, oldest first. Fields the caller may not read are left out of both.',
+      description:
+        'One record, live or soft-deleted (`deletedAt`, `deletedBy`): its last state, payload included, and its full activity, oldest first. Fields the caller may not read are left out of both.',
       required: ['record', 'items', 'nextCursor'],
       properties: {
-        record: { allOf: [anyRecord, { type: 'object', required: ['attachments'], properties: { attachments: { type: 'array', items: attachment } } }] },
+        record: {
+          allOf: [
+            anyRecord,
+            {
+              type: 'object',
+              required: ['attachments'],
+              properties: { attachments: { type: 'array', items: attachment } }
+            }
+          ]
+        },
         items: { type: 'array', items: activity },
         nextCursor: { type: 'null', description: 'The whole history comes in one answer.' }
       }
@@ -60,11 +93,24 @@ export function describeAuditLog(ctx: DocContext): Fragment {
   const entry = ctx.ref(
     {
       title: 'Audit entry',
-      allOf: [activity, { type: 'object', required: ['recordId', 'recordNumber'], properties: { recordId: { type: 'string', format: 'uuid' }, recordNumber: { type: 'string', examples: ['INC-2026-00042'] } } }]
+      allOf: [
+        activity,
+        {
+          type: 'object',
+          required: ['recordId', 'recordNumber'],
+          properties: {
+            recordId: { type: 'string', format: 'uuid' },
+            recordNumber: { type: 'string', examples: ['INC-2026-00042'] }
+          }
+        }
+      ]
     },
     'AuditEntry'
   )
-  const page = ctx.ref(pageSchema('Page of audit entries', entry, ' (with the same `moduleKey` and `action`)'), 'AuditEntryPage')
+  const page = ctx.ref(
+    pageSchema('Page of audit entries', entry, ' (with the same `moduleKey` and `action`)'),
+    'AuditEntryPage'
+  )
 
   const query = auditLogQuerySchema(config.pagination.maxLimit)
   const keys = ctx.modules.map((m) => m.definition.key)
@@ -73,29 +119,54 @@ export function describeAuditLog(ctx: DocContext): Fragment {
     return queryParam(name, description, { ...schema, ...extra })
   }
   return {
-    tags: [{ name: tag, description: 'Every change to every record, soft-deleted ones included: one record\'s history, or a module\'s activity feed in order.' }],
+    tags: [
+      {
+        name: tag,
+        description:
+          "Every change to every record, soft-deleted ones included: one record's history, or a module's activity feed in order."
+      }
+    ],
     paths: {
       '/api/v1/audit-log': {
         get: operation({
           operationId: 'listAuditLog',
           tag,
-          summary: 'Read a record\'s history or a module\'s activity',
+          summary: "Read a record's history or a module's activity",
           description: [
             '**One of `recordId` or `moduleKey` is required**: without either the answer is 400 `field.invalid` (the 400 example).',
-            '`recordId`: the record, live or deleted, with its payload, attachments (with download URLs) and every activity entry, in one answer. `moduleKey`: the module\'s activity, oldest first, cursor-paginated, optionally one `action`.',
-            'Both need the `read` right on the module, and the caller\'s row rule applies (a record outside it is 404); fields the caller may not read are left out of payloads and changes.'
+            "`recordId`: the record, live or deleted, with its payload, attachments (with download URLs) and every activity entry, in one answer. `moduleKey`: the module's activity, oldest first, cursor-paginated, optionally one `action`.",
+            "Both need the `read` right on the module, and the caller's row rule applies (a record outside it is 404); fields the caller may not read are left out of payloads and changes."
           ].join(' '),
           scope: 'records:read',
           parameters: [
-            param('recordId', 'One record, live or deleted: its last state and full activity. This or `moduleKey` is required; with both, `recordId` is used.'),
-            param('moduleKey', 'The activity feed of this module, oldest first. This or `recordId` is required.', keys.length ? { enum: keys } : moduleKeySchema),
-            queryParam('action', 'Only entries of this kind (with `moduleKey`).', { type: 'string', enum: ['created', 'updated', 'transitioned', 'deleted'] }),
-            param('limit', `Page size (with \`moduleKey\`), 1 to ${config.pagination.maxLimit}; default ${config.pagination.defaultLimit}.`, { default: config.pagination.defaultLimit }),
-            param('cursor', 'The `nextCursor` of the previous page, with the same `moduleKey` and `action`.', cursorSchema)
+            param(
+              'recordId',
+              'One record, live or deleted: its last state and full activity. This or `moduleKey` is required; with both, `recordId` is used.'
+            ),
+            param(
+              'moduleKey',
+              'The activity feed of this module, oldest first. This or `recordId` is required.',
+              keys.length ? { enum: keys } : moduleKeySchema
+            ),
+            queryParam('action', 'Only entries of this kind (with `moduleKey`).', {
+              type: 'string',
+              enum: ['created', 'updated', 'transitioned', 'deleted']
+            }),
+            param(
+              'limit',
+              `Page size (with \`moduleKey\`), 1 to ${config.pagination.maxLimit}; default ${config.pagination.defaultLimit}.`,
+              { default: config.pagination.defaultLimit }
+            ),
+            param(
+              'cursor',
+              'The `nextCursor` of the previous page, with the same `moduleKey` and `action`.',
+              cursorSchema
+            )
           ],
           responses: {
             200: {
-              description: 'With `recordId`, the record and its history (`AuditRecordHistory`); with `moduleKey`, a page of entries (`AuditEntryPage`).',
+              description:
+                'With `recordId`, the record and its history (`AuditRecordHistory`); with `moduleKey`, a page of entries (`AuditEntryPage`).',
               schema: { oneOf: [history, page] },
               example: {
                 items: [
@@ -117,7 +188,13 @@ export function describeAuditLog(ctx: DocContext): Fragment {
             }
           },
           problems: [404],
-          problemResponses: { 400: problemResponse(400, ctx.errorsUrl, { description: 'Without `recordId` or `moduleKey` (the example), or with a parameter that breaks its schema.', example: neitherGiven(ctx.errorsUrl) }) }
+          problemResponses: {
+            400: problemResponse(400, ctx.errorsUrl, {
+              description:
+                'Without `recordId` or `moduleKey` (the example), or with a parameter that breaks its schema.',
+              example: neitherGiven(ctx.errorsUrl)
+            })
+          }
         })
       }
     }

@@ -12,9 +12,21 @@ declare module '../../core/declarations.ts' {
 
 export function auditLog(app: App) {
   const { db, tenants, cursors, config, storage } = app.get('platform')
-  app.use(auditLogPath, new AuditLogService({ pool: db.pool, tenants, cursors, defaultLimit: config.pagination.defaultLimit, maxLimit: config.pagination.maxLimit, storage, downloadUrlSeconds: config.attachments.downloadUrlSeconds }), {
-    methods: [...auditLogMethods]
-  })
+  app.use(
+    auditLogPath,
+    new AuditLogService({
+      pool: db.pool,
+      tenants,
+      cursors,
+      defaultLimit: config.pagination.defaultLimit,
+      maxLimit: config.pagination.maxLimit,
+      storage,
+      downloadUrlSeconds: config.attachments.downloadUrlSeconds
+    }),
+    {
+      methods: [...auditLogMethods]
+    }
+  )
 }
 
 export const auditLogPlugin: Plugin = { name: 'audit-log', configure: auditLog, describe: describeAuditLog }

@@ -48,7 +48,11 @@ export class BulkService {
     if (!can(principal, module, 'create') && !can(principal, module, 'update')) assertCan(principal, module, 'create')
     const type = (params.headers?.['content-type'] ?? '').split(';')[0].trim().toLowerCase()
     if (!ndjsonTypes.includes(type)) {
-      throw new ApiError('unsupported-media-type', 'request.unsupported_media_type', `Send the rows as application/x-ndjson, one JSON object per line (got ${type || 'no Content-Type'}).`)
+      throw new ApiError(
+        'unsupported-media-type',
+        'request.unsupported_media_type',
+        `Send the rows as application/x-ndjson, one JSON object per line (got ${type || 'no Content-Type'}).`
+      )
     }
     const dryRun = query.dryRun === true
     const firstLine = query.firstLine ?? 1
@@ -58,15 +62,30 @@ export class BulkService {
       const slot = await this.o.limiter.acquire(`bulk:${principal.tenantId}`, limit, leaseMs)
       if (!slot.lease) {
         const retryAfter = 5
-        throw new ApiError('rate-limited', 'bulk.too_many_concurrent', `This tenant already runs ${slot.active} bulk calls, its limit of ${limit} at once. Retry when one has finished.`, { limit }, { 'Retry-After': String(retryAfter) })
+        throw new ApiError(
+          'rate-limited',
+          'bulk.too_many_concurrent',
+          `This tenant already runs ${slot.active} bulk calls, its limit of ${limit} at once. Retry when one has finished.`,
+          { limit },
+          { 'Retry-After': String(retryAfter) }
+        )
       }
       lease = slot.lease
     }
     try {
       const header = params.idempotencyKey
       // A dry run writes nothing, so there is nothing to make idempotent.
-      const key: BulkKey | undefined = header !== undefined && !dryRun ? { tenantId: principal.tenantId, credentialId: principal.credentialId, key: header } : undefined
-      if (key) await claimBulkKey(this.o.pool, key, { moduleKey: module.definition.key, firstLine }, { retentionHours: this.o.retentionHours, inFlightTimeoutSeconds: this.o.inFlightTimeoutSeconds })
+      const key: BulkKey | undefined =
+        header !== undefined && !dryRun
+          ? { tenantId: principal.tenantId, credentialId: principal.credentialId, key: header }
+          : undefined
+      if (key)
+        await claimBulkKey(
+          this.o.pool,
+          key,
+          { moduleKey: module.definition.key, firstLine },
+          { retentionHours: this.o.retentionHours, inFlightTimeoutSeconds: this.o.inFlightTimeoutSeconds }
+        )
       let lines
       try {
         lines = await refuseLostNewlines(splitLines(input, this.o.maxLineBytes))

@@ -17,7 +17,6 @@ export interface BulkKey {
   key: string
 }
 
-
 /**
  * What a key is bound to: the module, and the number of the body's first line, since
  * stored outcomes are kept under the file's line numbers (a key reused with another
@@ -25,10 +24,17 @@ export interface BulkKey {
  * the fingerprint of calls made before `firstLine` existed.
  */
 export function bulkFingerprint(call: { moduleKey: string; firstLine: number }): string {
-  return createHash('sha256').update(`bulk\u0000${call.moduleKey}${call.firstLine === 1 ? '' : `\u0000${call.firstLine}`}`).digest('hex')
+  return createHash('sha256')
+    .update(`bulk\u0000${call.moduleKey}${call.firstLine === 1 ? '' : `\u0000${call.firstLine}`}`)
+    .digest('hex')
 }
 
-export async function claimBulkKey(pool: pg.Pool, id: BulkKey, call: { moduleKey: string; firstLine: number }, o: { retentionHours: number; inFlightTimeoutSeconds: number }) {
+export async function claimBulkKey(
+  pool: pg.Pool,
+  id: BulkKey,
+  call: { moduleKey: string; firstLine: number },
+  o: { retentionHours: number; inFlightTimeoutSeconds: number }
+) {
   assertIdempotencyKey(id.key)
   const fingerprint = bulkFingerprint(call)
   const ids = [id.tenantId, id.credentialId, id.key]
@@ -41,7 +47,8 @@ export async function claimBulkKey(pool: pg.Pool, id: BulkKey, call: { moduleKey
       )
       const stored = rows[0]
       // An expired key starts afresh: its old outcomes go with it (ON DELETE CASCADE).
-      if (stored?.expired) await client.query('DELETE FROM idempotency_keys WHERE tenant_id = $1 AND credential_id = $2 AND key = $3', ids)
+      if (stored?.expired)
+        await client.query('DELETE FROM idempotency_keys WHERE tenant_id = $1 AND credential_id = $2 AND key = $3', ids)
       if (!stored || stored.expired) {
         await client.query(
           `INSERT INTO idempotency_keys (tenant_id, credential_id, key, fingerprint, state, locked_until, expires_at)
@@ -51,26 +58,39 @@ export async function claimBulkKey(pool: pg.Pool, id: BulkKey, call: { moduleKey
         return
       }
       if (stored.fingerprint !== fingerprint) {
-        throw problems.unprocessable('idempotency.key_reused', 'This Idempotency-Key was already used with a different request (another module or firstLine). Use a new key for a new bulk call.')
+        throw problems.unprocessable(
+          'idempotency.key_reused',
+          'This Idempotency-Key was already used with a different request (another module or firstLine). Use a new key for a new bulk call.'
+        )
       }
       if (stored.state === 'in_flight' && stored.locked) {
-        throw problems.conflict('idempotency.in_flight', 'A bulk call with this Idempotency-Key is still running; retry after it ends.')
+        throw problems.conflict(
+          'idempotency.in_flight',
+          'A bulk call with this Idempotency-Key is still running; retry after it ends.'
+        )
       }
-      await client.query(`UPDATE idempotency_keys SET state = 'in_flight', locked_until = now() + make_interval(secs => $4) WHERE tenant_id = $1 AND credential_id = $2 AND key = $3`, [
-        ...ids,
-        o.inFlightTimeoutSeconds
-      ])
+      await client.query(
+        `UPDATE idempotency_keys SET state = 'in_flight', locked_until = now() + make_interval(secs => $4) WHERE tenant_id = $1 AND credential_id = $2 AND key = $3`,
+        [...ids, o.inFlightTimeoutSeconds]
+      )
     })
   } catch (err) {
     // Two first calls at once: the loser sees the winner's row.
-    if ((err as { code?: string }).code === '23505') throw problems.conflict('idempotency.in_flight', 'A bulk call with this Idempotency-Key is still running; retry after it ends.')
+    if ((err as { code?: string }).code === '23505')
+      throw problems.conflict(
+        'idempotency.in_flight',
+        'A bulk call with this Idempotency-Key is still running; retry after it ends.'
+      )
     throw err
   }
 }
 
 /** Keeps the claim while the call runs (each batch renews it). */
 export async function renewBulkKey(db: pg.PoolClient, id: BulkKey, seconds: number) {
-  await db.query('UPDATE idempotency_keys SET locked_until = now() + make_interval(secs => $4) WHERE tenant_id = $1 AND credential_id = $2 AND key = $3', [id.tenantId, id.credentialId, id.key, seconds])
+  await db.query(
+    'UPDATE idempotency_keys SET locked_until = now() + make_interval(secs => $4) WHERE tenant_id = $1 AND credential_id = $2 AND key = $3',
+    [id.tenantId, id.credentialId, id.key, seconds]
+  )
 }
 
 /** Ends the claim: `done` with the summary when the whole body was read, otherwise released for a retry to continue. */

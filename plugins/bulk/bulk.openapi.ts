@@ -1,5 +1,14 @@
 import { describeModule } from '../../core/modules/derive/openapi.ts'
-import { moduleKeySchema, operation, pathParam, queryParam, type DocContext, type Fragment, type Json, type JsonSchema } from '../../core/openapi/builder.ts'
+import {
+  moduleKeySchema,
+  operation,
+  pathParam,
+  queryParam,
+  type DocContext,
+  type Fragment,
+  type Json,
+  type JsonSchema
+} from '../../core/openapi/builder.ts'
 import { externalRefSchema } from '../records/records.shared.ts'
 import { bulkLineSchema, bulkOutcomeLineSchema, bulkOutcomeParts, maxFirstLine } from './bulk.schema.ts'
 import { idempotencyKeySchema } from '../../core/http/idempotency-key.ts'
@@ -26,7 +35,14 @@ export function describeBulk(ctx: DocContext): Fragment {
         line: ctx.ref(bulkLineSchema),
         // A whole incident (the bundled module) with nothing that must exist first.
         example: {
-          payload: { title: 'Slip in canteen', description: 'Slipped on a wet floor by the counter; no injury.', occurredAt: '2026-11-20T08:30:00Z', site: 'Leeds DC', category: 'near-miss', severity: 'low' },
+          payload: {
+            title: 'Slip in canteen',
+            description: 'Slipped on a wet floor by the counter; no injury.',
+            occurredAt: '2026-11-20T08:30:00Z',
+            site: 'Leeds DC',
+            category: 'near-miss',
+            severity: 'low'
+          },
           externalRef: 'EXAMPLE-REF-0001'
         },
         // A module the tenant has not installed.
@@ -46,7 +62,8 @@ export function describeBulk(ctx: DocContext): Fragment {
           properties: {
             payload: {
               anyOf: [r.payload, r.payloadPatch],
-              description: 'The record payload, as `POST /api/v1/records` takes it; when `externalRef` matches a live record, a JSON merge patch of its payload (the result is validated whole).'
+              description:
+                'The record payload, as `POST /api/v1/records` takes it; when `externalRef` matches a live record, a JSON merge patch of its payload (the result is validated whole).'
             },
             externalRef
           },
@@ -60,7 +77,9 @@ export function describeBulk(ctx: DocContext): Fragment {
           summary: `Load many ${m.definition.title} records from NDJSON`,
           line,
           example: { payload: r.example, externalRef: 'EXAMPLE-REF-0001' },
-          exampleNote: r.needs.length ? ` The example's ${r.needs.map((f) => `\`${f}\``).join(', ')} must be replaced by the id of a live record of this tenant.` : '',
+          exampleNote: r.needs.length
+            ? ` The example's ${r.needs.map((f) => `\`${f}\``).join(', ')} must be replaced by the id of a live record of this tenant.`
+            : '',
           problems: []
         })
       }
@@ -70,7 +89,8 @@ export function describeBulk(ctx: DocContext): Fragment {
     tags: [
       {
         name: tag,
-        description: 'Loading many records of one module in one streamed NDJSON call, with per-row outcomes, upserts by `externalRef`, dry runs and resumable retries.'
+        description:
+          'Loading many records of one module in one streamed NDJSON call, with per-row outcomes, upserts by `externalRef`, dry runs and resumable retries.'
       }
     ],
     paths
@@ -78,7 +98,18 @@ export function describeBulk(ctx: DocContext): Fragment {
 }
 
 /** The bulk operation of one path: the request line schema and example differ per module, the rest is the same. */
-function bulkOperation(ctx: DocContext, outcome: JsonSchema, o: { operationId: string; summary: string; line: JsonSchema; example: Record<string, unknown>; exampleNote?: string; problems: number[] }): Json {
+function bulkOperation(
+  ctx: DocContext,
+  outcome: JsonSchema,
+  o: {
+    operationId: string
+    summary: string
+    line: JsonSchema
+    example: Record<string, unknown>
+    exampleNote?: string
+    problems: number[]
+  }
+): Json {
   const { config } = ctx
   const limits = { ...config.limits, ...(ctx.tenant ? config.tenants[ctx.tenant.id]?.limits : undefined) }
   const op = operation({
@@ -93,7 +124,11 @@ function bulkOperation(ctx: DocContext, outcome: JsonSchema, o: { operationId: s
     ].join('\n\n'),
     scope: 'bulk:write',
     parameters: [
-      queryParam('dryRun', 'Check every row (numbering and writes included, in a transaction rolled back) and report `valid` or the error each would get; nothing is kept. A dry run ignores `Idempotency-Key`.', { type: 'boolean', default: false }),
+      queryParam(
+        'dryRun',
+        'Check every row (numbering and writes included, in a transaction rolled back) and report `valid` or the error each would get; nothing is kept. A dry run ignores `Idempotency-Key`.',
+        { type: 'boolean', default: false }
+      ),
       queryParam(
         'firstLine',
         `The number of the body's first line in the client's file, so that each outcome's \`line\` (and \`resumeAtLine\`) maps back to the file when it is sent in parts: the second half of a 20,000-line file is sent with \`firstLine=10001\`. Decimal digits, 1 to ${maxFirstLine}; anything else is 400 \`field.invalid\` naming \`firstLine\`. Dry runs number the same way; an \`Idempotency-Key\` is bound to it (another \`firstLine\` with the same key: 422 \`idempotency.key_reused\`).`,
@@ -109,14 +144,27 @@ function bulkOperation(ctx: DocContext, outcome: JsonSchema, o: { operationId: s
         schema: { ...idempotencyKeySchema }
       }
     ],
-    body: { schema: o.line, contentType: ndjson, description: `NDJSON: one JSON object per line. The schema is that of one line.${o.exampleNote ?? ''}`, example: o.example },
+    body: {
+      schema: o.line,
+      contentType: ndjson,
+      description: `NDJSON: one JSON object per line. The schema is that of one line.${o.exampleNote ?? ''}`,
+      example: o.example
+    },
     responses: {
       200: {
-        description: 'NDJSON: one outcome line per row, in input order, then the summary line. The schema is that of ONE line.',
+        description:
+          'NDJSON: one outcome line per row, in input order, then the summary line. The schema is that of ONE line.',
         schema: outcome,
         contentType: ndjson,
         headers: ['Cache-Control'],
-        example: { line: 1, externalRef: 'EXAMPLE-REF-0001', status: 'created', id: '5b0f3c1e-7a2d-4e8f-9b1c-2d3e4f5a6b7c', number: 'INC-2026-00042', version: 1 }
+        example: {
+          line: 1,
+          externalRef: 'EXAMPLE-REF-0001',
+          status: 'created',
+          id: '5b0f3c1e-7a2d-4e8f-9b1c-2d3e4f5a6b7c',
+          number: 'INC-2026-00042',
+          version: 1
+        }
       }
     },
     problems: [...o.problems, 409, 415, 422]

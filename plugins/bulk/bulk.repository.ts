@@ -6,7 +6,13 @@ import { createdEvent, recordColumns, type RecordRow } from '../records/records.
 /** SQL of bulk loading: whole batches per statement, never a statement per row. */
 
 /** Reserves `count` numbers of a counter; returns the first. Inside a transaction the counter row stays locked until it ends. */
-export async function reserveNumbers(client: pg.Pool | pg.PoolClient, tenantId: string, moduleKey: string, scope: string, count: number): Promise<number> {
+export async function reserveNumbers(
+  client: pg.Pool | pg.PoolClient,
+  tenantId: string,
+  moduleKey: string,
+  scope: string,
+  count: number
+): Promise<number> {
   const { rows } = await client.query({
     name: 'bulk-reserve-numbers',
     text: `INSERT INTO record_sequences (tenant_id, module_key, scope, value) VALUES ($1, $2, $3, $4)
@@ -51,7 +57,12 @@ export async function lockExternalRefs(client: pg.PoolClient, tenantId: string, 
 }
 
 /** Live records of the module with these external references, locked for update. */
-export async function lockByExternalRefs(client: pg.PoolClient, tenantId: string, moduleKey: string, refs: string[]): Promise<RecordRow[]> {
+export async function lockByExternalRefs(
+  client: pg.PoolClient,
+  tenantId: string,
+  moduleKey: string,
+  refs: string[]
+): Promise<RecordRow[]> {
   const { rows } = await client.query({
     name: 'bulk-lock-by-refs',
     text: `SELECT ${recordColumns} FROM records r
@@ -68,7 +79,11 @@ export interface StoredOutcome {
   outcome: unknown
 }
 
-export async function storedOutcomes(db: pg.Pool | pg.PoolClient, key: { tenantId: string; credentialId: string; key: string }, lines: number[]): Promise<Map<number, { hash: Buffer; outcome: any }>> {
+export async function storedOutcomes(
+  db: pg.Pool | pg.PoolClient,
+  key: { tenantId: string; credentialId: string; key: string },
+  lines: number[]
+): Promise<Map<number, { hash: Buffer; outcome: any }>> {
   const { rows } = await db.query({
     name: 'bulk-stored-outcomes',
     text: 'SELECT line, line_hash, outcome FROM bulk_outcomes WHERE tenant_id = $1 AND credential_id = $2 AND key = $3 AND line = ANY($4::int[])',
@@ -78,12 +93,21 @@ export async function storedOutcomes(db: pg.Pool | pg.PoolClient, key: { tenantI
 }
 
 /** Keeps a batch's outcomes with its Idempotency-Key, in the batch's own transaction. */
-export async function storeOutcomes(client: pg.PoolClient, key: { tenantId: string; credentialId: string; key: string }, outcomes: StoredOutcome[]) {
+export async function storeOutcomes(
+  client: pg.PoolClient,
+  key: { tenantId: string; credentialId: string; key: string },
+  outcomes: StoredOutcome[]
+) {
   if (!outcomes.length) return
   await client.query({
     name: 'bulk-store-outcomes',
     text: `INSERT INTO bulk_outcomes (tenant_id, credential_id, key, line, line_hash, outcome)
            SELECT $1, $2, $3, t.line, decode(t.hash, 'hex'), t.outcome FROM json_to_recordset($4::json) AS t(line int, hash text, outcome json)`,
-    values: [key.tenantId, key.credentialId, key.key, JSON.stringify(outcomes.map((o) => ({ line: o.line, hash: o.lineHash.toString('hex'), outcome: o.outcome })))]
+    values: [
+      key.tenantId,
+      key.credentialId,
+      key.key,
+      JSON.stringify(outcomes.map((o) => ({ line: o.line, hash: o.lineHash.toString('hex'), outcome: o.outcome })))
+    ]
   })
 }

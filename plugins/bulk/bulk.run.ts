@@ -15,7 +15,16 @@ import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { jsonDataProblems, textProblem } from '../../core/json-data.ts'
 import { jsonTextProblem } from '../../core/json-text.ts'
 import { validationError, validationProblems } from '../../core/validation.ts'
-import { canonicalExternalRef, createRules, isExternalRefClash, referenceProblems, updateRecord, updateRules, type FieldChange, type RecordRow } from '../records/records.shared.ts'
+import {
+  canonicalExternalRef,
+  createRules,
+  isExternalRefClash,
+  referenceProblems,
+  updateRecord,
+  updateRules,
+  type FieldChange,
+  type RecordRow
+} from '../records/records.shared.ts'
 import { endBulkKey, lineHash, renewBulkKey, type BulkKey } from './bulk.idempotency.ts'
 import { holdsSeveralObjects, newlinesMissingDetail, type RawLine } from './bulk.lines.ts'
 import * as repo from './bulk.repository.ts'
@@ -56,11 +65,16 @@ interface Row {
 }
 
 /** The iterator's next line, or undefined if `signal` aborts first (an upload that stalls does not hold up a drain). */
-async function nextUnlessAborted<T>(it: AsyncIterator<T>, signal: AbortSignal | undefined): Promise<IteratorResult<T> | undefined> {
+async function nextUnlessAborted<T>(
+  it: AsyncIterator<T>,
+  signal: AbortSignal | undefined
+): Promise<IteratorResult<T> | undefined> {
   if (!signal) return it.next()
   if (signal.aborted) return undefined
   let onAbort!: () => void
-  const aborted = new Promise<undefined>((resolve) => signal.addEventListener('abort', (onAbort = () => resolve(undefined)), { once: true }))
+  const aborted = new Promise<undefined>((resolve) =>
+    signal.addEventListener('abort', (onAbort = () => resolve(undefined)), { once: true })
+  )
   // Left behind when the drain wins: its failure (the upload cut) must not go unhandled.
   const pending = it.next()
   pending.catch(() => undefined)
@@ -167,7 +181,15 @@ export class BulkRun {
     const summary = { summary: this.tally.summary(this.dryRun, complete) }
     complete = summary.summary.complete
     if (this.failure) {
-      const problem = this.failure instanceof ApiError ? rowProblem(this.failure) : { status: 500, code: 'internal.error', detail: 'The service failed while loading: rows reported created or updated above are stored; the rest, and lines without an outcome, were not loaded. Retry with the same Idempotency-Key to continue.' }
+      const problem =
+        this.failure instanceof ApiError
+          ? rowProblem(this.failure)
+          : {
+              status: 500,
+              code: 'internal.error',
+              detail:
+                'The service failed while loading: rows reported created or updated above are stored; the rest, and lines without an outcome, were not loaded. Retry with the same Idempotency-Key to continue.'
+            }
       await this.emit([{ problem }])
     } else if (this.drained) {
       const resume = summary.summary.resumeAtLine ?? this.firstLine
@@ -175,7 +197,10 @@ export class BulkRun {
       await this.emit([{ problem: rowProblem(problems.unavailable('service.shutting_down', detail)) }])
     }
     await this.emit([summary])
-    if (this.key) await endBulkKey(this.o.pool, this.key, complete ? summary : undefined).catch((err) => logger.warn('could not end bulk key', { error: err.message }))
+    if (this.key)
+      await endBulkKey(this.o.pool, this.key, complete ? summary : undefined).catch((err) =>
+        logger.warn('could not end bulk key', { error: err.message })
+      )
     await this.lease?.release().catch(() => undefined)
     // The rows count against the rate limit once the call is over (the HTTP layer settled before the stream ended).
     await this.budget.settleRate().catch(() => undefined)
@@ -191,29 +216,70 @@ export class BulkRun {
     if (rowNumber > this.o.maxRows) {
       this.firstRefusedLine ??= line
       const resume = this.firstRefusedLine
-      return { line, outcome: errorOutcome({ line }, { status: 413, code: 'bulk.row_limit', detail: `A bulk call takes at most ${this.o.maxRows} rows; this is row ${rowNumber}. It was not attempted: send the lines from ${resume} on in another call, with ?firstLine=${resume} to keep these line numbers.` }) }
+      return {
+        line,
+        outcome: errorOutcome(
+          { line },
+          {
+            status: 413,
+            code: 'bulk.row_limit',
+            detail: `A bulk call takes at most ${this.o.maxRows} rows; this is row ${rowNumber}. It was not attempted: send the lines from ${resume} on in another call, with ?firstLine=${resume} to keep these line numbers.`
+          }
+        )
+      }
     }
     // Each row is work of the call's budget (core/limits/budget.ts), which also counts the call against the rate limit by its rows.
     if (!this.budget.fits(rowUnits)) {
       this.firstRefusedLine ??= line
       const resume = this.firstRefusedLine
-      return { line, outcome: errorOutcome({ line }, { status: 422, code: 'request.too_costly', detail: `This call has done the work one request may (${this.budget.limit} units, ${rowUnits} a row). Row ${rowNumber} was not attempted: send the lines from ${resume} on in another call, with ?firstLine=${resume} to keep these line numbers.` }) }
+      return {
+        line,
+        outcome: errorOutcome(
+          { line },
+          {
+            status: 422,
+            code: 'request.too_costly',
+            detail: `This call has done the work one request may (${this.budget.limit} units, ${rowUnits} a row). Row ${rowNumber} was not attempted: send the lines from ${resume} on in another call, with ?firstLine=${resume} to keep these line numbers.`
+          }
+        )
+      }
     }
     this.budget.charge(rowUnits, 'bulk rows')
     if (raw.tooLong) {
       if (holdsSeveralObjects(raw.head!)) return { line, outcome: errorOutcome({ line }, newlinesMissing()) }
-      return { line, outcome: errorOutcome({ line }, { status: 413, code: 'row.too_large', detail: `The line is longer than ${this.o.maxLineBytes} bytes.` }) }
+      return {
+        line,
+        outcome: errorOutcome(
+          { line },
+          { status: 413, code: 'row.too_large', detail: `The line is longer than ${this.o.maxLineBytes} bytes.` }
+        )
+      }
     }
     const text = raw.bytes!.toString('utf8')
     // Several objects on one line are never JSON: looked for only once the line is refused, so good rows pay nothing.
     const shape = jsonTextProblem(text)
-    if (shape) return { line, hash, outcome: errorOutcome({ line }, holdsSeveralObjects(raw.bytes!) ? newlinesMissing() : rowProblem(validationError([shape]))) }
+    if (shape)
+      return {
+        line,
+        hash,
+        outcome: errorOutcome(
+          { line },
+          holdsSeveralObjects(raw.bytes!) ? newlinesMissing() : rowProblem(validationError([shape]))
+        )
+      }
     let value: unknown
     try {
       value = JSON.parse(text)
     } catch (err) {
       if (holdsSeveralObjects(raw.bytes!)) return { line, hash, outcome: errorOutcome({ line }, newlinesMissing()) }
-      return { line, hash, outcome: errorOutcome({ line }, { status: 400, code: 'row.malformed_json', detail: `The line is not valid JSON: ${(err as Error).message}` }) }
+      return {
+        line,
+        hash,
+        outcome: errorOutcome(
+          { line },
+          { status: 400, code: 'row.malformed_json', detail: `The line is not valid JSON: ${(err as Error).message}` }
+        )
+      }
     }
     const given = (value as { externalRef?: unknown })?.externalRef
     // The outcome echoes the reference only when it is text that can be echoed.
@@ -221,7 +287,13 @@ export class BulkRun {
     // What no row may hold (NUL, lone surrogates, 1e400, reserved keys, deep nesting) fails that row alone, here, before the database could refuse its batch.
     const refused = jsonDataProblems(value)
     const found = refused.length ? { list: refused, more: false } : validationProblems(bulkLineValidator, value)
-    if (found) return { line, hash, externalRef: ref, outcome: errorOutcome({ line, externalRef: ref }, rowProblem(validationError(found.list, found.more))) }
+    if (found)
+      return {
+        line,
+        hash,
+        externalRef: ref,
+        outcome: errorOutcome({ line, externalRef: ref }, rowProblem(validationError(found.list, found.more)))
+      }
     const v = value as { payload: Record<string, unknown>; externalRef?: string }
     let externalRef: string | undefined
     try {
@@ -268,7 +340,13 @@ export class BulkRun {
     })
     this.prepared = ready.catch(() => undefined)
     const written = ready.then((numbered) =>
-      this.failure ? undefined : span('bulk.batch', { 'bulk.rows': rows.length, 'bulk.creates_only': createsOnly, 'bulk.dry_run': this.dryRun }, () => (numbered ? this.writeCreates(rows, numbered) : this.write(rows)))
+      this.failure
+        ? undefined
+        : span(
+            'bulk.batch',
+            { 'bulk.rows': rows.length, 'bulk.creates_only': createsOnly, 'bulk.dry_run': this.dryRun },
+            () => (numbered ? this.writeCreates(rows, numbered) : this.write(rows))
+          )
     )
     this.written = Promise.all([earlierWrites, written.catch(() => undefined)])
     this.chain = this.chain.then(async () => {
@@ -290,7 +368,12 @@ export class BulkRun {
 
   /** The outcome of a row whose batch failed in the database: its own earlier verdict if it had one (a replay, a row error), else not loaded. */
   private failedRow(r: Row): Outcome {
-    if (r.outcome && ((r.outcome as { replayed?: true }).replayed || (r.outcome.status === 'error' && r.outcome.problem.code !== 'bulk.not_loaded'))) return r.outcome
+    if (
+      r.outcome &&
+      ((r.outcome as { replayed?: true }).replayed ||
+        (r.outcome.status === 'error' && r.outcome.problem.code !== 'bulk.not_loaded'))
+    )
+      return r.outcome
     return errorOutcome(r, notLoaded('The batch holding this row failed in the database and was rolled back.'))
   }
 
@@ -308,19 +391,29 @@ export class BulkRun {
   /** Outcomes of this batch that belong in the store for its Idempotency-Key (not replays, not refused changed lines). */
   private toStore(rows: Row[]) {
     return rows
-      .filter((r) => r.hash && !(r.outcome as { replayed?: true }).replayed && !(r.outcome?.status === 'error' && r.outcome.problem.code === 'idempotency.line_changed'))
+      .filter(
+        (r) =>
+          r.hash &&
+          !(r.outcome as { replayed?: true }).replayed &&
+          !(r.outcome?.status === 'error' && r.outcome.problem.code === 'idempotency.line_changed')
+      )
       .map((r) => ({ line: r.line, lineHash: r.hash!, outcome: r.outcome }))
   }
 
   /** Checks, writes and returns the outcomes of one batch, in input order, all in one transaction. */
   private async write(rows: Row[]): Promise<Outcome[]> {
     await this.rowByRowOnRefusal(rows, (isolate) =>
-      transaction(this.o.pool, async (client) => {
-        const refs = rows.filter((r) => !r.outcome && r.externalRef !== undefined)
-        // Rows are applied in order; a reference repeated within the batch waits for its first row.
-        for (const segment of segments(rows.filter((r) => !r.outcome))) await this.apply(client, segment, refs.length > 0, isolate)
-        if (!this.dryRun) await this.storeBatch(client, rows)
-      }, { rollback: this.dryRun })
+      transaction(
+        this.o.pool,
+        async (client) => {
+          const refs = rows.filter((r) => !r.outcome && r.externalRef !== undefined)
+          // Rows are applied in order; a reference repeated within the batch waits for its first row.
+          for (const segment of segments(rows.filter((r) => !r.outcome)))
+            await this.apply(client, segment, refs.length > 0, isolate)
+          if (!this.dryRun) await this.storeBatch(client, rows)
+        },
+        { rollback: this.dryRun }
+      )
     )
     await this.lease?.extend(leaseMs).catch(() => undefined)
     return rows.map((r) => this.count(r.outcome!))
@@ -344,7 +437,10 @@ export class BulkRun {
       await run(false)
     } catch (err) {
       if (!refusesRow(err)) throw err
-      logger.warn('the database refused a bulk row; its batch is written row by row', { sqlState: (err as { code?: string }).code, error: (err as Error).message })
+      logger.warn('the database refused a bulk row; its batch is written row by row', {
+        sqlState: (err as { code?: string }).code,
+        error: (err as Error).message
+      })
       rows.forEach((r, i) => (r.outcome = before[i]))
       await run(true)
     }
@@ -377,7 +473,13 @@ export class BulkRun {
       if ('problem' in row.asNew!) row.outcome = errorOutcome(row, row.asNew.problem)
       else candidates.push(row)
     }
-    const refProblems = await referenceProblems(this.o.pool, this.o.tenants, principal.tenantId, module, candidates.map((r) => ({ payload: r.payload! })))
+    const refProblems = await referenceProblems(
+      this.o.pool,
+      this.o.tenants,
+      principal.tenantId,
+      module,
+      candidates.map((r) => ({ payload: r.payload! }))
+    )
     const ok = candidates.filter((row, i) => {
       if (!refProblems[i].length) return true
       row.outcome = errorOutcome(row, rowProblem(validationError(refProblems[i])))
@@ -385,7 +487,13 @@ export class BulkRun {
     })
     if (!ok.length) return []
     const parts = module.numberPattern.render(new Date())
-    const first = await repo.reserveNumbers(this.o.pool, principal.tenantId, module.definition.key, `${parts.prefix}{seq}${parts.suffix}`, ok.length)
+    const first = await repo.reserveNumbers(
+      this.o.pool,
+      principal.tenantId,
+      module.definition.key,
+      `${parts.prefix}{seq}${parts.suffix}`,
+      ok.length
+    )
     return ok.map((row, i) => ({ row, number: formatNumber(parts, first + i) }))
   }
 
@@ -429,12 +537,21 @@ export class BulkRun {
   /** Rows sent before under this key and number are answered from the store, not written again. */
   private async replay(rows: Row[]) {
     if (!this.key || this.dryRun) return
-    const stored = await repo.storedOutcomes(this.o.pool, this.key, rows.map((r) => r.line))
+    const stored = await repo.storedOutcomes(
+      this.o.pool,
+      this.key,
+      rows.map((r) => r.line)
+    )
     for (const r of rows) {
       const s = stored.get(r.line)
       if (!s) continue
       if (r.hash && s.hash.equals(r.hash)) r.outcome = { ...s.outcome, replayed: true }
-      else r.outcome = errorOutcome(r, { status: 422, code: 'idempotency.line_changed', detail: `Line ${r.line} differs from the line ${r.line} first sent with this Idempotency-Key; it was not loaded. Use a new key for new data.` })
+      else
+        r.outcome = errorOutcome(r, {
+          status: 422,
+          code: 'idempotency.line_changed',
+          detail: `Line ${r.line} differs from the line ${r.line} first sent with this Idempotency-Key; it was not loaded. Use a new key for new data.`
+        })
     }
   }
 
@@ -446,7 +563,9 @@ export class BulkRun {
     if (upserts) {
       await repo.lockExternalRefs(client, principal.tenantId, key)
       const refs = rows.filter((r) => r.externalRef !== undefined).map((r) => r.externalRef!)
-      if (refs.length) for (const rec of await repo.lockByExternalRefs(client, principal.tenantId, key, refs)) existing.set(rec.external_ref!, rec)
+      if (refs.length)
+        for (const rec of await repo.lockByExternalRefs(client, principal.tenantId, key, refs))
+          existing.set(rec.external_ref!, rec)
     }
     const rule = rowRule(principal, module)
     type Plan = { row: Row; payload: Record<string, unknown>; current?: RecordRow; changes?: FieldChange[] }
@@ -460,7 +579,10 @@ export class BulkRun {
           continue
         }
         if (rule?.test(current) === false) {
-          throw problems.conflict('record.external_ref_taken', `A live ${key} record has externalRef "${row.externalRef}", and this credential may not change it.`)
+          throw problems.conflict(
+            'record.external_ref_taken',
+            `A live ${key} record has externalRef "${row.externalRef}", and this credential may not change it.`
+          )
         }
         const { payload, changes } = updateRules(principal, module, current.payload, row.payload!)
         plans.push({ row, payload, current, changes })
@@ -468,7 +590,13 @@ export class BulkRun {
         row.outcome = errorOutcome(row, err instanceof Error ? rowProblem(err) : (err as BulkRowProblem))
       }
     }
-    const refProblems = await referenceProblems(client, this.o.tenants, principal.tenantId, module, plans.map((p) => ({ payload: p.payload, changed: p.changes && new Set(p.changes.map((c) => c.field)) })))
+    const refProblems = await referenceProblems(
+      client,
+      this.o.tenants,
+      principal.tenantId,
+      module,
+      plans.map((p) => ({ payload: p.payload, changed: p.changes && new Set(p.changes.map((c) => c.field)) }))
+    )
     const ok = plans.filter((p, i) => {
       if (!refProblems[i].length) return true
       p.row.outcome = errorOutcome(p.row, rowProblem(validationError(refProblems[i])))
@@ -479,8 +607,23 @@ export class BulkRun {
       const current = p.current!
       const changes = p.changes!
       const update = async () => {
-        if (changes.length) await updateRecord(client, { tenantId: principal.tenantId, id: current.id, payload: p.payload, state: current.state, actor: principal.actor, action: 'updated', changes })
-        p.row.outcome = this.done(p.row, changes.length ? 'updated' : 'unchanged', current.id, current.number, current.version + (changes.length ? 1 : 0))
+        if (changes.length)
+          await updateRecord(client, {
+            tenantId: principal.tenantId,
+            id: current.id,
+            payload: p.payload,
+            state: current.state,
+            actor: principal.actor,
+            action: 'updated',
+            changes
+          })
+        p.row.outcome = this.done(
+          p.row,
+          changes.length ? 'updated' : 'unchanged',
+          current.id,
+          current.number,
+          current.version + (changes.length ? 1 : 0)
+        )
       }
       await (isolate ? this.isolated(client, p.row, update) : update())
     }
@@ -488,16 +631,34 @@ export class BulkRun {
     const creates = ok.filter((p) => !p.current)
     if (!creates.length) return
     const parts = module.numberPattern.render(new Date())
-    const first = await repo.reserveNumbers(client, principal.tenantId, key, `${parts.prefix}{seq}${parts.suffix}`, creates.length)
+    const first = await repo.reserveNumbers(
+      client,
+      principal.tenantId,
+      key,
+      `${parts.prefix}{seq}${parts.suffix}`,
+      creates.length
+    )
     const numbered = creates.map((p, i) => ({ row: p.row, number: formatNumber(parts, first + i) }))
     if (!isolate) return this.insert(client, numbered)
     // A refused row leaves a gap in the numbers, as a failed batch does.
     for (const one of numbered) await this.isolated(client, one.row, () => this.insert(client, [one]))
   }
 
-  private done(row: Row, status: 'created' | 'updated' | 'unchanged', id: string, number: string, version: number): Outcome {
+  private done(
+    row: Row,
+    status: 'created' | 'updated' | 'unchanged',
+    id: string,
+    number: string,
+    version: number
+  ): Outcome {
     const ref = row.externalRef !== undefined ? { externalRef: row.externalRef } : {}
-    if (this.dryRun) return { line: row.line, ...ref, status: 'valid', action: status === 'created' ? 'create' : status === 'updated' ? 'update' : 'none' }
+    if (this.dryRun)
+      return {
+        line: row.line,
+        ...ref,
+        status: 'valid',
+        action: status === 'created' ? 'create' : status === 'updated' ? 'update' : 'none'
+      }
     return { line: row.line, ...ref, status, id, number, version }
   }
 }
@@ -511,17 +672,37 @@ function refusesRow(err: unknown): boolean {
 function refusedProblem(err: unknown, moduleKey: string, externalRef: string | undefined): BulkRowProblem {
   const sqlState = String((err as { code?: unknown }).code)
   if (isExternalRefClash(err)) {
-    return { status: 409, code: 'record.external_ref_taken', detail: `A live ${moduleKey} record with externalRef "${externalRef}" was created by another call meanwhile; send the row again to update it.` }
+    return {
+      status: 409,
+      code: 'record.external_ref_taken',
+      detail: `A live ${moduleKey} record with externalRef "${externalRef}" was created by another call meanwhile; send the row again to update it.`
+    }
   }
   // Another unique key (a record number) clashing is the service's fault, not the row's.
-  if (sqlState === '23505') return notLoaded('The row clashed with a record written at the same time and was rolled back; the other rows are unaffected.')
-  return { status: 422, code: 'row.refused', detail: `The database refused this row (SQLSTATE ${sqlState}); it was not loaded. The other rows are unaffected. Quote the call's X-Trace-Id when reporting it.`, sqlState }
+  if (sqlState === '23505')
+    return notLoaded(
+      'The row clashed with a record written at the same time and was rolled back; the other rows are unaffected.'
+    )
+  return {
+    status: 422,
+    code: 'row.refused',
+    detail: `The database refused this row (SQLSTATE ${sqlState}); it was not loaded. The other rows are unaffected. Quote the call's X-Trace-Id when reporting it.`,
+    sqlState
+  }
 }
 
 /** A row holding several objects: the body lost its newlines (the whole call is refused up front when its first row shows it: bulk.class.ts). */
-const newlinesMissing = () => ({ status: 400, code: 'bulk.newlines_missing', detail: newlinesMissingDetail('This line') })
+const newlinesMissing = () => ({
+  status: 400,
+  code: 'bulk.newlines_missing',
+  detail: newlinesMissingDetail('This line')
+})
 
-const notLoaded = (why: string) => ({ status: 503, code: 'bulk.not_loaded', detail: `${why} The row was not loaded: send it again (with the same Idempotency-Key, a retry continues where this call stopped).` })
+const notLoaded = (why: string) => ({
+  status: 503,
+  code: 'bulk.not_loaded',
+  detail: `${why} The row was not loaded: send it again (with the same Idempotency-Key, a retry continues where this call stopped).`
+})
 
 /** Splits rows into runs in which no external reference repeats, keeping order. */
 function segments(rows: Row[]): Row[][] {

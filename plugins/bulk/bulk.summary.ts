@@ -19,7 +19,16 @@ export function outcomeLabel(o: Outcome): (typeof bulkOutcomes)[number] {
  * every line before it has one.
  */
 export class BulkTally {
-  private readonly counts = { rows: 0, created: 0, updated: 0, unchanged: 0, valid: 0, errors: 0, replayed: 0, notAttempted: 0 }
+  private readonly counts = {
+    rows: 0,
+    created: 0,
+    updated: 0,
+    unchanged: 0,
+    valid: 0,
+    errors: 0,
+    replayed: 0,
+    notAttempted: 0
+  }
   private firstNotFinal = Infinity
   private lastLine: number
 
@@ -49,6 +58,11 @@ export class BulkTally {
   /** `readAll`: the body was read to its end and no batch failed. */
   summary(dryRun: boolean, readAll: boolean): BulkSummary {
     const complete = readAll && this.counts.notAttempted === 0
-    return { ...this.counts, dryRun, complete, ...(complete ? {} : { resumeAtLine: Math.min(this.firstNotFinal, this.lastLine + 1) }) }
+    return {
+      ...this.counts,
+      dryRun,
+      complete,
+      ...(complete ? {} : { resumeAtLine: Math.min(this.firstNotFinal, this.lastLine + 1) })
+    }
   }
 }

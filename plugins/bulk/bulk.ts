@@ -15,7 +15,14 @@ declare module '../../core/declarations.ts' {
 /** The outcome stream is NDJSON, never cached; 200 once the call is accepted (each row then has its own status). */
 const streamHeaders = async (context: HookContext, next: NextFunction) => {
   await next()
-  context.http = { status: 200, headers: { 'Content-Type': 'application/x-ndjson; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' } }
+  context.http = {
+    status: 200,
+    headers: {
+      'Content-Type': 'application/x-ndjson; charset=utf-8',
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff'
+    }
+  }
 }
 
 /** Bulk loading of a module's records from NDJSON. */
@@ -43,4 +50,9 @@ export function bulk(app: App) {
 }
 
 /** Bulk loads read their NDJSON bodies themselves, as a stream. */
-export const bulkPlugin: Plugin = { name: 'bulk', configure: bulk, streamingPaths: [bulkPathPattern], describe: describeBulk }
+export const bulkPlugin: Plugin = {
+  name: 'bulk',
+  configure: bulk,
+  streamingPaths: [bulkPathPattern],
+  describe: describeBulk
+}

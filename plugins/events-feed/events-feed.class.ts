@@ -27,7 +27,15 @@ interface FeedParams extends Params<EventsFeedQuery> {
  */
 export class EventsFeedService {
   private readonly validateQuery
-  constructor(private readonly o: { pool: pg.Pool; tenants: TenantDirectory; cursors: CursorCodec; maxLimit: number; retentionDays: number }) {
+  constructor(
+    private readonly o: {
+      pool: pg.Pool
+      tenants: TenantDirectory
+      cursors: CursorCodec
+      maxLimit: number
+      retentionDays: number
+    }
+  ) {
     this.validateQuery = eventsFeedQueryValidator(o.maxLimit)
   }
 
@@ -39,11 +47,24 @@ export class EventsFeedService {
     const types = query.types ? [...new Set(query.types.split(','))] : undefined
     const unknown = types?.filter((t) => !(t in eventKinds))
     if (unknown?.length) {
-      throw validationError([{ pointer: '/types', field: 'types', code: 'enum', detail: `has unknown event types: ${unknown.join(', ')}`, allowed: Object.keys(eventKinds) }])
+      throw validationError([
+        {
+          pointer: '/types',
+          field: 'types',
+          code: 'enum',
+          detail: `has unknown event types: ${unknown.join(', ')}`,
+          allowed: Object.keys(eventKinds)
+        }
+      ])
     }
     const modules = this.readableModules(principal, query.moduleKey)
     const admin = isAdmin(principal)
-    if (!modules.length && !admin) throw problems.forbidden('permission.denied', 'This credential may read no module of the tenant, so no event of it.', { missing: 'read' })
+    if (!modules.length && !admin)
+      throw problems.forbidden(
+        'permission.denied',
+        'This credential may read no module of the tenant, so no event of it.',
+        { missing: 'read' }
+      )
     const where = visibleEvents(principal, modules, !query.moduleKey)
     if (types) {
       where.sql = `(${where.sql}) AND e.type = ANY(?)`
@@ -55,8 +76,16 @@ export class EventsFeedService {
     let after: FeedPlace = purged ?? feedStart
     if (query.after) {
       const [txid, position] = this.o.cursors.decode(query.after, scope)
-      if (typeof txid !== 'string' || typeof position !== 'string' || !/^\d{1,20}$/.test(txid) || !/^\d{1,20}$/.test(position)) {
-        throw problems.badRequest('cursor.invalid', 'The cursor is not one this service issued for the events feed; pass back the nextCursor of the previous page.')
+      if (
+        typeof txid !== 'string' ||
+        typeof position !== 'string' ||
+        !/^\d{1,20}$/.test(txid) ||
+        !/^\d{1,20}$/.test(position)
+      ) {
+        throw problems.badRequest(
+          'cursor.invalid',
+          'The cursor is not one this service issued for the events feed; pass back the nextCursor of the previous page.'
+        )
       }
       after = { txid, position }
       if (purged && before(after, purged)) {
@@ -72,7 +101,12 @@ export class EventsFeedService {
     const last = page.length ? page[page.length - 1] : after
     const installed = this.o.tenants.get(principal.tenantId)?.modules
     return {
-      items: page.map((row) => eventEnvelope(principal.tenantId, redactEvent(principal, row.moduleKey ? installed?.get(row.moduleKey) : undefined, row))),
+      items: page.map((row) =>
+        eventEnvelope(
+          principal.tenantId,
+          redactEvent(principal, row.moduleKey ? installed?.get(row.moduleKey) : undefined, row)
+        )
+      ),
       nextCursor: this.o.cursors.encode(scope, [last.txid, last.position]),
       hasMore: rows.length > limit,
       limit

@@ -30,7 +30,14 @@ export interface FeedRow extends FeedPlace, LoggedEvent {}
  * log, leave the feed at the same age as the others), that pass `where` (the caller's rights
  * and filters); at most `limit`.
  */
-export async function readFeed(pool: pg.Pool, tenantId: string, after: FeedPlace, where: EventCondition, limit: number, retentionDays: number): Promise<FeedRow[]> {
+export async function readFeed(
+  pool: pg.Pool,
+  tenantId: string,
+  after: FeedPlace,
+  where: EventCondition,
+  limit: number,
+  retentionDays: number
+): Promise<FeedRow[]> {
   const values: unknown[] = [tenantId, after.txid, after.position, limit, retentionDays]
   const condition = bindCondition(where, values)
   const { rows } = await pool.query(
@@ -47,7 +54,10 @@ export async function readFeed(pool: pg.Pool, tenantId: string, after: FeedPlace
 
 /** The last event the retention job removed for the tenant; events before it in feed order are gone. */
 export async function purgedThrough(pool: pg.Pool, tenantId: string): Promise<FeedPlace | undefined> {
-  const { rows } = await pool.query('SELECT purged_txid::text AS txid, purged_position::text AS position FROM event_retention WHERE tenant_id = $1', [tenantId])
+  const { rows } = await pool.query(
+    'SELECT purged_txid::text AS txid, purged_position::text AS position FROM event_retention WHERE tenant_id = $1',
+    [tenantId]
+  )
   return rows[0]
 }
 

@@ -13,15 +13,33 @@ declare module '../../core/declarations.ts' {
 
 export function configureEventsFeed(app: App) {
   const { db, tenants, cursors, config } = app.get('platform')
-  app.use(eventsFeedPath, new EventsFeedService({ pool: db.pool, tenants, cursors, maxLimit: config.pagination.maxLimit, retentionDays: config.events.retentionDays }), {
-    methods: [...eventsFeedMethods]
-  })
+  app.use(
+    eventsFeedPath,
+    new EventsFeedService({
+      pool: db.pool,
+      tenants,
+      cursors,
+      maxLimit: config.pagination.maxLimit,
+      retentionDays: config.events.retentionDays
+    }),
+    {
+      methods: [...eventsFeedMethods]
+    }
+  )
 }
 
 /** The events feed (GET /api/v1/events) and the hourly events.purge job that applies `events.retentionDays`. */
 export const eventsFeedPlugin: Plugin = {
   name: 'events-feed',
   configure: configureEventsFeed,
-  jobs: (app) => [{ name: 'events.purge', every: '1 hour', run: async () => ({ removed: await purgeOldEvents(app.get('platform').db.pool, app.get('platform').config.events.retentionDays) }) }],
+  jobs: (app) => [
+    {
+      name: 'events.purge',
+      every: '1 hour',
+      run: async () => ({
+        removed: await purgeOldEvents(app.get('platform').db.pool, app.get('platform').config.events.retentionDays)
+      })
+    }
+  ],
   describe: describeEventsFeed
 }

@@ -19,7 +19,8 @@ interface ExportParams extends Params {
 }
 
 /** The file name a download is offered under, e.g. `incident-export-2026-11-22.csv`. */
-export const exportFileName = (row: repo.ExportRow) => `${row.module_key}-export-${(row.finished_at ?? row.created_at).slice(0, 10)}.${row.format}`
+export const exportFileName = (row: repo.ExportRow) =>
+  `${row.module_key}-export-${(row.finished_at ?? row.created_at).slice(0, 10)}.${row.format}`
 
 /**
  * Export jobs. `create` checks everything a render will need (rights, module, filters,
@@ -43,7 +44,11 @@ export class ExportsService {
     const hidden = hiddenFields(principal, module)
     const forbidden = (data.columns ?? []).filter((c) => hidden.has(c))
     if (forbidden.length) {
-      throw problems.forbidden('field.forbidden', `This credential may not read field "${forbidden[0]}" of module "${module.definition.key}", so it cannot be exported.`, { field: forbidden[0] })
+      throw problems.forbidden(
+        'field.forbidden',
+        `This credential may not read field "${forbidden[0]}" of module "${module.definition.key}", so it cannot be exported.`,
+        { field: forbidden[0] }
+      )
     }
     try {
       exportColumns(module, { hidden, only: data.columns })
@@ -51,7 +56,9 @@ export class ExportsService {
       throw validationError([{ pointer: '/columns', field: 'columns', code: 'enum', detail: (err as Error).message }])
     }
     // The list endpoint validates the filters (and the row rule applies) exactly as it will for the render.
-    await this.app.service(recordsPath).find({ principal, countOnly: true, query: { ...(data.filters ?? {}), moduleKey: module.definition.key } })
+    await this.app
+      .service(recordsPath)
+      .find({ principal, countOnly: true, query: { ...(data.filters ?? {}), moduleKey: module.definition.key } })
     const { pool } = this.platform.db
     // The stored Idempotency-Key response commits with the job's row, or neither does.
     const out = await transaction(pool, async (client) => {
@@ -72,7 +79,13 @@ export class ExportsService {
     // Agenda writes its job on its own connection, so only after the commit (the job must find the row).
     // Should that fail, the export is marked failed rather than left queued with no job to run it.
     await this.platform.enqueue('exports.render', { tenantId: principal.tenantId, exportId: id }).catch(async (err) => {
-      await repo.markFailed(pool, principal.tenantId, id, { status: 500, code: 'export.failed', detail: 'The export could not be queued; nothing was stored. Start a new one.' }).catch(() => undefined)
+      await repo
+        .markFailed(pool, principal.tenantId, id, {
+          status: 500,
+          code: 'export.failed',
+          detail: 'The export could not be queued; nothing was stored. Start a new one.'
+        })
+        .catch(() => undefined)
       throw err
     })
     return out
@@ -82,7 +95,8 @@ export class ExportsService {
     const principal = requirePrincipal(params, 'An exports call')
     const row = isUuid(id) ? await repo.selectExport(this.platform.db.pool, principal.tenantId, id) : undefined
     // Exports are their requester's (and the tenant admins').
-    if (!row || (row.principal.actor.id !== principal.actor.id && !isAdmin(principal))) throw problems.notFound('export.not_found', `No export ${id} that this credential can see.`)
+    if (!row || (row.principal.actor.id !== principal.actor.id && !isAdmin(principal)))
+      throw problems.notFound('export.not_found', `No export ${id} that this credential can see.`)
     assertScope(principal, 'exports:read', row.module_key)
     return this.present(row)
   }
@@ -111,7 +125,9 @@ export class ExportsService {
         key: row.file_key,
         contentType: exportContentTypes[row.format],
         fileName: exportFileName(row),
-        expiresAt: new Date(Math.min(Date.now() + this.platform.config.attachments.downloadUrlSeconds * 1000, Date.parse(row.expires_at!)))
+        expiresAt: new Date(
+          Math.min(Date.now() + this.platform.config.attachments.downloadUrlSeconds * 1000, Date.parse(row.expires_at!))
+        )
       })
     }
     if (row.status === 'failed') out.problem = row.problem

@@ -27,7 +27,8 @@ function describeFilters(filters: Record<string, unknown>): Array<[string, strin
     if (k === 'payload' && v && typeof v === 'object') {
       for (const [field, cond] of Object.entries(v as Record<string, unknown>)) {
         if (typeof cond === 'string') out.push([field, cond])
-        else for (const [op, value] of Object.entries(cond as Record<string, string>)) out.push([`${field} ${op}`, value])
+        else
+          for (const [op, value] of Object.entries(cond as Record<string, string>)) out.push([`${field} ${op}`, value])
       }
     } else out.push([k, String(v)])
   }
@@ -53,7 +54,12 @@ class RunStopped extends Error {}
  * told to stop (shutdown) commits its chunk and hands the export back at once (not an attempt).
  * Either way the next run goes on from the last committed chunk's cursor, never from row 0.
  */
-export async function renderExport(app: App, platform: Platform, data: { tenantId?: unknown; exportId?: unknown }, job: JobContext) {
+export async function renderExport(
+  app: App,
+  platform: Platform,
+  data: { tenantId?: unknown; exportId?: unknown },
+  job: JobContext
+) {
   const tenantId = String(data.tenantId)
   const id = String(data.exportId)
   const { pool } = platform.db
@@ -63,7 +69,11 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
   // Not started while the instance stops: given back as it is.
   if (job.signal.aborted) return handBack('instance draining before the export started')
   if (row.attempts >= o.maxAttempts && !row.handed_back) {
-    await repo.markFailed(pool, tenantId, id, { status: 500, code: 'export.attempts_exhausted', detail: `The export was started ${row.attempts} times without finishing.` })
+    await repo.markFailed(pool, tenantId, id, {
+      status: 500,
+      code: 'export.attempts_exhausted',
+      detail: `The export was started ${row.attempts} times without finishing.`
+    })
     return { failed: 'attempts' }
   }
   const lockMs = o.lockSeconds * 1000
@@ -76,7 +86,11 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
     if (!slot?.lease) {
       // It waits off the worker, asking again later (sooner near the head of its tenant's queue): a worker held
       // while waiting let one tenant's backlog hold every worker, and another tenant's export sat queued behind it.
-      await platform.enqueue('exports.render', { tenantId, exportId: id }, { delayMs: Math.min(1000 * (1 + Math.floor(ahead / limit)), 30_000) })
+      await platform.enqueue(
+        'exports.render',
+        { tenantId, exportId: id },
+        { delayMs: Math.min(1000 * (1 + Math.floor(ahead / limit)), 30_000) }
+      )
       return { waiting: ahead }
     }
     lease = slot.lease
@@ -105,7 +119,14 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
     }
     const last = await repo.lastChunk(pool, tenantId, id)
     // One line per run: which instance took the export, and from which row (0: the first run).
-    logger.info('export run', { tenantId, exportId: id, runId, fromRow: row.resumed_from, chunks: last ? last.seq + 1 : 0, attempt: row.attempts })
+    logger.info('export run', {
+      tenantId,
+      exportId: id,
+      runId,
+      fromRow: row.resumed_from,
+      chunks: last ? last.seq + 1 : 0,
+      attempt: row.attempts
+    })
     const hidden = hiddenFields(principal, module)
     const userFields = module.definition.fields.filter((f) => f.type === 'user' && !hidden.has(f.key)).map((f) => f.key)
     const looked = new Set<string>()
@@ -131,7 +152,11 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
     }
     // The last chunk holds the last page (no cursor after it): everything is read.
     let seq = last ? last.seq + 1 : 0
-    let next: Promise<RecordPage> | undefined = !last ? page(null) : last.cursor_after ? page(last.cursor_after) : undefined
+    let next: Promise<RecordPage> | undefined = !last
+      ? page(null)
+      : last.cursor_after
+        ? page(last.cursor_after)
+        : undefined
     // A chunk gathers pages up to chunkRows rows, or for a third of the lease (which its commit renews).
     const chunkRows = Math.max(o.pageSize, minChunkRows)
     let rows: ExportRecord[] = []
@@ -142,7 +167,17 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
       // The next page is read while this one is committed: two pages in memory at most.
       next = current.nextCursor ? page(current.nextCursor) : undefined
       Object.assign(chunkNames, await nameUsers(current.items))
-      for (const r of current.items) rows.push({ number: r.number, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, createdBy: r.createdBy, updatedBy: r.updatedBy, externalRef: r.externalRef ?? null, payload: r.payload as Record<string, unknown> })
+      for (const r of current.items)
+        rows.push({
+          number: r.number,
+          state: r.state,
+          createdAt: r.createdAt,
+          updatedAt: r.updatedAt,
+          createdBy: r.createdBy,
+          updatedBy: r.updatedBy,
+          externalRef: r.externalRef ?? null,
+          payload: r.payload as Record<string, unknown>
+        })
       if (Date.now() - touched > 500) {
         touched = Date.now()
         await job.touch()
@@ -151,9 +186,20 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
       if (next && rows.length < chunkRows && Date.now() - committed < lockMs / 3 && !job.signal.aborted) continue
       // Committed without waiting for the WAL flush (one fsync per chunk bounded an export by the disk): a crash may
       // lose the last moment's chunks, whose pages the next run reads again; a chunk and its cursor go together.
-      const chunk = { tenantId, id, runId, seq, cursorAfter: current.nextCursor ?? null, rows, names: chunkNames, leaseSeconds: o.lockSeconds }
-      const done = await span('export.chunk', { 'export.id': id, 'export.chunk': seq, 'export.rows': rows.length }, () =>
-        transaction(pool, (client) => repo.commitChunk(client, chunk), { asyncCommit: true })
+      const chunk = {
+        tenantId,
+        id,
+        runId,
+        seq,
+        cursorAfter: current.nextCursor ?? null,
+        rows,
+        names: chunkNames,
+        leaseSeconds: o.lockSeconds
+      }
+      const done = await span(
+        'export.chunk',
+        { 'export.id': id, 'export.chunk': seq, 'export.rows': rows.length },
+        () => transaction(pool, (client) => repo.commitChunk(client, chunk), { asyncCommit: true })
       )
       if (done === undefined) throw new RunStopped('another run took the export over')
       seq += 1
@@ -170,19 +216,28 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
     // Every page is in: the file is rendered from the chunks. That takes seconds for a large XLSX, with no chunk
     // to renew the leases, so a timer keeps the job's lock, the export's lease and the tenant's slot alive meanwhile.
     let fencedOut = false
-    keepAlive = setInterval(() => {
-      void Promise.all([job.touch(), repo.renewLease(pool, tenantId, id, runId, o.lockSeconds), lease?.extend(lockMs)]).then(
-        ([, held]) => {
-          if (!held) fencedOut = true
-        },
-        (err) => logger.warn('export lease not renewed', { tenantId, exportId: id, error: (err as Error).message })
-      )
-    }, Math.max(100, Math.min(1000, lockMs / 3)))
+    keepAlive = setInterval(
+      () => {
+        void Promise.all([
+          job.touch(),
+          repo.renewLease(pool, tenantId, id, runId, o.lockSeconds),
+          lease?.extend(lockMs)
+        ]).then(
+          ([, held]) => {
+            if (!held) fencedOut = true
+          },
+          (err) => logger.warn('export lease not renewed', { tenantId, exportId: id, error: (err as Error).message })
+        )
+      },
+      Math.max(100, Math.min(1000, lockMs / 3))
+    )
     const names = await repo.chunkNames(pool, tenantId, id)
     const wording = { hidden, values: row.options.values ?? 'keys', userName: (id: string) => names.get(id) }
     // Without chosen columns, a PDF shows the module's summary (a page fits 8 columns); CSV and XLSX carry them all.
     const summary = !row.columns && row.format === 'pdf'
-    const columns = summary ? summaryExportColumns(module, wording) : exportColumns(module, { ...wording, only: row.columns ?? undefined })
+    const columns = summary
+      ? summaryExportColumns(module, wording)
+      : exportColumns(module, { ...wording, only: row.columns ?? undefined })
     const out = createWriteStream(temp)
     const tenant = platform.tenants.get(tenantId)!
     const result = await render(
@@ -196,7 +251,9 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
         columns,
         rows: repo.chunkRows<ExportRecord>(pool, tenantId, id),
         csvBom: row.options.csvBom,
-        columnNote: summary ? "the module's summary columns (pass columns to choose others; the CSV and XLSX exports contain all columns)" : undefined
+        columnNote: summary
+          ? "the module's summary columns (pass columns to choose others; the CSV and XLSX exports contain all columns)"
+          : undefined
       },
       out
     )
@@ -207,7 +264,9 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
     if (fencedOut) throw new RunStopped('another run took the export over while this one rendered')
     const key = exportKey(tenantId, runId)
     const { size } = await platform.storage.putFile(key, temp, exportContentTypes[row.format])
-    if (!(await repo.markSucceeded(pool, tenantId, id, runId, { rows: result.rows, key, size, fileHours: o.fileHours }))) {
+    if (
+      !(await repo.markSucceeded(pool, tenantId, id, runId, { rows: result.rows, key, size, fileHours: o.fileHours }))
+    ) {
       await platform.storage.delete(key).catch(() => undefined)
       throw new RunStopped('another run took the export over')
     }
@@ -217,8 +276,17 @@ export async function renderExport(app: App, platform: Platform, data: { tenantI
       logger.warn('export run stopped', { tenantId, exportId: id, reason: err.message })
       return { stopped: err.message }
     }
-    const problem = err instanceof ApiError ? problemFields(err) : { status: 500, code: 'export.failed', detail: 'The export could not be produced; nothing was stored. Start a new one, and quote the export id if it fails again.' }
-    if (!(err instanceof ApiError)) logger.error('export failed', { tenantId, exportId: id, error: (err as Error)?.stack ?? String(err) })
+    const problem =
+      err instanceof ApiError
+        ? problemFields(err)
+        : {
+            status: 500,
+            code: 'export.failed',
+            detail:
+              'The export could not be produced; nothing was stored. Start a new one, and quote the export id if it fails again.'
+          }
+    if (!(err instanceof ApiError))
+      logger.error('export failed', { tenantId, exportId: id, error: (err as Error)?.stack ?? String(err) })
     await repo.markFailed(pool, tenantId, id, problem, runId)
     return { failed: problem.code as string }
   } finally {

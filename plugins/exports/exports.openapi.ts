@@ -1,5 +1,14 @@
 import { exportColumns } from '../../core/modules/derive/columns.ts'
-import { discriminated, operation, pascal, pathParam, toDocumentSchema, type DocContext, type Fragment, type JsonSchema } from '../../core/openapi/builder.ts'
+import {
+  discriminated,
+  operation,
+  pascal,
+  pathParam,
+  toDocumentSchema,
+  type DocContext,
+  type Fragment,
+  type JsonSchema
+} from '../../core/openapi/builder.ts'
 import { signedDownload } from '../attachments/attachments.shared.ts'
 import { exportDataSchema } from './exports.schema.ts'
 import { exportContentTypes, exportFormats } from './exports.shared.ts'
@@ -38,13 +47,24 @@ function states(ctx: DocContext, problem: JsonSchema): Record<string, JsonSchema
   const o = ctx.config.exports
   return {
     queued: {
-      description: 'Waiting for one of the tenant\'s export slots; `queuePosition` is its place (1 = next). Exports run in the order they were asked for.',
+      description:
+        "Waiting for one of the tenant's export slots; `queuePosition` is its place (1 = next). Exports run in the order they were asked for.",
       required: ['queuePosition'],
-      properties: { queuePosition: { type: 'integer', minimum: 1 }, startedAt: { type: 'null' }, finishedAt: { type: 'null' }, expiresAt: { type: 'null' } }
+      properties: {
+        queuePosition: { type: 'integer', minimum: 1 },
+        startedAt: { type: 'null' },
+        finishedAt: { type: 'null' },
+        expiresAt: { type: 'null' }
+      }
     },
     running: {
       description: `Rendering; \`progress\` counts the rows read and committed so far (they are kept page by page, and the file is made from them once all are read). A run whose process died is taken over after ${o.lockSeconds} s and goes on from the last committed page, not from the start (\`attempts\` + 1); the job fails after ${o.maxAttempts} such starts. An instance that shuts down hands its exports over at once to another, which also goes on where it stopped; that is not an attempt.`,
-      properties: { queuePosition: { type: 'null' }, startedAt: { type: 'string', format: 'date-time' }, finishedAt: { type: 'null' }, expiresAt: { type: 'null' } }
+      properties: {
+        queuePosition: { type: 'null' },
+        startedAt: { type: 'string', format: 'date-time' },
+        finishedAt: { type: 'null' },
+        expiresAt: { type: 'null' }
+      }
     },
     succeeded: {
       description: `Done: \`file\` and \`download\` (a signed URL, short-lived: ask again for a fresh one) until \`expiresAt\` (${o.fileHours} hours after it finished).`,
@@ -57,7 +77,11 @@ function states(ctx: DocContext, problem: JsonSchema): Record<string, JsonSchema
           type: 'object',
           required: ['name', 'contentType', 'size'],
           properties: {
-            name: { type: 'string', description: 'The name it downloads under, `<module>-export-<date>.<format>`.', examples: ['incident-export-2026-11-22.csv'] },
+            name: {
+              type: 'string',
+              description: 'The name it downloads under, `<module>-export-<date>.<format>`.',
+              examples: ['incident-export-2026-11-22.csv']
+            },
             contentType: { type: 'string', enum: Object.values(exportContentTypes) },
             size: { type: 'integer', minimum: 0, description: 'Bytes.' }
           }
@@ -68,11 +92,20 @@ function states(ctx: DocContext, problem: JsonSchema): Record<string, JsonSchema
     failed: {
       description: 'Final: `problem` says why; nothing was stored.',
       required: ['problem'],
-      properties: { queuePosition: { type: 'null' }, finishedAt: { type: 'string', format: 'date-time' }, expiresAt: { type: 'null' }, problem }
+      properties: {
+        queuePosition: { type: 'null' },
+        finishedAt: { type: 'string', format: 'date-time' },
+        expiresAt: { type: 'null' },
+        problem
+      }
     },
     expired: {
       description: `Final: the file was removed ${o.fileHours} hours after it finished; start a new export.`,
-      properties: { queuePosition: { type: 'null' }, finishedAt: { type: 'string', format: 'date-time' }, expiresAt: { type: 'string', format: 'date-time' } }
+      properties: {
+        queuePosition: { type: 'null' },
+        finishedAt: { type: 'string', format: 'date-time' },
+        expiresAt: { type: 'string', format: 'date-time' }
+      }
     }
   }
 }
@@ -91,21 +124,34 @@ export function describeExports(ctx: DocContext): Fragment {
         properties: {
           ...data.properties,
           moduleKey: { type: 'string', const: d.key },
-          columns: { ...data.properties.columns, items: { type: 'string', enum: exportColumns(m, { hidden: new Set() }).map((c) => c.key) } }
+          columns: {
+            ...data.properties.columns,
+            items: { type: 'string', enum: exportColumns(m, { hidden: new Set() }).map((c) => c.key) }
+          }
         }
       },
       `${pascal(d.key)}ExportCreate`
     )
   })
-  const body: JsonSchema = !perModule.length ? ctx.ref(data, 'ExportCreate') : discriminated('moduleKey', ctx.modules.map((m, i) => [m.definition.key, perModule[i]]))
+  const body: JsonSchema = !perModule.length
+    ? ctx.ref(data, 'ExportCreate')
+    : discriminated(
+        'moduleKey',
+        ctx.modules.map((m, i) => [m.definition.key, perModule[i]])
+      )
 
   const problem = ctx.ref(
     {
       type: 'object',
       title: 'Export problem',
-      description: 'Why the export failed: `status`, `code` and `detail` as a problem response would carry them (e.g. `export.failed`, `export.attempts_exhausted`, or the refusal that stopped the render), with that code\'s details.',
+      description:
+        "Why the export failed: `status`, `code` and `detail` as a problem response would carry them (e.g. `export.failed`, `export.attempts_exhausted`, or the refusal that stopped the render), with that code's details.",
       required: ['status', 'code', 'detail'],
-      properties: { status: { type: 'integer', minimum: 400, maximum: 599 }, code: { type: 'string', examples: ['export.failed'] }, detail: { type: 'string' } }
+      properties: {
+        status: { type: 'integer', minimum: 400, maximum: 599 },
+        code: { type: 'string', examples: ['export.failed'] },
+        detail: { type: 'string' }
+      }
     },
     'ExportProblem'
   )
@@ -113,39 +159,91 @@ export function describeExports(ctx: DocContext): Fragment {
     {
       type: 'object',
       title: 'Export job (any state)',
-      required: ['id', 'moduleKey', 'format', 'status', 'filters', 'columns', 'values', 'progress', 'queuePosition', 'attempts', 'createdAt', 'startedAt', 'finishedAt', 'expiresAt', 'links'],
+      required: [
+        'id',
+        'moduleKey',
+        'format',
+        'status',
+        'filters',
+        'columns',
+        'values',
+        'progress',
+        'queuePosition',
+        'attempts',
+        'createdAt',
+        'startedAt',
+        'finishedAt',
+        'expiresAt',
+        'links'
+      ],
       properties: {
         id: { type: 'string', format: 'uuid' },
         moduleKey: { type: 'string' },
         format: { type: 'string', enum: [...exportFormats] },
         status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed', 'expired'] },
         filters: { ...data.properties.filters, description: 'The filters as asked for (`{}` for none).' },
-        columns: { type: ['array', 'null'], items: { type: 'string' }, description: 'The columns as asked for; null: the default (CSV and XLSX: all the requester may read; PDF: Number, State, the module\'s summary columns and Created).' },
-        values: { type: 'string', enum: ['keys', 'labels'], description: 'How states and choices are written: as stored (`keys`) or by their labels.' },
+        columns: {
+          type: ['array', 'null'],
+          items: { type: 'string' },
+          description:
+            "The columns as asked for; null: the default (CSV and XLSX: all the requester may read; PDF: Number, State, the module's summary columns and Created)."
+        },
+        values: {
+          type: 'string',
+          enum: ['keys', 'labels'],
+          description: 'How states and choices are written: as stored (`keys`) or by their labels.'
+        },
         progress: {
           type: 'object',
           required: ['rowsDone', 'rowsTotal'],
-          properties: { rowsDone: { type: 'integer', minimum: 0 }, rowsTotal: { type: ['integer', 'null'], minimum: 0, description: 'Known once the job runs.' } }
+          properties: {
+            rowsDone: { type: 'integer', minimum: 0 },
+            rowsTotal: { type: ['integer', 'null'], minimum: 0, description: 'Known once the job runs.' }
+          }
         },
-        queuePosition: { type: ['integer', 'null'], minimum: 1, description: 'Queued jobs only: its place in the tenant\'s queue (1 = next).' },
-        attempts: { type: 'integer', minimum: 0, description: 'Times the job was started, counting neither waits for a slot nor hand-overs by an instance shutting down.' },
+        queuePosition: {
+          type: ['integer', 'null'],
+          minimum: 1,
+          description: "Queued jobs only: its place in the tenant's queue (1 = next)."
+        },
+        attempts: {
+          type: 'integer',
+          minimum: 0,
+          description:
+            'Times the job was started, counting neither waits for a slot nor hand-overs by an instance shutting down.'
+        },
         createdAt: { type: 'string', format: 'date-time' },
         startedAt: { ...nullableTime, description: 'When the first run started.' },
         finishedAt: nullableTime,
         expiresAt: { ...nullableTime, description: 'When the file is removed (succeeded jobs).' },
-        links: { type: 'object', required: ['self'], properties: { self: { type: 'string', examples: [`/api/v1/exports/${exampleId}`] } } }
+        links: {
+          type: 'object',
+          required: ['self'],
+          properties: { self: { type: 'string', examples: [`/api/v1/exports/${exampleId}`] } }
+        }
       }
     },
     'ExportJobBase'
   )
   const variants = Object.entries(states(ctx, problem)).map(([status, s]) => {
     const { description, ...rest } = s
-    return [status, ctx.ref({ title: `Export job: ${status}`, description, allOf: [base, { type: 'object', ...rest, properties: { status: { const: status }, ...rest.properties } }] }, `ExportJob${pascal(status)}`)] as const
+    return [
+      status,
+      ctx.ref(
+        {
+          title: `Export job: ${status}`,
+          description,
+          allOf: [base, { type: 'object', ...rest, properties: { status: { const: status }, ...rest.properties } }]
+        },
+        `ExportJob${pascal(status)}`
+      )
+    ] as const
   })
   const job = ctx.ref(
     discriminated('status', variants, {
       title: 'Export job',
-      description: 'queued → running → succeeded → expired, or failed. Poll `GET /api/v1/exports/{id}` until `succeeded` or `failed`.'
+      description:
+        'queued → running → succeeded → expired, or failed. Poll `GET /api/v1/exports/{id}` until `succeeded` or `failed`.'
     }),
     'ExportJob'
   )
@@ -165,12 +263,18 @@ export function describeExports(ctx: DocContext): Fragment {
           tag,
           summary: 'Start an export',
           description:
-            'Checks everything the render will need (the module, the `export` and `read` rights, the filters as the list endpoint validates them, the columns) and queues the job; follow it at `Location`. Filters of `GET /api/v1/records` apply (`state`, `updatedSince`, `externalRef`, `includeDeleted`, `payload`), and the caller\'s row rule selects the rows. A column the caller may not read is 403 `field.forbidden`; an unknown one 400. User fields are written as the user\'s name, with the id in the `<field>.id` column beside it; `values: labels` writes states and choices by their labels. Without `columns`, a PDF shows Number, State, the module\'s summary columns (`GET /api/v1/modules/{key}`) and Created.',
+            "Checks everything the render will need (the module, the `export` and `read` rights, the filters as the list endpoint validates them, the columns) and queues the job; follow it at `Location`. Filters of `GET /api/v1/records` apply (`state`, `updatedSince`, `externalRef`, `includeDeleted`, `payload`), and the caller's row rule selects the rows. A column the caller may not read is 403 `field.forbidden`; an unknown one 400. User fields are written as the user's name, with the id in the `<field>.id` column beside it; `values: labels` writes states and choices by their labels. Without `columns`, a PDF shows Number, State, the module's summary columns (`GET /api/v1/modules/{key}`) and Created.",
           scope: 'exports:write',
           idempotent: true,
           body: {
             schema: body,
-            example: { moduleKey: first?.key ?? 'incident', format: 'csv', filters: { state: first?.workflow.initial ?? 'reported' }, columns: ['number', 'state', 'createdAt'], csvBom: true }
+            example: {
+              moduleKey: first?.key ?? 'incident',
+              format: 'csv',
+              filters: { state: first?.workflow.initial ?? 'reported' },
+              columns: ['number', 'state', 'createdAt'],
+              csvBom: true
+            }
           },
           responses: {
             202: {

@@ -38,16 +38,38 @@ const columns = `e.tenant_id, e.id, e.module_key, e.format, e.filters, e.columns
   ${iso('e.expires_at')} AS expires_at,
   CASE WHEN e.status = 'queued' THEN (SELECT count(*)::int + 1 FROM export_jobs q WHERE q.tenant_id = e.tenant_id AND q.status = 'queued' AND (q.created_at, q.id) < (e.created_at, e.id)) END AS queue_position`
 
-export async function insertExport(db: pg.Pool | pg.PoolClient, e: { tenantId: string; moduleKey: string; format: ExportFormat; filters: unknown; columns: string[] | null; options: unknown; principal: Principal }): Promise<ExportRow> {
+export async function insertExport(
+  db: pg.Pool | pg.PoolClient,
+  e: {
+    tenantId: string
+    moduleKey: string
+    format: ExportFormat
+    filters: unknown
+    columns: string[] | null
+    options: unknown
+    principal: Principal
+  }
+): Promise<ExportRow> {
   const { rows } = await db.query(
     `INSERT INTO export_jobs AS e (tenant_id, module_key, format, filters, columns, options, status, principal) VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7) RETURNING ${columns}`,
-    [e.tenantId, e.moduleKey, e.format, JSON.stringify(e.filters), e.columns, JSON.stringify(e.options), JSON.stringify(e.principal)]
+    [
+      e.tenantId,
+      e.moduleKey,
+      e.format,
+      JSON.stringify(e.filters),
+      e.columns,
+      JSON.stringify(e.options),
+      JSON.stringify(e.principal)
+    ]
   )
   return rows[0]
 }
 
 export async function selectExport(db: pg.Pool, tenantId: string, id: string): Promise<ExportRow | undefined> {
-  const { rows } = await db.query(`SELECT ${columns} FROM export_jobs e WHERE e.tenant_id = $1 AND e.id = $2`, [tenantId, id])
+  const { rows } = await db.query(`SELECT ${columns} FROM export_jobs e WHERE e.tenant_id = $1 AND e.id = $2`, [
+    tenantId,
+    id
+  ])
   return rows[0]
 }
 
@@ -56,7 +78,13 @@ export async function selectExport(db: pg.Pool, tenantId: string, id: string): P
  * lease on it. A run after a crash counts as an attempt; one after a hand-back does not. Progress
  * is kept: `resumed_from` is what earlier runs already committed.
  */
-export async function claimRun(db: pg.Pool, tenantId: string, id: string, runId: string, leaseSeconds: number): Promise<ExportRow | undefined> {
+export async function claimRun(
+  db: pg.Pool,
+  tenantId: string,
+  id: string,
+  runId: string,
+  leaseSeconds: number
+): Promise<ExportRow | undefined> {
   const { rows } = await db.query(
     `UPDATE export_jobs AS e SET status = 'running', run_id = $3, lease_until = now() + make_interval(secs => $4),
             attempts = attempts + CASE WHEN handed_back THEN 0 ELSE 1 END, handed_back = false,
@@ -78,7 +106,12 @@ export async function leaseLeftMs(db: pg.Pool, tenantId: string, id: string): Pr
 
 /** The row count found when the first run began. */
 export async function setTotal(db: pg.Pool, tenantId: string, id: string, runId: string, total: number) {
-  await db.query(`UPDATE export_jobs SET rows_total = $4 WHERE tenant_id = $1 AND id = $2 AND run_id = $3`, [tenantId, id, runId, total])
+  await db.query(`UPDATE export_jobs SET rows_total = $4 WHERE tenant_id = $1 AND id = $2 AND run_id = $3`, [
+    tenantId,
+    id,
+    runId,
+    total
+  ])
 }
 
 export interface ChunkHead {
@@ -88,7 +121,10 @@ export interface ChunkHead {
 
 /** The last committed chunk: where a run goes on from (none yet: from the start). */
 export async function lastChunk(db: pg.Pool, tenantId: string, id: string): Promise<ChunkHead | undefined> {
-  const { rows } = await db.query(`SELECT seq, cursor_after FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 ORDER BY seq DESC LIMIT 1`, [tenantId, id])
+  const { rows } = await db.query(
+    `SELECT seq, cursor_after FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 ORDER BY seq DESC LIMIT 1`,
+    [tenantId, id]
+  )
   return rows[0]
 }
 
@@ -99,7 +135,16 @@ export async function lastChunk(db: pg.Pool, tenantId: string, id: string): Prom
  */
 export async function commitChunk(
   db: pg.Pool | pg.PoolClient,
-  c: { tenantId: string; id: string; runId: string; seq: number; cursorAfter: string | null; rows: unknown[]; names: Record<string, string>; leaseSeconds: number }
+  c: {
+    tenantId: string
+    id: string
+    runId: string
+    seq: number
+    cursorAfter: string | null
+    rows: unknown[]
+    names: Record<string, string>
+    leaseSeconds: number
+  }
 ): Promise<number | undefined> {
   const { rows } = await db.query(
     `WITH e AS (
@@ -107,21 +152,43 @@ export async function commitChunk(
         WHERE tenant_id = $1 AND id = $2 AND run_id = $3 AND status = 'running' RETURNING tenant_id, id, rows_done)
      INSERT INTO export_chunks (tenant_id, export_id, seq, cursor_after, rows, data, names, run_id)
      SELECT e.tenant_id, e.id, $4, $5, $6, $7, $8, $3 FROM e RETURNING (SELECT rows_done FROM e) AS done`,
-    [c.tenantId, c.id, c.runId, c.seq, c.cursorAfter, c.rows.length, JSON.stringify(c.rows), JSON.stringify(c.names), c.leaseSeconds]
+    [
+      c.tenantId,
+      c.id,
+      c.runId,
+      c.seq,
+      c.cursorAfter,
+      c.rows.length,
+      JSON.stringify(c.rows),
+      JSON.stringify(c.names),
+      c.leaseSeconds
+    ]
   )
   return rows[0]?.done
 }
 
 /** Renews the run's lease while it renders (no chunk commits then). */
 /** Extends the run's lease; false once another run holds the export (this run is fenced out and must stop). */
-export async function renewLease(db: pg.Pool, tenantId: string, id: string, runId: string, leaseSeconds: number): Promise<boolean> {
-  const { rowCount } = await db.query(`UPDATE export_jobs SET lease_until = now() + make_interval(secs => $4) WHERE tenant_id = $1 AND id = $2 AND run_id = $3 AND status = 'running'`, [tenantId, id, runId, leaseSeconds])
+export async function renewLease(
+  db: pg.Pool,
+  tenantId: string,
+  id: string,
+  runId: string,
+  leaseSeconds: number
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE export_jobs SET lease_until = now() + make_interval(secs => $4) WHERE tenant_id = $1 AND id = $2 AND run_id = $3 AND status = 'running'`,
+    [tenantId, id, runId, leaseSeconds]
+  )
   return rowCount === 1
 }
 
 /** The user names every chunk looked up, merged. */
 export async function chunkNames(db: pg.Pool, tenantId: string, id: string): Promise<Map<string, string>> {
-  const { rows } = await db.query(`SELECT names FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 AND names <> '{}'::jsonb`, [tenantId, id])
+  const { rows } = await db.query(
+    `SELECT names FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 AND names <> '{}'::jsonb`,
+    [tenantId, id]
+  )
   const out = new Map<string, string>()
   for (const r of rows) for (const [k, v] of Object.entries(r.names as Record<string, string>)) out.set(k, v)
   return out
@@ -131,7 +198,10 @@ export async function chunkNames(db: pg.Pool, tenantId: string, id: string): Pro
 export async function* chunkRows<T>(db: pg.Pool, tenantId: string, id: string, batch = 4): AsyncGenerator<T> {
   let after = -1
   for (;;) {
-    const { rows } = await db.query(`SELECT seq, data FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`, [tenantId, id, after, batch])
+    const { rows } = await db.query(
+      `SELECT seq, data FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`,
+      [tenantId, id, after, batch]
+    )
     for (const r of rows) yield* JSON.parse(r.data) as T[]
     if (rows.length < batch) return
     after = rows[rows.length - 1].seq
@@ -161,7 +231,13 @@ const finishedEvent = (type: EventType, data: string) => ({
  * Marks a running export succeeded, writes export.succeeded and deletes its chunks, in one
  * statement (once: only the run holding the export changes it). False when it no longer held it.
  */
-export async function markSucceeded(db: pg.Pool, tenantId: string, id: string, runId: string, r: { rows: number; key: string; size: number; fileHours: number }): Promise<boolean> {
+export async function markSucceeded(
+  db: pg.Pool,
+  tenantId: string,
+  id: string,
+  runId: string,
+  r: { rows: number; key: string; size: number; fileHours: number }
+): Promise<boolean> {
   const { rows } = await db.query(
     `WITH e AS (
        UPDATE export_jobs SET status = 'succeeded', rows_done = $3, rows_total = $3, file_key = $4, file_size = $5, finished_at = now(), expires_at = now() + $6 * interval '1 hour',
@@ -200,7 +276,10 @@ export async function olderQueued(db: pg.Pool, tenantId: string, id: string): Pr
 }
 
 /** Finished exports whose files are past their expiry, across tenants (the purge job). */
-export async function expiredFiles(db: pg.Pool, limit = 1000): Promise<Array<{ tenant_id: string; id: string; file_key: string }>> {
+export async function expiredFiles(
+  db: pg.Pool,
+  limit = 1000
+): Promise<Array<{ tenant_id: string; id: string; file_key: string }>> {
   const { rows } = await db.query(
     `SELECT x.tenant_id, x.id, x.file_key FROM tenants t JOIN LATERAL (
        SELECT tenant_id, id, file_key FROM export_jobs WHERE tenant_id = t.id AND status = 'succeeded' AND expires_at <= now() LIMIT $1) x ON true`,
@@ -210,5 +289,8 @@ export async function expiredFiles(db: pg.Pool, limit = 1000): Promise<Array<{ t
 }
 
 export async function markExpired(db: pg.Pool, tenantId: string, id: string) {
-  await db.query(`UPDATE export_jobs SET status = 'expired' WHERE tenant_id = $1 AND id = $2 AND status = 'succeeded'`, [tenantId, id])
+  await db.query(
+    `UPDATE export_jobs SET status = 'expired' WHERE tenant_id = $1 AND id = $2 AND status = 'succeeded'`,
+    [tenantId, id]
+  )
 }

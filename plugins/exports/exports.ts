@@ -16,7 +16,10 @@ declare module '../../core/declarations.ts' {
 }
 
 /** Status and headers of a started export: 202, Location the job to follow. */
-export function exportResponse(_method: string, result: { id?: string }): { status: number; headers: Record<string, string> } {
+export function exportResponse(
+  _method: string,
+  result: { id?: string }
+): { status: number; headers: Record<string, string> } {
   return { status: 202, headers: result?.id ? { Location: `/${exportsPath}/${result.id}` } : {} }
 }
 
@@ -38,10 +41,20 @@ export function configureExports(app: App) {
 /** The jobs behind exports, for the scheduler. */
 export function exportJobs(app: App, platform: Platform): JobDefinition[] {
   return [
-    { name: 'exports.render', lockLifetimeMs: platform.config.exports.lockSeconds * 1000, concurrency: 20, run: (data, job) => observeExport(platform.metrics, () => renderExport(app, platform, data, job)) },
+    {
+      name: 'exports.render',
+      lockLifetimeMs: platform.config.exports.lockSeconds * 1000,
+      concurrency: 20,
+      run: (data, job) => observeExport(platform.metrics, () => renderExport(app, platform, data, job))
+    },
     { name: 'exports.purge', every: '1 hour', run: async () => ({ expired: await purgeExpiredExports(platform) }) }
   ]
 }
 
 /** Exports, with their render and purge jobs. */
-export const exportsPlugin: Plugin = { name: 'exports', configure: configureExports, jobs: (app) => exportJobs(app, app.get('platform')), describe: describeExports }
+export const exportsPlugin: Plugin = {
+  name: 'exports',
+  configure: configureExports,
+  jobs: (app) => exportJobs(app, app.get('platform')),
+  describe: describeExports
+}

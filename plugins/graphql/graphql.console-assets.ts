@@ -52,7 +52,7 @@ const urlOf = (name: string) => `${consoleAssetsPrefix}${name}?v=${encodeURIComp
 
 /** The <link> and <script> tags of the console page; each carries the response's CSP nonce, the only way the page's policy lets them load. */
 export function consoleAssetTags(nonce: string): SafeHtml {
-  return html`${stylesheets.map((n) => html`<link rel="stylesheet" href="${urlOf(n)}" nonce="${nonce}">\n`)}${scripts.map((n) => html`<script defer src="${urlOf(n)}" nonce="${nonce}"></script>\n`)}`
+  return html`${stylesheets.map((n) => html`<link rel="stylesheet" href="${urlOf(n)}" nonce="${nonce}" /> `)}${scripts.map((n) => html`<script defer src="${urlOf(n)}" nonce="${nonce}"></script> `)}`
 }
 
 /** Read on first request and kept (1.5 MB in all): the packages do not change while the service runs. */
@@ -70,10 +70,13 @@ function load(name: string) {
 
 /** Whether an If-None-Match header names this ETag (weak or strong, or `*`). */
 function matches(header: string, etag: string): boolean {
-  return !!header && header.split(',').some((tag) => {
-    const t = tag.trim()
-    return t === '*' || t === etag || t === `W/${etag}`
-  })
+  return (
+    !!header &&
+    header.split(',').some((tag) => {
+      const t = tag.trim()
+      return t === '*' || t === etag || t === `W/${etag}`
+    })
+  )
 }
 
 /**
@@ -90,7 +93,11 @@ export function consoleAssets(): Middleware {
     const file = files[name]
     const { body, etag } = load(name)
     const current = ctx.query.v === file.version
-    ctx.set({ 'Cache-Control': current ? 'public, max-age=31536000, immutable' : 'no-cache', ETag: etag, 'X-Content-Type-Options': 'nosniff' })
+    ctx.set({
+      'Cache-Control': current ? 'public, max-age=31536000, immutable' : 'no-cache',
+      ETag: etag,
+      'X-Content-Type-Options': 'nosniff'
+    })
     // Not ctx.fresh: it answers 200 to a conditional request that also says Cache-Control:
     // no-cache, as fetch() sends with If-None-Match; the ETag is what revalidates.
     if (matches(ctx.get('if-none-match'), etag)) {

@@ -20,7 +20,12 @@
       Accept: 'application/graphql-response+json, application/json',
       'X-CSRF-Token': csrfToken
     })
-    return fetch(endpoint, { method: 'POST', credentials: 'same-origin', headers: headers, body: JSON.stringify(params) }).then(function (res) {
+    return fetch(endpoint, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: headers,
+      body: JSON.stringify(params)
+    }).then(function (res) {
       return res.text().then(function (text) {
         // A GraphQL result, or a problem+json refusal (a session that ended, a rate limit): shown as it came.
         try {
@@ -44,11 +49,23 @@
     return keys
   }
   var storage = {
-    getItem: function (key) { return sessionStorage.getItem(prefix + key) },
-    setItem: function (key, value) { sessionStorage.setItem(prefix + key, value) },
-    removeItem: function (key) { sessionStorage.removeItem(prefix + key) },
-    clear: function () { ownKeys().forEach(function (key) { sessionStorage.removeItem(key) }) },
-    get length() { return ownKeys().length }
+    getItem: function (key) {
+      return sessionStorage.getItem(prefix + key)
+    },
+    setItem: function (key, value) {
+      sessionStorage.setItem(prefix + key, value)
+    },
+    removeItem: function (key) {
+      sessionStorage.removeItem(prefix + key)
+    },
+    clear: function () {
+      ownKeys().forEach(function (key) {
+        sessionStorage.removeItem(key)
+      })
+    },
+    get length() {
+      return ownKeys().length
+    }
   }
 
   root.textContent = ''

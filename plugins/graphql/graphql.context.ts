@@ -17,7 +17,10 @@ export interface GraphQLContext {
 }
 
 /** The params of a service call made for a GraphQL request (`extra`: the service's own params): the same hooks and rules as REST, with `provider: 'graphql'`. */
-export function callParams<E extends object = object>(ctx: Pick<GraphQLContext, 'principal'>, extra?: E): E & { provider: 'graphql'; principal: Principal } {
+export function callParams<E extends object = object>(
+  ctx: Pick<GraphQLContext, 'principal'>,
+  extra?: E
+): E & { provider: 'graphql'; principal: Principal } {
   return { ...(extra as E), provider: 'graphql', principal: ctx.principal }
 }
 
@@ -31,7 +34,10 @@ export class Loaders {
   private readonly records = new Map<string, DataLoader<string, RecordOut | null>>()
   readonly userNames: DataLoader<string, string | null>
 
-  constructor(private readonly ctx: Omit<GraphQLContext, 'loaders'>, private readonly maxLimit: number) {
+  constructor(
+    private readonly ctx: Omit<GraphQLContext, 'loaders'>,
+    private readonly maxLimit: number
+  ) {
     const { app, principal } = ctx
     this.userNames = new DataLoader(async (ids) => {
       const names = await app.get('platform').users.names(principal.tenantId, ids)
@@ -49,7 +55,9 @@ export class Loaders {
         const found = new Map<string, RecordOut>()
         for (let i = 0; i < wanted.length; i += this.maxLimit) {
           const chunk = wanted.slice(i, i + this.maxLimit)
-          const page = await this.ctx.app.service(recordsPath).find({ ...callParams(this.ctx), query: { moduleKey, id: chunk.join(','), limit: chunk.length }, include })
+          const page = await this.ctx.app
+            .service(recordsPath)
+            .find({ ...callParams(this.ctx), query: { moduleKey, id: chunk.join(','), limit: chunk.length }, include })
           for (const r of page.items) found.set(r.id, r)
         }
         return ids.map((id) => found.get(id.toLowerCase()) ?? null)

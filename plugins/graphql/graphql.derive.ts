@@ -24,7 +24,8 @@ export interface GraphQLFieldTypes {
   filter: string | null
 }
 
-const int32 = (f: { minimum?: number; maximum?: number }) => f.minimum !== undefined && f.maximum !== undefined && f.minimum >= -(2 ** 31) && f.maximum < 2 ** 31
+const int32 = (f: { minimum?: number; maximum?: number }) =>
+  f.minimum !== undefined && f.maximum !== undefined && f.minimum >= -(2 ** 31) && f.maximum < 2 ** 31
 
 /**
  * One row per field type: the GraphQL types of a payload field, beside `fieldToSchema`
@@ -38,7 +39,8 @@ export const fieldToGraphQL: { [T in FieldType]: (f: Of<T>, types: DeriveTypes) 
   longText: () => ({ output: 'String', input: 'String', filter: null }),
   number: () => ({ output: 'Float', input: 'Float', filter: 'Float' }),
   // GraphQL's Int is 32-bit: an integer field without bounds inside that range is a Float (holding whole numbers).
-  integer: (f) => (int32(f) ? { output: 'Int', input: 'Int', filter: 'Int' } : { output: 'Float', input: 'Float', filter: 'Float' }),
+  integer: (f) =>
+    int32(f) ? { output: 'Int', input: 'Int', filter: 'Int' } : { output: 'Float', input: 'Float', filter: 'Float' },
   boolean: () => ({ output: 'Boolean', input: 'Boolean', filter: 'Boolean' }),
   date: () => ({ output: 'Date', input: 'Date', filter: 'Date' }),
   datetime: () => ({ output: 'DateTime', input: 'DateTime', filter: 'DateTime' }),
@@ -51,7 +53,12 @@ export const fieldToGraphQL: { [T in FieldType]: (f: Of<T>, types: DeriveTypes) 
     return { output: `[${e}!]`, input: `[${e}!]`, filter: null }
   },
   user: () => ({ output: 'User', resolve: 'user', input: 'ID', filter: 'ID' }),
-  recordRef: (f, t) => ({ output: t.recordType(f.module) ?? 'RecordLink', resolve: 'record', input: 'ID', filter: 'ID' }),
+  recordRef: (f, t) => ({
+    output: t.recordType(f.module) ?? 'RecordLink',
+    resolve: 'record',
+    input: 'ID',
+    filter: 'ID'
+  }),
   group: (f, t) => {
     const g = t.group(f)
     return { output: `[${g.output}!]`, input: `[${g.input}!]`, filter: null }

@@ -16,17 +16,21 @@ export function valueDepth(value: unknown, max: number): number {
     if (v === null || typeof v !== 'object') continue
     deepest = Math.max(deepest, d + 1)
     if (deepest > max) return deepest
-    for (const child of Array.isArray(v) ? v : Object.values(v)) if (child !== null && typeof child === 'object') stack.push([child, d + 1])
+    for (const child of Array.isArray(v) ? v : Object.values(v))
+      if (child !== null && typeof child === 'object') stack.push([child, d + 1])
   }
   return deepest
 }
 
 /** The refusal of a document or variables nested past `maxNesting`. */
 export function tooNested(nesting: number, limits: QueryLimits, where: string, node?: ASTNode): GraphQLError {
-  return new GraphQLError(`The ${where} nest${where === 'variables' ? '' : 's'} more than ${limits.maxNesting} levels of lists, objects or selections (${nesting} at least). Send flatter values.`, {
-    ...(node ? { nodes: [node] } : {}),
-    extensions: { code: 'graphql.too_deep', status: 400, maxNesting: limits.maxNesting }
-  })
+  return new GraphQLError(
+    `The ${where} nest${where === 'variables' ? '' : 's'} more than ${limits.maxNesting} levels of lists, objects or selections (${nesting} at least). Send flatter values.`,
+    {
+      ...(node ? { nodes: [node] } : {}),
+      extensions: { code: 'graphql.too_deep', status: 400, maxNesting: limits.maxNesting }
+    }
+  )
 }
 
 /**
@@ -45,7 +49,13 @@ export function parseWithin(source: string, limits: QueryLimits): DocumentNode {
   let inWord = false
   for (let i = 0; i < source.length; i++) {
     const c = source.charCodeAt(i)
-    const word = (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x5f || c === 0x2d || c === 0x2e
+    const word =
+      (c >= 0x41 && c <= 0x5a) ||
+      (c >= 0x61 && c <= 0x7a) ||
+      (c >= 0x30 && c <= 0x39) ||
+      c === 0x5f ||
+      c === 0x2d ||
+      c === 0x2e
     if (word) {
       if (!inWord && c !== 0x2e && ++tokens > limits.maxTokens) throw tooManyTokens(limits)
       inWord = true
@@ -76,7 +86,15 @@ export function parseWithin(source: string, limits: QueryLimits): DocumentNode {
     } else if (c === 0x7d || c === 0x5d || c === 0x29) {
       depth--
       if (++tokens > limits.maxTokens) throw tooManyTokens(limits)
-    } else if (c === 0x3a /* : */ || c === 0x21 /* ! */ || c === 0x24 /* $ */ || c === 0x40 /* @ */ || c === 0x3d /* = */ || c === 0x7c /* | */ || c === 0x26 /* & */) {
+    } else if (
+      c === 0x3a /* : */ ||
+      c === 0x21 /* ! */ ||
+      c === 0x24 /* $ */ ||
+      c === 0x40 /* @ */ ||
+      c === 0x3d /* = */ ||
+      c === 0x7c /* | */ ||
+      c === 0x26 /* & */
+    ) {
       if (++tokens > limits.maxTokens) throw tooManyTokens(limits)
     }
   }
@@ -89,9 +107,12 @@ export function parseWithin(source: string, limits: QueryLimits): DocumentNode {
 }
 
 function tooManyTokens(limits: QueryLimits): GraphQLError {
-  return new GraphQLError(`The document has more than ${limits.maxTokens} tokens (names, punctuation, values). Ask for less at once, or pass long values as variables.`, {
-    extensions: { code: 'graphql.too_large', status: 400, maxTokens: limits.maxTokens }
-  })
+  return new GraphQLError(
+    `The document has more than ${limits.maxTokens} tokens (names, punctuation, values). Ask for less at once, or pass long values as variables.`,
+    {
+      extensions: { code: 'graphql.too_large', status: 400, maxTokens: limits.maxTokens }
+    }
+  )
 }
 
 /**
@@ -102,7 +123,8 @@ function tooManyTokens(limits: QueryLimits): GraphQLError {
  */
 export function repeatProblems(document: DocumentNode, limits: QueryLimits): GraphQLError[] {
   const stack: SelectionSetNode[] = []
-  for (const d of document.definitions) if (d.kind === Kind.OPERATION_DEFINITION || d.kind === Kind.FRAGMENT_DEFINITION) stack.push(d.selectionSet)
+  for (const d of document.definitions)
+    if (d.kind === Kind.OPERATION_DEFINITION || d.kind === Kind.FRAGMENT_DEFINITION) stack.push(d.selectionSet)
   while (stack.length) {
     const set = stack.pop()!
     // The fields and spreads of a selection set, with those of its inline fragments: GraphQL merges them as one.
@@ -129,8 +151,11 @@ export function repeatProblems(document: DocumentNode, limits: QueryLimits): Gra
 }
 
 function tooRepeated(what: string, limits: QueryLimits, node: ASTNode): GraphQLError {
-  return new GraphQLError(`In one selection ${what}; at most ${limits.maxRepeats} are allowed. Give each field its own alias, or ask for less at once.`, {
-    nodes: [node],
-    extensions: { code: 'graphql.too_large', status: 400, maxRepeats: limits.maxRepeats }
-  })
+  return new GraphQLError(
+    `In one selection ${what}; at most ${limits.maxRepeats} are allowed. Give each field its own alias, or ask for less at once.`,
+    {
+      nodes: [node],
+      extensions: { code: 'graphql.too_large', status: 400, maxRepeats: limits.maxRepeats }
+    }
+  )
 }

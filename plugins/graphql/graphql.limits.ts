@@ -128,7 +128,8 @@ function introspectionSizes(schema: GraphQLSchema): IntrospectionSizes {
   const wrapping = (t: unknown) => {
     refs++
     let n = 0
-    for (let w = t as { ofType?: unknown }; w && 'ofType' in w && w.ofType; w = w.ofType as { ofType?: unknown }) wrapped[n] = (wrapped[n++] ?? 0) + 1
+    for (let w = t as { ofType?: unknown }; w && 'ofType' in w && w.ofType; w = w.ofType as { ofType?: unknown })
+      wrapped[n] = (wrapped[n++] ?? 0) + 1
   }
   for (const t of types) {
     if (isObjectType(t) || isInterfaceType(t)) {
@@ -220,7 +221,13 @@ export function measure(
 
   // `ofType`: how many `ofType` levels above, in a selection of a __Type; past the schema's deepest wrapping it is null.
   // `one`: a selection of the one type `__type(name:)` picks.
-  const walk = (set: SelectionSetNode, parent: GraphQLNamedType | undefined, ofType: number, out: SetCost, one = false): void => {
+  const walk = (
+    set: SelectionSetNode,
+    parent: GraphQLNamedType | undefined,
+    ofType: number,
+    out: SetCost,
+    one = false
+  ): void => {
     for (const s of set.selections) {
       if (over(out)) return
       if (s.kind === Kind.INLINE_FRAGMENT) {
@@ -248,7 +255,12 @@ export function measure(
         const named = getNamedType(def.type)
         // A connection (a field taking `first`) passes its page to the lists directly under it.
         const takesPage = def.args.some((a) => a.name === 'first')
-        const page = takesPage ? Math.max(1, intArg(s.arguments?.find((a) => a.name.value === 'first')?.value, variables) ?? limits.defaultPageSize) : undefined
+        const page = takesPage
+          ? Math.max(
+              1,
+              intArg(s.arguments?.find((a) => a.name.value === 'first')?.value, variables) ?? limits.defaultPageSize
+            )
+          : undefined
         const ofTypeField = parent?.name === '__Type' && name === 'ofType'
         const nextOfType = ofTypeField ? ofType + 1 : 0
         // Under `ofType`: resolved for the share of references wrapped once more, null (nothing under it) for the others.
@@ -284,13 +296,22 @@ export function measure(
     return c
   }
 
-  const root = operation.operation === 'mutation' ? schema.getMutationType() : operation.operation === 'subscription' ? schema.getSubscriptionType() : schema.getQueryType()
+  const root =
+    operation.operation === 'mutation'
+      ? schema.getMutationType()
+      : operation.operation === 'subscription'
+        ? schema.getSubscriptionType()
+        : schema.getQueryType()
   const total: SetCost = { fixed: 0, perPage: 0, depth: 0 }
   walk(operation.selectionSet, root ?? undefined, 0, total)
   return { depth: total.depth, cost: Math.ceil(at(total, undefined)) }
 }
 
-function fieldOf(schema: GraphQLSchema, parent: GraphQLNamedType | undefined, name: string): GraphQLField<unknown, unknown> | undefined {
+function fieldOf(
+  schema: GraphQLSchema,
+  parent: GraphQLNamedType | undefined,
+  name: string
+): GraphQLField<unknown, unknown> | undefined {
   if (name === '__typename') return TypeNameMetaFieldDef
   if (parent === schema.getQueryType() && name === '__schema') return SchemaMetaFieldDef
   if (parent === schema.getQueryType() && name === '__type') return TypeMetaFieldDef
@@ -301,7 +322,10 @@ function fieldOf(schema: GraphQLSchema, parent: GraphQLNamedType | undefined, na
  * The response keys (alias or name) of an operation's top-level fields with its fragments
  * spread in, as they execute: two mutation fields in a fragment are two mutations.
  */
-export function rootFields(operation: OperationDefinitionNode, fragments: Record<string, FragmentDefinitionNode>): Set<string> {
+export function rootFields(
+  operation: OperationDefinitionNode,
+  fragments: Record<string, FragmentDefinitionNode>
+): Set<string> {
   const keys = new Set<string>()
   const spread = new Set<string>()
   const visit = (set: SelectionSetNode) => {
@@ -321,7 +345,8 @@ export function rootFields(operation: OperationDefinitionNode, fragments: Record
 /** The fragments of a document by name. */
 export function fragmentsOf(context: ValidationContext): Record<string, FragmentDefinitionNode> {
   const fragments: Record<string, FragmentDefinitionNode> = Object.create(null)
-  for (const d of context.getDocument().definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments[d.name.value] = d
+  for (const d of context.getDocument().definitions)
+    if (d.kind === Kind.FRAGMENT_DEFINITION) fragments[d.name.value] = d
   return fragments
 }
 
@@ -331,7 +356,12 @@ export function fragmentsOf(context: ValidationContext): Record<string, Fragment
  * budget before it runs). The document's other operations do not run and are not measured;
  * where none can be picked (several, unnamed: GraphQL refuses to run it) all are.
  */
-export function limitRule(limits: QueryLimits, variables: () => Record<string, unknown>, operationName: string | null | undefined, measured?: (cost: number) => void) {
+export function limitRule(
+  limits: QueryLimits,
+  variables: () => Record<string, unknown>,
+  operationName: string | null | undefined,
+  measured?: (cost: number) => void
+) {
   return (context: ValidationContext): ASTVisitor => {
     const fragments = fragmentsOf(context)
     const runs = getOperationAST(context.getDocument(), operationName)
@@ -345,17 +375,23 @@ export function limitRule(limits: QueryLimits, variables: () => Record<string, u
         const { depth, cost } = measure(context.getSchema(), node, fragments, variables(), limits)
         if (depth > limits.maxDepth) {
           context.reportError(
-            new GraphQLError(`The operation nests fields ${depth} deep; at most ${limits.maxDepth} levels are allowed. Ask for less at once, or follow references in a second query.`, {
-              nodes: [node],
-              extensions: { code: 'graphql.too_deep', status: 400, depth, maxDepth: limits.maxDepth }
-            })
+            new GraphQLError(
+              `The operation nests fields ${depth} deep; at most ${limits.maxDepth} levels are allowed. Ask for less at once, or follow references in a second query.`,
+              {
+                nodes: [node],
+                extensions: { code: 'graphql.too_deep', status: 400, depth, maxDepth: limits.maxDepth }
+              }
+            )
           )
         } else if (cost > limits.maxCost) {
           context.reportError(
-            new GraphQLError(`The operation could resolve about ${cost} fields (a lookup counts as ${lookupCost}); at most ${limits.maxCost} are allowed. Ask for smaller pages (first), fewer fields per record, fewer aliases or lookups.`, {
-              nodes: [node],
-              extensions: { code: 'graphql.too_costly', status: 400, cost, maxCost: limits.maxCost }
-            })
+            new GraphQLError(
+              `The operation could resolve about ${cost} fields (a lookup counts as ${lookupCost}); at most ${limits.maxCost} are allowed. Ask for smaller pages (first), fewer fields per record, fewer aliases or lookups.`,
+              {
+                nodes: [node],
+                extensions: { code: 'graphql.too_costly', status: 400, cost, maxCost: limits.maxCost }
+              }
+            )
           )
         } else measured?.(cost)
       }

@@ -18,12 +18,18 @@ export function childFields(info: GraphQLResolveInfo, nodes: readonly FieldNode[
   return out
 }
 
-const includeOf: Record<string, RecordInclude> = { activity: 'activity', attachments: 'attachments', availableTransitions: 'transitions' }
+const includeOf: Record<string, RecordInclude> = {
+  activity: 'activity',
+  attachments: 'attachments',
+  availableTransitions: 'transitions'
+}
 
 /** What records selected by `nodes` need besides their columns, so the list or batch that loads them fetches it in the same statement. */
 export function recordIncludes(info: GraphQLResolveInfo, nodes: readonly FieldNode[]): RecordInclude[] {
   const fields = childFields(info, nodes)
-  return Object.keys(includeOf).filter((name) => fields.has(name)).map((name) => includeOf[name])
+  return Object.keys(includeOf)
+    .filter((name) => fields.has(name))
+    .map((name) => includeOf[name])
 }
 
 /** For a connection field: the includes of its `nodes` and `edges { node }`, and whether edge cursors are selected. */

@@ -1,5 +1,19 @@
 import { createHash } from 'node:crypto'
-import { execute, getOperationAST, GraphQLError, OperationTypeNode, printSchema, specifiedRules, validate, type DocumentNode, type ExecutionArgs, type ExecutionResult, type GraphQLSchema, type ValidationContext, type ValidationRule } from 'graphql'
+import {
+  execute,
+  getOperationAST,
+  GraphQLError,
+  OperationTypeNode,
+  printSchema,
+  specifiedRules,
+  validate,
+  type DocumentNode,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type GraphQLSchema,
+  type ValidationContext,
+  type ValidationRule
+} from 'graphql'
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit'
 import { createHandler, type OperationContext } from 'graphql-http'
 import type { Middleware, ParameterizedContext } from 'koa'
@@ -47,7 +61,10 @@ export const queryLimits = (platform: Platform): QueryLimits => ({
 export class SchemaCache {
   private readonly built = new Map<string, { schema: GraphQLSchema; sdl?: { text: string; etag: string } }>()
   builds = 0
-  constructor(private readonly platform: Platform, private readonly max = 500) {}
+  constructor(
+    private readonly platform: Platform,
+    private readonly max = 500
+  ) {}
 
   get(principal: Principal) {
     const { key, modules } = schemaKey(this.platform, principal)
@@ -83,14 +100,22 @@ export function formatError(traceId: string, errorsUrl: string) {
       original = new Error(`GraphQL could not resolve ${gql.path.join('.')}: ${gql.message}`)
     } else if (!original || original instanceof GraphQLError) {
       // The request or document itself: syntax, validation against the schema, limits.
-      return new GraphQLError(gql.message, { ...at, extensions: { code: 'graphql.invalid', status: 400, ...gql.extensions, traceId } })
+      return new GraphQLError(gql.message, {
+        ...at,
+        extensions: { code: 'graphql.invalid', status: 400, ...gql.extensions, traceId }
+      })
     }
     if (!(original instanceof ApiError) && !(original as { code?: unknown }).code && gql.path === undefined) {
       // graphql-http's own refusals of a request it cannot read ("Missing query", "Unparsable JSON body").
       return new GraphQLError(original.message, { extensions: { code: 'graphql.bad_request', status: 400, traceId } })
     }
     const { body, internal } = toProblem(original, traceId, errorsUrl)
-    if (internal) logger.error('graphql field failed', { traceId, path: gql.path?.join('.'), error: original.stack ?? String(original) })
+    if (internal)
+      logger.error('graphql field failed', {
+        traceId,
+        path: gql.path?.join('.'),
+        error: original.stack ?? String(original)
+      })
     const { detail, title, status, code, type, traceId: _trace, ...extra } = body
     return new GraphQLError(detail ?? title, { ...at, extensions: { code, status, type, title, traceId, ...extra } })
   }
@@ -108,7 +133,13 @@ function idempotencyRule(key: string | undefined, operationName: string | null |
       // Counted as they execute: mutations spread from fragments are mutations too.
       const fields = rootFields(op, fragmentsOf(v)).size
       if (fields === 1) context.idempotencyKey = key
-      else v.reportError(new GraphQLError(`An Idempotency-Key covers an operation with one mutation field; this one has ${fields}. Send them as separate requests.`, { nodes: [op], extensions: { code: 'idempotency.one_mutation', status: 400 } }))
+      else
+        v.reportError(
+          new GraphQLError(
+            `An Idempotency-Key covers an operation with one mutation field; this one has ${fields}. Send them as separate requests.`,
+            { nodes: [op], extensions: { code: 'idempotency.one_mutation', status: 400 } }
+          )
+        )
     }
     return {}
   }
@@ -137,7 +168,12 @@ function cachedParse(source: string, limits: QueryLimits): DocumentNode {
 }
 
 const validated = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, readonly GraphQLError[]>>()
-function cachedValidate(schema: GraphQLSchema, doc: DocumentNode, rules: readonly ValidationRule[], limits: QueryLimits): readonly GraphQLError[] {
+function cachedValidate(
+  schema: GraphQLSchema,
+  doc: DocumentNode,
+  rules: readonly ValidationRule[],
+  limits: QueryLimits
+): readonly GraphQLError[] {
   const own = rules.filter((r) => !specifiedRules.includes(r))
   if (!cachedDocuments.has(doc)) {
     // What would make GraphQL's own rules slow is refused before they run.
@@ -167,11 +203,15 @@ async function reservedExecute(args: ExecutionArgs): Promise<ExecutionResult> {
   const operation = getOperationAST(args.document, args.operationName)
   const type = operation?.operation ?? 'operation'
   const name = operation?.name?.value
-  return span(name ? `graphql ${type} ${name}` : `graphql ${type}`, { 'graphql.operation.type': type, 'graphql.operation.name': name, 'graphql.cost': cost }, async (s) => {
-    const result = await cachedExecute(args)
-    if (result.errors?.length) s.setAttribute('graphql.errors', result.errors.length)
-    return result
-  })
+  return span(
+    name ? `graphql ${type} ${name}` : `graphql ${type}`,
+    { 'graphql.operation.type': type, 'graphql.operation.name': name, 'graphql.cost': cost },
+    async (s) => {
+      const result = await cachedExecute(args)
+      if (result.errors?.length) s.setAttribute('graphql.errors', result.errors.length)
+      return result
+    }
+  )
 }
 
 const compiled = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, Map<string, CompiledQuery>>>()
@@ -205,7 +245,8 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
     createHandler<ParameterizedContext, RequestContext, GraphQLContext & OperationContext>({
       schema: (req) => cache.get(req.context.principal).schema,
       parse: ((source: string) => cachedParse(source, limits)) as never,
-      validate: ((schema: GraphQLSchema, doc: DocumentNode, rules: readonly ValidationRule[]) => cachedValidate(schema, doc, rules, limits)) as never,
+      validate: ((schema: GraphQLSchema, doc: DocumentNode, rules: readonly ValidationRule[]) =>
+        cachedValidate(schema, doc, rules, limits)) as never,
       execute: reservedExecute as never,
       context: (req) => {
         const base = { app, principal: req.context.principal, traceId }
@@ -213,8 +254,17 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
       },
       validationRules: (req, args, specified) => [
         ...specified,
-        limitRule(limits, () => (args.variableValues ?? {}) as Record<string, unknown>, args.operationName, (cost) => ((args.contextValue as GraphQLContext).cost = cost)),
-        idempotencyRule(req.context.koa.get('idempotency-key') || undefined, args.operationName, args.contextValue as GraphQLContext)
+        limitRule(
+          limits,
+          () => (args.variableValues ?? {}) as Record<string, unknown>,
+          args.operationName,
+          (cost) => ((args.contextValue as GraphQLContext).cost = cost)
+        ),
+        idempotencyRule(
+          req.context.koa.get('idempotency-key') || undefined,
+          args.operationName,
+          args.contextValue as GraphQLContext
+        )
       ],
       // A result without `data` is a request error found once executing began (a variable value that does not
       // coerce): GraphQL over HTTP wants a 4xx for it under application/graphql-response+json, as graphql-http
@@ -239,10 +289,20 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
       return
     }
     if (ctx.path !== `/${graphqlPath}`) return next()
-    if (ctx.method !== 'GET' && ctx.method !== 'POST') throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: GET, POST.`, {}, { Allow: 'GET, POST' })
+    if (ctx.method !== 'GET' && ctx.method !== 'POST')
+      throw new ApiError(
+        'method-not-allowed',
+        'http.method_not_allowed',
+        `${ctx.method} is not allowed on ${ctx.path}; allowed: GET, POST.`,
+        {},
+        { Allow: 'GET, POST' }
+      )
     const principal = requireCaller(ctx)
     let body: string | null = null
-    if (ctx.method === 'POST' && (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase() === 'application/json') {
+    if (
+      ctx.method === 'POST' &&
+      (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase() === 'application/json'
+    ) {
       body = await readBodyText(ctx, maxBytes)
     }
     const context: RequestContext = { koa: ctx, principal }
@@ -256,18 +316,44 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
     })
     if (result === null) {
       // graphql-http answers these without a body: as every refusal here, a problem.
-      if (init.status === 406) throw new ApiError('not-acceptable', 'http.not_acceptable', 'GraphQL answers application/graphql-response+json or application/json; send one of them in Accept.')
-      if (init.status === 415) throw new ApiError('unsupported-media-type', 'request.unsupported_media_type', `Send the GraphQL request as application/json (got ${ctx.get('content-type') || 'no Content-Type'}).`)
-      throw new ApiError('method-not-allowed', 'http.method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: GET, POST.`, {}, { Allow: 'GET, POST' })
+      if (init.status === 406)
+        throw new ApiError(
+          'not-acceptable',
+          'http.not_acceptable',
+          'GraphQL answers application/graphql-response+json or application/json; send one of them in Accept.'
+        )
+      if (init.status === 415)
+        throw new ApiError(
+          'unsupported-media-type',
+          'request.unsupported_media_type',
+          `Send the GraphQL request as application/json (got ${ctx.get('content-type') || 'no Content-Type'}).`
+        )
+      throw new ApiError(
+        'method-not-allowed',
+        'http.method_not_allowed',
+        `${ctx.method} is not allowed on ${ctx.path}; allowed: GET, POST.`,
+        {},
+        { Allow: 'GET, POST' }
+      )
     }
     if (init.status === 405) {
       // graphql-http refuses a mutation sent with GET with a bare JSON body of its own (sent as text/plain): a problem, as every refusal.
-      throw new ApiError('method-not-allowed', 'http.method_not_allowed', 'A GET request may only run a query (GET must not change anything); send a mutation with POST.', {}, { Allow: 'POST' })
+      throw new ApiError(
+        'method-not-allowed',
+        'http.method_not_allowed',
+        'A GET request may only run a query (GET must not change anything); send a mutation with POST.',
+        {},
+        { Allow: 'POST' }
+      )
     }
     if (init.status === 400) {
       // A request graphql-http could not read (no query, unparsable JSON or variables): no GraphQL request yet, so a problem as elsewhere.
       const refusal = requestRefusal(result)
-      if (refusal) throw problems.badRequest('graphql.bad_request', `${refusal}: a GraphQL request is a JSON object {"query": "...", "variables": {...}, "operationName": "..."} in a POST body, or the same members as URL parameters of a GET, variables and extensions as URL-encoded JSON objects.`)
+      if (refusal)
+        throw problems.badRequest(
+          'graphql.bad_request',
+          `${refusal}: a GraphQL request is a JSON object {"query": "...", "variables": {...}, "operationName": "..."} in a POST body, or the same members as URL parameters of a GET, variables and extensions as URL-encoded JSON objects.`
+        )
     }
     const graphqlResponse = String(init.headers?.['content-type'] ?? '').startsWith('application/graphql-response+json')
     ctx.status = context.requestError && graphqlResponse && init.status === 200 ? 400 : init.status
@@ -280,7 +366,8 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
 function requestRefusal(result: unknown): string | undefined {
   if (typeof result !== 'string') return undefined
   try {
-    const first = (JSON.parse(result) as { errors?: Array<{ message: string; extensions?: { code?: string } }> }).errors?.[0]
+    const first = (JSON.parse(result) as { errors?: Array<{ message: string; extensions?: { code?: string } }> })
+      .errors?.[0]
     return first?.extensions?.code === 'graphql.bad_request' ? first.message : undefined
   } catch {
     return undefined
@@ -289,7 +376,11 @@ function requestRefusal(result: unknown): string | undefined {
 
 function requireCaller(ctx: ParameterizedContext): Principal {
   const principal = ctx.state.principal as Principal | undefined
-  if (!principal) throw problems.unauthenticated('auth.missing', 'GraphQL needs a credential: an Authorization: Bearer <token> header, or the session cookie of a signed-in browser (as the console at /settings/graphql sends).')
+  if (!principal)
+    throw problems.unauthenticated(
+      'auth.missing',
+      'GraphQL needs a credential: an Authorization: Bearer <token> header, or the session cookie of a signed-in browser (as the console at /settings/graphql sends).'
+    )
   // A scoped token names `graphql` to use the endpoint at all; each field then needs its own scope, as over REST.
   assertScope(principal, 'graphql')
   return principal
@@ -315,4 +406,9 @@ export function graphql(app: App) {
  * and the JSON reader leaves it). With its console for signed-in users at /settings/graphql
  * (graphql.console.ts), in the settings menu.
  */
-export const graphqlPlugin: Plugin = { name: 'graphql', configure: graphql, streamingPaths: [new RegExp(`^/${graphqlPath}$`)], describe: describeGraphQL }
+export const graphqlPlugin: Plugin = {
+  name: 'graphql',
+  configure: graphql,
+  streamingPaths: [new RegExp(`^/${graphqlPath}$`)],
+  describe: describeGraphQL
+}

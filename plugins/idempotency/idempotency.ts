@@ -25,11 +25,14 @@ export interface IdempotencyOptions {
   responseOf(method: string, result: any): { status: number; headers: Record<string, string> }
 }
 
-
 /** Stable JSON for fingerprints: object keys sorted at every level. */
 export function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`
-  if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as any)[k])}`).join(',')}}`
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as any)[k])}`)
+      .join(',')}}`
   return JSON.stringify(v ?? null)
 }
 
@@ -49,7 +52,15 @@ export function idempotency(o: IdempotencyOptions) {
     assertIdempotencyKey(key)
     const { tenantId, credentialId } = params.principal
     const fingerprint = createHash('sha256')
-      .update(canonical([context.path, context.method, context.id ?? params.id ?? null, context.data ?? null, params.ifMatch ?? null]))
+      .update(
+        canonical([
+          context.path,
+          context.method,
+          context.id ?? params.id ?? null,
+          context.data ?? null,
+          params.ifMatch ?? null
+        ])
+      )
       .digest('hex')
     const ids = [tenantId, credentialId, key]
 
@@ -65,13 +76,27 @@ export function idempotency(o: IdempotencyOptions) {
       [...ids, fingerprint, o.inFlightTimeoutSeconds, o.retentionHours]
     )
     if (!claim.rowCount) {
-      const { rows } = await o.pool.query('SELECT fingerprint, state, status, body, headers FROM idempotency_keys WHERE tenant_id = $1 AND credential_id = $2 AND key = $3', ids)
+      const { rows } = await o.pool.query(
+        'SELECT fingerprint, state, status, body, headers FROM idempotency_keys WHERE tenant_id = $1 AND credential_id = $2 AND key = $3',
+        ids
+      )
       const stored = rows[0]
-      if (!stored) throw problems.conflict('idempotency.in_flight', 'A request with this Idempotency-Key is being processed; retry shortly.')
+      if (!stored)
+        throw problems.conflict(
+          'idempotency.in_flight',
+          'A request with this Idempotency-Key is being processed; retry shortly.'
+        )
       if (stored.fingerprint !== fingerprint) {
-        throw problems.unprocessable('idempotency.key_reused', 'This Idempotency-Key was already used with a different request (method, path or body). Use a new key for a new request.')
+        throw problems.unprocessable(
+          'idempotency.key_reused',
+          'This Idempotency-Key was already used with a different request (method, path or body). Use a new key for a new request.'
+        )
       }
-      if (stored.state === 'in_flight') throw problems.conflict('idempotency.in_flight', 'The first request with this Idempotency-Key is still being processed; retry after it completes.')
+      if (stored.state === 'in_flight')
+        throw problems.conflict(
+          'idempotency.in_flight',
+          'The first request with this Idempotency-Key is still being processed; retry after it completes.'
+        )
       if (stored.status >= 400) throw new StoredProblem(stored.body)
       context.result = stored.body
       context.http = { status: stored.status, headers: { ...stored.headers, 'Idempotent-Replayed': 'true' } }
@@ -79,13 +104,16 @@ export function idempotency(o: IdempotencyOptions) {
     }
 
     let completed = false
-    const store = async (db: pg.Pool | pg.PoolClient, status: number, body: unknown, headers: Record<string, string>) => {
-      await db.query(`UPDATE idempotency_keys SET state = 'done', status = $4, body = $5, headers = $6, locked_until = NULL WHERE tenant_id = $1 AND credential_id = $2 AND key = $3`, [
-        ...ids,
-        status,
-        JSON.stringify(body),
-        headers
-      ])
+    const store = async (
+      db: pg.Pool | pg.PoolClient,
+      status: number,
+      body: unknown,
+      headers: Record<string, string>
+    ) => {
+      await db.query(
+        `UPDATE idempotency_keys SET state = 'done', status = $4, body = $5, headers = $6, locked_until = NULL WHERE tenant_id = $1 AND credential_id = $2 AND key = $3`,
+        [...ids, status, JSON.stringify(body), headers]
+      )
       completed = true
     }
     params.idempotency = {
@@ -99,9 +127,13 @@ export function idempotency(o: IdempotencyOptions) {
     } catch (err) {
       const { body, internal } = toProblem(err, params.traceId ?? 'unknown', o.errorsUrl())
       if (internal || body.status >= 500) {
-        await o.pool.query('DELETE FROM idempotency_keys WHERE tenant_id = $1 AND credential_id = $2 AND key = $3', ids).catch(() => undefined)
+        await o.pool
+          .query('DELETE FROM idempotency_keys WHERE tenant_id = $1 AND credential_id = $2 AND key = $3', ids)
+          .catch(() => undefined)
       } else {
-        await store(o.pool, body.status, body, {}).catch((e) => logger.error('could not store idempotent error response', { error: e.message }))
+        await store(o.pool, body.status, body, {}).catch((e) =>
+          logger.error('could not store idempotent error response', { error: e.message })
+        )
       }
       throw err
     }
@@ -139,5 +171,11 @@ export async function purgeExpiredKeys(pool: pg.Pool): Promise<number> {
 export const idempotencyPlugin: Plugin = {
   name: 'idempotency',
   configure: () => undefined,
-  jobs: (app) => [{ name: 'idempotency.purge', every: '1 hour', run: async () => ({ removed: await purgeExpiredKeys(app.get('platform').db.pool) }) }]
+  jobs: (app) => [
+    {
+      name: 'idempotency.purge',
+      every: '1 hour',
+      run: async () => ({ removed: await purgeExpiredKeys(app.get('platform').db.pool) })
+    }
+  ]
 }

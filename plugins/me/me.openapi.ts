@@ -12,13 +12,34 @@ export function describeMe(ctx: DocContext): Fragment {
       properties: {
         tenantId: { type: 'string' },
         tenantName: { type: 'string' },
-        credential: { type: 'object', required: ['id', 'type'], properties: { id: { type: 'string' }, type: { type: 'string', enum: ['api-key', 'personal', 'service-account', 'session'] } } },
+        credential: {
+          type: 'object',
+          required: ['id', 'type'],
+          properties: {
+            id: { type: 'string' },
+            type: { type: 'string', enum: ['api-key', 'personal', 'service-account', 'session'] }
+          }
+        },
         actor: { $ref: '#/components/schemas/Actor' },
         userId: { type: ['string', 'null'] },
-        roles: { anyOf: [{ const: 'all' }, list], description: '`all` for a tenant API key (and a service account without roles).' },
-        scopes: { anyOf: [{ const: 'all' }, list], description: '`all` when the credential is not narrowed by scopes.' },
-        modules: { type: 'object', description: 'Module key → the actions the credential\'s roles grant in it.', additionalProperties: list },
-        rateLimit: { type: 'object', required: ['requestsPerMinute'], properties: { requestsPerMinute: { type: 'integer' } } },
+        roles: {
+          anyOf: [{ const: 'all' }, list],
+          description: '`all` for a tenant API key (and a service account without roles).'
+        },
+        scopes: {
+          anyOf: [{ const: 'all' }, list],
+          description: '`all` when the credential is not narrowed by scopes.'
+        },
+        modules: {
+          type: 'object',
+          description: "Module key → the actions the credential's roles grant in it.",
+          additionalProperties: list
+        },
+        rateLimit: {
+          type: 'object',
+          required: ['requestsPerMinute'],
+          properties: { requestsPerMinute: { type: 'integer' } }
+        },
         csrfToken: { type: 'string', description: 'Browser sessions only: send it as `X-CSRF-Token` on writes.' }
       }
     },
@@ -32,7 +53,8 @@ export function describeMe(ctx: DocContext): Fragment {
           operationId: 'getMe',
           tag,
           summary: 'Describe the caller',
-          description: 'The credential, its actor, roles, scopes and the module actions it may perform. Any valid credential may ask.',
+          description:
+            'The credential, its actor, roles, scopes and the module actions it may perform. Any valid credential may ask.',
           scope: '',
           responses: { 200: { description: 'The caller.', schema: me } }
         })

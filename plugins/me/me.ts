@@ -27,13 +27,19 @@ export class MeService {
     for (const m of tenant.modules.values()) {
       if (!seesModule(p, m)) continue
       const perms = m.definition.permissions
-      const actions = p.roles === 'all' ? [...new Set(Object.values(perms).flat())] : [...new Set(p.roles.flatMap((r) => perms[r] ?? []))]
+      const actions =
+        p.roles === 'all'
+          ? [...new Set(Object.values(perms).flat())]
+          : [...new Set(p.roles.flatMap((r) => perms[r] ?? []))]
       modules[m.definition.key] = actions.sort()
     }
     return {
       tenantId: p.tenantId,
       tenantName: tenant.name,
-      credential: { id: p.credentialId, type: p.kind === 'api_key' ? 'api-key' : p.kind === 'service_account' ? 'service-account' : p.kind },
+      credential: {
+        id: p.credentialId,
+        type: p.kind === 'api_key' ? 'api-key' : p.kind === 'service_account' ? 'service-account' : p.kind
+      },
       actor: p.actor,
       userId: p.userId ?? null,
       roles: p.roles,

@@ -25,7 +25,8 @@ function summary(m: RegisteredModule) {
 }
 
 /** The module's summary columns (or the default) without the fields this caller may not read. */
-const summaryColumnsOf = (m: RegisteredModule, principal: Principal) => summaryColumns(m).filter((k) => !hiddenFields(principal, m).has(k))
+const summaryColumnsOf = (m: RegisteredModule, principal: Principal) =>
+  summaryColumns(m).filter((k) => !hiddenFields(principal, m).has(k))
 
 /** Installed modules of the caller's tenant and their full schemas, straight from the registry. */
 export class ModulesService {
@@ -39,7 +40,10 @@ export class ModulesService {
     const principal = this.principal(params)
     assertScope(principal, 'modules:read')
     const tenant = this.tenants.get(principal.tenantId)
-    const items = [...(tenant?.modules.values() ?? [])].filter((m) => seesModule(principal, m)).sort((a, b) => a.definition.key.localeCompare(b.definition.key)).map(summary)
+    const items = [...(tenant?.modules.values() ?? [])]
+      .filter((m) => seesModule(principal, m))
+      .sort((a, b) => a.definition.key.localeCompare(b.definition.key))
+      .map(summary)
     return { items }
   }
 
@@ -47,7 +51,12 @@ export class ModulesService {
     const principal = this.principal(params)
     assertScope(principal, 'modules:read')
     const m = this.tenants.module(principal.tenantId, String(key))
-    if (!seesModule(principal, m)) throw problems.forbidden('permission.denied', `None of this credential's roles has rights in module "${m.definition.key}".`, { missing: 'read' })
+    if (!seesModule(principal, m))
+      throw problems.forbidden(
+        'permission.denied',
+        `None of this credential's roles has rights in module "${m.definition.key}".`,
+        { missing: 'read' }
+      )
     const d = m.definition
     return {
       ...summary(m),

@@ -11,12 +11,20 @@ export function describeModules(ctx: DocContext): Fragment {
       required: ['key', 'version', 'title', 'description', 'numberPattern', 'states', 'links'],
       properties: {
         key: { type: 'string', examples: ['incident'] },
-        version: { type: 'string', description: 'Semantic version of the installed module package.', examples: ['1.2.0'] },
+        version: {
+          type: 'string',
+          description: 'Semantic version of the installed module package.',
+          examples: ['1.2.0']
+        },
         title: { type: 'string' },
         description: { type: ['string', 'null'] },
         numberPattern: { type: 'string', description: 'How record numbers are made, e.g. `INC-{YYYY}-{seq:5}`.' },
         states: { type: 'array', items: { type: 'string' }, description: 'Workflow states in order.' },
-        links: { type: 'object', required: ['schema', 'records'], properties: { schema: { type: 'string' }, records: { type: 'string' } } }
+        links: {
+          type: 'object',
+          required: ['schema', 'records'],
+          properties: { schema: { type: 'string' }, records: { type: 'string' } }
+        }
       }
     },
     'ModuleSummary'
@@ -24,7 +32,8 @@ export function describeModules(ctx: DocContext): Fragment {
   const field = {
     type: 'object',
     required: ['key', 'type', 'filterable'],
-    description: 'A payload field as the module package declares it (type-specific members such as `options`, `maxLength`, `fields` of a group), plus whether lists can filter on it.',
+    description:
+      'A payload field as the module package declares it (type-specific members such as `options`, `maxLength`, `fields` of a group), plus whether lists can filter on it.',
     properties: {
       key: { type: 'string' },
       type: { type: 'string', enum: [...fieldTypes] },
@@ -50,23 +59,54 @@ export function describeModules(ctx: DocContext): Fragment {
               required: ['initial', 'states', 'transitions'],
               properties: {
                 initial: { type: 'string' },
-                states: { type: 'array', items: { type: 'object', required: ['key'], properties: { key: { type: 'string' }, label: { type: 'string' }, requires: { type: 'array', items: { type: 'string' } }, final: { type: 'boolean' } } } },
+                states: {
+                  type: 'array',
+                  items: {
+                    type: 'object',
+                    required: ['key'],
+                    properties: {
+                      key: { type: 'string' },
+                      label: { type: 'string' },
+                      requires: { type: 'array', items: { type: 'string' } },
+                      final: { type: 'boolean' }
+                    }
+                  }
+                },
                 transitions: {
                   type: 'array',
                   items: {
                     type: 'object',
                     required: ['key', 'from', 'to'],
-                    properties: { key: { type: 'string' }, label: { type: 'string' }, from: { type: 'array', items: { type: 'string' } }, to: { type: 'string' }, roles: { type: 'array', items: { type: 'string' } }, requires: { type: 'array', items: { type: 'string' } }, forbidSelf: { type: 'boolean' } }
+                    properties: {
+                      key: { type: 'string' },
+                      label: { type: 'string' },
+                      from: { type: 'array', items: { type: 'string' } },
+                      to: { type: 'string' },
+                      roles: { type: 'array', items: { type: 'string' } },
+                      requires: { type: 'array', items: { type: 'string' } },
+                      forbidSelf: { type: 'boolean' }
+                    }
                   }
                 }
               }
             },
-            permissions: { type: 'object', description: 'Role → module actions (`read`, `create`, `update`, `delete`, `export`, `attachments`, `transition:<key>`).', additionalProperties: { type: 'array', items: { type: 'string' } } },
-            rowAccess: { type: 'object', description: 'Role → the conditions of the rows it sees, any of which admits a row (`{ createdBy: "self" }` or `{ field, equals: "self" }`); roles not listed see every row.', additionalProperties: { type: 'array', items: { type: 'object' } } },
+            permissions: {
+              type: 'object',
+              description:
+                'Role → module actions (`read`, `create`, `update`, `delete`, `export`, `attachments`, `transition:<key>`).',
+              additionalProperties: { type: 'array', items: { type: 'string' } }
+            },
+            rowAccess: {
+              type: 'object',
+              description:
+                'Role → the conditions of the rows it sees, any of which admits a row (`{ createdBy: "self" }` or `{ field, equals: "self" }`); roles not listed see every row.',
+              additionalProperties: { type: 'array', items: { type: 'object' } }
+            },
             summaryColumns: {
               type: 'array',
               items: { type: 'string' },
-              description: 'The payload fields that identify a record at a glance, in order: the PDF export\'s default columns after Number and State, and a list page\'s. The module\'s `summaryColumns`, or its first four fields when it declares none; fields the caller may not read are left out.',
+              description:
+                "The payload fields that identify a record at a glance, in order: the PDF export's default columns after Number and State, and a list page's. The module's `summaryColumns`, or its first four fields when it declares none; fields the caller may not read are left out.",
               examples: [['title', 'site', 'category', 'severity', 'occurredAt']]
             },
             package: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } }
@@ -78,7 +118,13 @@ export function describeModules(ctx: DocContext): Fragment {
   )
   const keys = ctx.modules.map((m) => m.definition.key)
   return {
-    tags: [{ name: tag, description: 'The modules installed for the tenant: their fields, workflow and permissions, as the module packages define them.' }],
+    tags: [
+      {
+        name: tag,
+        description:
+          'The modules installed for the tenant: their fields, workflow and permissions, as the module packages define them.'
+      }
+    ],
     paths: {
       '/api/v1/modules': {
         get: operation({
@@ -87,11 +133,23 @@ export function describeModules(ctx: DocContext): Fragment {
           summary: 'List installed modules',
           description: 'The modules the credential has a role in.',
           scope: 'modules:read',
-          responses: { 200: { description: 'The installed modules.', schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: summary } } } } }
+          responses: {
+            200: {
+              description: 'The installed modules.',
+              schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: summary } } }
+            }
+          }
         })
       },
       '/api/v1/modules/{moduleKey}': {
-        parameters: [pathParam('moduleKey', 'The module key.', keys.length ? { type: 'string', enum: keys } : moduleKeySchema, keys[0] ?? 'incident')],
+        parameters: [
+          pathParam(
+            'moduleKey',
+            'The module key.',
+            keys.length ? { type: 'string', enum: keys } : moduleKeySchema,
+            keys[0] ?? 'incident'
+          )
+        ],
         get: operation({
           operationId: 'getModule',
           tag,

@@ -26,7 +26,12 @@ export function describeRecordReport(): Fragment {
       const ok = (get?.responses as Record<string, { content?: Record<string, unknown> }> | undefined)?.['200']
       if (!ok?.content) return
       Object.assign(ok.content, structuredClone(recordReportContent))
-      get.description = [get.description, 'JSON by default; `Accept: application/pdf` answers the record report, a PDF of the same record under the same rules.'].filter(Boolean).join(' ')
+      get.description = [
+        get.description,
+        'JSON by default; `Accept: application/pdf` answers the record report, a PDF of the same record under the same rules.'
+      ]
+        .filter(Boolean)
+        .join(' ')
     }
   }
 }

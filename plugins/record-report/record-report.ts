@@ -15,7 +15,10 @@ import { describeRecordReport, recordReportType } from './record-report.shared.t
  */
 export function wantsReport(accept: string | undefined): boolean {
   if (!accept) return false
-  return accepts({ headers: { accept } } as IncomingMessage).type(['application/json', recordReportType]) === recordReportType
+  return (
+    accepts({ headers: { accept } } as IncomingMessage).type(['application/json', recordReportType]) ===
+    recordReportType
+  )
 }
 
 /**
@@ -27,14 +30,21 @@ export function recordReportHook(app: App) {
   const platform = app.get('platform')
   return async (context: HookContext, next: NextFunction) => {
     await next()
-    const params = context.params as { provider?: string; principal?: Principal; headers?: Record<string, string | undefined> }
+    const params = context.params as {
+      provider?: string
+      principal?: Principal
+      headers?: Record<string, string | undefined>
+    }
     context.http = { ...context.http, headers: { ...context.http?.headers, Vary: 'Accept' } }
     if (!params.provider || !params.principal || !wantsReport(params.headers?.accept)) return
     const record = context.result
     const principal = params.principal
     const module = platform.tenants.module(principal.tenantId, record.moduleKey)
     const hidden = hiddenFields(principal, module)
-    const names = await platform.users.names(principal.tenantId, module.definition.fields.filter((f) => f.type === 'user' && !hidden.has(f.key)).map((f) => record.payload[f.key]))
+    const names = await platform.users.names(
+      principal.tenantId,
+      module.definition.fields.filter((f) => f.type === 'user' && !hidden.has(f.key)).map((f) => record.payload[f.key])
+    )
     const { renderRecordReport } = await import('../../core/exports/render-record.ts')
     const pdf = await renderRecordReport({
       record,

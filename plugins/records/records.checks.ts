@@ -20,14 +20,23 @@ export async function referenceProblems(
   const found: FieldProblem[][] = items.map(() => [])
   for (const f of module.definition.fields) {
     if (f.type !== 'recordRef') continue
-    const wanted = items.map((it) => (typeof it.payload[f.key] === 'string' && (!it.changed || it.changed.has(f.key)) ? (it.payload[f.key] as string) : undefined))
+    const wanted = items.map((it) =>
+      typeof it.payload[f.key] === 'string' && (!it.changed || it.changed.has(f.key))
+        ? (it.payload[f.key] as string)
+        : undefined
+    )
     const ids = [...new Set(wanted.filter((v): v is string => v !== undefined))]
     if (!ids.length) continue
     const installed = !!tenants.get(tenantId)?.modules.has(f.module)
     const live = installed ? await existingRefs(db, tenantId, f.module, ids) : new Set<string>()
     wanted.forEach((id, i) => {
       if (id !== undefined && !live.has(id)) {
-        found[i].push({ pointer: `/payload/${f.key}`, field: `payload.${f.key}`, code: 'reference', detail: `must be the id of a live ${f.module} record of this tenant` })
+        found[i].push({
+          pointer: `/payload/${f.key}`,
+          field: `payload.${f.key}`,
+          code: 'reference',
+          detail: `must be the id of a live ${f.module} record of this tenant`
+        })
       }
     })
   }

@@ -67,7 +67,10 @@ export interface RecordsOptions {
  */
 export class RecordsService {
   private readonly validateQuery
-  private readonly firableCache = new Map<string, Array<{ key: string; label: string; to: string; requires: readonly string[] }>>()
+  private readonly firableCache = new Map<
+    string,
+    Array<{ key: string; label: string; to: string; requires: readonly string[] }>
+  >()
   constructor(private readonly o: RecordsOptions) {
     this.validateQuery = recordQueryValidator(o.maxLimit)
   }
@@ -77,28 +80,52 @@ export class RecordsService {
   }
 
   private notFound(id: string, tenantId?: string) {
-    if (isUuid(id)) return problems.notFound('record.not_found', `No live record ${id} for this tenant. A deleted record is still in the audit log: GET /api/v1/audit-log?recordId=${id}.`)
+    if (isUuid(id))
+      return problems.notFound(
+        'record.not_found',
+        `No live record ${id} for this tenant. A deleted record is still in the audit log: GET /api/v1/audit-log?recordId=${id}.`
+      )
     // A record number in place of the id: say where records are found by number.
-    const owner = tenantId && String(id).length <= 100 ? [...(this.o.tenants.get(tenantId)?.modules.values() ?? [])].find((m) => m.numberPattern.matches(id)) : undefined
+    const owner =
+      tenantId && String(id).length <= 100
+        ? [...(this.o.tenants.get(tenantId)?.modules.values() ?? [])].find((m) => m.numberPattern.matches(id))
+        : undefined
     if (owner) {
       const find = `GET /api/v1/records?moduleKey=${owner.definition.key}&number=${encodeURIComponent(id)}`
-      return problems.notFound('record.not_found', `${id} is a record number, not a record id (a UUID). Find the record by its number with ${find} (add &includeDeleted=true for a deleted one); its id is in the answer.`)
+      return problems.notFound(
+        'record.not_found',
+        `${id} is a record number, not a record id (a UUID). Find the record by its number with ${find} (add &includeDeleted=true for a deleted one); its id is in the answer.`
+      )
     }
-    return problems.notFound('record.not_found', `No record ${id}: record ids are UUIDs, e.g. the id in a create's Location header. To find a record by its number: GET /api/v1/records?moduleKey=<module>&number=<number>.`)
+    return problems.notFound(
+      'record.not_found',
+      `No record ${id}: record ids are UUIDs, e.g. the id in a create's Location header. To find a record by its number: GET /api/v1/records?moduleKey=<module>&number=<number>.`
+    )
   }
 
   /** The record's module, checked installed for the caller's tenant; a record of another module is a 404. */
-  private moduleOf(principal: Principal, row: repo.RecordRow | undefined, id: string, moduleKey?: string): RegisteredModule {
+  private moduleOf(
+    principal: Principal,
+    row: repo.RecordRow | undefined,
+    id: string,
+    moduleKey?: string
+  ): RegisteredModule {
     const m = row && this.o.tenants.get(principal.tenantId)?.modules.get(row.module_key)
     if (!m) throw this.notFound(id)
-    if (moduleKey !== undefined && m.definition.key !== moduleKey) throw problems.notFound('record.not_found', `No live ${moduleKey} record ${id} for this tenant.`)
+    if (moduleKey !== undefined && m.definition.key !== moduleKey)
+      throw problems.notFound('record.not_found', `No live ${moduleKey} record ${id} for this tenant.`)
     assertCan(principal, m, 'read')
     // A record outside the caller's row-level rule does not exist for it.
     if (rowRule(principal, m)?.test(row) === false) throw this.notFound(id)
     return m
   }
 
-  private present(principal: Principal, module: RegisteredModule, row: repo.RecordRow, hidden?: ReadonlySet<string>): RecordOut {
+  private present(
+    principal: Principal,
+    module: RegisteredModule,
+    row: repo.RecordRow,
+    hidden?: ReadonlySet<string>
+  ): RecordOut {
     const out = view(principal, module, row, hidden)
     out.attachments ??= []
     out.availableTransitions = this.firable(principal, module, row.state).map((t) => ({
@@ -129,7 +156,13 @@ export class RecordsService {
    * `changed` are re-checked on an update: a link to an incident deleted later must not
    * freeze every other edit of the corrective action.
    */
-  private async checkReferences(principal: Principal, module: RegisteredModule, payload: Record<string, unknown>, db: pg.Pool | pg.PoolClient, changed?: ReadonlySet<string>) {
+  private async checkReferences(
+    principal: Principal,
+    module: RegisteredModule,
+    payload: Record<string, unknown>,
+    db: pg.Pool | pg.PoolClient,
+    changed?: ReadonlySet<string>
+  ) {
     const [found] = await referenceProblems(db, this.o.tenants, principal.tenantId, module, [{ payload, changed }])
     if (found.length) throw validationError(found)
   }
@@ -148,8 +181,17 @@ export class RecordsService {
     // updatedSince pages in change order (incremental sync); otherwise in creation order.
     const byUpdate = !!q.updatedSince
     const include = new Set(params.include ?? [])
-    const columns = [repo.recordColumns, ...(byUpdate ? [repo.updatedAtExact] : []), ...(include.has('activity') ? [repo.activityJson] : []), ...(include.has('attachments') ? [repo.attachmentsJson] : [])].join(', ')
-    const shape = ['records.find', ...(byUpdate ? ['by-update'] : []), ...[...include].filter((i) => i !== 'transitions').sort()].join('.')
+    const columns = [
+      repo.recordColumns,
+      ...(byUpdate ? [repo.updatedAtExact] : []),
+      ...(include.has('activity') ? [repo.activityJson] : []),
+      ...(include.has('attachments') ? [repo.attachmentsJson] : [])
+    ].join(', ')
+    const shape = [
+      'records.find',
+      ...(byUpdate ? ['by-update'] : []),
+      ...[...include].filter((i) => i !== 'transitions').sort()
+    ].join('.')
     // Internal callers (exports) may ask for the count of the same selection instead of a page.
     const countOnly = params.countOnly === true && !params.provider
     // Tenant and module are pinned on both shapes, first: the count once lacked them and counted every tenant's records.
@@ -174,7 +216,15 @@ export class RecordsService {
       const unknown = states.filter((s) => !module.states.has(s))
       if (unknown.length) {
         const allowed = [...module.states.keys()]
-        throw validationError([{ pointer: '/state', field: 'state', code: 'enum', detail: `must be one of: ${allowed.join(', ')} (got ${unknown.join(', ')})`, allowed }])
+        throw validationError([
+          {
+            pointer: '/state',
+            field: 'state',
+            code: 'enum',
+            detail: `must be one of: ${allowed.join(', ')} (got ${unknown.join(', ')})`,
+            allowed
+          }
+        ])
       }
       select.add(`state:${states.length}`, states, (b) => b.whereIn('r.state', states))
       scopeParts.push(['state', states])
@@ -183,7 +233,12 @@ export class RecordsService {
       const ids = q.id.split(',').map((s) => s.trim().toLowerCase())
       const bad = ids.filter((s) => !isUuid(s))
       if (bad.length || ids.length > limit) {
-        const detail = bad.length ? `must be record ids (UUIDs) separated by commas (got ${bad.slice(0, 3).map((b) => JSON.stringify(b)).join(', ')})` : `names ${ids.length} records; at most the page limit (${limit}) per call`
+        const detail = bad.length
+          ? `must be record ids (UUIDs) separated by commas (got ${bad
+              .slice(0, 3)
+              .map((b) => JSON.stringify(b))
+              .join(', ')})`
+          : `names ${ids.length} records; at most the page limit (${limit}) per call`
         throw validationError([{ pointer: '/id', field: 'id', code: bad.length ? 'format' : 'maxItems', detail }])
       }
       select.add(`id:${ids.length}`, ids, (b) => b.whereIn('r.id', ids))
@@ -208,27 +263,38 @@ export class RecordsService {
       // Filtering on a field one may not read would reveal it a bit at a time.
       if (hidden.has(key)) {
         const roles = module.fields.get(key)?.access?.read ?? []
-        throw problems.forbidden('field.forbidden', `This credential may not read field "${key}" of module "${module.definition.key}", so it cannot filter on it; reading it needs one of the roles ${roles.join(', ')}.`, { field: key })
+        throw problems.forbidden(
+          'field.forbidden',
+          `This credential may not read field "${key}" of module "${module.definition.key}", so it cannot filter on it; reading it needs one of the roles ${roles.join(', ')}.`,
+          { field: key }
+        )
       }
-      for (const c of this.payloadFilter(module, key, condition)) select.add(c.sql, c.bindings, (b) => b.whereRaw(c.sql, c.bindings as any[]))
+      for (const c of this.payloadFilter(module, key, condition))
+        select.add(c.sql, c.bindings, (b) => b.whereRaw(c.sql, c.bindings as any[]))
       scopeParts.push(['payload', key, condition])
     }
     const scope = JSON.stringify(scopeParts)
     if (q.cursor) {
       const pos = this.o.cursors.decode(q.cursor, scope)
-      if (byUpdate) select.add('after:updated', [pos[0], pos[1]], (b) => b.whereRaw('(r.updated_at, r.seq) > (?::timestamptz, ?)', [pos[0] as string, pos[1] as number]))
+      if (byUpdate)
+        select.add('after:updated', [pos[0], pos[1]], (b) =>
+          b.whereRaw('(r.updated_at, r.seq) > (?::timestamptz, ?)', [pos[0] as string, pos[1] as number])
+        )
       else select.add('after:seq', [pos[0]], (b) => b.where('r.seq', '>', pos[0] as number))
     }
     if (countOnly) {
       const [{ total }] = await select.run<{ total: number }>(this.o.pool)
       return { items: [], nextCursor: null, limit, total }
     }
-    select.add(byUpdate ? 'order:updated' : 'order:seq', [], (b) => (byUpdate ? b.orderBy([{ column: 'r.updated_at' }, { column: 'r.seq' }]) : b.orderBy('r.seq')))
+    select.add(byUpdate ? 'order:updated' : 'order:seq', [], (b) =>
+      byUpdate ? b.orderBy([{ column: 'r.updated_at' }, { column: 'r.seq' }]) : b.orderBy('r.seq')
+    )
     select.add('limit', [limit + 1], (b) => b.limit(limit + 1))
     const rows = await select.run<repo.RecordRow>(this.o.pool)
     const page = rows.slice(0, limit)
     const last = page[page.length - 1]
-    const after = (row: repo.RecordRow) => this.o.cursors.encode(scope, byUpdate ? [row.updated_at_exact, row.seq] : [row.seq])
+    const after = (row: repo.RecordRow) =>
+      this.o.cursors.encode(scope, byUpdate ? [row.updated_at_exact, row.seq] : [row.seq])
     const nextCursor = rows.length > limit && last ? after(last) : null
     const items = page.map((row) => {
       if (!include.has('transitions')) return view(principal, module, row, hidden)
@@ -239,25 +305,56 @@ export class RecordsService {
     return { items, nextCursor, limit, ...(params.itemCursors ? { cursors: page.map(after) } : {}) }
   }
 
-  private payloadFilter(module: RegisteredModule, key: string, condition: unknown): Array<{ sql: string; bindings: unknown[] }> {
+  private payloadFilter(
+    module: RegisteredModule,
+    key: string,
+    condition: unknown
+  ): Array<{ sql: string; bindings: unknown[] }> {
     const field = module.fields.get(key)
     const spec = field && fieldToFilter[field.type]
     if (!field || !spec) {
       const allowed = module.definition.fields.filter((f) => fieldToFilter[f.type]).map((f) => f.key)
-      throw validationError([{ pointer: `/payload/${key}`, field: `payload.${key}`, code: 'filter', detail: `cannot be filtered on; filterable fields: ${allowed.join(', ')}`, allowed }])
+      throw validationError([
+        {
+          pointer: `/payload/${key}`,
+          field: `payload.${key}`,
+          code: 'filter',
+          detail: `cannot be filtered on; filterable fields: ${allowed.join(', ')}`,
+          allowed
+        }
+      ])
     }
     const ops: Array<[Operator, string | string[]]> =
-      typeof condition === 'string' ? [['eq', condition]] : Object.entries(condition as Record<string, string | string[]>).map(([op, v]) => [op as Operator, v])
+      typeof condition === 'string'
+        ? [['eq', condition]]
+        : Object.entries(condition as Record<string, string | string[]>).map(([op, v]) => [op as Operator, v])
     const out: Array<{ sql: string; bindings: unknown[] }> = []
     for (const [op, raw] of ops) {
       const pointer = `/payload/${key}${typeof condition === 'string' ? '' : `/${op}`}`
       if (!spec.operators.includes(op)) {
-        throw validationError([{ pointer, field: `payload.${key}`, code: 'operator', detail: `does not support operator "${op}"; allowed: ${spec.operators.join(', ')}`, allowed: [...spec.operators] }])
+        throw validationError([
+          {
+            pointer,
+            field: `payload.${key}`,
+            code: 'operator',
+            detail: `does not support operator "${op}"; allowed: ${spec.operators.join(', ')}`,
+            allowed: [...spec.operators]
+          }
+        ])
       }
       const values = Array.isArray(raw) ? raw.map(String) : [String(raw)]
       const parsed = values.map((v) => {
         const r = spec.parse(v, field)
-        if ('error' in r) throw validationError([{ pointer, field: `payload.${key}`, code: 'filter', detail: r.error, ...(r.allowed ? { allowed: r.allowed } : {}) }])
+        if ('error' in r)
+          throw validationError([
+            {
+              pointer,
+              field: `payload.${key}`,
+              code: 'filter',
+              detail: r.error,
+              ...(r.allowed ? { allowed: r.allowed } : {})
+            }
+          ])
         return r.value
       })
       const expr = spec.expr(key)
@@ -308,7 +405,10 @@ export class RecordsService {
       })
     } catch (err) {
       if (repo.isExternalRefClash(err)) {
-        throw problems.conflict('record.external_ref_taken', `A live ${module.definition.key} record already has externalRef "${externalRef}". Update it, or load it through the bulk endpoint, which upserts by externalRef.`)
+        throw problems.conflict(
+          'record.external_ref_taken',
+          `A live ${module.definition.key} record already has externalRef "${externalRef}". Update it, or load it through the bulk endpoint, which upserts by externalRef.`
+        )
       }
       throw err
     }
@@ -318,7 +418,12 @@ export class RecordsService {
   private async change(
     id: string,
     params: RecordParams,
-    change: (row: repo.RecordRow, module: RegisteredModule, principal: Principal, client: pg.PoolClient) => Promise<Omit<repo.RecordChange, 'tenantId' | 'id' | 'actor'> | null>
+    change: (
+      row: repo.RecordRow,
+      module: RegisteredModule,
+      principal: Principal,
+      client: pg.PoolClient
+    ) => Promise<Omit<repo.RecordChange, 'tenantId' | 'id' | 'actor'> | null>
   ): Promise<RecordOut> {
     const principal = this.principal(params)
     if (!isUuid(id)) throw this.notFound(String(id), principal.tenantId)
@@ -329,12 +434,17 @@ export class RecordsService {
       if (ifMatch !== undefined && ifMatch.trim() !== '*') {
         const wanted = ifMatch.split(',').map((v) => v.trim().replace(/^W\//, '').replace(/"/g, ''))
         if (!wanted.includes(String(row!.version))) {
-          throw problems.preconditionFailed(`If-Match names version ${wanted.join(', ')}, but the record is at version ${row!.version}.`, { currentVersion: row!.version })
+          throw problems.preconditionFailed(
+            `If-Match names version ${wanted.join(', ')}, but the record is at version ${row!.version}.`,
+            { currentVersion: row!.version }
+          )
         }
       }
       const c = await change(row!, module, principal, client)
       if (c) await repo.updateRecord(client, { ...c, tenantId: principal.tenantId, id, actor: principal.actor })
-      const current = c?.delete ? await repo.selectAny(client, principal.tenantId, id) : await repo.selectLive(client, principal.tenantId, id)
+      const current = c?.delete
+        ? await repo.selectAny(client, principal.tenantId, id)
+        : await repo.selectLive(client, principal.tenantId, id)
       const result = c?.delete ? view(principal, module, current!) : this.present(principal, module, current!)
       await params.idempotency?.complete(client, result)
       return result
@@ -342,7 +452,8 @@ export class RecordsService {
   }
 
   async patch(id: string | null, data: RecordPatch, params: RecordParams): Promise<RecordOut> {
-    if (id === null) throw problems.badRequest('record.id_required', 'PATCH needs a record id: PATCH /api/v1/records/{id}.')
+    if (id === null)
+      throw problems.badRequest('record.id_required', 'PATCH needs a record id: PATCH /api/v1/records/{id}.')
     // The most natural wrong guess at changing a state gets the way to do it, not just "not an accepted field".
     if (data && typeof data === 'object' && Object.hasOwn(data, 'state')) {
       const at = isUuid(id) ? id : '{id}'
@@ -362,14 +473,29 @@ export class RecordsService {
     const id = params.id ?? ''
     assertValid<RecordTransition>(recordTransitionValidator, data)
     return this.change(id, params, async (row, module, principal, client) => {
-      const plan = transitionRules(principal, module, { state: row.state, payload: row.payload, createdBy: row.created_by }, data.transition, (data.payload ?? {}) as Record<string, unknown>)
-      if (plan.changes.length) await this.checkReferences(principal, module, plan.payload, client, new Set(plan.changes.map((c) => c.field)))
-      return { payload: plan.payload, state: plan.transition.to, action: 'transitioned', changes: plan.changes, transition: plan.transition, comment: data.comment }
+      const plan = transitionRules(
+        principal,
+        module,
+        { state: row.state, payload: row.payload, createdBy: row.created_by },
+        data.transition,
+        (data.payload ?? {}) as Record<string, unknown>
+      )
+      if (plan.changes.length)
+        await this.checkReferences(principal, module, plan.payload, client, new Set(plan.changes.map((c) => c.field)))
+      return {
+        payload: plan.payload,
+        state: plan.transition.to,
+        action: 'transitioned',
+        changes: plan.changes,
+        transition: plan.transition,
+        comment: data.comment
+      }
     })
   }
 
   async remove(id: string | null, params: RecordParams): Promise<RecordOut> {
-    if (id === null) throw problems.badRequest('record.id_required', 'DELETE needs a record id: DELETE /api/v1/records/{id}.')
+    if (id === null)
+      throw problems.badRequest('record.id_required', 'DELETE needs a record id: DELETE /api/v1/records/{id}.')
     return this.change(String(id), params, async (row, module, principal) => {
       deleteRules(principal, module)
       return { payload: row.payload, state: row.state, action: 'deleted', changes: [], delete: true }
@@ -377,9 +503,13 @@ export class RecordsService {
   }
 }
 
-
 /** A record as the principal may see it: hidden fields absent from the payload and from the activity. */
-export function view(principal: Principal, module: RegisteredModule, row: repo.RecordRow, hidden = hiddenFields(principal, module)): RecordOut {
+export function view(
+  principal: Principal,
+  module: RegisteredModule,
+  row: repo.RecordRow,
+  hidden = hiddenFields(principal, module)
+): RecordOut {
   const out = repo.toRecord(row)
   if (!hidden.size) return out
   out.payload = redactPayload(out.payload as Record<string, unknown>, hidden)

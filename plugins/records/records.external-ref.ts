@@ -14,7 +14,14 @@ export function canonicalExternalRef(ref: string, pointer = '/externalRef'): str
   const bad = invisible.exec(ref)
   if (bad) {
     const code = bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')
-    throw validationError([{ pointer, field: fieldOf(pointer), code: 'text', detail: `contains the invisible character U+${code} at position ${bad.index + 1}; references must be visible text` }])
+    throw validationError([
+      {
+        pointer,
+        field: fieldOf(pointer),
+        code: 'text',
+        detail: `contains the invisible character U+${code} at position ${bad.index + 1}; references must be visible text`
+      }
+    ])
   }
   return ref.normalize('NFC')
 }

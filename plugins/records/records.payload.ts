@@ -29,11 +29,17 @@ export function diffPayload(before: Record<string, unknown>, after: Record<strin
     const was = Object.hasOwn(before, k) ? before[k] : undefined
     if (!isDeepStrictEqual(was, v)) changes.push({ field: k, from: was ?? null, to: v })
   }
-  for (const k of Object.keys(before)) if (!Object.hasOwn(after, k)) changes.push({ field: k, from: before[k], to: null })
+  for (const k of Object.keys(before))
+    if (!Object.hasOwn(after, k)) changes.push({ field: k, from: before[k], to: null })
   return changes
 }
 
 /** Whether a guard counts a field as filled in. */
 export function hasValue(v: unknown): boolean {
-  return v !== undefined && v !== null && !(typeof v === 'string' && v.trim() === '') && !(Array.isArray(v) && v.length === 0)
+  return (
+    v !== undefined &&
+    v !== null &&
+    !(typeof v === 'string' && v.trim() === '') &&
+    !(Array.isArray(v) && v.length === 0)
+  )
 }

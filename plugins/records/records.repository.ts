@@ -26,7 +26,9 @@ export const activityJson = `coalesce((SELECT json_agg(json_build_object('id', a
   FROM (SELECT row_number() OVER (ORDER BY x.id) AS n, x.* FROM record_activity x WHERE x.tenant_id = r.tenant_id AND x.record_id = r.id) a), '[]'::json) AS activity`
 
 /** Ready attachments of a record, as its metadata shows them (pending uploads are not part of the record yet). */
-export const attachmentColumns = (x: string) => `json_build_object('id', ${x}.id, 'fileName', ${x}.file_name, 'contentType', ${x}.content_type, 'size', ${x}.size,
+export const attachmentColumns = (
+  x: string
+) => `json_build_object('id', ${x}.id, 'fileName', ${x}.file_name, 'contentType', ${x}.content_type, 'size', ${x}.size,
   'sha256', encode(${x}.sha256, 'hex'), 'uploadedBy', ${x}.uploaded_by, 'uploadedAt', ${iso(`${x}.uploaded_at`)})`
 export const attachmentsJson = `coalesce((SELECT json_agg(${attachmentColumns('x')} ORDER BY x.uploaded_at, x.id)
   FROM attachments x WHERE x.tenant_id = r.tenant_id AND x.record_id = r.id AND x.state = 'ready'), '[]'::json) AS attachments`
@@ -157,13 +159,27 @@ export async function insertRecord(db: Queryable, r: NewRecord): Promise<RecordR
         json_build_array(json_build_object('id', 1, 'at', ${iso('a.at')}, 'actor', a.actor, 'action', a.action,
           'changes', a.changes, 'transition', a.transition, 'comment', a.comment)) AS activity
       FROM r, a`,
-    values: [r.tenantId, r.moduleKey, r.numberScope, r.moduleVersion, r.numberPrefix, r.numberWidth, r.numberSuffix, r.state, r.payload, r.actor, JSON.stringify(r.changes), r.externalRef ?? null]
+    values: [
+      r.tenantId,
+      r.moduleKey,
+      r.numberScope,
+      r.moduleVersion,
+      r.numberPrefix,
+      r.numberWidth,
+      r.numberSuffix,
+      r.state,
+      r.payload,
+      r.actor,
+      JSON.stringify(r.changes),
+      r.externalRef ?? null
+    ]
   })
   return rows[0]
 }
 
 /** Whether a database error is the clash of two live records of a module on one external reference. */
-export const isExternalRefClash = (err: unknown) => (err as { constraint?: string }).constraint === 'records_live_external_ref'
+export const isExternalRefClash = (err: unknown) =>
+  (err as { constraint?: string }).constraint === 'records_live_external_ref'
 
 export interface RecordChange {
   tenantId: string
@@ -205,12 +221,30 @@ export async function updateRecord(client: pg.PoolClient, c: RecordChange): Prom
         },
         'r'
       )}`,
-    values: [c.tenantId, c.id, c.payload, c.state, c.actor, c.action, JSON.stringify(c.changes), c.transition ?? null, !!c.delete, c.comment ?? null, JSON.stringify(data), type]
+    values: [
+      c.tenantId,
+      c.id,
+      c.payload,
+      c.state,
+      c.actor,
+      c.action,
+      JSON.stringify(c.changes),
+      c.transition ?? null,
+      !!c.delete,
+      c.comment ?? null,
+      JSON.stringify(data),
+      type
+    ]
   })
 }
 
 /** Ids among `ids` that are live records of `moduleKey` for the tenant. */
-export async function existingRefs(db: Queryable, tenantId: string, moduleKey: string, ids: string[]): Promise<Set<string>> {
+export async function existingRefs(
+  db: Queryable,
+  tenantId: string,
+  moduleKey: string,
+  ids: string[]
+): Promise<Set<string>> {
   const { rows } = await db.query({
     name: 'records-existing-refs',
     text: 'SELECT id FROM records WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND module_key = $3 AND deleted_at IS NULL',

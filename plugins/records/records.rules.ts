@@ -15,7 +15,11 @@ import { diffPayload, hasValue, mergePatch, type FieldChange } from './records.p
  */
 
 /** A new record: the create right (and scope), the fields the principal may write, the module schema. Returns the activity diff. */
-export function createRules(principal: Principal, module: RegisteredModule, payload: Record<string, unknown>): FieldChange[] {
+export function createRules(
+  principal: Principal,
+  module: RegisteredModule,
+  payload: Record<string, unknown>
+): FieldChange[] {
   assertCan(principal, module, 'create')
   assertWritable(principal, module, Object.keys(payload))
   assertValid(module.validatePayload, payload, '/payload')
@@ -33,7 +37,12 @@ export interface PlannedChange {
  * payload against the schema (only when something changes: an old record that a newer
  * module version would refuse can still be left as it is).
  */
-export function updateRules(principal: Principal, module: RegisteredModule, current: Record<string, unknown>, patch: Record<string, unknown>): PlannedChange {
+export function updateRules(
+  principal: Principal,
+  module: RegisteredModule,
+  current: Record<string, unknown>,
+  patch: Record<string, unknown>
+): PlannedChange {
   assertCan(principal, module, 'update')
   assertWritable(principal, module, Object.keys(patch))
   const payload = mergePatch(current, patch)
@@ -61,26 +70,54 @@ export function transitionRules(
   const t = module.transitions.get(key)
   if (!t) {
     const allowed = [...module.transitions.keys()]
-    throw validationError([{ pointer: '/transition', field: 'transition', code: 'enum', detail: `must be one of: ${allowed.join(', ')}`, allowed }])
+    throw validationError([
+      {
+        pointer: '/transition',
+        field: 'transition',
+        code: 'enum',
+        detail: `must be one of: ${allowed.join(', ')}`,
+        allowed
+      }
+    ])
   }
   const state = record.state
   if (!t.from.includes(state)) {
     const possible = module.definition.workflow.transitions.filter((x) => x.from.includes(state)).map((x) => x.key)
-    throw problems.conflict('transition.not_allowed', `Transition "${t.key}" cannot be fired from state "${state}" (it starts from ${t.from.join(', ')}). From "${state}" the workflow allows: ${possible.join(', ') || 'nothing'}.`, { currentState: state, allowedTransitions: possible })
+    throw problems.conflict(
+      'transition.not_allowed',
+      `Transition "${t.key}" cannot be fired from state "${state}" (it starts from ${t.from.join(', ')}). From "${state}" the workflow allows: ${possible.join(', ') || 'nothing'}.`,
+      { currentState: state, allowedTransitions: possible }
+    )
   }
   assertScope(principal, 'records:transition', module.definition.key)
   if (!canFire(principal, module, t)) {
-    throw problems.forbidden('permission.denied', `This credential may not fire transition "${t.key}"${t.roles?.length ? `; it needs one of the roles ${t.roles.join(', ')}` : ''}.`, { missing: `transition:${t.key}` })
+    throw problems.forbidden(
+      'permission.denied',
+      `This credential may not fire transition "${t.key}"${t.roles?.length ? `; it needs one of the roles ${t.roles.join(', ')}` : ''}.`,
+      { missing: `transition:${t.key}` }
+    )
   }
   // The creator is a person: the same credential, or any credential acting for the person behind it.
   if (t.forbidSelf && principal.kind !== 'system' && sameActor(record.createdBy, principal.actor)) {
-    throw problems.forbidden('workflow.self_approval', `Transition "${t.key}" may not be fired by the record's creator, nor through a token of the same person (a token acts for the person who created it); another person with the role must fire it.`)
+    throw problems.forbidden(
+      'workflow.self_approval',
+      `Transition "${t.key}" may not be fired by the record's creator, nor through a token of the same person (a token acts for the person who created it); another person with the role must fire it.`
+    )
   }
   // Fields set on the way are an update of the record, under the same rules.
-  const { payload, changes } = Object.keys(patch).length ? updateRules(principal, module, record.payload, patch) : { payload: record.payload, changes: [] }
+  const { payload, changes } = Object.keys(patch).length
+    ? updateRules(principal, module, record.payload, patch)
+    : { payload: record.payload, changes: [] }
   const missing = module.guards.get(t.key)!.filter((f) => !hasValue(payload[f]))
   if (missing.length) {
-    throw validationError(missing.map((f) => ({ pointer: `/payload/${f}`, field: `payload.${f}`, code: 'guard', detail: `is required to enter state "${t.to}" by transition "${t.key}"` })))
+    throw validationError(
+      missing.map((f) => ({
+        pointer: `/payload/${f}`,
+        field: `payload.${f}`,
+        code: 'guard',
+        detail: `is required to enter state "${t.to}" by transition "${t.key}"`
+      }))
+    )
   }
   return { payload, changes, transition: { key: t.key, from: state, to: t.to } }
 }

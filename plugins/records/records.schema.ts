@@ -3,33 +3,61 @@ import { compileData, compileQuery } from '../../core/validation.ts'
 
 export const actorSchema = Type.Object(
   {
-    type: Type.Union([Type.Literal('api-key'), Type.Literal('user'), Type.Literal('service-account'), Type.Literal('system')]),
+    type: Type.Union([
+      Type.Literal('api-key'),
+      Type.Literal('user'),
+      Type.Literal('service-account'),
+      Type.Literal('system')
+    ]),
     id: Type.String(),
     name: Type.String(),
     token: Type.Optional(
       Type.Object(
-        { type: Type.Union([Type.Literal('api-key'), Type.Literal('personal'), Type.Literal('service-account')]), id: Type.String({ format: 'uuid' }), name: Type.String() },
+        {
+          type: Type.Union([Type.Literal('api-key'), Type.Literal('personal'), Type.Literal('service-account')]),
+          id: Type.String({ format: 'uuid' }),
+          name: Type.String()
+        },
         { description: 'The token the change came through (absent for a signed-in session or a system action)' }
       )
     ),
     onBehalfOf: Type.Optional(
       Type.Object(
         { userId: Type.String({ format: 'uuid' }), name: Type.String() },
-        { description: 'The person behind a service account or API key: the user who created it (or who created the token that created it); absent when nobody is recorded. Four-eyes transitions count this person as the actor.' }
+        {
+          description:
+            'The person behind a service account or API key: the user who created it (or who created the token that created it); absent when nobody is recorded. Four-eyes transitions count this person as the actor.'
+        }
       )
     )
   },
-  { $id: 'Actor', description: 'Who made a change, as it was then: a user (signed in, or through their personal token), a service account, an API key or a system action.' }
+  {
+    $id: 'Actor',
+    description:
+      'Who made a change, as it was then: a user (signed in, or through their personal token), a service account, an API key or a system action.'
+  }
 )
 
-export const fieldChangeSchema = Type.Object({ field: Type.String(), from: Type.Unknown(), to: Type.Unknown() }, { $id: 'FieldChange' })
+export const fieldChangeSchema = Type.Object(
+  { field: Type.String(), from: Type.Unknown(), to: Type.Unknown() },
+  { $id: 'FieldChange' }
+)
 
 export const activitySchema = Type.Object(
   {
-    id: Type.Integer({ minimum: 1, description: 'Position of the entry in its record\'s activity: 1 is the created entry; with recordId, it identifies the entry in the audit feed' }),
+    id: Type.Integer({
+      minimum: 1,
+      description:
+        "Position of the entry in its record's activity: 1 is the created entry; with recordId, it identifies the entry in the audit feed"
+    }),
     at: Type.String({ format: 'date-time' }),
     actor: Type.Ref(actorSchema),
-    action: Type.Union([Type.Literal('created'), Type.Literal('updated'), Type.Literal('transitioned'), Type.Literal('deleted')]),
+    action: Type.Union([
+      Type.Literal('created'),
+      Type.Literal('updated'),
+      Type.Literal('transitioned'),
+      Type.Literal('deleted')
+    ]),
     changes: Type.Array(Type.Ref(fieldChangeSchema)),
     transition: Type.Union([Type.Object({ key: Type.String(), from: Type.String(), to: Type.String() }), Type.Null()]),
     comment: Type.Union([Type.String(), Type.Null()])
@@ -60,7 +88,11 @@ export const recordSchema = Type.Object(
     state: Type.String({ description: 'Current workflow state' }),
     version: Type.Integer({ description: 'Increments on every change; send it back in If-Match' }),
     payload: Type.Record(Type.String(), Type.Unknown()),
-    externalRef: Type.Optional(Type.String({ description: 'The source system\'s reference, unique among the module\'s live records; bulk upserts match on it' })),
+    externalRef: Type.Optional(
+      Type.String({
+        description: "The source system's reference, unique among the module's live records; bulk upserts match on it"
+      })
+    ),
     createdAt: Type.String({ format: 'date-time' }),
     updatedAt: Type.String({ format: 'date-time' }),
     createdBy: Type.Ref(actorSchema),
@@ -70,14 +102,26 @@ export const recordSchema = Type.Object(
     activity: Type.Optional(Type.Array(Type.Ref(activitySchema))),
     attachments: Type.Optional(Type.Array(Type.Ref(recordAttachmentSchema))),
     availableTransitions: Type.Optional(
-      Type.Array(Type.Object({ key: Type.String(), label: Type.String(), to: Type.String(), missingFields: Type.Array(Type.String()) }))
+      Type.Array(
+        Type.Object({
+          key: Type.String(),
+          label: Type.String(),
+          to: Type.String(),
+          missingFields: Type.Array(Type.String())
+        })
+      )
     )
   },
   { $id: 'Record' }
 )
 export type RecordOut = Static<typeof recordSchema>
 
-export const externalRefSchema = Type.String({ minLength: 1, maxLength: 200, pattern: '^\\S(.*\\S)?$', description: 'The source system\'s reference for the record (no leading or trailing spaces)' })
+export const externalRefSchema = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  pattern: '^\\S(.*\\S)?$',
+  description: "The source system's reference for the record (no leading or trailing spaces)"
+})
 
 export const recordCreateSchema = Type.Object(
   {
@@ -90,7 +134,12 @@ export const recordCreateSchema = Type.Object(
 export type RecordCreate = Static<typeof recordCreateSchema>
 
 export const recordPatchSchema = Type.Object(
-  { payload: Type.Object({}, { additionalProperties: true, description: 'JSON merge patch of the payload: keys given replace, null removes' }) },
+  {
+    payload: Type.Object(
+      {},
+      { additionalProperties: true, description: 'JSON merge patch of the payload: keys given replace, null removes' }
+    )
+  },
   { $id: 'RecordPatch', additionalProperties: false }
 )
 export type RecordPatch = Static<typeof recordPatchSchema>
@@ -99,7 +148,12 @@ export const recordTransitionSchema = Type.Object(
   {
     transition: Type.String({ minLength: 1, description: 'Key of a transition of the module workflow' }),
     comment: Type.Optional(Type.String({ maxLength: 4000 })),
-    payload: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Payload changes applied with the transition (merge patch)' }))
+    payload: Type.Optional(
+      Type.Object(
+        {},
+        { additionalProperties: true, description: 'Payload changes applied with the transition (merge patch)' }
+      )
+    )
   },
   { $id: 'RecordTransition', additionalProperties: false }
 )
@@ -111,8 +165,15 @@ export const recordQuerySchema = (maxLimit: number) =>
       moduleKey: Type.String({ minLength: 1 }),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: maxLimit })),
       cursor: Type.Optional(Type.String({ minLength: 1 })),
-      state: Type.Optional(Type.String({ minLength: 1, description: 'Workflow state, or several separated by commas' })),
-      updatedSince: Type.Optional(Type.String({ format: 'date-time', description: 'Only records changed at or after this instant, oldest change first' })),
+      state: Type.Optional(
+        Type.String({ minLength: 1, description: 'Workflow state, or several separated by commas' })
+      ),
+      updatedSince: Type.Optional(
+        Type.String({
+          format: 'date-time',
+          description: 'Only records changed at or after this instant, oldest change first'
+        })
+      ),
       payload: Type.Optional(
         Type.Record(
           Type.String(),
@@ -121,16 +182,34 @@ export const recordQuerySchema = (maxLimit: number) =>
             // An operator's value; `in` takes a list (`payload[site][in][]=A&payload[site][in][]=B`, GraphQL's lists: values may hold commas)
             // or, REST's short form, values joined by commas (`payload[site][in]=A,B`), made a list before validation.
             Type.Object(
-              { in: Type.Optional(Type.Array(Type.String(), { minItems: 1, maxItems: 1000, description: 'One of these values' })) },
+              {
+                in: Type.Optional(
+                  Type.Array(Type.String(), { minItems: 1, maxItems: 1000, description: 'One of these values' })
+                )
+              },
               { additionalProperties: Type.String() }
             )
           ])
         )
       ),
-      includeDeleted: Type.Optional(Type.Boolean({ description: 'Also return soft-deleted records (with deletedAt); for incremental sync with updatedSince' })),
-      externalRef: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The record with this source-system reference' })),
-      number: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'The record with this number, e.g. INC-2026-00042' })),
-      id: Type.Optional(Type.String({ minLength: 36, maxLength: 37 * maxLimit, description: 'These records: ids separated by commas, at most `limit` of them' }))
+      includeDeleted: Type.Optional(
+        Type.Boolean({
+          description: 'Also return soft-deleted records (with deletedAt); for incremental sync with updatedSince'
+        })
+      ),
+      externalRef: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 200, description: 'The record with this source-system reference' })
+      ),
+      number: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 100, description: 'The record with this number, e.g. INC-2026-00042' })
+      ),
+      id: Type.Optional(
+        Type.String({
+          minLength: 36,
+          maxLength: 37 * maxLimit,
+          description: 'These records: ids separated by commas, at most `limit` of them'
+        })
+      )
     },
     { title: 'RecordQuery', additionalProperties: false }
   )

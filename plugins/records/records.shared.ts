@@ -7,11 +7,25 @@ export const recordsWriteMethods = ['create', 'patch', 'remove', 'transition'] a
 // Bulk applies the same write rules (records.rules.ts) to many rows and writes them with its own batch statements.
 export type { RecordPage } from './records.class.ts'
 export { view } from './records.class.ts'
-export { activitySchema, actorSchema, externalRefSchema, fieldChangeSchema, recordAttachmentSchema, recordSchema } from './records.schema.ts'
+export {
+  activitySchema,
+  actorSchema,
+  externalRefSchema,
+  fieldChangeSchema,
+  recordAttachmentSchema,
+  recordSchema
+} from './records.schema.ts'
 export { canonicalExternalRef } from './records.external-ref.ts'
 export type { FieldChange } from './records.payload.ts'
 export { createRules, updateRules } from './records.rules.ts'
-export { createdEvent, isExternalRefClash, recordColumns, selectAny, updateRecord, type RecordRow } from './records.repository.ts'
+export {
+  createdEvent,
+  isExternalRefClash,
+  recordColumns,
+  selectAny,
+  updateRecord,
+  type RecordRow
+} from './records.repository.ts'
 export { referenceProblems } from './records.checks.ts'
 export type { RecordInclude, RecordParams } from './records.class.ts'
 export type { RecordOut } from './records.schema.ts'

@@ -33,7 +33,13 @@ export function records(app: App) {
   const { db, tenants, cursors, config } = app.get('platform')
   app.use(
     recordsPath,
-    new RecordsService({ pool: db.pool, tenants, cursors, defaultLimit: config.pagination.defaultLimit, maxLimit: config.pagination.maxLimit }),
+    new RecordsService({
+      pool: db.pool,
+      tenants,
+      cursors,
+      defaultLimit: config.pagination.defaultLimit,
+      maxLimit: config.pagination.maxLimit
+    }),
     { methods: [...recordsMethods] }
   )
   const write = [idempotencyFor(app, recordResponse), setResponse]
@@ -43,4 +49,9 @@ export function records(app: App) {
 }
 
 /** Records: a colon method per item (`POST /api/v1/records/{id}:transition`). */
-export const recordsPlugin: Plugin = { name: 'records', configure: records, colonMethods: [recordsPath], describe: describeRecords }
+export const recordsPlugin: Plugin = {
+  name: 'records',
+  configure: records,
+  colonMethods: [recordsPath],
+  describe: describeRecords
+}

@@ -25,7 +25,12 @@ export type ScimParams = CallParams<Record<string, unknown>>
 export function scimPrincipal(params: ScimParams): Principal {
   const p = requirePrincipal(params, 'A SCIM call')
   assertScope(p, 'scim')
-  if (!isAdmin(p)) throw problems.forbidden('permission.denied', 'SCIM provisions the tenant\'s users and groups: it needs a credential acting with the admin role.', { missing: 'admin' })
+  if (!isAdmin(p))
+    throw problems.forbidden(
+      'permission.denied',
+      "SCIM provisions the tenant's users and groups: it needs a credential acting with the admin role.",
+      { missing: 'admin' }
+    )
   return p
 }
 
@@ -42,24 +47,38 @@ export const scimUrl = (platform: Platform) => `${platform.urls.public}/${scimBa
 export function single(query: Record<string, unknown> | undefined, name: string): string | undefined {
   const v = query?.[name]
   if (v === undefined) return undefined
-  if (typeof v !== 'string') throw scimError(400, 'invalidValue', `The query parameter ${name} must be given once, as text.`)
+  if (typeof v !== 'string')
+    throw scimError(400, 'invalidValue', `The query parameter ${name} must be given once, as text.`)
   return v
 }
 
 /** `startIndex` (1-based, default 1; below 1 counts as 1) and `count` (default and most: maxResults; below 0 counts as 0), RFC 7644 §3.4.2.4. */
-export function paging(query: Record<string, unknown> | undefined, maxResults: number): { startIndex: number; count: number } {
+export function paging(
+  query: Record<string, unknown> | undefined,
+  maxResults: number
+): { startIndex: number; count: number } {
   const int = (name: string, fallback: number) => {
     const raw = single(query, name)
     if (raw === undefined || raw === '') return fallback
-    if (!/^[+-]?\d{1,15}$/.test(raw.trim())) throw scimError(400, 'invalidValue', `${name} must be a whole number, not ${JSON.stringify(raw.slice(0, 40))}.`)
+    if (!/^[+-]?\d{1,15}$/.test(raw.trim()))
+      throw scimError(400, 'invalidValue', `${name} must be a whole number, not ${JSON.stringify(raw.slice(0, 40))}.`)
     return Number(raw.trim())
   }
-  return { startIndex: Math.max(1, int('startIndex', 1)), count: Math.min(maxResults, Math.max(0, int('count', maxResults))) }
+  return {
+    startIndex: Math.max(1, int('startIndex', 1)),
+    count: Math.min(maxResults, Math.max(0, int('count', maxResults)))
+  }
 }
 
 /** A ListResponse message (RFC 7644 §3.4.2). */
 export function listResponse(total: number, startIndex: number, resources: unknown[]) {
-  return { schemas: [urn.listResponse], totalResults: total, startIndex, itemsPerPage: resources.length, Resources: resources }
+  return {
+    schemas: [urn.listResponse],
+    totalResults: total,
+    startIndex,
+    itemsPerPage: resources.length,
+    Resources: resources
+  }
 }
 
 /**
@@ -71,7 +90,10 @@ export function ifMatchVersion(header: string | undefined, current: () => number
   if (header === undefined) return undefined
   const tags = header.split(',').map((t) => t.trim())
   if (tags.includes('*')) return undefined
-  const versions = tags.map((t) => /^(?:W\/)?"(\d{1,9})"$/.exec(t)?.[1]).filter((v): v is string => v !== undefined).map(Number)
+  const versions = tags
+    .map((t) => /^(?:W\/)?"(\d{1,9})"$/.exec(t)?.[1])
+    .filter((v): v is string => v !== undefined)
+    .map(Number)
   const now = current()
   return versions.includes(now) ? now : -1
 }

@@ -2,7 +2,13 @@ import type { Id } from '@feathersjs/feathers'
 import { decodeSegment } from '../../core/http/custom-methods.ts'
 import { listResponse, scimPrincipal, scimUrl, type ScimContext, type ScimParams } from './scim.common.ts'
 import { scimError } from './scim.errors.ts'
-import { enterpriseDefinition, groupDefinition, recordsGroupDefinition, suggestedValues, userDefinition } from './scim.schemas.ts'
+import {
+  enterpriseDefinition,
+  groupDefinition,
+  recordsGroupDefinition,
+  suggestedValues,
+  userDefinition
+} from './scim.schemas.ts'
 import { urn } from './scim.shared.ts'
 
 /**
@@ -25,7 +31,8 @@ export function serviceProviderConfig(base: string) {
       {
         type: 'oauthbearertoken',
         name: 'OAuth Bearer Token',
-        description: 'Authorization: Bearer <token>: a service-account token with the scim scope (or another credential of the tenant acting with the admin role and the scim scope).',
+        description:
+          'Authorization: Bearer <token>: a service-account token with the scim scope (or another credential of the tenant acting with the admin role and the scim scope).',
         specUri: 'https://datatracker.ietf.org/doc/html/rfc6750',
         primary: true
       }
@@ -104,7 +111,10 @@ export class ResourceTypesService {
   async get(id: Id, params: ScimParams) {
     scimPrincipal(params)
     const found = resourceTypes(scimUrl(this.o.platform)).find((r) => r.id === id)
-    if (!found) throw scimError(404, undefined, `No resource type ${String(id)}: this service provides User and Group.`, { code: 'scim.not_found' })
+    if (!found)
+      throw scimError(404, undefined, `No resource type ${String(id)}: this service provides User and Group.`, {
+        code: 'scim.not_found'
+      })
     return found
   }
 }
@@ -122,7 +132,9 @@ export class SchemasService {
     const p = scimPrincipal(params)
     // A URN's colons may come percent-encoded; Feathers hands the segment on as sent.
     const urnId = decodeSegment(String(id)).toLowerCase()
-    const found = schemas(scimUrl(this.o.platform), this.o.platform.users.knownRoles(p.tenantId)).find((s) => String(s.id).toLowerCase() === urnId)
+    const found = schemas(scimUrl(this.o.platform), this.o.platform.users.knownRoles(p.tenantId)).find(
+      (s) => String(s.id).toLowerCase() === urnId
+    )
     if (!found) throw scimError(404, undefined, `No schema ${String(id)}.`, { code: 'scim.not_found' })
     return found
   }

@@ -3,15 +3,41 @@ import type { ProblemFormat } from '../../core/plugin.ts'
 import { scimMediaType, scimPathPattern, urn } from './scim.shared.ts'
 
 /** RFC 7644 §3.12 scimType values this service sends. */
-export const scimTypes = ['invalidFilter', 'tooMany', 'uniqueness', 'mutability', 'invalidSyntax', 'invalidPath', 'noTarget', 'invalidValue', 'invalidVers', 'sensitive'] as const
+export const scimTypes = [
+  'invalidFilter',
+  'tooMany',
+  'uniqueness',
+  'mutability',
+  'invalidSyntax',
+  'invalidPath',
+  'noTarget',
+  'invalidValue',
+  'invalidVers',
+  'sensitive'
+] as const
 export type ScimType = (typeof scimTypes)[number]
 
-const kindOf: Record<number, ProblemKind> = { 400: 'bad-request', 403: 'forbidden', 404: 'not-found', 409: 'conflict', 412: 'precondition-failed', 413: 'payload-too-large' }
+const kindOf: Record<number, ProblemKind> = {
+  400: 'bad-request',
+  403: 'forbidden',
+  404: 'not-found',
+  409: 'conflict',
+  412: 'precondition-failed',
+  413: 'payload-too-large'
+}
 const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 
 /** A refusal with a SCIM `scimType`; its code is `scim.<scim_type>` unless given. */
-export function scimError(status: 400 | 403 | 404 | 409 | 412 | 413, scimType: ScimType | undefined, detail: string, o: { code?: string; extra?: Record<string, unknown> } = {}): ApiError {
-  return new ApiError(kindOf[status], o.code ?? (scimType ? `scim.${snake(scimType)}` : 'scim.refused'), detail, { ...(scimType ? { scimType } : {}), ...o.extra })
+export function scimError(
+  status: 400 | 403 | 404 | 409 | 412 | 413,
+  scimType: ScimType | undefined,
+  detail: string,
+  o: { code?: string; extra?: Record<string, unknown> } = {}
+): ApiError {
+  return new ApiError(kindOf[status], o.code ?? (scimType ? `scim.${snake(scimType)}` : 'scim.refused'), detail, {
+    ...(scimType ? { scimType } : {}),
+    ...o.extra
+  })
 }
 
 /** The scimType of problems raised outside the SCIM code (the JSON reader, the data checks, the directory). */
@@ -25,7 +51,12 @@ const scimTypeOfCode: Record<string, ScimType> = {
 /** A field problem of the `filter` query parameter only (e.g. a NUL character in it, refused before SCIM's parser): an invalid filter to SCIM. */
 function isFilterProblem(problem: ProblemBody): boolean {
   const errors = problem.errors
-  return problem.code === 'field.invalid' && Array.isArray(errors) && errors.length > 0 && errors.every((e) => (e as { pointer?: unknown })?.pointer === '/filter')
+  return (
+    problem.code === 'field.invalid' &&
+    Array.isArray(errors) &&
+    errors.length > 0 &&
+    errors.every((e) => (e as { pointer?: unknown })?.pointer === '/filter')
+  )
 }
 
 /**
@@ -37,9 +68,21 @@ function isFilterProblem(problem: ProblemBody): boolean {
  */
 export function scimErrorBody(problem: ProblemBody): Record<string, unknown> {
   const { status, scimType, detail, ...rest } = problem
-  const type = (typeof scimType === 'string' ? scimType : undefined) ?? (isFilterProblem(problem) ? 'invalidFilter' : scimTypeOfCode[problem.code])
-  return { schemas: [urn.error, urn.recordsError], status: String(status), ...(type ? { scimType: type } : {}), detail, [urn.recordsError]: rest }
+  const type =
+    (typeof scimType === 'string' ? scimType : undefined) ??
+    (isFilterProblem(problem) ? 'invalidFilter' : scimTypeOfCode[problem.code])
+  return {
+    schemas: [urn.error, urn.recordsError],
+    status: String(status),
+    ...(type ? { scimType: type } : {}),
+    detail,
+    [urn.recordsError]: rest
+  }
 }
 
 /** Every refusal under /api/scim/v2, whichever layer makes it. */
-export const scimProblemFormat: ProblemFormat = { paths: scimPathPattern, contentType: scimMediaType, render: scimErrorBody }
+export const scimProblemFormat: ProblemFormat = {
+  paths: scimPathPattern,
+  contentType: scimMediaType,
+  render: scimErrorBody
+}

@@ -90,7 +90,13 @@ export function parseAttrPath(text: string, what = 'attribute path'): AttrPath {
   const rest = colon > 0 ? text.slice(colon + 1) : text
   const [attr, sub, more] = rest.split('.')
   const name = /^\$?[A-Za-z][\w-]*$/
-  if (!attr || !name.test(attr) || (sub !== undefined && !name.test(sub)) || more !== undefined || (schema !== undefined && !/^urn:[\w.:-]+$/i.test(schema))) {
+  if (
+    !attr ||
+    !name.test(attr) ||
+    (sub !== undefined && !name.test(sub)) ||
+    more !== undefined ||
+    (schema !== undefined && !/^urn:[\w.:-]+$/i.test(schema))
+  ) {
     throw invalid(`"${text}" is not an ${what}`)
   }
   return { ...(schema ? { schema } : {}), attr, ...(sub ? { sub } : {}) }
@@ -187,9 +193,13 @@ class Parser {
     const opToken = this.next()
     const op = opToken.text.toLowerCase()
     if (opToken.kind === 'word' && op === 'pr') return { op: 'pr', path }
-    if (opToken.kind !== 'word' || !compareOps.has(op)) throw invalid(`"${opToken.text}" at character ${opToken.at + 1} is no operator (eq, ne, co, sw, ew, gt, ge, lt, le, pr)`)
+    if (opToken.kind !== 'word' || !compareOps.has(op))
+      throw invalid(
+        `"${opToken.text}" at character ${opToken.at + 1} is no operator (eq, ne, co, sw, ew, gt, ge, lt, le, pr)`
+      )
     const v = this.peek()
-    if (!v || (v.kind !== 'word' && v.kind !== 'string')) throw invalid(`"${op}" at character ${opToken.at + 1} has no value to compare with`)
+    if (!v || (v.kind !== 'word' && v.kind !== 'string'))
+      throw invalid(`"${op}" at character ${opToken.at + 1} has no value to compare with`)
     this.i++
     return { op: op as CompareOp, path, value: v.kind === 'string' ? v.text : literal(v.text) }
   }
@@ -252,7 +262,12 @@ export function parsePatchPath(text: string): PatchPath {
     return { path: { ...base, ...(sub ? { sub: sub.attr } : {}) }, filter: parseFilter(text.slice(open + 1, close)) }
   } catch (err) {
     // The same grammar, but a PATCH path that does not parse is scimType invalidPath.
-    if ((err as { extra?: { scimType?: string } }).extra?.scimType === 'invalidFilter') throw scimError(400, 'invalidPath', `The path "${text}" is not valid: ${(err as Error).message.replace(/^The filter is not valid: /, '')}`)
+    if ((err as { extra?: { scimType?: string } }).extra?.scimType === 'invalidFilter')
+      throw scimError(
+        400,
+        'invalidPath',
+        `The path "${text}" is not valid: ${(err as Error).message.replace(/^The filter is not valid: /, '')}`
+      )
     throw err
   }
 }

@@ -1,7 +1,17 @@
 import type { Id } from '@feathersjs/feathers'
 import { isUuid } from '../../core/validation.ts'
 import type { GroupChanges, GroupInfo, GroupMember } from '../../core/auth/groups.ts'
-import { answered, ifMatchVersion, listResponse, paging, scimPrincipal, scimUrl, single, type ScimContext, type ScimParams } from './scim.common.ts'
+import {
+  answered,
+  ifMatchVersion,
+  listResponse,
+  paging,
+  scimPrincipal,
+  scimUrl,
+  single,
+  type ScimContext,
+  type ScimParams
+} from './scim.common.ts'
 import { scimError } from './scim.errors.ts'
 import { parseFilter } from './scim.filter.ts'
 import { memberPlan, membersOf } from './scim.members.ts'
@@ -33,13 +43,20 @@ function groupBody(data: unknown): GroupWrite {
   const members = key === undefined ? [] : membersOf(data[key], 'members')
   const rest = { ...data }
   if (key !== undefined) delete rest[key]
-  return { ...groupFields(coerceIn(groupDefinition, rest)), members: members.map((m) => ({ userId: m.userId, display: m.display ?? null })) }
+  return {
+    ...groupFields(coerceIn(groupDefinition, rest)),
+    members: members.map((m) => ({ userId: m.userId, display: m.display ?? null }))
+  }
 }
 
 /** The group's own attributes of a coerced resource. */
 function groupFields(resource: Record<string, unknown>): Omit<GroupWrite, 'members'> {
   const ext = resource[urn.recordsGroup] as { roles?: string[] } | undefined
-  return { displayName: resource.displayName as string, externalId: (resource.externalId as string | undefined) ?? null, namedRoles: ext?.roles ?? null }
+  return {
+    displayName: resource.displayName as string,
+    externalId: (resource.externalId as string | undefined) ?? null,
+    namedRoles: ext?.roles ?? null
+  }
 }
 
 /**
@@ -78,8 +95,15 @@ export class ScimGroupsService {
     const { total, groups } = await this.users.groupPage(p.tenantId, where, startIndex - 1, count)
     const base = scimUrl(this.o.platform)
     const withMembers = !excludes(projection, 'members')
-    const members = withMembers ? await this.users.groupsMembers(p.tenantId, groups.map((g) => g.id)) : undefined
-    const resources = groups.map((g) => project(groupResource(g, members?.get(g.id) ?? (members ? [] : undefined), base), projection))
+    const members = withMembers
+      ? await this.users.groupsMembers(
+          p.tenantId,
+          groups.map((g) => g.id)
+        )
+      : undefined
+    const resources = groups.map((g) =>
+      project(groupResource(g, members?.get(g.id) ?? (members ? [] : undefined), base), projection)
+    )
     return listResponse(total, startIndex, resources)
   }
 
@@ -91,7 +115,11 @@ export class ScimGroupsService {
   async create(data: unknown, params: ScimParams) {
     const p = scimPrincipal(params)
     const w = groupBody(data)
-    const group = await this.users.createGroup(p.tenantId, { displayName: w.displayName, externalId: w.externalId, namedRoles: w.namedRoles, members: w.members }, { as: p, via: 'scim' })
+    const group = await this.users.createGroup(
+      p.tenantId,
+      { displayName: w.displayName, externalId: w.externalId, namedRoles: w.namedRoles, members: w.members },
+      { as: p, via: 'scim' }
+    )
     return this.shown(group, params)
   }
 
@@ -99,7 +127,12 @@ export class ScimGroupsService {
     const p = scimPrincipal(params)
     const current = await this.current(p.tenantId, id)
     const sentId = isObject(data) ? data.id : undefined
-    if (sentId !== undefined && String(sentId).toLowerCase() !== current.id) throw scimError(400, 'mutability', `The body's id ${JSON.stringify(sentId)} is not this Group's (${current.id}); id cannot change.`)
+    if (sentId !== undefined && String(sentId).toLowerCase() !== current.id)
+      throw scimError(
+        400,
+        'mutability',
+        `The body's id ${JSON.stringify(sentId)} is not this Group's (${current.id}); id cannot change.`
+      )
     const w = groupBody(data)
     const group = await this.users.updateGroup(
       p.tenantId,
@@ -133,7 +166,10 @@ export class ScimGroupsService {
         w = groupBody(applyPatch(groupDefinition, groupDocument(current, members), operations, { id: current.id }))
         const before = new Set(members.map((m) => m.userId))
         const after = new Set(w.members.map((m) => m.userId.toLowerCase()))
-        changes = { addMembers: w.members.filter((m) => !before.has(m.userId.toLowerCase())), removeMembers: [...before].filter((m) => !after.has(m)) }
+        changes = {
+          addMembers: w.members.filter((m) => !before.has(m.userId.toLowerCase())),
+          removeMembers: [...before].filter((m) => !after.has(m))
+        }
       }
       const ifVersion = ifMatchVersion(params.ifMatch, () => current.version)
       try {
@@ -147,7 +183,10 @@ export class ScimGroupsService {
       } catch (err) {
         // Changed since it was read: read again and re-apply (unless the client named the version it meant).
         if (ifVersion !== undefined || (err as { code?: number }).code !== 412) throw err
-        if (attempt >= attempts) throw scimError(409, undefined, 'The Group kept changing while this PATCH was applied; send it again.', { code: 'group.busy' })
+        if (attempt >= attempts)
+          throw scimError(409, undefined, 'The Group kept changing while this PATCH was applied; send it again.', {
+            code: 'group.busy'
+          })
       }
     }
   }
@@ -155,7 +194,11 @@ export class ScimGroupsService {
   async remove(id: Id | null, params: ScimParams) {
     const p = scimPrincipal(params)
     const current = await this.current(p.tenantId, id)
-    await this.users.removeGroup(p.tenantId, current.id, { as: p, via: 'scim', ifVersion: ifMatchVersion(params.ifMatch, () => current.version) })
+    await this.users.removeGroup(p.tenantId, current.id, {
+      as: p,
+      via: 'scim',
+      ifVersion: ifMatchVersion(params.ifMatch, () => current.version)
+    })
     return null
   }
 }

@@ -18,14 +18,17 @@ const bodyTypes = [scimMediaType, 'application/json']
  * errors on these paths (scim.errors.ts). Each call is a span `scim <METHOD> <resource type>`,
  * the service call's span under it.
  */
-export const scimHttp = (maxBytes: number): Middleware => (ctx, next) =>
-  span(`scim ${ctx.method} ${resourceType.exec(ctx.path)?.[1] ?? 'other'}`, { 'scim.path': ctx.path }, async (s) => {
-    if (['POST', 'PUT', 'PATCH'].includes(ctx.method)) ctx.request.body = (await readBody(ctx, maxBytes)) as typeof ctx.request.body
-    const operations = (ctx.request.body as { Operations?: unknown } | undefined)?.Operations
-    if (Array.isArray(operations)) s.setAttribute('scim.operations', operations.length)
-    await next()
-    if (ctx.body !== undefined && ctx.body !== null && ctx.status !== 204) ctx.type = scimMediaType
-  })
+export const scimHttp =
+  (maxBytes: number): Middleware =>
+  (ctx, next) =>
+    span(`scim ${ctx.method} ${resourceType.exec(ctx.path)?.[1] ?? 'other'}`, { 'scim.path': ctx.path }, async (s) => {
+      if (['POST', 'PUT', 'PATCH'].includes(ctx.method))
+        ctx.request.body = (await readBody(ctx, maxBytes)) as typeof ctx.request.body
+      const operations = (ctx.request.body as { Operations?: unknown } | undefined)?.Operations
+      if (Array.isArray(operations)) s.setAttribute('scim.operations', operations.length)
+      await next()
+      if (ctx.body !== undefined && ctx.body !== null && ctx.status !== 204) ctx.type = scimMediaType
+    })
 
 const resourceType = /\/scim\/v2\/([A-Za-z]+)/
 
@@ -33,7 +36,12 @@ async function readBody(ctx: Parameters<Middleware>[0], maxBytes: number): Promi
   const length = Number(ctx.get('content-length') || 0)
   if (!length && !ctx.get('transfer-encoding')) return undefined
   const type = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase()
-  if (!bodyTypes.includes(type)) throw new ApiError('unsupported-media-type', 'request.unsupported_media_type', `Send the body as ${scimMediaType} (or application/json); got ${type || 'no Content-Type'}.`)
+  if (!bodyTypes.includes(type))
+    throw new ApiError(
+      'unsupported-media-type',
+      'request.unsupported_media_type',
+      `Send the body as ${scimMediaType} (or application/json); got ${type || 'no Content-Type'}.`
+    )
   const text = await readBodyText(ctx, maxBytes)
   if (!text.trim()) return undefined
   const shape = jsonTextProblem(text)
@@ -41,6 +49,8 @@ async function readBody(ctx: Parameters<Middleware>[0], maxBytes: number): Promi
   try {
     return JSON.parse(text)
   } catch (err) {
-    throw scimError(400, 'invalidSyntax', `The body is not valid JSON: ${(err as Error).message}`, { code: 'request.malformed_json' })
+    throw scimError(400, 'invalidSyntax', `The body is not valid JSON: ${(err as Error).message}`, {
+      code: 'request.malformed_json'
+    })
   }
 }

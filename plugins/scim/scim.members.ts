@@ -39,8 +39,16 @@ export function memberOf(v: unknown, where: string): NewMember | undefined {
   const get = (name: string) => (o ? o[Object.keys(o).find((k) => k.toLowerCase() === name) ?? name] : undefined)
   const id = get('value')
   const display = get('display') ?? get('displayname')
-  if (!o || (id !== undefined && typeof id !== 'string') || (display !== undefined && display !== null && typeof display !== 'string')) {
-    throw scimError(400, 'invalidValue', `${where}: a member is {"value": "<user id>"} (and optionally "display", a string), not ${JSON.stringify(v)?.slice(0, 80)}.`)
+  if (
+    !o ||
+    (id !== undefined && typeof id !== 'string') ||
+    (display !== undefined && display !== null && typeof display !== 'string')
+  ) {
+    throw scimError(
+      400,
+      'invalidValue',
+      `${where}: a member is {"value": "<user id>"} (and optionally "display", a string), not ${JSON.stringify(v)?.slice(0, 80)}.`
+    )
   }
   return id === undefined ? undefined : { userId: id, ...(typeof display === 'string' ? { display } : {}) }
 }
@@ -54,9 +62,19 @@ export function membersOf(value: unknown, where: string): NewMember[] {
 
 /** The id a `members[value eq "<id>"]` path names, or undefined for any other path. */
 function removedById(path: string): string | undefined {
-  if (!/^(urn:ietf:params:scim:schemas:core:2\.0:group:)?members\s*\[/i.test(path) || !path.trim().endsWith(']')) return undefined
+  if (!/^(urn:ietf:params:scim:schemas:core:2\.0:group:)?members\s*\[/i.test(path) || !path.trim().endsWith(']'))
+    return undefined
   const { path: p, filter: f } = parsePatchPath(path)
-  if (!f || p.sub || f.op !== 'eq' || f.path.sub || f.path.schema || f.path.attr.toLowerCase() !== 'value' || typeof f.value !== 'string') return undefined
+  if (
+    !f ||
+    p.sub ||
+    f.op !== 'eq' ||
+    f.path.sub ||
+    f.path.schema ||
+    f.path.attr.toLowerCase() !== 'value' ||
+    typeof f.value !== 'string'
+  )
+    return undefined
   return f.value
 }
 

@@ -32,7 +32,8 @@ type Attribute = InstanceType<typeof SCIMMY.Types.Attribute>
 type Doc = Record<string, unknown>
 
 const isObject = (v: unknown): v is Doc => !!v && typeof v === 'object' && !Array.isArray(v)
-const isDefinition = (a: unknown): a is Definition => !!a && typeof (a as Definition).id === 'string' && Array.isArray((a as Definition).attributes)
+const isDefinition = (a: unknown): a is Definition =>
+  !!a && typeof (a as Definition).id === 'string' && Array.isArray((a as Definition).attributes)
 const keyOf = (o: Doc, name: string) => {
   if (Object.hasOwn(o, name)) return name
   const lower = name.toLowerCase()
@@ -50,29 +51,57 @@ export interface PatchOperation {
 
 /** The operations of a PatchOp body, checked (RFC 7644 §3.5.2: schemas, Operations, op, path). */
 export function patchOperations(body: unknown): PatchOperation[] {
-  if (!isObject(body)) throw scimError(400, 'invalidSyntax', 'The body must be a PatchOp message: {"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [...]}.')
+  if (!isObject(body))
+    throw scimError(
+      400,
+      'invalidSyntax',
+      'The body must be a PatchOp message: {"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [...]}.'
+    )
   const schemas = body[keyOf(body, 'schemas') ?? 'schemas']
-  if (schemas !== undefined && (!Array.isArray(schemas) || !schemas.some((s) => typeof s === 'string' && s.toLowerCase() === urn.patchOp.toLowerCase()))) {
+  if (
+    schemas !== undefined &&
+    (!Array.isArray(schemas) ||
+      !schemas.some((s) => typeof s === 'string' && s.toLowerCase() === urn.patchOp.toLowerCase()))
+  ) {
     throw scimError(400, 'invalidSyntax', `A PATCH body's schemas must be ["${urn.patchOp}"].`)
   }
   const ops = body[keyOf(body, 'Operations') ?? 'Operations']
-  if (!Array.isArray(ops) || !ops.length) throw scimError(400, 'invalidValue', 'A PATCH body needs "Operations": a non-empty array of {op, path, value}.')
-  if (ops.length > maxOperations) throw scimError(400, 'tooMany', `A PATCH takes at most ${maxOperations} operations; this one has ${ops.length}.`)
+  if (!Array.isArray(ops) || !ops.length)
+    throw scimError(400, 'invalidValue', 'A PATCH body needs "Operations": a non-empty array of {op, path, value}.')
+  if (ops.length > maxOperations)
+    throw scimError(400, 'tooMany', `A PATCH takes at most ${maxOperations} operations; this one has ${ops.length}.`)
   return ops.map((raw, i) => {
     const n = i + 1
     if (!isObject(raw)) throw scimError(400, 'invalidValue', `Operation ${n} is not an object.`)
     const get = (name: string) => raw[keyOf(raw, name) ?? name]
     const op = get('op')
-    if (typeof op !== 'string' || !['add', 'replace', 'remove'].includes(op.toLowerCase())) throw scimError(400, 'invalidSyntax', `Operation ${n}: "op" must be add, replace or remove, not ${JSON.stringify(op)}.`)
+    if (typeof op !== 'string' || !['add', 'replace', 'remove'].includes(op.toLowerCase()))
+      throw scimError(
+        400,
+        'invalidSyntax',
+        `Operation ${n}: "op" must be add, replace or remove, not ${JSON.stringify(op)}.`
+      )
     const path = get('path')
-    if (path !== undefined && (typeof path !== 'string' || !path.trim())) throw scimError(400, 'invalidPath', `Operation ${n}: "path" must be a non-empty string.`)
+    if (path !== undefined && (typeof path !== 'string' || !path.trim()))
+      throw scimError(400, 'invalidPath', `Operation ${n}: "path" must be a non-empty string.`)
     const value = get('value')
     const lower = op.toLowerCase() as PatchOperation['op']
-    if (lower === 'remove' && path === undefined) throw scimError(400, 'noTarget', `Operation ${n}: remove needs a "path".`)
-    if (lower !== 'remove' && value === undefined) throw scimError(400, 'invalidValue', `Operation ${n}: ${lower} needs a "value".`)
-    if (lower !== 'remove' && path === undefined && !isObject(value)) throw scimError(400, 'invalidValue', `Operation ${n}: ${lower} without a path takes an object of attributes as its value.`)
+    if (lower === 'remove' && path === undefined)
+      throw scimError(400, 'noTarget', `Operation ${n}: remove needs a "path".`)
+    if (lower !== 'remove' && value === undefined)
+      throw scimError(400, 'invalidValue', `Operation ${n}: ${lower} needs a "value".`)
+    if (lower !== 'remove' && path === undefined && !isObject(value))
+      throw scimError(
+        400,
+        'invalidValue',
+        `Operation ${n}: ${lower} without a path takes an object of attributes as its value.`
+      )
     checkCount(n, typeof path === 'string' ? path : undefined, value)
-    return { op: lower, ...(path !== undefined ? { path: (path as string).trim() } : {}), ...(value !== undefined ? { value } : {}) }
+    return {
+      op: lower,
+      ...(path !== undefined ? { path: (path as string).trim() } : {}),
+      ...(value !== undefined ? { value } : {})
+    }
   })
 }
 
@@ -80,10 +109,16 @@ const isMembers = (name: string) => /^(urn:ietf:params:scim:schemas:core:2\.0:gr
 
 /** An operation's value holds at most maxValuesPerAttribute values of an attribute (members aside: metered, not capped). */
 function checkCount(n: number, path: string | undefined, value: unknown) {
-  const lists: Array<[string, unknown]> = path !== undefined ? [[path, value]] : isObject(value) ? Object.entries(value) : []
+  const lists: Array<[string, unknown]> =
+    path !== undefined ? [[path, value]] : isObject(value) ? Object.entries(value) : []
   for (const [name, v] of lists) {
     if (Array.isArray(v) && v.length > maxValuesPerAttribute && !isMembers(name)) {
-      throw scimError(400, 'invalidValue', `Operation ${n}: ${name} is given ${v.length} values; a resource holds at most ${maxValuesPerAttribute} values of each multi-valued attribute (emails, phoneNumbers, addresses, roles…).`, { code: 'scim.too_many_values' })
+      throw scimError(
+        400,
+        'invalidValue',
+        `Operation ${n}: ${name} is given ${v.length} values; a resource holds at most ${maxValuesPerAttribute} values of each multi-valued attribute (emails, phoneNumbers, addresses, roles…).`,
+        { code: 'scim.too_many_values' }
+      )
     }
   }
 }
@@ -102,7 +137,11 @@ export function matches(f: Filter, element: unknown): boolean {
     default: {
       // Inside brackets a plain value (`emails[value eq "x"]`) or a sub-attribute of it.
       const name = f.path.sub ?? f.path.attr
-      const actual = isObject(element) ? element[keyOf(element, name) ?? name] : name.toLowerCase() === 'value' ? element : undefined
+      const actual = isObject(element)
+        ? element[keyOf(element, name) ?? name]
+        : name.toLowerCase() === 'value'
+          ? element
+          : undefined
       if (f.op === 'pr') return actual !== undefined && actual !== null && actual !== ''
       return compare(f.op, actual, f.value)
     }
@@ -110,7 +149,12 @@ export function matches(f: Filter, element: unknown): boolean {
 }
 
 function compare(op: string, actual: unknown, expected: Value): boolean {
-  if (expected === null) return op === 'eq' ? actual === undefined || actual === null : op === 'ne' ? actual !== undefined && actual !== null : false
+  if (expected === null)
+    return op === 'eq'
+      ? actual === undefined || actual === null
+      : op === 'ne'
+        ? actual !== undefined && actual !== null
+        : false
   if (typeof actual === 'boolean') {
     const e = typeof expected === 'string' ? expected.toLowerCase() === 'true' : expected
     return op === 'eq' ? actual === e : op === 'ne' ? actual !== e : false
@@ -192,12 +236,20 @@ function resolve(doc: Doc, definition: Definition, text: string, create: boolean
   }
   const attr = attributeOf(scope, path.attr)
   if (!attr || isDefinition(attr)) throw scimError(400, 'invalidPath', `"${text}" names no attribute of this resource.`)
-  if (readOnly(attr as Attribute) || (attr as Attribute).name === 'id') throw scimError(400, 'mutability', `"${text}" is read-only.`)
+  if (readOnly(attr as Attribute) || (attr as Attribute).name === 'id')
+    throw scimError(400, 'mutability', `"${text}" is read-only.`)
   const a = attr as Attribute
-  if (filter && !a.config.multiValued) throw scimError(400, 'invalidPath', `"${text}" filters ${a.name}, which has one value.`)
+  if (filter && !a.config.multiValued)
+    throw scimError(400, 'invalidPath', `"${text}" filters ${a.name}, which has one value.`)
   const sub = path.sub ? canonicalSub(a, path.sub, text) : undefined
   if (sub && readOnly(sub)) throw scimError(400, 'mutability', `"${text}" is read-only.`)
-  return { holder, key: keyOf(holder, a.name) ?? a.name, attr: a, ...(sub ? { sub } : {}), ...(filter ? { filter } : {}) }
+  return {
+    holder,
+    key: keyOf(holder, a.name) ?? a.name,
+    attr: a,
+    ...(sub ? { sub } : {}),
+    ...(filter ? { filter } : {})
+  }
 }
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
@@ -209,7 +261,8 @@ function addValues(t: Target, value: unknown) {
     const values = Array.isArray(value) ? value : [value]
     charge(list.length + values.length, meter)
     // A value already there is not added twice (RFC 7644 §3.5.2.1); for members, the same id is the same value.
-    const key = (v: unknown) => (isObject(v) && t.key === 'members' ? String(v[keyOf(v, 'value') ?? 'value']).toLowerCase() : JSON.stringify(v))
+    const key = (v: unknown) =>
+      isObject(v) && t.key === 'members' ? String(v[keyOf(v, 'value') ?? 'value']).toLowerCase() : JSON.stringify(v)
     const there = new Set(list.map(key))
     const fresh = values.filter((v) => {
       const k = key(v)
@@ -238,10 +291,23 @@ function throughFilter(t: Target, op: PatchOperation['op'], value: unknown, text
   if (!hits.size) {
     const fixed = fixedBy(t.filter!)
     if (!fixed) throw scimError(400, 'noTarget', `"${text}" matches no value to ${op}.`)
-    t.holder[t.key] = [...list, t.sub ? { ...fixed, [t.sub.name]: value } : { ...fixed, ...(isObject(value) ? value : { value }) }]
+    t.holder[t.key] = [
+      ...list,
+      t.sub ? { ...fixed, [t.sub.name]: value } : { ...fixed, ...(isObject(value) ? value : { value }) }
+    ]
     return
   }
-  t.holder[t.key] = list.map((e) => (!hits.has(e) ? e : t.sub ? { ...(isObject(e) ? e : {}), [t.sub.name]: value } : op === 'replace' && isObject(value) ? value : isObject(e) && isObject(value) ? { ...e, ...value } : value))
+  t.holder[t.key] = list.map((e) =>
+    !hits.has(e)
+      ? e
+      : t.sub
+        ? { ...(isObject(e) ? e : {}), [t.sub.name]: value }
+        : op === 'replace' && isObject(value)
+          ? value
+          : isObject(e) && isObject(value)
+            ? { ...e, ...value }
+            : value
+  )
 }
 
 function applyAt(doc: Doc, definition: Definition, op: PatchOperation['op'], text: string, value: unknown) {
@@ -266,8 +332,7 @@ function applyAt(doc: Doc, definition: Definition, op: PatchOperation['op'], tex
       const list = Array.isArray(current) ? current : []
       charge(list.length, meter)
       t.holder[t.key] = list.map(each)
-    }
-    else if (op !== 'remove' || isObject(current)) t.holder[t.key] = each(current)
+    } else if (op !== 'remove' || isObject(current)) t.holder[t.key] = each(current)
     return
   }
   if (op === 'remove') {
@@ -276,13 +341,18 @@ function applyAt(doc: Doc, definition: Definition, op: PatchOperation['op'], tex
       const list = t.holder[t.key] as unknown[]
       const values = Array.isArray(value) ? value : [value]
       charge(list.length + values.length, meter)
-      const gone = new Set(values.map((v) => (isObject(v) ? v[keyOf(v, 'value') ?? 'value'] : v)).map((v) => String(v).toLowerCase()))
-      t.holder[t.key] = list.filter((e) => !gone.has(String(isObject(e) ? e[keyOf(e, 'value') ?? 'value'] : e).toLowerCase()))
+      const gone = new Set(
+        values.map((v) => (isObject(v) ? v[keyOf(v, 'value') ?? 'value'] : v)).map((v) => String(v).toLowerCase())
+      )
+      t.holder[t.key] = list.filter(
+        (e) => !gone.has(String(isObject(e) ? e[keyOf(e, 'value') ?? 'value'] : e).toLowerCase())
+      )
     } else delete t.holder[t.key]
     return
   }
   if (op === 'replace') {
-    if (t.attr.type === 'complex' && !t.attr.config.multiValued && isObject(value) && isObject(t.holder[t.key])) t.holder[t.key] = { ...(t.holder[t.key] as Doc), ...value }
+    if (t.attr.type === 'complex' && !t.attr.config.multiValued && isObject(value) && isObject(t.holder[t.key]))
+      t.holder[t.key] = { ...(t.holder[t.key] as Doc), ...value }
     else t.holder[t.key] = t.attr.config.multiValued && !Array.isArray(value) ? [value] : value
     return
   }
@@ -294,9 +364,17 @@ function applyAt(doc: Doc, definition: Definition, op: PatchOperation['op'], tex
  * it. `readOnlyKeys` are attributes a no-path value may repeat (Okta sends the group's `id`
  * with a rename): ignored when equal to the resource's, a mutability error otherwise.
  */
-export function applyPatch(definition: Definition, doc: Doc, operations: PatchOperation[], readOnlyKeys: Record<string, unknown> = {}): Doc {
+export function applyPatch(
+  definition: Definition,
+  doc: Doc,
+  operations: PatchOperation[],
+  readOnlyKeys: Record<string, unknown> = {}
+): Doc {
   // Copying the document touches each of its values once.
-  charge(operations.length + Object.values(doc).reduce<number>((n, v) => n + (Array.isArray(v) ? v.length : 1), 0), meter)
+  charge(
+    operations.length + Object.values(doc).reduce<number>((n, v) => n + (Array.isArray(v) ? v.length : 1), 0),
+    meter
+  )
   const out = structuredClone(doc)
   for (const [i, o] of operations.entries()) {
     try {
@@ -312,7 +390,12 @@ export function applyPatch(definition: Definition, doc: Doc, operations: PatchOp
         }
         const a = attributeOf(definition, k.split('.')[0].includes(':') ? k : k.split('.')[0])
         // Read-only attributes (meta, groups) and attributes of no schema here are not values to set: left alone.
-        if (k.toLowerCase() === 'schemas' || (!a && !k.includes(':') && !k.includes('.')) || (a && !isDefinition(a) && readOnly(a))) continue
+        if (
+          k.toLowerCase() === 'schemas' ||
+          (!a && !k.includes(':') && !k.includes('.')) ||
+          (a && !isDefinition(a) && readOnly(a))
+        )
+          continue
         applyAt(out, definition, o.op, k, v)
       }
     } catch (err) {

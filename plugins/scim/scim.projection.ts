@@ -22,11 +22,18 @@ export interface Projection {
 
 /** The projection the query asks for, if any (`attributes` wins over `excludedAttributes`, as scimmy and most providers do). */
 export function projectionOf(query: Record<string, unknown>): Projection | undefined {
-  for (const [param, mode] of [['attributes', 'include'], ['excludedAttributes', 'exclude']] as const) {
+  for (const [param, mode] of [
+    ['attributes', 'include'],
+    ['excludedAttributes', 'exclude']
+  ] as const) {
     const raw = query[param]
     if (raw === undefined) continue
-    if (typeof raw !== 'string') throw scimError(400, 'invalidValue', `${param} is a comma-separated list of attribute names, given once.`)
-    const names = raw.split(',').map((s) => s.replace(/\[[^\]]*\]/g, '').trim()).filter(Boolean)
+    if (typeof raw !== 'string')
+      throw scimError(400, 'invalidValue', `${param} is a comma-separated list of attribute names, given once.`)
+    const names = raw
+      .split(',')
+      .map((s) => s.replace(/\[[^\]]*\]/g, '').trim())
+      .filter(Boolean)
     if (!names.length) continue
     if (names.length > 100) throw scimError(400, 'invalidValue', `${param} names more than 100 attributes.`)
     return { mode, paths: names.map((n) => parseAttrPath(n, 'attribute name')) }
@@ -51,7 +58,8 @@ function locate(resource: Resource, path: AttrPath): { holder: Resource; key: st
     // The path is a whole extension (`urn:…:enterprise:2.0:User`).
     if (ext && !path.sub) return { holder: resource, key: ext }
     const schemaKey = keyOf(resource, path.schema)
-    if (schemaKey && resource[schemaKey] && typeof resource[schemaKey] === 'object') holder = resource[schemaKey] as Resource
+    if (schemaKey && resource[schemaKey] && typeof resource[schemaKey] === 'object')
+      holder = resource[schemaKey] as Resource
     else if (!/^urn:ietf:params:scim:schemas:core:2\.0:/i.test(path.schema)) return undefined
   }
   const key = keyOf(holder, path.attr)
@@ -85,7 +93,12 @@ export function project(resource: Resource, p: Projection | undefined): Resource
       // Into the same place of the output: the top level, or the extension's object.
       const target = at.holder === resource ? out : ((out[keyOf(resource, path.schema!)!] ??= {}) as Resource)
       const existing = target[at.key]
-      target[at.key] = path.sub && existing && typeof existing === 'object' && !Array.isArray(existing) ? { ...(existing as Resource), ...(value as Resource) } : path.sub && Array.isArray(existing) ? existing.map((e, i) => ({ ...e, ...(value as Resource[])[i] })) : value
+      target[at.key] =
+        path.sub && existing && typeof existing === 'object' && !Array.isArray(existing)
+          ? { ...(existing as Resource), ...(value as Resource) }
+          : path.sub && Array.isArray(existing)
+            ? existing.map((e, i) => ({ ...e, ...(value as Resource[])[i] }))
+            : value
     }
     return out
   }

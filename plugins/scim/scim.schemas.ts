@@ -1,5 +1,12 @@
 import SCIMMY from 'scimmy'
-import { maxValuesPerAttribute, type GroupInfo, type GroupMember, type MultiValue, type UserInfo, type UserInput } from '../../core/auth/users.ts'
+import {
+  maxValuesPerAttribute,
+  type GroupInfo,
+  type GroupMember,
+  type MultiValue,
+  type UserInfo,
+  type UserInput
+} from '../../core/auth/users.ts'
 import { charge } from '../../core/limits/budget.ts'
 import { scimError } from './scim.errors.ts'
 import { urn } from './scim.shared.ts'
@@ -16,22 +23,36 @@ import { urn } from './scim.shared.ts'
 type Definition = InstanceType<typeof SCIMMY.Types.SchemaDefinition>
 type Attribute = InstanceType<typeof SCIMMY.Types.Attribute>
 
-const isDefinition = (a: unknown): a is Definition => !!a && typeof (a as Definition).id === 'string' && Array.isArray((a as Definition).attributes)
+const isDefinition = (a: unknown): a is Definition =>
+  !!a && typeof (a as Definition).id === 'string' && Array.isArray((a as Definition).attributes)
 
 const { Attribute: Attr, SchemaDefinition } = SCIMMY.Types
 
 // scimmy takes only ids under urn:ietf:params:scim:schemas:; this service's extension lives in its own namespace (RFC 7643 §3.3 lets it), set once the definition is made.
-export const recordsGroupDefinition: Definition = new SchemaDefinition('RecordsGroup', 'urn:ietf:params:scim:schemas:extension:records:2.0:Group', 'How a group maps onto the roles of the records platform', [
-  new Attr('string', 'roles', {
-    multiValued: true,
-    description: 'Roles of the tenant the group grants its members (e.g. "safety-manager"). Left out, a group whose displayName is a role key grants that role. An unknown role is refused (400 invalidValue) naming the roles the tenant has.'
-  }),
-  new Attr('string', 'grantedRoles', { multiValued: true, mutable: false, description: 'The roles members get through this group: `roles`, or the role its displayName names.' })
-])
+export const recordsGroupDefinition: Definition = new SchemaDefinition(
+  'RecordsGroup',
+  'urn:ietf:params:scim:schemas:extension:records:2.0:Group',
+  'How a group maps onto the roles of the records platform',
+  [
+    new Attr('string', 'roles', {
+      multiValued: true,
+      description:
+        'Roles of the tenant the group grants its members (e.g. "safety-manager"). Left out, a group whose displayName is a role key grants that role. An unknown role is refused (400 invalidValue) naming the roles the tenant has.'
+    }),
+    new Attr('string', 'grantedRoles', {
+      multiValued: true,
+      mutable: false,
+      description: 'The roles members get through this group: `roles`, or the role its displayName names.'
+    })
+  ]
+)
 recordsGroupDefinition.id = urn.recordsGroup
 
 // scimmy's definitions are process-wide; extending them with the same definition again is a no-op.
-export const userDefinition: Definition = SCIMMY.Schemas.User.definition.extend(SCIMMY.Schemas.EnterpriseUser.definition, false)
+export const userDefinition: Definition = SCIMMY.Schemas.User.definition.extend(
+  SCIMMY.Schemas.EnterpriseUser.definition,
+  false
+)
 export const groupDefinition: Definition = SCIMMY.Schemas.Group.definition.extend(recordsGroupDefinition, false)
 export const enterpriseDefinition: Definition = SCIMMY.Schemas.EnterpriseUser.definition
 
@@ -55,18 +76,24 @@ for (const a of userDefinition.attributes as Array<Attribute | Definition>) {
 /** An attribute (or extension schema) of a definition by name, in any case. */
 export function attributeOf(definition: Definition, name: string): Attribute | Definition | undefined {
   const lower = name.toLowerCase()
-  return (definition.attributes as Array<Attribute | Definition>).find((a) => ((a as Definition).id ?? a.name).toLowerCase() === lower || (!(a as Definition).id && a.name.toLowerCase() === lower))
+  return (definition.attributes as Array<Attribute | Definition>).find(
+    (a) =>
+      ((a as Definition).id ?? a.name).toLowerCase() === lower ||
+      (!(a as Definition).id && a.name.toLowerCase() === lower)
+  )
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v)
 
 /** Entra's string booleans, bare ids for complex values, single objects for collections: made what the schema says. */
 function normaliseValue(a: Attribute, value: unknown): unknown {
-  if (a.type === 'boolean' && typeof value === 'string' && /^(true|false)$/i.test(value)) return value.toLowerCase() === 'true'
+  if (a.type === 'boolean' && typeof value === 'string' && /^(true|false)$/i.test(value))
+    return value.toLowerCase() === 'true'
   if (a.type !== 'complex') return value
   const subs = (a.subAttributes ?? []) as Attribute[]
   const one = (v: unknown) => {
-    if ((typeof v === 'string' || typeof v === 'number') && subs.some((s) => s.name === 'value')) return { value: String(v) }
+    if ((typeof v === 'string' || typeof v === 'number') && subs.some((s) => s.name === 'value'))
+      return { value: String(v) }
     if (!isObject(v)) return v
     const out: Record<string, unknown> = {}
     for (const [k, x] of Object.entries(v)) {
@@ -75,7 +102,8 @@ function normaliseValue(a: Attribute, value: unknown): unknown {
     }
     return out
   }
-  if (a.config.multiValued) return Array.isArray(value) ? value.map(one) : value === null || value === undefined ? value : [one(value)]
+  if (a.config.multiValued)
+    return Array.isArray(value) ? value.map(one) : value === null || value === undefined ? value : [one(value)]
   return one(value)
 }
 
@@ -100,12 +128,19 @@ export function checkValueCounts(definition: Definition, data: unknown): void {
   for (const [k, v] of Object.entries(data)) {
     const a = attributeOf(definition, k)
     if (isDefinition(a)) checkValueCounts(a, v)
-    else if (a?.config.multiValued && a.name !== 'members' && Array.isArray(v) && v.length > maxValuesPerAttribute) throw tooManyValues(a.name, v.length)
+    else if (a?.config.multiValued && a.name !== 'members' && Array.isArray(v) && v.length > maxValuesPerAttribute)
+      throw tooManyValues(a.name, v.length)
   }
 }
 
 /** The refusal of a multi-valued attribute holding too many values. */
-export const tooManyValues = (name: string, n: number) => scimError(400, 'invalidValue', `${name} holds ${n} values; a resource holds at most ${maxValuesPerAttribute} values of each multi-valued attribute (emails, phoneNumbers, addresses, roles…).`, { code: 'scim.too_many_values' })
+export const tooManyValues = (name: string, n: number) =>
+  scimError(
+    400,
+    'invalidValue',
+    `${name} holds ${n} values; a resource holds at most ${maxValuesPerAttribute} values of each multi-valued attribute (emails, phoneNumbers, addresses, roles…).`,
+    { code: 'scim.too_many_values' }
+  )
 
 /**
  * Budget units per value scimmy's coercion shapes: it builds getters, setters and a frozen
@@ -119,7 +154,12 @@ export const coercionUnits = 50
 /** The values a coercion shapes: one per attribute, one per element of a multi-valued one, extensions likewise. */
 export function valuesIn(data: Record<string, unknown>): number {
   let n = 0
-  for (const v of Object.values(data)) n += Array.isArray(v) ? v.length : isObject(v) && !Array.isArray(v) ? 1 + Object.values(v).reduce<number>((m, x) => m + (Array.isArray(x) ? x.length : 1), 0) : 1
+  for (const v of Object.values(data))
+    n += Array.isArray(v)
+      ? v.length
+      : isObject(v) && !Array.isArray(v)
+        ? 1 + Object.values(v).reduce<number>((m, x) => m + (Array.isArray(x) ? x.length : 1), 0)
+        : 1
   return n
 }
 
@@ -130,20 +170,36 @@ export function coerceIn(definition: Definition, data: unknown): Record<string, 
   try {
     return JSON.parse(JSON.stringify(definition.coerce(normalise(definition, data), 'in')))
   } catch (err) {
-    if ((err as { scimType?: string }).scimType) throw scimError(400, (err as { scimType: 'invalidValue' }).scimType, (err as Error).message)
+    if ((err as { scimType?: string }).scimType)
+      throw scimError(400, (err as { scimType: 'invalidValue' }).scimType, (err as Error).message)
     throw scimError(400, 'invalidValue', `${(err as Error).message}.`)
   }
 }
 
-const coreUserKeys = new Set(['schemas', 'id', 'externalId', 'meta', 'userName', 'name', 'displayName', 'active', 'emails', 'phoneNumbers', 'groups', 'password'])
+const coreUserKeys = new Set([
+  'schemas',
+  'id',
+  'externalId',
+  'meta',
+  'userName',
+  'name',
+  'displayName',
+  'active',
+  'emails',
+  'phoneNumbers',
+  'groups',
+  'password'
+])
 
 /** A coerced User resource as the directory stores it: columns, and every other attribute kept in `attributes`. */
 export function userInput(resource: Record<string, unknown>): UserInput & { userName: string } {
   const attributes: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(resource)) if (!coreUserKeys.has(k) && k !== urn.enterpriseUser && v !== undefined) attributes[k] = v
+  for (const [k, v] of Object.entries(resource))
+    if (!coreUserKeys.has(k) && k !== urn.enterpriseUser && v !== undefined) attributes[k] = v
   const enterprise = resource[urn.enterpriseUser] as Record<string, unknown> | undefined
   // A collection holds values: a null in one (which the schema lets through) is no value.
-  const values = (v: unknown) => (Array.isArray(v) ? (v.filter((x) => x !== null && x !== undefined) as MultiValue[]) : [])
+  const values = (v: unknown) =>
+    Array.isArray(v) ? (v.filter((x) => x !== null && x !== undefined) as MultiValue[]) : []
   return {
     userName: resource.userName as string,
     displayName: (resource.displayName as string | undefined) ?? null,
@@ -182,8 +238,23 @@ export function userResource(u: UserInfo, base: string): Record<string, unknown>
     schemas,
     id: u.id,
     ...rest,
-    ...(u.groups.length ? { groups: u.groups.map((g) => ({ value: g.id, display: g.displayName, $ref: `${base}/Groups/${g.id}`, type: 'direct' })) } : {}),
-    meta: { resourceType: 'User', created: u.createdAt, lastModified: u.updatedAt, location: `${base}/Users/${u.id}`, version: etagOf(u.version) }
+    ...(u.groups.length
+      ? {
+          groups: u.groups.map((g) => ({
+            value: g.id,
+            display: g.displayName,
+            $ref: `${base}/Groups/${g.id}`,
+            type: 'direct'
+          }))
+        }
+      : {}),
+    meta: {
+      resourceType: 'User',
+      created: u.createdAt,
+      lastModified: u.updatedAt,
+      location: `${base}/Users/${u.id}`,
+      version: etagOf(u.version)
+    }
   }
 }
 
@@ -193,7 +264,9 @@ export function groupDocument(g: GroupInfo, members: GroupMember[] | undefined):
     schemas: [urn.group, urn.recordsGroup],
     displayName: g.displayName,
     ...(g.externalId !== null ? { externalId: g.externalId } : {}),
-    ...(members?.length ? { members: members.map((m) => ({ value: m.userId, display: m.display, type: 'User' })) } : {}),
+    ...(members?.length
+      ? { members: members.map((m) => ({ value: m.userId, display: m.display, type: 'User' })) }
+      : {}),
     ...(g.namedRoles ? { [urn.recordsGroup]: { roles: g.namedRoles } } : {})
   }
 }
@@ -205,10 +278,25 @@ export function groupResource(g: GroupInfo, members: GroupMember[] | undefined, 
     id: g.id,
     displayName: g.displayName,
     ...(g.externalId !== null ? { externalId: g.externalId } : {}),
-    ...(members?.length ? { members: members.map((m) => ({ value: m.userId, display: m.display, $ref: `${base}/Users/${m.userId}`, type: 'User' })) } : {}),
+    ...(members?.length
+      ? {
+          members: members.map((m) => ({
+            value: m.userId,
+            display: m.display,
+            $ref: `${base}/Users/${m.userId}`,
+            type: 'User'
+          }))
+        }
+      : {}),
     // `roles` only when the group names them: a client that reads a group and PUTs it back keeps the name rule.
     [urn.recordsGroup]: { ...(g.namedRoles ? { roles: g.namedRoles } : {}), grantedRoles: g.roles },
-    meta: { resourceType: 'Group', created: g.createdAt, lastModified: g.updatedAt, location: `${base}/Groups/${g.id}`, version: etagOf(g.version) }
+    meta: {
+      resourceType: 'Group',
+      created: g.createdAt,
+      lastModified: g.updatedAt,
+      location: `${base}/Groups/${g.id}`,
+      version: etagOf(g.version)
+    }
   }
 }
 

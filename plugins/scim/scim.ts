@@ -51,9 +51,20 @@ export function scim(app: App) {
   app.use(scimPaths.serviceProviderConfig, new ServiceProviderConfigService(o), { methods: ['find'], koa })
   app.use(scimPaths.resourceTypes, new ResourceTypesService(o), { methods: ['find', 'get'], koa })
   app.use(scimPaths.schemas, new SchemasService(o), { methods: ['find', 'get'], koa })
-  for (const path of [scimPaths.users, scimPaths.groups]) app.service(path).hooks({ around: { all: [requireScim, scimAnswer] } })
-  for (const path of [scimPaths.serviceProviderConfig, scimPaths.resourceTypes, scimPaths.schemas]) app.service(path).hooks({ around: { all: [requireScim] } })
-  app.use(identityLogPath, new IdentityLogService({ pool: platform.db.pool, cursors: platform.cursors, defaultLimit: platform.config.pagination.defaultLimit, maxLimit: platform.config.pagination.maxLimit }), { methods: ['find'] })
+  for (const path of [scimPaths.users, scimPaths.groups])
+    app.service(path).hooks({ around: { all: [requireScim, scimAnswer] } })
+  for (const path of [scimPaths.serviceProviderConfig, scimPaths.resourceTypes, scimPaths.schemas])
+    app.service(path).hooks({ around: { all: [requireScim] } })
+  app.use(
+    identityLogPath,
+    new IdentityLogService({
+      pool: platform.db.pool,
+      cursors: platform.cursors,
+      defaultLimit: platform.config.pagination.defaultLimit,
+      maxLimit: platform.config.pagination.maxLimit
+    }),
+    { methods: ['find'] }
+  )
 }
 
 /**
@@ -61,4 +72,11 @@ export function scim(app: App) {
  * /api/v1/identity-log. Its paths read their own bodies (application/scim+json) and answer
  * refusals as SCIM errors.
  */
-export const scimPlugin: Plugin = { name: 'scim', configure: scim, streamingPaths: [scimPathPattern], canonicalPath: canonicalScimPath, problemFormats: [scimProblemFormat], describe: describeScim }
+export const scimPlugin: Plugin = {
+  name: 'scim',
+  configure: scim,
+  streamingPaths: [scimPathPattern],
+  canonicalPath: canonicalScimPath,
+  problemFormats: [scimProblemFormat],
+  describe: describeScim
+}

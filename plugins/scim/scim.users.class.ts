@@ -1,12 +1,30 @@
 import type { UserInfo } from '../../core/auth/users.ts'
 import type { Id } from '@feathersjs/feathers'
 import { charge } from '../../core/limits/budget.ts'
-import { answered, listResponse, paging, scimPrincipal, scimUrl, single, ifMatchVersion, type ScimContext, type ScimParams } from './scim.common.ts'
+import {
+  answered,
+  listResponse,
+  paging,
+  scimPrincipal,
+  scimUrl,
+  single,
+  ifMatchVersion,
+  type ScimContext,
+  type ScimParams
+} from './scim.common.ts'
 import { scimError } from './scim.errors.ts'
 import { parseFilter } from './scim.filter.ts'
 import { applyPatch, patchOperations } from './scim.patch.ts'
 import { project, projectionOf } from './scim.projection.ts'
-import { checkValueCounts, coerceIn, userDefinition, valuesIn, userDocument, userInput, userResource } from './scim.schemas.ts'
+import {
+  checkValueCounts,
+  coerceIn,
+  userDefinition,
+  valuesIn,
+  userDocument,
+  userInput,
+  userResource
+} from './scim.schemas.ts'
 import { filterSql } from './scim.sql.ts'
 
 /** A change lost a race with another (its version moved between reading and writing): read again and re-apply. */
@@ -34,7 +52,11 @@ export class ScimUsersService {
 
   private shown(u: UserInfo, params: ScimParams) {
     const base = scimUrl(this.o.platform)
-    return answered(project(userResource(u, base), projectionOf(params.query ?? {})), u.version, `${base}/Users/${u.id}`)
+    return answered(
+      project(userResource(u, base), projectionOf(params.query ?? {})),
+      u.version,
+      `${base}/Users/${u.id}`
+    )
   }
 
   async find(params: ScimParams) {
@@ -46,8 +68,15 @@ export class ScimUsersService {
     const { total, users } = await this.users.page(p.tenantId, where, startIndex - 1, count)
     const base = scimUrl(this.o.platform)
     // Shaping the page touches each value of each user once.
-    charge(users.reduce((n, u) => n + 1 + u.emails.length + u.phoneNumbers.length + valuesIn(u.attributes), 0), 'scim users shown')
-    return listResponse(total, startIndex, users.map((u) => project(userResource(u, base), projection)))
+    charge(
+      users.reduce((n, u) => n + 1 + u.emails.length + u.phoneNumbers.length + valuesIn(u.attributes), 0),
+      'scim users shown'
+    )
+    return listResponse(
+      total,
+      startIndex,
+      users.map((u) => project(userResource(u, base), projection))
+    )
   }
 
   async get(id: Id, params: ScimParams) {
@@ -68,7 +97,12 @@ export class ScimUsersService {
     const p = scimPrincipal(params)
     const current = await this.current(p.tenantId, id)
     const sentId = data && typeof data === 'object' && 'id' in data ? (data as { id: unknown }).id : undefined
-    if (sentId !== undefined && String(sentId).toLowerCase() !== current.id) throw scimError(400, 'mutability', `The body's id ${JSON.stringify(sentId)} is not this User's (${current.id}); id cannot change.`)
+    if (sentId !== undefined && String(sentId).toLowerCase() !== current.id)
+      throw scimError(
+        400,
+        'mutability',
+        `The body's id ${JSON.stringify(sentId)} is not this User's (${current.id}); id cannot change.`
+      )
     checkValueCounts(userDefinition, data)
     const input = userInput(coerceIn(userDefinition, data))
     const ifVersion = ifMatchVersion(params.ifMatch, () => current.version)
@@ -101,7 +135,12 @@ export class ScimUsersService {
         )
         return this.shown(user, params)
       } catch (err) {
-        if (!(err instanceof Moved) || attempt >= attempts) throw err instanceof Moved ? scimError(409, undefined, 'The User kept changing while this PATCH was applied; send it again.', { code: 'user.busy' }) : err
+        if (!(err instanceof Moved) || attempt >= attempts)
+          throw err instanceof Moved
+            ? scimError(409, undefined, 'The User kept changing while this PATCH was applied; send it again.', {
+                code: 'user.busy'
+              })
+            : err
       }
     }
   }
@@ -109,7 +148,11 @@ export class ScimUsersService {
   async remove(id: Id | null, params: ScimParams) {
     const p = scimPrincipal(params)
     const current = await this.current(p.tenantId, id)
-    await this.users.remove(p.tenantId, current.id, { as: p, via: 'scim', ifVersion: ifMatchVersion(params.ifMatch, () => current.version) })
+    await this.users.remove(p.tenantId, current.id, {
+      as: p,
+      via: 'scim',
+      ifVersion: ifMatchVersion(params.ifMatch, () => current.version)
+    })
     return null
   }
 }

@@ -3,7 +3,14 @@ import { hasTenantReach, isAdmin, type Principal } from '../../core/auth/princip
 import { ApiError, type FieldProblem } from '../../core/errors/index.ts'
 import type { TokenData, TokenOut, TokenType } from '../tokens/tokens.shared.ts'
 import { tokensPath } from '../tokens/tokens.shared.ts'
-import { createdPage, emptyForm, expiryChoices, listPage, type CreateForm, type ExpiryChoice } from './api-keys.views.ts'
+import {
+  createdPage,
+  emptyForm,
+  expiryChoices,
+  listPage,
+  type CreateForm,
+  type ExpiryChoice
+} from './api-keys.views.ts'
 import { field, readForm } from './form-body.ts'
 import { frameFor, sendPage, seeOther, sessionOf, type PageRequest, type PageRoute } from './page-request.ts'
 import { assertCsrf, assertSameOrigin, signInLocation } from './security.ts'
@@ -31,7 +38,11 @@ function tokens(r: PageRequest, session: Session) {
  * does (see withinCreator in the tokens service, which decides).
  */
 function creatableTypes(p: Principal): TokenType[] {
-  return ['personal', ...(isAdmin(p) ? (['service-account'] as const) : []), ...(hasTenantReach(p) ? (['api-key'] as const) : [])]
+  return [
+    'personal',
+    ...(isAdmin(p) ? (['service-account'] as const) : []),
+    ...(hasTenantReach(p) ? (['api-key'] as const) : [])
+  ]
 }
 
 /** The session, or a redirect to sign in (and then come back here). */
@@ -41,15 +52,35 @@ function signedIn(r: PageRequest): Session | undefined {
   return session
 }
 
-async function renderList(r: PageRequest, session: Session, status: number, form: CreateForm, errors: string[], notice?: string) {
+async function renderList(
+  r: PageRequest,
+  session: Session,
+  status: number,
+  form: CreateForm,
+  errors: string[],
+  notice?: string
+) {
   const { items } = await tokens(r, session).find()
-  sendPage(r, status, listPage({ frame: frameFor(r, session), tokens: items, admin: isAdmin(session.principal), types: creatableTypes(session.principal), form, errors, notice }))
+  sendPage(
+    r,
+    status,
+    listPage({
+      frame: frameFor(r, session),
+      tokens: items,
+      admin: isAdmin(session.principal),
+      types: creatableTypes(session.principal),
+      form,
+      errors,
+      notice
+    })
+  )
 }
 
 async function showList(r: PageRequest) {
   const session = signedIn(r)
   if (!session) return
-  const notice = r.ctx.query.revoked === '1' ? 'The token was revoked: every call made with it now fails with 401.' : undefined
+  const notice =
+    r.ctx.query.revoked === '1' ? 'The token was revoked: every call made with it now fails with 401.' : undefined
   await renderList(r, session, 200, emptyForm, [], notice)
 }
 
@@ -58,7 +89,14 @@ function formInput(form: URLSearchParams): CreateForm {
   return {
     name: field(form, 'name'),
     type: field(form, 'type') || 'personal',
-    scopes: [...new Set(form.getAll('scopes').map((s) => s.trim()).filter(Boolean))],
+    scopes: [
+      ...new Set(
+        form
+          .getAll('scopes')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      )
+    ],
     expires: (expiryChoices as readonly string[]).includes(expires) ? (expires as ExpiryChoice) : 'never',
     expiresOn: field(form, 'expiresOn')
   }
@@ -68,7 +106,8 @@ function formInput(form: URLSearchParams): CreateForm {
 function tokenData(f: CreateForm, raw: URLSearchParams): { data: TokenData; problems: string[] } {
   const problems: string[] = []
   if (!f.name) problems.push('Name: give the token a name, so you can recognise it later.')
-  if (!(expiryChoices as readonly string[]).includes(field(raw, 'expires'))) problems.push('Expires: choose when the token stops working.')
+  if (!(expiryChoices as readonly string[]).includes(field(raw, 'expires')))
+    problems.push('Expires: choose when the token stops working.')
   let expiresAt: string | undefined
   if (f.expires === 'date') {
     // A round trip catches dates that Date.parse quietly rolls over (2026-02-30 → 2026-03-02).
@@ -79,11 +118,22 @@ function tokenData(f: CreateForm, raw: URLSearchParams): { data: TokenData; prob
   } else if (f.expires !== 'never') {
     expiresAt = new Date(Date.now() + Number(f.expires) * dayMs).toISOString()
   }
-  const data = { type: f.type, name: f.name, ...(f.scopes.length ? { scopes: f.scopes } : {}), ...(expiresAt ? { expiresAt } : {}) } as TokenData
+  const data = {
+    type: f.type,
+    name: f.name,
+    ...(f.scopes.length ? { scopes: f.scopes } : {}),
+    ...(expiresAt ? { expiresAt } : {})
+  } as TokenData
   return { data, problems }
 }
 
-const fieldLabels: Record<string, string> = { name: 'Name', type: 'Type', scopes: 'Scopes', expiresAt: 'Expiry date', roles: 'Roles' }
+const fieldLabels: Record<string, string> = {
+  name: 'Name',
+  type: 'Type',
+  scopes: 'Scopes',
+  expiresAt: 'Expiry date',
+  roles: 'Roles'
+}
 
 /** The service's refusal, in the words of the form. */
 function messagesOf(err: ApiError): string[] {
@@ -91,7 +141,8 @@ function messagesOf(err: ApiError): string[] {
   if (!errors?.length) return [err.message]
   // One message per field: a value failing a union (date-time or null) is reported once per branch.
   const first = new Map<string, string>()
-  for (const e of errors) if (!first.has(e.field)) first.set(e.field, `${fieldLabels[e.field.split('.')[0]] ?? e.field}: ${e.detail}.`)
+  for (const e of errors)
+    if (!first.has(e.field)) first.set(e.field, `${fieldLabels[e.field.split('.')[0]] ?? e.field}: ${e.detail}.`)
   return [...first.values()]
 }
 

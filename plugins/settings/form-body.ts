@@ -13,18 +13,30 @@ export const maxFormBytes = 8 * 1024
 export async function readForm(ctx: ParameterizedContext, maxBytes = maxFormBytes): Promise<URLSearchParams> {
   const type = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase()
   if (type !== 'application/x-www-form-urlencoded') {
-    throw new PageError(415, 'Unsupported form', 'This page accepts only forms sent by a browser (application/x-www-form-urlencoded).')
+    throw new PageError(
+      415,
+      'Unsupported form',
+      'This page accepts only forms sent by a browser (application/x-www-form-urlencoded).'
+    )
   }
   const tooLarge = () => {
     ctx.set('Connection', 'close')
-    return new PageError(413, 'Form too large', `The form is larger than ${maxBytes} bytes, the most this page accepts.`)
+    return new PageError(
+      413,
+      'Form too large',
+      `The form is larger than ${maxBytes} bytes, the most this page accepts.`
+    )
   }
   const length = Number(ctx.get('content-length') || 0)
   if (length > maxBytes) {
     ctx.req.resume()
     throw tooLarge()
   }
-  const body = await readCapped(ctx.req, maxBytes, () => new PageError(400, 'Form incomplete', 'The form ended before it was complete.'))
+  const body = await readCapped(
+    ctx.req,
+    maxBytes,
+    () => new PageError(400, 'Form incomplete', 'The form ended before it was complete.')
+  )
   if (!body) throw tooLarge()
   return new URLSearchParams(body.toString('utf8'))
 }

@@ -41,9 +41,22 @@ export function sessionOf(r: PageRequest): Session | undefined {
 }
 
 /** The parts of the page frame that depend on who is signed in: who, and the menu of pages. */
-export function frameFor(r: PageRequest, session: Session | undefined): Omit<PageFrame, 'main' | 'title' | 'script' | 'head'> {
+export function frameFor(
+  r: PageRequest,
+  session: Session | undefined
+): Omit<PageFrame, 'main' | 'title' | 'script' | 'head'> {
   if (!session) return { nonce: r.nonce }
   const p = session.principal
-  const nav = (r.app.get('settingsPages')?.nav ?? []).filter((l) => !l.visible || l.visible(p)).map((l) => ({ href: l.href, label: l.label, current: l.href === r.ctx.path }))
-  return { nonce: r.nonce, nav, account: { name: p.actor.name, tenantName: r.platform.tenants.get(p.tenantId)?.name ?? p.tenantId, csrfToken: session.csrfToken } }
+  const nav = (r.app.get('settingsPages')?.nav ?? [])
+    .filter((l) => !l.visible || l.visible(p))
+    .map((l) => ({ href: l.href, label: l.label, current: l.href === r.ctx.path }))
+  return {
+    nonce: r.nonce,
+    nav,
+    account: {
+      name: p.actor.name,
+      tenantName: r.platform.tenants.get(p.tenantId)?.name ?? p.tenantId,
+      csrfToken: session.csrfToken
+    }
+  }
 }

@@ -33,7 +33,11 @@ declare module '../../core/declarations.ts' {
   }
 }
 
-function match(routes: readonly PageRoute[], method: string, path: string): { route?: PageRoute; params: Record<string, string>; allowed: string[] } | undefined {
+function match(
+  routes: readonly PageRoute[],
+  method: string,
+  path: string
+): { route?: PageRoute; params: Record<string, string>; allowed: string[] } | undefined {
   const allowed: string[] = []
   let found: { route: PageRoute; params: Record<string, string> } | undefined
   for (const route of routes) {
@@ -69,10 +73,17 @@ function renderFailure(r: PageRequest, err: unknown) {
     title = status === 404 ? 'Not found' : status === 403 ? 'Not allowed' : 'Request refused'
     message = err.message
   } else {
-    logger.error('settings page failed', { traceId: r.ctx.state.traceId, method: r.ctx.method, path: r.ctx.path, error: (err as Error)?.stack ?? String(err) })
+    logger.error('settings page failed', {
+      traceId: r.ctx.state.traceId,
+      method: r.ctx.method,
+      path: r.ctx.path,
+      error: (err as Error)?.stack ?? String(err)
+    })
   }
   const session = sessionOf(r)
-  const link = session ? { href: '/settings/api-keys', text: 'Back to API keys and tokens' } : { href: '/sign-in', text: 'Go to sign in' }
+  const link = session
+    ? { href: '/settings/api-keys', text: 'Back to API keys and tokens' }
+    : { href: '/sign-in', text: 'Go to sign in' }
   sendPage(r, status, messagePage({ ...frameFor(r, session), title }, message, link))
 }
 
@@ -101,7 +112,14 @@ export function pageRouter(app: App, set: PageSet): Middleware {
     if (!found.route) {
       const allowed = [...new Set(found.allowed.flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])))]
       ctx.set('Allow', allowed.join(', '))
-      return renderFailure(r, new PageError(405, 'Method not allowed', `${ctx.method} is not accepted here; this address takes ${allowed.join(', ')}.`))
+      return renderFailure(
+        r,
+        new PageError(
+          405,
+          'Method not allowed',
+          `${ctx.method} is not accepted here; this address takes ${allowed.join(', ')}.`
+        )
+      )
     }
     try {
       r.params = Object.fromEntries(Object.entries(found.params).map(([k, v]) => [k, decodeURIComponent(v)]))

@@ -15,7 +15,12 @@ export function setPageHeaders(ctx: ParameterizedContext, nonce: string) {
   ctx.set('Cache-Control', 'no-store')
 }
 
-const notFromHere = () => new PageError(403, 'Form from another site', 'This form was sent from a page of another site, so it was refused. Open this site directly and try again.')
+const notFromHere = () =>
+  new PageError(
+    403,
+    'Form from another site',
+    'This form was sent from a page of another site, so it was refused. Open this site directly and try again.'
+  )
 
 /**
  * Refuses a POST sent by a page of another origin (login CSRF: signing the victim in as
@@ -39,7 +44,11 @@ export function assertSameOrigin(ctx: ParameterizedContext, publicUrl: string | 
 /** Every signed-in form carries the session's CSRF token; a cross-site page cannot read it. */
 export function assertCsrf(session: Session, form: URLSearchParams) {
   if (!csrfMatches(session.csrfToken, form.get('csrf'))) {
-    throw new PageError(403, 'Form expired', 'This form is out of date or was not sent by this site, so nothing was changed. Reload the page and try again.')
+    throw new PageError(
+      403,
+      'Form expired',
+      'This form is out of date or was not sent by this site, so nothing was changed. Reload the page and try again.'
+    )
   }
 }
 

@@ -14,7 +14,8 @@ export const flowCookie = 'records_oidc'
 export const flowSeconds = 600
 const flowPath = '/sign-in/oidc/'
 
-export const flowCookieHeader = (value: string, maxAge: number) => `${flowCookie}=${value}; HttpOnly; Secure; SameSite=Lax; Path=${flowPath}; Max-Age=${maxAge}`
+export const flowCookieHeader = (value: string, maxAge: number) =>
+  `${flowCookie}=${value}; HttpOnly; Secure; SameSite=Lax; Path=${flowPath}; Max-Age=${maxAge}`
 
 export interface Flow {
   tenant: string
@@ -35,7 +36,15 @@ export class FlowSeal {
 
   private keyOf(): Promise<Buffer> {
     this.key ??= (async () => {
-      return Buffer.from(hkdfSync('sha256', await platformSecret(this.platform.db.pool, 'oidc-flow-sealing'), '', 'records oidc flow', 32))
+      return Buffer.from(
+        hkdfSync(
+          'sha256',
+          await platformSecret(this.platform.db.pool, 'oidc-flow-sealing'),
+          '',
+          'records oidc flow',
+          32
+        )
+      )
     })().catch((err) => {
       this.key = undefined
       throw err
@@ -58,7 +67,9 @@ export class FlowSeal {
     try {
       const decipher = createDecipheriv('aes-256-gcm', await this.keyOf(), sealed.subarray(0, 12))
       decipher.setAuthTag(sealed.subarray(12, 28))
-      const flow = JSON.parse(Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8')) as Flow
+      const flow = JSON.parse(
+        Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8')
+      ) as Flow
       return flow.expires > Date.now() ? flow : undefined
     } catch {
       return undefined

@@ -76,7 +76,10 @@ class Discovery {
   private async discover(tenantId: string, o: OidcConfig): Promise<oidc.Configuration> {
     const issuer = new URL(o.issuer)
     const secret = o.clientSecret ?? process.env[o.clientSecretEnv ?? ''] ?? ''
-    const auth = o.tokenEndpointAuthMethod === 'client_secret_post' ? oidc.ClientSecretPost(secret) : oidc.ClientSecretBasic(secret)
+    const auth =
+      o.tokenEndpointAuthMethod === 'client_secret_post'
+        ? oidc.ClientSecretPost(secret)
+        : oidc.ClientSecretBasic(secret)
     // Plain http only for a provider on this machine (config refuses it elsewhere).
     const execute = issuer.protocol === 'http:' && isLoopbackUrl(issuer) ? [oidc.allowInsecureRequests] : []
     for (let attempt = 1; ; attempt++) {
@@ -93,14 +96,21 @@ class Discovery {
 
 /** What an error of openid-client says, without a stack: the error, its code and its cause. */
 function describe(err: unknown): string {
-  if (err instanceof oidc.AuthorizationResponseError || err instanceof oidc.ResponseBodyError) return `${err.error}${err.error_description ? `: ${err.error_description}` : ''}`
+  if (err instanceof oidc.AuthorizationResponseError || err instanceof oidc.ResponseBodyError)
+    return `${err.error}${err.error_description ? `: ${err.error_description}` : ''}`
   const e = err as Error & { code?: string; cause?: unknown }
   const cause = e?.cause instanceof Error && e.cause.message !== e.message ? ` (${e.cause.message})` : ''
   return `${e?.code ? `${e.code}: ` : ''}${e?.message ?? String(err)}${cause}`
 }
 
 const unreachable = (err: unknown) =>
-  new Refusal(502, 'Identity provider unavailable', "Your organisation's identity provider could not be reached or did not answer as expected, so you were not signed in. Try again in a minute; if it goes on, tell your administrator.", 'provider-unavailable', { error: describe(err) })
+  new Refusal(
+    502,
+    'Identity provider unavailable',
+    "Your organisation's identity provider could not be reached or did not answer as expected, so you were not signed in. Try again in a minute; if it goes on, tell your administrator.",
+    'provider-unavailable',
+    { error: describe(err) }
+  )
 
 /**
  * The browser routes of single sign-on: GET /sign-in/oidc/<tenant> sends the browser to
@@ -115,7 +125,13 @@ export function oidcRoutes(platform: Platform): PageRoute[] {
   const configured = (tenantId: string): OidcConfig => {
     const o = oidcOf(platform, tenantId)
     // The same answer for an unknown organisation and one without single sign-on.
-    if (!o) throw new Refusal(404, 'Single sign-on not set up', 'This organisation does not sign in through an identity provider here. Sign in with your user name and password instead.', 'not-configured')
+    if (!o)
+      throw new Refusal(
+        404,
+        'Single sign-on not set up',
+        'This organisation does not sign in through an identity provider here. Sign in with your user name and password instead.',
+        'not-configured'
+      )
     return o
   }
 
@@ -144,14 +160,28 @@ export function oidcRoutes(platform: Platform): PageRoute[] {
   }
 
   /** The provider's answer: checked, exchanged for tokens, and the ID token's identity looked up. */
-  async function signedInUser(r: PageRequest, tenantId: string, o: OidcConfig): Promise<{ user: UserInfo; next: string; sub: string }> {
+  async function signedInUser(
+    r: PageRequest,
+    tenantId: string,
+    o: OidcConfig
+  ): Promise<{ user: UserInfo; next: string; sub: string }> {
     const flow = await seal.open(r.ctx.cookies.get(flowCookie))
     if (!flow || flow.tenant !== tenantId) {
-      throw new Refusal(400, 'Sign-in not recognised', 'This sign-in was not started in this browser, or took longer than 10 minutes, so nothing was done. Start again from the sign-in page (cookies must be allowed for this site).', 'flow-missing')
+      throw new Refusal(
+        400,
+        'Sign-in not recognised',
+        'This sign-in was not started in this browser, or took longer than 10 minutes, so nothing was done. Start again from the sign-in page (cookies must be allowed for this site).',
+        'flow-missing'
+      )
     }
     const state = r.ctx.query.state
     if (typeof state !== 'string' || !sameText(state, flow.state)) {
-      throw new Refusal(400, 'Sign-in does not match', "The identity provider's answer does not belong to the sign-in started in this browser (its state does not match), so it was refused. Start again from the sign-in page.", 'state-mismatch')
+      throw new Refusal(
+        400,
+        'Sign-in does not match',
+        "The identity provider's answer does not belong to the sign-in started in this browser (its state does not match), so it was refused. Start again from the sign-in page.",
+        'state-mismatch'
+      )
     }
     const config = await discovery.get(tenantId, o).catch((err) => Promise.reject(unreachable(err)))
     // The callback address as registered, whatever host a proxy in front forwarded the request as.
@@ -159,7 +189,12 @@ export function oidcRoutes(platform: Platform): PageRoute[] {
     current.search = r.ctx.querystring
     let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>
     try {
-      tokens = await oidc.authorizationCodeGrant(config, current, { pkceCodeVerifier: flow.verifier, expectedState: flow.state, expectedNonce: flow.nonce, idTokenExpected: true })
+      tokens = await oidc.authorizationCodeGrant(config, current, {
+        pkceCodeVerifier: flow.verifier,
+        expectedState: flow.state,
+        expectedNonce: flow.nonce,
+        idTokenExpected: true
+      })
     } catch (err) {
       if (err instanceof oidc.AuthorizationResponseError) {
         const denied = err.error === 'access_denied'
@@ -172,12 +207,24 @@ export function oidcRoutes(platform: Platform): PageRoute[] {
         )
       }
       if (err instanceof oidc.ResponseBodyError) {
-        throw new Refusal(502, 'Identity provider refused', `The identity provider refused to complete the sign-in (${describe(err)}). Start again; if it goes on, tell your administrator.`, 'token-refused', { error: describe(err) })
+        throw new Refusal(
+          502,
+          'Identity provider refused',
+          `The identity provider refused to complete the sign-in (${describe(err)}). Start again; if it goes on, tell your administrator.`,
+          'token-refused',
+          { error: describe(err) }
+        )
       }
       if (err instanceof oidc.ClientError) {
         // An ID token or response that failed a check: issuer, audience, signature, expiry, nonce.
         const what = err.cause instanceof Error ? err.cause.message : err.message
-        throw new Refusal(502, 'Sign-in could not be verified', `The identity provider's answer failed a check (${what}), so you were not signed in. Start again; if it goes on, tell your administrator.`, 'token-invalid', { error: describe(err) })
+        throw new Refusal(
+          502,
+          'Sign-in could not be verified',
+          `The identity provider's answer failed a check (${what}), so you were not signed in. Start again; if it goes on, tell your administrator.`,
+          'token-invalid',
+          { error: describe(err) }
+        )
       }
       throw unreachable(err)
     }
@@ -187,16 +234,30 @@ export function oidcRoutes(platform: Platform): PageRoute[] {
     let verified: unknown = claims.email_verified
     if (value === undefined && tokens.access_token && config.serverMetadata().userinfo_endpoint) {
       // Providers may return scope claims (email) only from UserInfo (OpenID Connect Core 5.4); its subject must be the ID token's.
-      const info = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub).catch((err) => Promise.reject(unreachable(err)))
+      const info = await oidc
+        .fetchUserInfo(config, tokens.access_token, claims.sub)
+        .catch((err) => Promise.reject(unreachable(err)))
       value = info[claim]
       verified = info.email_verified
     }
     const details = { sub: claims.sub, [claim]: value }
     if (typeof value !== 'string' || !value) {
-      throw new Refusal(403, 'Account not recognised', `Your identity provider did not say which account you are (its answer has no "${claim}" claim, which this organisation's single sign-on uses to find you). Tell your administrator.`, 'claim-missing', details)
+      throw new Refusal(
+        403,
+        'Account not recognised',
+        `Your identity provider did not say which account you are (its answer has no "${claim}" claim, which this organisation's single sign-on uses to find you). Tell your administrator.`,
+        'claim-missing',
+        details
+      )
     }
     if (claim === 'email' && verified === false) {
-      throw new Refusal(403, 'Email not verified', `Your identity provider says your email address ${value} is not verified, so it cannot identify you here. Verify it there, or ask your administrator.`, 'email-unverified', details)
+      throw new Refusal(
+        403,
+        'Email not verified',
+        `Your identity provider says your email address ${value} is not verified, so it cannot identify you here. Verify it there, or ask your administrator.`,
+        'email-unverified',
+        details
+      )
     }
     const users = await platform.users.forSignIn(tenantId, claim === 'email' ? { email: value } : { externalId: value })
     const tenantName = platform.tenants.get(tenantId)?.name ?? tenantId
@@ -213,11 +274,23 @@ export function oidcRoutes(platform: Platform): PageRoute[] {
       )
     }
     if (users.length > 1) {
-      throw new Refusal(403, 'Account not clear', `You signed in at your identity provider${shown}, but more than one account of ${tenantName} matches it, so none was chosen. Ask your administrator to correct the accounts.`, 'ambiguous-user', details)
+      throw new Refusal(
+        403,
+        'Account not clear',
+        `You signed in at your identity provider${shown}, but more than one account of ${tenantName} matches it, so none was chosen. Ask your administrator to correct the accounts.`,
+        'ambiguous-user',
+        details
+      )
     }
     const [user] = users
     if (!user.active) {
-      throw new Refusal(403, 'Account deactivated', `Your account in ${tenantName} is deactivated, so you cannot sign in. If you should have access, ask your administrator to reactivate it (in Entra ID or Okta, where it is managed).`, 'inactive-user', { ...details, userId: user.id })
+      throw new Refusal(
+        403,
+        'Account deactivated',
+        `Your account in ${tenantName} is deactivated, so you cannot sign in. If you should have access, ask your administrator to reactivate it (in Entra ID or Okta, where it is managed).`,
+        'inactive-user',
+        { ...details, userId: user.id }
+      )
     }
     return { user, next: flow.next, sub: claims.sub }
   }
@@ -242,14 +315,29 @@ export function oidcRoutes(platform: Platform): PageRoute[] {
       await handler(r)
     } catch (err) {
       if (!(err instanceof Refusal)) throw err
-      logger.warn('oidc sign-in refused', { tenantId: r.params.tenant, reason: err.reason, ...err.details, traceId: r.ctx.state.traceId })
+      logger.warn('oidc sign-in refused', {
+        tenantId: r.params.tenant,
+        reason: err.reason,
+        ...err.details,
+        traceId: r.ctx.state.traceId
+      })
       const back = { href: `/sign-in?tenant=${encodeURIComponent(r.params.tenant)}`, text: 'Back to sign in' }
       sendPage(r, err.status, messagePage({ ...frameFor(r, sessionOf(r)), title: err.title }, err.message, back))
     }
   }
 
   return [
-    { method: 'GET', path: new RegExp(`^\\/sign-in\\/oidc\\/${tenantSegment}$`), keys: ['tenant'], handler: refusing(start) },
-    { method: 'GET', path: new RegExp(`^\\/sign-in\\/oidc\\/${tenantSegment}\\/callback$`), keys: ['tenant'], handler: refusing(callback) }
+    {
+      method: 'GET',
+      path: new RegExp(`^\\/sign-in\\/oidc\\/${tenantSegment}$`),
+      keys: ['tenant'],
+      handler: refusing(start)
+    },
+    {
+      method: 'GET',
+      path: new RegExp(`^\\/sign-in\\/oidc\\/${tenantSegment}\\/callback$`),
+      keys: ['tenant'],
+      handler: refusing(callback)
+    }
   ]
 }

@@ -56,7 +56,8 @@ function ssoOf(r: PageRequest, tenant: string, next: string): Pick<SignInView, '
 async function showSignIn(r: PageRequest) {
   const tenants = r.platform.tenants.list()
   const query = r.ctx.query
-  const tenant = typeof query.tenant === 'string' ? query.tenant.slice(0, 63) : tenants.length === 1 ? tenants[0].id : ''
+  const tenant =
+    typeof query.tenant === 'string' ? query.tenant.slice(0, 63) : tenants.length === 1 ? tenants[0].id : ''
   const next = safeNext(typeof query.next === 'string' ? query.next : undefined)
   sendPage(r, 200, signInPage({ nonce: r.nonce, tenant, userName: '', next, ...ssoOf(r, tenant, next) }))
 }
@@ -68,13 +69,21 @@ async function signIn(r: PageRequest) {
   const userName = field(form, 'userName')
   const password = field(form, 'password', { trim: false })
   const next = safeNext(form.get('next'))
-  const again = (status: number, error: string) => sendPage(r, status, signInPage({ nonce: r.nonce, tenant, userName, next, error, ...ssoOf(r, tenant, next) }))
+  const again = (status: number, error: string) =>
+    sendPage(r, status, signInPage({ nonce: r.nonce, tenant, userName, next, error, ...ssoOf(r, tenant, next) }))
   if (form.has('sso')) {
     // To the page with the organisation's button, not straight to the IdP: the form-action
     // policy of this page would stop the browser following a form's redirect to another site.
     if (!tenant) return again(400, 'Enter your organisation to use single sign-on.')
-    if (!oidcOf(r.platform, tenant)) return again(400, 'This organisation does not sign in through an identity provider here. Sign in with your user name and password.')
-    return seeOther(r, `/sign-in?tenant=${encodeURIComponent(tenant)}&next=${encodeURIComponent(next).replace(/%2F/g, '/')}`)
+    if (!oidcOf(r.platform, tenant))
+      return again(
+        400,
+        'This organisation does not sign in through an identity provider here. Sign in with your user name and password.'
+      )
+    return seeOther(
+      r,
+      `/sign-in?tenant=${encodeURIComponent(tenant)}&next=${encodeURIComponent(next).replace(/%2F/g, '/')}`
+    )
   }
   if (!tenant || !userName || !password) return again(400, 'Enter your organisation, user name and password.')
   const wait = await throttled(r, tenant, userName)

@@ -7,13 +7,28 @@ import type { UserDirectory } from '../../core/auth/users.ts'
 import { problems } from '../../core/errors/index.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
-import { tokenDataValidator, tokenQueryValidator, type TokenData, type TokenOut, type TokenQuery, type TokenType } from './tokens.schema.ts'
+import {
+  tokenDataValidator,
+  tokenQueryValidator,
+  type TokenData,
+  type TokenOut,
+  type TokenQuery,
+  type TokenType
+} from './tokens.schema.ts'
 import type { CallParams } from '../../core/hooks/call-params.ts'
 
 type TokenParams = CallParams<TokenQuery>
 
-const kindOf: Record<TokenType, CredentialKind> = { 'api-key': 'api_key', personal: 'personal', 'service-account': 'service_account' }
-const typeOf: Record<CredentialKind, TokenType> = { api_key: 'api-key', personal: 'personal', service_account: 'service-account' }
+const kindOf: Record<TokenType, CredentialKind> = {
+  'api-key': 'api_key',
+  personal: 'personal',
+  'service-account': 'service_account'
+}
+const typeOf: Record<CredentialKind, TokenType> = {
+  api_key: 'api-key',
+  personal: 'personal',
+  service_account: 'service-account'
+}
 
 export function tokenOut(c: CredentialInfo, token?: string): TokenOut {
   const state = c.revokedAt ? 'revoked' : c.expiresAt && Date.parse(c.expiresAt) <= Date.now() ? 'expired' : 'active'
@@ -36,8 +51,10 @@ export function tokenOut(c: CredentialInfo, token?: string): TokenOut {
   return out
 }
 
-const rolesText = (roles: Principal['roles']) => (roles === 'all' ? 'every role' : roles.length ? `the roles ${roles.join(', ')}` : 'no role')
-const scopesText = (scopes: Principal['scopes']) => (scopes === 'all' ? 'every scope' : `the scopes ${scopes.join(', ')}`)
+const rolesText = (roles: Principal['roles']) =>
+  roles === 'all' ? 'every role' : roles.length ? `the roles ${roles.join(', ')}` : 'no role'
+const scopesText = (scopes: Principal['scopes']) =>
+  scopes === 'all' ? 'every scope' : `the scopes ${scopes.join(', ')}`
 
 /**
  * What a creator may hand on: a created token never has more than its creator's rights
@@ -45,7 +62,11 @@ const scopesText = (scopes: Principal['scopes']) => (scopes === 'all' ? 'every s
  * service account, scopes, expiresAt) is the creator's own, so it is within them; what it
  * names beyond them is a 403 naming what the creator holds.
  */
-export function withinCreator(p: Principal, type: TokenType, asked: { scopes: string[] | null; roles: string[] | null; expiresAt?: string | null }): { scopes: string[] | null; roles: string[] | null; expiresAt: string | null } {
+export function withinCreator(
+  p: Principal,
+  type: TokenType,
+  asked: { scopes: string[] | null; roles: string[] | null; expiresAt?: string | null }
+): { scopes: string[] | null; roles: string[] | null; expiresAt: string | null } {
   // A tenant API key acts as the tenant with every role: only a creator with that reach hands it on.
   if (type === 'api-key' && !hasTenantReach(p)) {
     throw problems.forbidden(
@@ -62,11 +83,15 @@ export function withinCreator(p: Principal, type: TokenType, asked: { scopes: st
     const held = p.roles
     const notHeld = roles.filter((r) => !held.includes(r))
     if (notHeld.length) {
-      throw problems.forbidden('token.escalation', `This credential acts with ${rolesText(held)}; it cannot give a token ${notHeld.length > 1 ? 'the roles' : 'the role'} ${notHeld.join(', ')}, which it does not hold itself.`, {
-        escalation: 'roles',
-        notHeld,
-        heldRoles: held
-      })
+      throw problems.forbidden(
+        'token.escalation',
+        `This credential acts with ${rolesText(held)}; it cannot give a token ${notHeld.length > 1 ? 'the roles' : 'the role'} ${notHeld.join(', ')}, which it does not hold itself.`,
+        {
+          escalation: 'roles',
+          notHeld,
+          heldRoles: held
+        }
+      )
     }
   }
   let scopes = asked.scopes
@@ -74,7 +99,11 @@ export function withinCreator(p: Principal, type: TokenType, asked: { scopes: st
     if (!scopes) scopes = [...p.scopes]
     const notHeld = scopesBeyond(scopes, p.scopes)
     if (notHeld.length) {
-      throw problems.forbidden('scope.escalation', `This credential holds ${scopesText(p.scopes)}; it cannot give a token ${notHeld.join(', ')}, which they do not cover.`, { escalation: 'scopes', notHeld, heldScopes: p.scopes })
+      throw problems.forbidden(
+        'scope.escalation',
+        `This credential holds ${scopesText(p.scopes)}; it cannot give a token ${notHeld.join(', ')}, which they do not cover.`,
+        { escalation: 'scopes', notHeld, heldScopes: p.scopes }
+      )
     }
   }
   // A browser session is its user signed in with their password, not a credential handed to a
@@ -107,7 +136,12 @@ export class TokensService {
   private principal(params: TokenParams): Principal {
     const p = requirePrincipal(params, 'A tokens call')
     assertScope(p, 'tokens:write')
-    if (p.kind === 'service_account' && !isAdmin(p)) throw problems.forbidden('permission.denied', 'A service account manages tokens only when it acts with the admin role.', { missing: 'admin' })
+    if (p.kind === 'service_account' && !isAdmin(p))
+      throw problems.forbidden(
+        'permission.denied',
+        'A service account manages tokens only when it acts with the admin role.',
+        { missing: 'admin' }
+      )
     return p
   }
 
@@ -129,7 +163,8 @@ export class TokensService {
   async get(id: string, params: TokenParams): Promise<TokenOut> {
     const p = this.principal(params)
     const c = await this.o.credentials.get(p.tenantId, String(id))
-    if (!c || !this.owns(p, c)) throw problems.notFound('token.not_found', `No token ${id} that this credential can see.`)
+    if (!c || !this.owns(p, c))
+      throw problems.notFound('token.not_found', `No token ${id} that this credential can see.`)
     return tokenOut(c)
   }
 
@@ -137,7 +172,10 @@ export class TokensService {
     const p = this.principal(params)
     if (params.idempotencyKey !== undefined) {
       // A replay would need the secret stored to send it again; tokens are stored only as hashes.
-      throw problems.badRequest('idempotency.unsupported', 'Token creation does not take an Idempotency-Key: the token is never stored, so a replay could not return it. Create a new one if a response was lost, and revoke the orphan.')
+      throw problems.badRequest(
+        'idempotency.unsupported',
+        'Token creation does not take an Idempotency-Key: the token is never stored, so a replay could not return it. Create a new one if a response was lost, and revoke the orphan.'
+      )
     }
     assertValid<TokenData>(tokenDataValidator, data)
     const tenant = this.o.tenants.get(p.tenantId)!
@@ -145,28 +183,77 @@ export class TokensService {
     const unknown = unknownScopes(data.scopes ?? [], moduleKeys)
     if (unknown.length) {
       const allowed = Object.keys(scopeCatalogue)
-      throw validationError([{ pointer: '/scopes', field: 'scopes', code: 'enum', detail: `names unknown scope ${unknown.join(', ')}; scopes: ${allowed.join(', ')} (records, bulk, exports and attachments scopes take an optional :<moduleKey> suffix)`, allowed }])
+      throw validationError([
+        {
+          pointer: '/scopes',
+          field: 'scopes',
+          code: 'enum',
+          detail: `names unknown scope ${unknown.join(', ')}; scopes: ${allowed.join(', ')} (records, bulk, exports and attachments scopes take an optional :<moduleKey> suffix)`,
+          allowed
+        }
+      ])
     }
     if (data.expiresAt && Date.parse(data.expiresAt) <= Date.now()) {
-      throw validationError([{ pointer: '/expiresAt', field: 'expiresAt', code: 'future', detail: 'must be in the future' }])
+      throw validationError([
+        { pointer: '/expiresAt', field: 'expiresAt', code: 'future', detail: 'must be in the future' }
+      ])
     }
     const kind = kindOf[data.type]
     let roles: string[] | null = null
     if (kind === 'personal') {
-      if (!p.userId) throw problems.forbidden('token.user_required', 'A personal access token acts as its issuing user; create it signed in as that user (or with the CLI).')
-      if (data.roles) throw validationError([{ pointer: '/roles', field: 'roles', code: 'not_allowed', detail: 'personal tokens act with their user\'s roles; narrow them with scopes instead' }])
+      if (!p.userId)
+        throw problems.forbidden(
+          'token.user_required',
+          'A personal access token acts as its issuing user; create it signed in as that user (or with the CLI).'
+        )
+      if (data.roles)
+        throw validationError([
+          {
+            pointer: '/roles',
+            field: 'roles',
+            code: 'not_allowed',
+            detail: "personal tokens act with their user's roles; narrow them with scopes instead"
+          }
+        ])
     } else {
-      if (!isAdmin(p)) throw problems.forbidden('permission.denied', `Only tenant admins create ${data.type} tokens.`, { missing: 'admin' })
+      if (!isAdmin(p))
+        throw problems.forbidden('permission.denied', `Only tenant admins create ${data.type} tokens.`, {
+          missing: 'admin'
+        })
       if (kind === 'service_account') {
-        if (!data.scopes?.length) throw validationError([{ pointer: '/scopes', field: 'scopes', code: 'required', detail: 'a service-account token needs at least one scope' }])
+        if (!data.scopes?.length)
+          throw validationError([
+            {
+              pointer: '/scopes',
+              field: 'scopes',
+              code: 'required',
+              detail: 'a service-account token needs at least one scope'
+            }
+          ])
         if (data.roles) {
           const known = this.o.users.knownRoles(p.tenantId)
           const bad = data.roles.filter((r) => !known.includes(r))
-          if (bad.length) throw validationError([{ pointer: '/roles', field: 'roles', code: 'enum', detail: `names unknown role ${bad.join(', ')}; roles of this tenant: ${known.join(', ')}`, allowed: known }])
+          if (bad.length)
+            throw validationError([
+              {
+                pointer: '/roles',
+                field: 'roles',
+                code: 'enum',
+                detail: `names unknown role ${bad.join(', ')}; roles of this tenant: ${known.join(', ')}`,
+                allowed: known
+              }
+            ])
           roles = data.roles
         }
       } else if (data.roles) {
-        throw validationError([{ pointer: '/roles', field: 'roles', code: 'not_allowed', detail: 'a tenant API key acts as the tenant; give roles to a service account instead' }])
+        throw validationError([
+          {
+            pointer: '/roles',
+            field: 'roles',
+            code: 'not_allowed',
+            detail: 'a tenant API key acts as the tenant; give roles to a service account instead'
+          }
+        ])
       }
     }
     const bounded = withinCreator(p, data.type, { scopes: data.scopes ?? null, roles, expiresAt: data.expiresAt })
@@ -185,7 +272,8 @@ export class TokensService {
   async remove(id: string | null, params: TokenParams): Promise<TokenOut> {
     const p = this.principal(params)
     const c = id ? await this.o.credentials.get(p.tenantId, String(id)) : undefined
-    if (!c || !this.owns(p, c)) throw problems.notFound('token.not_found', `No token ${id} that this credential can see.`)
+    if (!c || !this.owns(p, c))
+      throw problems.notFound('token.not_found', `No token ${id} that this credential can see.`)
     return tokenOut((await this.o.credentials.revoke(c.id, p.tenantId)) ?? c)
   }
 }

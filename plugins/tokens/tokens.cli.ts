@@ -14,7 +14,8 @@ export const tokensCli: CliCommand[] = [
     async run(c) {
       const t = c.tenant()
       const type = c.values.type as TokenType
-      if (!['api-key', 'personal', 'service-account'].includes(type)) c.fail('--type must be one of: api-key, personal, service-account')
+      if (!['api-key', 'personal', 'service-account'].includes(type))
+        c.fail('--type must be one of: api-key, personal, service-account')
       const expires = typeof c.values.expires === 'string' ? c.values.expires : undefined
       if (expires && Number.isNaN(Date.parse(expires))) c.fail('--expires must be an ISO 8601 date-time')
       let principal: Principal = systemPrincipal(t, 'cli')
@@ -24,12 +25,27 @@ export const tokensCli: CliCommand[] = [
         principal = { ...principal, userId: u.id }
       }
       // Through the app: the tokens service with its hooks, as REST and the settings pages call it.
-      const token = await c.app.service(tokensPath).create(
-        { type, name: c.required('name'), scopes: c.list('scopes'), roles: c.list('roles'), expiresAt: expires ? new Date(expires).toISOString() : undefined },
-        { principal }
+      const token = await c.app
+        .service(tokensPath)
+        .create(
+          {
+            type,
+            name: c.required('name'),
+            scopes: c.list('scopes'),
+            roles: c.list('roles'),
+            expiresAt: expires ? new Date(expires).toISOString() : undefined
+          },
+          { principal }
+        )
+      const narrowed = [
+        token.scopes ? `scopes ${token.scopes.join(', ')}` : '',
+        token.roles ? `roles ${token.roles.join(', ')}` : ''
+      ]
+        .filter(Boolean)
+        .join('; ')
+      c.out(
+        `Created ${type} ${token.id} "${token.name}" for tenant ${t}${narrowed ? ` (${narrowed})` : ''}${token.expiresAt ? `, expires ${token.expiresAt}` : ''}.\nThe token is shown once:\n${token.token}`
       )
-      const narrowed = [token.scopes ? `scopes ${token.scopes.join(', ')}` : '', token.roles ? `roles ${token.roles.join(', ')}` : ''].filter(Boolean).join('; ')
-      c.out(`Created ${type} ${token.id} "${token.name}" for tenant ${t}${narrowed ? ` (${narrowed})` : ''}${token.expiresAt ? `, expires ${token.expiresAt}` : ''}.\nThe token is shown once:\n${token.token}`)
     }
   },
   {
@@ -37,7 +53,11 @@ export const tokensCli: CliCommand[] = [
     action: 'list',
     async run(c) {
       for (const t of await c.platform.credentials.list(c.required('tenant'))) {
-        const state = t.revokedAt ? `revoked ${t.revokedAt}` : t.expiresAt && Date.parse(t.expiresAt) < Date.now() ? `expired ${t.expiresAt}` : 'active'
+        const state = t.revokedAt
+          ? `revoked ${t.revokedAt}`
+          : t.expiresAt && Date.parse(t.expiresAt) < Date.now()
+            ? `expired ${t.expiresAt}`
+            : 'active'
         c.out(`${t.id}\t${t.kind}\t${t.prefix}…\t${t.name}\t${state}\tlast used ${t.lastUsedAt ?? 'never'}`)
       }
     }
@@ -47,7 +67,8 @@ export const tokensCli: CliCommand[] = [
     action: 'revoke',
     async run(c) {
       const id = c.arg
-      if (!id || !/^[0-9a-f-]{36}$/i.test(id)) c.fail('give the id of the token to revoke (see: records token list --tenant ID)')
+      if (!id || !/^[0-9a-f-]{36}$/i.test(id))
+        c.fail('give the id of the token to revoke (see: records token list --tenant ID)')
       const revoked = (await c.platform.credentials.revoke(id!)) ?? c.fail(`no token ${id}`)
       c.out(`Revoked ${revoked.id} "${revoked.name}" of tenant ${revoked.tenantId} at ${revoked.revokedAt}.`)
     }

@@ -6,7 +6,12 @@ const tag = 'Identity'
 export function describeTokens(ctx: DocContext): Fragment {
   const token = ctx.ref(tokenSchema)
   const created = ctx.ref(
-    { ...JSON.parse(JSON.stringify(tokenSchema)), title: 'Created token', required: [...tokenSchema.required!, 'token'], description: 'The new token, with the full secret in `token`: shown in this response only.' },
+    {
+      ...JSON.parse(JSON.stringify(tokenSchema)),
+      title: 'Created token',
+      required: [...tokenSchema.required!, 'token'],
+      description: 'The new token, with the full secret in `token`: shown in this response only.'
+    },
     'CreatedToken'
   )
   const noStore = ['Cache-Control']
@@ -24,10 +29,20 @@ export function describeTokens(ctx: DocContext): Fragment {
           operationId: 'listTokens',
           tag,
           summary: 'List tokens',
-          description: 'Your own tokens; an admin (or a tenant API key) with `all=true` every token of the tenant. Secrets are never listed, only their prefix.',
+          description:
+            'Your own tokens; an admin (or a tenant API key) with `all=true` every token of the tenant. Secrets are never listed, only their prefix.',
           scope: 'tokens:write',
-          parameters: [queryParam('all', 'Admins: every token of the tenant.', { type: 'boolean' }), queryParam('includeRevoked', 'Also list revoked tokens.', { type: 'boolean' })],
-          responses: { 200: { description: 'The tokens.', schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: token } } }, headers: noStore } }
+          parameters: [
+            queryParam('all', 'Admins: every token of the tenant.', { type: 'boolean' }),
+            queryParam('includeRevoked', 'Also list revoked tokens.', { type: 'boolean' })
+          ],
+          responses: {
+            200: {
+              description: 'The tokens.',
+              schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: token } } },
+              headers: noStore
+            }
+          }
         }),
         post: operation({
           operationId: 'createToken',
@@ -35,11 +50,18 @@ export function describeTokens(ctx: DocContext): Fragment {
           summary: 'Create a token',
           description:
             'A personal access token (acts as you, optionally narrowed by scopes), a service-account token (scopes required; optional roles) or a tenant API key. ' +
-            'A created token never has more than its creator nor outlives it: a service account\'s roles are within yours (left out: yours), scopes within yours (left out: yours), `expiresAt` no later than your token\'s (left out: that expiry; a browser session does not bound it), and a tenant API key comes only from a credential acting as the whole tenant (an unscoped API key or the CLI). ' +
+            "A created token never has more than its creator nor outlives it: a service account's roles are within yours (left out: yours), scopes within yours (left out: yours), `expiresAt` no later than your token's (left out: that expiry; a browser session does not bound it), and a tenant API key comes only from a credential acting as the whole tenant (an unscoped API key or the CLI). " +
             'Refusals are 403 `token.escalation` with `escalation` `type` (`heldRoles`, `heldScopes`), `roles` (`notHeld`, `heldRoles`) or `expiresAt` (`creatorExpiresAt`), or 403 `scope.escalation` (`notHeld`, `heldScopes`); `permission.denied` without `admin`, `token.user_required` for a personal token without a user. ' +
             'The secret is in this response only (`Cache-Control: no-store`); an `Idempotency-Key` is refused (400), since a replay could not return the secret.',
           scope: 'tokens:write',
-          body: { schema: ctx.ref(data, tokenDataSchema.title), example: { type: 'service-account', name: 'ERP sync', scopes: [`records:read:${moduleKey}`, `bulk:write:${moduleKey}`] } },
+          body: {
+            schema: ctx.ref(data, tokenDataSchema.title),
+            example: {
+              type: 'service-account',
+              name: 'ERP sync',
+              scopes: [`records:read:${moduleKey}`, `bulk:write:${moduleKey}`]
+            }
+          },
           responses: { 201: { description: 'The token, with its secret.', schema: created, headers: noStore } },
           problems: [413, 415]
         })

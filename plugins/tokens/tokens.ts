@@ -15,7 +15,11 @@ declare module '../../core/declarations.ts' {
 /** A created token is in this response only: 201, and no cache may keep it. */
 const noStore = async (context: HookContext, next: NextFunction) => {
   await next()
-  context.http = { ...context.http, status: context.method === 'create' ? 201 : context.http?.status, headers: { ...context.http?.headers, 'Cache-Control': 'no-store' } }
+  context.http = {
+    ...context.http,
+    status: context.method === 'create' ? 201 : context.http?.status,
+    headers: { ...context.http?.headers, 'Cache-Control': 'no-store' }
+  }
 }
 
 /** Tokens of the caller's tenant: API keys, personal access tokens, service-account tokens. */

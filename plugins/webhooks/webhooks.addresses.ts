@@ -12,16 +12,30 @@ import { BlockList, isIP } from 'node:net'
  */
 
 const v4Special: Array<[string, number, string]> = [
-  ['0.0.0.0', 8, 'this network'], ['10.0.0.0', 8, 'private'], ['100.64.0.0', 10, 'shared (CGNAT)'], ['127.0.0.0', 8, 'loopback'],
-  ['169.254.0.0', 16, 'link-local (cloud metadata)'], ['172.16.0.0', 12, 'private'], ['192.0.0.0', 24, 'IETF protocol assignments'],
-  ['192.0.2.0', 24, 'documentation'], ['192.88.99.0', 24, '6to4 relay anycast'], ['192.168.0.0', 16, 'private'],
-  ['198.18.0.0', 15, 'benchmarking'], ['198.51.100.0', 24, 'documentation'], ['203.0.113.0', 24, 'documentation'],
-  ['224.0.0.0', 4, 'multicast'], ['240.0.0.0', 4, 'reserved or broadcast']
+  ['0.0.0.0', 8, 'this network'],
+  ['10.0.0.0', 8, 'private'],
+  ['100.64.0.0', 10, 'shared (CGNAT)'],
+  ['127.0.0.0', 8, 'loopback'],
+  ['169.254.0.0', 16, 'link-local (cloud metadata)'],
+  ['172.16.0.0', 12, 'private'],
+  ['192.0.0.0', 24, 'IETF protocol assignments'],
+  ['192.0.2.0', 24, 'documentation'],
+  ['192.88.99.0', 24, '6to4 relay anycast'],
+  ['192.168.0.0', 16, 'private'],
+  ['198.18.0.0', 15, 'benchmarking'],
+  ['198.51.100.0', 24, 'documentation'],
+  ['203.0.113.0', 24, 'documentation'],
+  ['224.0.0.0', 4, 'multicast'],
+  ['240.0.0.0', 4, 'reserved or broadcast']
 ]
 
 const v6Special: Array<[string, number, string]> = [
-  ['64:ff9b:1::', 48, 'local-use NAT64'], ['2001:2::', 48, 'benchmarking'], ['2001:10::', 28, 'ORCHID'], ['2001:20::', 28, 'ORCHIDv2'],
-  ['2001:db8::', 32, 'documentation'], ['3fff::', 20, 'documentation']
+  ['64:ff9b:1::', 48, 'local-use NAT64'],
+  ['2001:2::', 48, 'benchmarking'],
+  ['2001:10::', 28, 'ORCHID'],
+  ['2001:20::', 28, 'ORCHIDv2'],
+  ['2001:db8::', 32, 'documentation'],
+  ['3fff::', 20, 'documentation']
 ]
 
 function listOf(ranges: Array<[string, number, string]>, type: 'ipv4' | 'ipv6') {
@@ -57,12 +71,16 @@ const zero = (b: number[], from: number, to: number) => b.slice(from, to).every(
 /** The IPv4 addresses an IPv6 address carries (Teredo: its server and its client) and the form, or undefined. */
 export function embeddedIPv4(bytes: number[]): { addresses: string[]; form: string } | undefined {
   const last = bytes.slice(12)
-  if (zero(bytes, 0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return { addresses: [v4(last)], form: 'IPv4-mapped' }
-  if (zero(bytes, 0, 8) && bytes[8] === 0xff && bytes[9] === 0xff && zero(bytes, 10, 12)) return { addresses: [v4(last)], form: 'IPv4-translated' }
+  if (zero(bytes, 0, 10) && bytes[10] === 0xff && bytes[11] === 0xff)
+    return { addresses: [v4(last)], form: 'IPv4-mapped' }
+  if (zero(bytes, 0, 8) && bytes[8] === 0xff && bytes[9] === 0xff && zero(bytes, 10, 12))
+    return { addresses: [v4(last)], form: 'IPv4-translated' }
   if (zero(bytes, 0, 12)) return { addresses: [v4(last)], form: 'IPv4-compatible' }
   if (bytes[0] === 0x20 && bytes[1] === 0x02) return { addresses: [v4(bytes.slice(2, 6))], form: '6to4' }
-  if (bytes[0] === 0x20 && bytes[1] === 0x01 && bytes[2] === 0 && bytes[3] === 0) return { addresses: [v4(bytes.slice(4, 8)), v4(last.map((x) => x ^ 0xff))], form: 'Teredo' }
-  if (bytes[0] === 0 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zero(bytes, 4, 12)) return { addresses: [v4(last)], form: 'NAT64' }
+  if (bytes[0] === 0x20 && bytes[1] === 0x01 && bytes[2] === 0 && bytes[3] === 0)
+    return { addresses: [v4(bytes.slice(4, 8)), v4(last.map((x) => x ^ 0xff))], form: 'Teredo' }
+  if (bytes[0] === 0 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zero(bytes, 4, 12))
+    return { addresses: [v4(last)], form: 'NAT64' }
   return undefined
 }
 
@@ -90,6 +108,7 @@ export function addressRefusal(address: string, allowed: BlockList): string | un
     }
     return undefined
   }
-  if ((bytes[0] & 0xe0) !== 0x20) return 'not global unicast (outside 2000::/3: loopback, unspecified, discard-only, unique-local, link-local, site-local, multicast)'
+  if ((bytes[0] & 0xe0) !== 0x20)
+    return 'not global unicast (outside 2000::/3: loopback, unspecified, discard-only, unique-local, link-local, site-local, multicast)'
   return v6Lists.find((l) => l.list.check(bare, 'ipv6'))?.why
 }

@@ -12,8 +12,16 @@ import { assertValid, isUuid, validationError, validationProblems } from '../../
 import type { Dispatcher } from './webhooks.dispatcher.ts'
 import * as repo from './webhooks.repository.ts'
 import {
-  previousSecretsKept, webhookDataValidator, webhookEmptyValidator, webhookPatchValidator, webhookQueryValidator, webhookReplayValidator,
-  type WebhookData, type WebhookOut, type WebhookPatch, type WebhookReplay
+  previousSecretsKept,
+  webhookDataValidator,
+  webhookEmptyValidator,
+  webhookPatchValidator,
+  webhookQueryValidator,
+  webhookReplayValidator,
+  type WebhookData,
+  type WebhookOut,
+  type WebhookPatch,
+  type WebhookReplay
 } from './webhooks.schema.ts'
 import { webhookTestKind } from './webhooks.shared.ts'
 import { newSecret, type SecretBox } from './webhooks.signing.ts'
@@ -30,7 +38,8 @@ export const subscribableKinds = [...Object.keys(eventKinds), webhookTestKind]
 /** Throws 403 unless the principal may manage webhooks: what a caller needs, and what a subscription's owner must keep for it to deliver. */
 export function assertManager(p: Principal): void {
   assertScope(p, 'webhooks:write')
-  if (!isAdmin(p)) throw problems.forbidden('permission.denied', 'Only tenant admins manage webhooks.', { missing: 'admin' })
+  if (!isAdmin(p))
+    throw problems.forbidden('permission.denied', 'Only tenant admins manage webhooks.', { missing: 'admin' })
 }
 
 /** What Ajv reports when a replay body breaks the schema's `oneOf` / `dependentRequired` rule (and nothing else). */
@@ -40,8 +49,19 @@ const ruleKeywords = new Set(['oneOf', 'required', 'false schema', 'dependentReq
 function assertReplay(body: unknown): asserts body is WebhookReplay {
   const found = validationProblems(webhookReplayValidator, body)
   if (!found) return
-  const ruleOnly = found.list.every((p) => ruleKeywords.has(p.code) && ['', '/eventId', '/from', '/to'].includes(p.pointer))
-  throw ruleOnly ? validationError([{ pointer: '', field: '(body)', code: 'oneOf', detail: 'must give either eventId alone, or from and to together' }]) : validationError(found.list, found.more)
+  const ruleOnly = found.list.every(
+    (p) => ruleKeywords.has(p.code) && ['', '/eventId', '/from', '/to'].includes(p.pointer)
+  )
+  throw ruleOnly
+    ? validationError([
+        {
+          pointer: '',
+          field: '(body)',
+          code: 'oneOf',
+          detail: 'must give either eventId alone, or from and to together'
+        }
+      ])
+    : validationError(found.list, found.more)
 }
 
 /** Events a replay queues at most per call. */
@@ -55,7 +75,15 @@ export const replayMax = 10_000
 export class WebhooksService {
   private readonly allowed
 
-  constructor(private readonly o: { pool: pg.Pool; config: AppConfig['webhooks']; tenants: TenantDirectory; secrets: () => Promise<SecretBox>; dispatcher: () => Dispatcher | undefined }) {
+  constructor(
+    private readonly o: {
+      pool: pg.Pool
+      config: AppConfig['webhooks']
+      tenants: TenantDirectory
+      secrets: () => Promise<SecretBox>
+      dispatcher: () => Dispatcher | undefined
+    }
+  ) {
     this.allowed = allowList(o.config.allowedCidrs)
   }
 
@@ -75,17 +103,36 @@ export class WebhooksService {
     try {
       await checkTarget(url, this.o.config, this.allowed)
     } catch (err) {
-      if (err instanceof TargetRefused) throw problems.unprocessable('webhook.target_refused', `The target ${url} is refused: ${err.message}`)
+      if (err instanceof TargetRefused)
+        throw problems.unprocessable('webhook.target_refused', `The target ${url} is refused: ${err.message}`)
       throw err
     }
   }
 
   private checkKindsAndModules(p: Principal, kinds?: string[], modules?: string[] | null) {
     const unknown = (kinds ?? []).filter((k) => !subscribableKinds.includes(k))
-    if (unknown.length) throw validationError([{ pointer: '/kinds', field: 'kinds', code: 'enum', detail: `names unknown event kind ${unknown.join(', ')}; kinds: ${subscribableKinds.join(', ')}`, allowed: subscribableKinds }])
+    if (unknown.length)
+      throw validationError([
+        {
+          pointer: '/kinds',
+          field: 'kinds',
+          code: 'enum',
+          detail: `names unknown event kind ${unknown.join(', ')}; kinds: ${subscribableKinds.join(', ')}`,
+          allowed: subscribableKinds
+        }
+      ])
     const installed = [...this.o.tenants.get(p.tenantId)!.modules.keys()]
     const missing = (modules ?? []).filter((m) => !installed.includes(m))
-    if (missing.length) throw validationError([{ pointer: '/modules', field: 'modules', code: 'enum', detail: `names module ${missing.join(', ')}, not installed; modules: ${installed.join(', ')}`, allowed: installed }])
+    if (missing.length)
+      throw validationError([
+        {
+          pointer: '/modules',
+          field: 'modules',
+          code: 'enum',
+          detail: `names module ${missing.join(', ')}, not installed; modules: ${installed.join(', ')}`,
+          allowed: installed
+        }
+      ])
   }
 
   async find(params: WebhookParams): Promise<{ items: WebhookOut[] }> {
@@ -101,14 +148,26 @@ export class WebhooksService {
   async create(data: WebhookData, params: WebhookParams): Promise<WebhookOut> {
     const p = this.principal(params)
     if (params.idempotencyKey !== undefined) {
-      throw problems.badRequest('idempotency.unsupported', 'Webhook creation does not take an Idempotency-Key: a replay would have to show the signing secret again. Create a new one if a response was lost, and delete the orphan.')
+      throw problems.badRequest(
+        'idempotency.unsupported',
+        'Webhook creation does not take an Idempotency-Key: a replay would have to show the signing secret again. Create a new one if a response was lost, and delete the orphan.'
+      )
     }
     assertValid<WebhookData>(webhookDataValidator, data)
     this.checkKindsAndModules(p, data.kinds, data.modules)
     await this.checkUrl(data.url)
     const secret = newSecret()
     const box = await this.o.secrets()
-    const created = await repo.insertSubscription(this.o.pool, { tenantId: p.tenantId, url: data.url, kinds: data.kinds, modules: data.modules ?? null, description: data.description ?? null, secret: box.seal(secret), createdBy: p.actor, owner: ownerOf(p) })
+    const created = await repo.insertSubscription(this.o.pool, {
+      tenantId: p.tenantId,
+      url: data.url,
+      kinds: data.kinds,
+      modules: data.modules ?? null,
+      description: data.description ?? null,
+      secret: box.seal(secret),
+      createdBy: p.actor,
+      owner: ownerOf(p)
+    })
     return { ...created, secret }
   }
 
@@ -140,10 +199,20 @@ export class WebhooksService {
     assertValid(webhookEmptyValidator, bodyOf(data))
     const secret = newSecret()
     const box = await this.o.secrets()
-    const out = await repo.rotateSecret(this.o.pool, p.tenantId, String(params.id), box.seal(secret), this.o.config.secretGraceHours, previousSecretsKept)
+    const out = await repo.rotateSecret(
+      this.o.pool,
+      p.tenantId,
+      String(params.id),
+      box.seal(secret),
+      this.o.config.secretGraceHours,
+      previousSecretsKept
+    )
     if (!out) throw problems.notFound('webhook.not_found', `No webhook subscription ${String(params.id)}.`)
     if ('refused' in out) {
-      throw problems.conflict('webhook.rotation_limit', `${previousSecretsKept} secrets replaced by earlier rotations still sign within their grace period; the first of them stops at ${out.refused}, and a rotation is possible again then.`)
+      throw problems.conflict(
+        'webhook.rotation_limit',
+        `${previousSecretsKept} secrets replaced by earlier rotations still sign within their grace period; the first of them stops at ${out.refused}, and a rotation is possible again then.`
+      )
     }
     return { ...out, secret }
   }
@@ -153,7 +222,13 @@ export class WebhooksService {
     const p = this.principal(params)
     const sub = await this.subscription(p, params.id)
     assertValid(webhookEmptyValidator, bodyOf(data))
-    const envelope = eventEnvelope(p.tenantId, { id: randomUUID(), type: webhookTestKind, occurredAt: new Date().toISOString(), actor: p.actor, subjectId: sub.id })
+    const envelope = eventEnvelope(p.tenantId, {
+      id: randomUUID(),
+      type: webhookTestKind,
+      occurredAt: new Date().toISOString(),
+      actor: p.actor,
+      subjectId: sub.id
+    })
     await repo.queueEnvelope(this.o.pool, p.tenantId, sub.id, envelope)
     this.o.dispatcher()?.wake()
     return { eventId: envelope.id, queued: true }
@@ -165,9 +240,14 @@ export class WebhooksService {
     await this.subscription(p, params.id)
     assertReplay(bodyOf(data))
     const byId = data.eventId !== undefined
-    if (!byId && Date.parse(data.to!) <= Date.parse(data.from!)) throw validationError([{ pointer: '/to', field: 'to', code: 'range', detail: 'must be later than from' }])
+    if (!byId && Date.parse(data.to!) <= Date.parse(data.from!))
+      throw validationError([{ pointer: '/to', field: 'to', code: 'range', detail: 'must be later than from' }])
     const queued = await repo.requeue(this.o.pool, p.tenantId, String(params.id), data, replayMax)
-    if (byId && !queued) throw problems.notFound('webhook.event_not_found', `No event ${data.eventId} of this subscription's kinds and modules in the event log.`)
+    if (byId && !queued)
+      throw problems.notFound(
+        'webhook.event_not_found',
+        `No event ${data.eventId} of this subscription's kinds and modules in the event log.`
+      )
     this.o.dispatcher()?.wake()
     return { queued }
   }

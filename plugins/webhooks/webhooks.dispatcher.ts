@@ -88,7 +88,11 @@ export class Dispatcher {
   private async listen(): Promise<void> {
     if (this.stopped) return
     try {
-      const listening = await listenWithReconnect(this.pool, channel, { logName: 'webhook listener', onNotify: () => this.wake(), onResubscribed: () => this.wake() })
+      const listening = await listenWithReconnect(this.pool, channel, {
+        logName: 'webhook listener',
+        onNotify: () => this.wake(),
+        onResubscribed: () => this.wake()
+      })
       // Halted while subscribing: nothing may stay behind.
       if (this.stopped) await listening.close()
       else this.listening = listening
@@ -122,10 +126,13 @@ export class Dispatcher {
     if (this.stopped || at.getTime() >= this.timerAt) return
     clearTimeout(this.timer)
     this.timerAt = at.getTime()
-    this.timer = setTimeout(() => {
-      this.timerAt = Infinity
-      this.wake()
-    }, Math.max(ms, 0) + 5)
+    this.timer = setTimeout(
+      () => {
+        this.timerAt = Infinity
+        this.wake()
+      },
+      Math.max(ms, 0) + 5
+    )
     this.timer.unref()
   }
 
@@ -152,7 +159,10 @@ export class Dispatcher {
         const lane = this.lane(s.tenantId, s.subscriptionId)
           .catch((err) => {
             failed = true
-            logger.error('webhook lane failed', { subscriptionId: s.subscriptionId, error: (err as Error)?.stack ?? String(err) })
+            logger.error('webhook lane failed', {
+              subscriptionId: s.subscriptionId,
+              error: (err as Error)?.stack ?? String(err)
+            })
           })
           .finally(() => {
             this.lanes.delete(key)
@@ -162,7 +172,10 @@ export class Dispatcher {
         this.lanes.set(key, lane)
       }
     }
-    const next = await repo.nextDue(this.pool, [...this.lanes.keys()].map((key) => key.slice(key.indexOf('/') + 1)))
+    const next = await repo.nextDue(
+      this.pool,
+      [...this.lanes.keys()].map((key) => key.slice(key.indexOf('/') + 1))
+    )
     if (next) this.wakeAt(next)
   }
 
@@ -170,9 +183,15 @@ export class Dispatcher {
   private async lane(tenantId: string, subscriptionId: string): Promise<void> {
     try {
       while (!this.stopped) {
-        const claimed = await transaction(this.pool, (client) => repo.claim(client, tenantId, subscriptionId, this.me, claimBatch, this.leaseMs), bookkeeping)
+        const claimed = await transaction(
+          this.pool,
+          (client) => repo.claim(client, tenantId, subscriptionId, this.me, claimBatch, this.leaseMs),
+          bookkeeping
+        )
         if (!claimed?.deliveries.length) return
-        const secrets = [claimed.subscription.secret, ...claimed.subscription.previousSecrets].map((s) => this.secrets.unseal(s))
+        const secrets = [claimed.subscription.secret, ...claimed.subscription.previousSecrets].map((s) =>
+          this.secrets.unseal(s)
+        )
         let rights = await this.ownerRights(tenantId, claimed.subscription.owner, claimed.deliveries)
         let renewed = Date.now()
         // Subjects whose delivery failed in this claim: their later ones wait for the retry (given back below).
@@ -181,10 +200,13 @@ export class Dispatcher {
           if (this.stopped) return
           if (d.subjectId && held.has(d.subjectId)) continue
           // Decided again for what is left once the decision is older than rightsMaxAgeMs (a slow receiver takes long over a claim).
-          if (Date.now() - rights.at > rightsMaxAgeMs) rights = await this.ownerRights(tenantId, claimed.subscription.owner, claimed.deliveries.slice(i))
+          if (Date.now() - rights.at > rightsMaxAgeMs)
+            rights = await this.ownerRights(tenantId, claimed.subscription.owner, claimed.deliveries.slice(i))
           const refused = rights.refusal(d)
           const envelope = d.envelope ?? (d.event ? eventEnvelope(tenantId, rights.redact(d.event)) : undefined)
-          const { disabled, succeeded } = refused ? await this.skip(tenantId, subscriptionId, d, refused) : await this.tracedDeliver(tenantId, subscriptionId, claimed.subscription.url, secrets, d, envelope)
+          const { disabled, succeeded } = refused
+            ? await this.skip(tenantId, subscriptionId, d, refused)
+            : await this.tracedDeliver(tenantId, subscriptionId, claimed.subscription.url, secrets, d, envelope)
           if (disabled) return
           if (!succeeded && d.subjectId) held.add(d.subjectId)
           // The claim outlives one delivery's deadline; renewed well before it runs out.
@@ -205,10 +227,16 @@ export class Dispatcher {
    * events feed decides them): the owner must still authenticate and manage webhooks, and each
    * event of the log must be one the owner may see; what it may see is redacted as the feed does.
    */
-  private async ownerRights(tenantId: string, owner: repo.Claimed['subscription']['owner'], deliveries: readonly Delivery[]): Promise<{ at: number; refusal(d: Delivery): string | undefined; redact(e: StoredEvent): StoredEvent }> {
+  private async ownerRights(
+    tenantId: string,
+    owner: repo.Claimed['subscription']['owner'],
+    deliveries: readonly Delivery[]
+  ): Promise<{ at: number; refusal(d: Delivery): string | undefined; redact(e: StoredEvent): StoredEvent }> {
     const at = Date.now()
     const principal = await principalOfOwner(this.pool, tenantId, owner)
-    let standing = principal ? undefined : `the subscription's owner (${owner.kind} ${owner.id}) no longer authenticates: revoked, expired, deactivated or gone`
+    let standing = principal
+      ? undefined
+      : `the subscription's owner (${owner.kind} ${owner.id}) no longer authenticates: revoked, expired, deactivated or gone`
     if (principal) {
       try {
         assertManager(principal)
@@ -219,38 +247,91 @@ export class Dispatcher {
     if (standing || !principal) return { at, refusal: () => standing, redact: (e) => e }
     const installed = this.tenants.get(tenantId)?.modules
     const condition = visibleEvents(principal, readableModules(principal, installed?.values() ?? []), true)
-    const visible = await repo.visibleEventIds(this.pool, tenantId, deliveries.filter((d) => d.event).map((d) => d.event_position), condition)
+    const visible = await repo.visibleEventIds(
+      this.pool,
+      tenantId,
+      deliveries.filter((d) => d.event).map((d) => d.event_position),
+      condition
+    )
     return {
       at,
-      refusal: (d) => (d.event && !visible.has(d.eventId) ? `the subscription's owner (${owner.kind} ${owner.id}) may not see this event: no read right on its module or this record, or an export or identity event not theirs` : undefined),
+      refusal: (d) =>
+        d.event && !visible.has(d.eventId)
+          ? `the subscription's owner (${owner.kind} ${owner.id}) may not see this event: no read right on its module or this record, or an export or identity event not theirs`
+          : undefined,
       redact: (e) => redactEvent(principal, e.moduleKey ? installed?.get(e.moduleKey) : undefined, e)
     }
   }
 
   /** Writes a delivery the owner may not see as skipped: not sent, not retried, logged with why. */
-  private async skip(tenantId: string, subscriptionId: string, d: Delivery, reason: string): Promise<{ disabled: boolean; succeeded: boolean }> {
+  private async skip(
+    tenantId: string,
+    subscriptionId: string,
+    d: Delivery,
+    reason: string
+  ): Promise<{ disabled: boolean; succeeded: boolean }> {
     const at = new Date()
-    const { disabled } = await transaction(this.pool, (client) => repo.recordAttempt(client, {
-      tenantId, subscriptionId, eventId: d.eventId, eventType: d.eventType, attempt: d.attempts + 1, at, firstAttemptAt: d.firstAttemptAt ?? at,
-      statusCode: null, latencyMs: 0, excerpt: null, error: `not sent: ${reason}`, outcome: 'skipped',
-      failingCutoff: new Date(at.getTime() - this.config.disableAfterFailingHours * 3600_000)
-    }), bookkeeping)
+    const { disabled } = await transaction(
+      this.pool,
+      (client) =>
+        repo.recordAttempt(client, {
+          tenantId,
+          subscriptionId,
+          eventId: d.eventId,
+          eventType: d.eventType,
+          attempt: d.attempts + 1,
+          at,
+          firstAttemptAt: d.firstAttemptAt ?? at,
+          statusCode: null,
+          latencyMs: 0,
+          excerpt: null,
+          error: `not sent: ${reason}`,
+          outcome: 'skipped',
+          failingCutoff: new Date(at.getTime() - this.config.disableAfterFailingHours * 3600_000)
+        }),
+      bookkeeping
+    )
     this.metrics?.webhookDeliveries.inc({ outcome: 'skipped' })
     // Not a failure: the subject's later deliveries go on.
     return { disabled, succeeded: true }
   }
 
   /** A delivery as a span of its own (its receiver's answer under it): the dispatcher works outside any request. */
-  private tracedDeliver(tenantId: string, subscriptionId: string, url: string, secrets: string[], d: Delivery, envelope: unknown) {
-    const attributes = { tenant: tenantId, 'webhook.subscription': subscriptionId, 'webhook.event_id': d.eventId, 'webhook.event_type': d.eventType, 'webhook.attempt': d.attempts + 1 }
-    return span('webhook.deliver', attributes, async (s) => {
-      const result = await this.deliver(tenantId, subscriptionId, url, secrets, d, envelope)
-      s.setAttribute('webhook.succeeded', result.succeeded)
-      return result
-    }, { root: true })
+  private tracedDeliver(
+    tenantId: string,
+    subscriptionId: string,
+    url: string,
+    secrets: string[],
+    d: Delivery,
+    envelope: unknown
+  ) {
+    const attributes = {
+      tenant: tenantId,
+      'webhook.subscription': subscriptionId,
+      'webhook.event_id': d.eventId,
+      'webhook.event_type': d.eventType,
+      'webhook.attempt': d.attempts + 1
+    }
+    return span(
+      'webhook.deliver',
+      attributes,
+      async (s) => {
+        const result = await this.deliver(tenantId, subscriptionId, url, secrets, d, envelope)
+        s.setAttribute('webhook.succeeded', result.succeeded)
+        return result
+      },
+      { root: true }
+    )
   }
 
-  private async deliver(tenantId: string, subscriptionId: string, url: string, secrets: string[], d: Delivery, envelope: unknown): Promise<{ disabled: boolean; succeeded: boolean }> {
+  private async deliver(
+    tenantId: string,
+    subscriptionId: string,
+    url: string,
+    secrets: string[],
+    d: Delivery,
+    envelope: unknown
+  ): Promise<{ disabled: boolean; succeeded: boolean }> {
     const at = new Date()
     const attempt = d.attempts + 1
     let result: SendResult
@@ -261,7 +342,17 @@ export class Dispatcher {
       try {
         // Checked again at every attempt: the name may resolve elsewhere since the subscription was made.
         const target = await checkTarget(url, this.config, this.allowed)
-        result = await send(target, { 'webhook-id': d.eventId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatureHeader(secrets, d.eventId, timestamp, body) }, body, this.config.timeoutMs, this.abort.signal)
+        result = await send(
+          target,
+          {
+            'webhook-id': d.eventId,
+            'webhook-timestamp': String(timestamp),
+            'webhook-signature': signatureHeader(secrets, d.eventId, timestamp, body)
+          },
+          body,
+          this.config.timeoutMs,
+          this.abort.signal
+        )
       } catch (err) {
         if (!(err instanceof TargetRefused)) throw err
         result = { latencyMs: Math.round(Date.now() - at.getTime()), error: `target refused: ${err.message}` }
@@ -273,29 +364,40 @@ export class Dispatcher {
     const gone = result.statusCode === 410
     const schedule = this.config.retryScheduleMs
     const firstAttemptAt = d.firstAttemptAt ?? at
-    const outcome: repo.AttemptRecord['outcome'] = ok ? 'succeeded' : gone || attempt >= schedule.length || !envelope ? 'failed' : 'retrying'
+    const outcome: repo.AttemptRecord['outcome'] = ok
+      ? 'succeeded'
+      : gone || attempt >= schedule.length || !envelope
+        ? 'failed'
+        : 'retrying'
     let nextAt: Date | undefined
     if (outcome === 'retrying') {
       const gap = schedule[attempt] - schedule[attempt - 1]
       nextAt = new Date(firstAttemptAt.getTime() + schedule[attempt] + Math.random() * this.config.retryJitter * gap)
     }
-    const { disabled } = await transaction(this.pool, (client) => repo.recordAttempt(client, {
-      tenantId,
-      subscriptionId,
-      eventId: d.eventId,
-      eventType: d.eventType,
-      attempt,
-      at,
-      firstAttemptAt,
-      statusCode: result.statusCode ?? null,
-      latencyMs: result.latencyMs,
-      excerpt: result.excerpt ?? null,
-      error: result.error ?? null,
-      outcome,
-      nextAt,
-      disable: gone ? `The receiver answered 410 Gone to event ${d.eventId} at ${at.toISOString()}: the subscription was disabled at once.` : undefined,
-      failingCutoff: new Date(at.getTime() - this.config.disableAfterFailingHours * 3600_000)
-    }), bookkeeping)
+    const { disabled } = await transaction(
+      this.pool,
+      (client) =>
+        repo.recordAttempt(client, {
+          tenantId,
+          subscriptionId,
+          eventId: d.eventId,
+          eventType: d.eventType,
+          attempt,
+          at,
+          firstAttemptAt,
+          statusCode: result.statusCode ?? null,
+          latencyMs: result.latencyMs,
+          excerpt: result.excerpt ?? null,
+          error: result.error ?? null,
+          outcome,
+          nextAt,
+          disable: gone
+            ? `The receiver answered 410 Gone to event ${d.eventId} at ${at.toISOString()}: the subscription was disabled at once.`
+            : undefined,
+          failingCutoff: new Date(at.getTime() - this.config.disableAfterFailingHours * 3600_000)
+        }),
+      bookkeeping
+    )
     if (nextAt) this.wakeAt(nextAt)
     this.observe(d, at, outcome, result)
     return { disabled, succeeded: ok }
@@ -307,7 +409,8 @@ export class Dispatcher {
     this.metrics.webhookDeliveries.inc({ outcome })
     if (result.statusCode !== undefined) this.metrics.webhookDuration.observe(result.latencyMs / 1000)
     const occurred = Date.parse(d.event?.occurredAt ?? String(d.envelope?.occurredAt))
-    if (d.attempts === 0 && Number.isFinite(occurred)) this.metrics.webhookLag.observe(Math.max(0, at.getTime() - occurred) / 1000)
+    if (d.attempts === 0 && Number.isFinite(occurred))
+      this.metrics.webhookLag.observe(Math.max(0, at.getTime() - occurred) / 1000)
   }
 
   /**

@@ -3,7 +3,17 @@ import { isAdmin } from '../../core/auth/principal.ts'
 import type { Session } from '../../core/auth/sessions.ts'
 import type { App } from '../../core/declarations.ts'
 import {
-  assertCsrf, assertSameOrigin, frameFor, pageRouter, readForm, sendPage, seeOther, sessionOf, signInLocation, type PageRequest, type PageRoute
+  assertCsrf,
+  assertSameOrigin,
+  frameFor,
+  pageRouter,
+  readForm,
+  sendPage,
+  seeOther,
+  sessionOf,
+  signInLocation,
+  type PageRequest,
+  type PageRoute
 } from '../settings/settings.shared.ts'
 import { webhookDeliveriesPath, webhooksPath } from './webhooks.shared.ts'
 import { attemptsShown, notices, webhooksPage, webhooksPagePath, type Notice } from './webhooks.views.ts'
@@ -22,7 +32,10 @@ function services(r: PageRequest, session: Session) {
   return {
     find: () => webhooks.find(params),
     get: (id: string) => webhooks.get(id, params),
-    attempts: (id: string) => r.app.service(webhookDeliveriesPath).find({ ...params, route: { webhookId: id }, query: { limit: attemptsShown } }),
+    attempts: (id: string) =>
+      r.app
+        .service(webhookDeliveriesPath)
+        .find({ ...params, route: { webhookId: id }, query: { limit: attemptsShown } }),
     test: (id: string) => webhooks.test({}, { ...params, id }),
     resume: (id: string) => webhooks.patch(id, { enabled: true }, params)
   }
@@ -45,7 +58,16 @@ async function show(r: PageRequest) {
   for (const webhook of items) subscriptions.push({ webhook, attempts: (await s.attempts(webhook.id)).items })
   const done = String(r.ctx.query.done ?? '')
   const notice = Object.hasOwn(notices, done) ? (done as Notice) : undefined
-  sendPage(r, 200, webhooksPage({ frame: frameFor(r, session), subscriptions, disableAfterFailingHours: r.platform.config.webhooks.disableAfterFailingHours, notice }))
+  sendPage(
+    r,
+    200,
+    webhooksPage({
+      frame: frameFor(r, session),
+      subscriptions,
+      disableAfterFailingHours: r.platform.config.webhooks.disableAfterFailingHours,
+      notice
+    })
+  )
 }
 
 /** A POST of the page: same origin, signed in, the session's CSRF token; then the action and a 303 back to the page. */
@@ -86,5 +108,8 @@ export const webhookPageRoutes: PageRoute[] = [
  * GraphQL pages serve everyone). Linked from the docs and README instead.
  */
 export function webhookPages(app: App): Middleware {
-  return pageRouter(app, { routes: webhookPageRoutes, nav: [{ href: webhooksPagePath, label: 'Webhooks', visible: isAdmin }] })
+  return pageRouter(app, {
+    routes: webhookPageRoutes,
+    nav: [{ href: webhooksPagePath, label: 'Webhooks', visible: isAdmin }]
+  })
 }

@@ -16,7 +16,19 @@ const columns = `id, url, kinds, modules, description, enabled, disabled_reason 
   ARRAY(SELECT ${isoUtc("(p->>'until')::timestamptz")} FROM ${livePrevious}) AS "previousSecretsExpireAt",
   ${isoUtc('created_at')} AS "createdAt", ${isoUtc('updated_at')} AS "updatedAt", created_by AS "createdBy"`
 
-export async function insertSubscription(db: Queryable, row: { tenantId: string; url: string; kinds: string[]; modules: string[] | null; description: string | null; secret: Buffer; createdBy: unknown; owner: Owner }): Promise<WebhookOut> {
+export async function insertSubscription(
+  db: Queryable,
+  row: {
+    tenantId: string
+    url: string
+    kinds: string[]
+    modules: string[] | null
+    description: string | null
+    secret: Buffer
+    createdBy: unknown
+    owner: Owner
+  }
+): Promise<WebhookOut> {
   // The tenant's outbox position starts at what is visible now: earlier events are not this subscription's.
   await db.query(
     `INSERT INTO webhook_cursors (tenant_id, txid, position)
@@ -26,22 +38,43 @@ export async function insertSubscription(db: Queryable, row: { tenantId: string;
   )
   const { rows } = await db.query(
     `INSERT INTO webhook_subscriptions (tenant_id, url, kinds, modules, description, secret, created_by, owner_kind, owner_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${columns}`,
-    [row.tenantId, row.url, row.kinds, row.modules, row.description, row.secret, JSON.stringify(row.createdBy ?? null), row.owner.kind, row.owner.id]
+    [
+      row.tenantId,
+      row.url,
+      row.kinds,
+      row.modules,
+      row.description,
+      row.secret,
+      JSON.stringify(row.createdBy ?? null),
+      row.owner.kind,
+      row.owner.id
+    ]
   )
   return rows[0]
 }
 
 export async function listSubscriptions(db: Queryable, tenantId: string): Promise<WebhookOut[]> {
-  const { rows } = await db.query(`SELECT ${columns} FROM webhook_subscriptions WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId])
+  const { rows } = await db.query(
+    `SELECT ${columns} FROM webhook_subscriptions WHERE tenant_id = $1 ORDER BY created_at, id`,
+    [tenantId]
+  )
   return rows
 }
 
 export async function selectSubscription(db: Queryable, tenantId: string, id: string): Promise<WebhookOut | undefined> {
-  const { rows } = await db.query(`SELECT ${columns} FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2`, [tenantId, id])
+  const { rows } = await db.query(`SELECT ${columns} FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2`, [
+    tenantId,
+    id
+  ])
   return rows[0]
 }
 
-export async function updateSubscription(db: Queryable, tenantId: string, id: string, set: { url?: string; kinds?: string[]; modules?: string[] | null; description?: string | null; enabled?: boolean }): Promise<WebhookOut | undefined> {
+export async function updateSubscription(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  set: { url?: string; kinds?: string[]; modules?: string[] | null; description?: string | null; enabled?: boolean }
+): Promise<WebhookOut | undefined> {
   const { rows } = await db.query(
     `UPDATE webhook_subscriptions SET
        url = coalesce($3, url), kinds = coalesce($4, kinds),
@@ -53,13 +86,26 @@ export async function updateSubscription(db: Queryable, tenantId: string, id: st
        failing_since = CASE WHEN $9 THEN NULL ELSE failing_since END,
        updated_at = now()
      WHERE tenant_id = $1 AND id = $2 RETURNING ${columns}`,
-    [tenantId, id, set.url ?? null, set.kinds ?? null, set.modules !== undefined, set.modules ?? null, set.description !== undefined, set.description ?? null, set.enabled ?? null]
+    [
+      tenantId,
+      id,
+      set.url ?? null,
+      set.kinds ?? null,
+      set.modules !== undefined,
+      set.modules ?? null,
+      set.description !== undefined,
+      set.description ?? null,
+      set.enabled ?? null
+    ]
   )
   return rows[0]
 }
 
 export async function deleteSubscription(db: Queryable, tenantId: string, id: string): Promise<WebhookOut | undefined> {
-  const { rows } = await db.query(`DELETE FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2 RETURNING ${columns}`, [tenantId, id])
+  const { rows } = await db.query(
+    `DELETE FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2 RETURNING ${columns}`,
+    [tenantId, id]
+  )
   return rows[0]
 }
 
@@ -68,7 +114,14 @@ export async function deleteSubscription(db: Queryable, tenantId: string, id: st
  * each older one until its own grace ends. Refused (`{ refused }`, nothing changed) while
  * `keep` replaced secrets still sign, saying when the first of them stops.
  */
-export async function rotateSecret(db: Queryable, tenantId: string, id: string, secret: Buffer, graceHours: number, keep: number): Promise<WebhookOut | { refused: string } | undefined> {
+export async function rotateSecret(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  secret: Buffer,
+  graceHours: number,
+  keep: number
+): Promise<WebhookOut | { refused: string } | undefined> {
   const { rows } = await db.query(
     `WITH live AS (SELECT coalesce(jsonb_agg(p ORDER BY (p->>'until')::timestamptz DESC), '[]') AS list, count(*) AS n, min((p->>'until')::timestamptz) AS first_end
                      FROM webhook_subscriptions s, jsonb_array_elements(s.previous_secrets) p
@@ -86,7 +139,12 @@ export async function rotateSecret(db: Queryable, tenantId: string, id: string, 
 }
 
 /** Queues a delivery that is not from the event log (the test ping): its envelope travels with it. */
-export async function queueEnvelope(db: Queryable, tenantId: string, subscriptionId: string, envelope: { id: string; type: string }): Promise<void> {
+export async function queueEnvelope(
+  db: Queryable,
+  tenantId: string,
+  subscriptionId: string,
+  envelope: { id: string; type: string }
+): Promise<void> {
   await db.query(
     `INSERT INTO webhook_deliveries (tenant_id, subscription_id, event_id, event_position, event_type, envelope) VALUES ($1, $2, $3, 0, $4, $5)`,
     [tenantId, subscriptionId, envelope.id, envelope.type, JSON.stringify(envelope)]
@@ -99,7 +157,13 @@ export async function queueEnvelope(db: Queryable, tenantId: string, subscriptio
  * finished one or one waiting for a retry starts over now, and one in flight is marked to
  * start over once its attempt ends (recordAttempt), whatever that attempt's outcome.
  */
-export async function requeue(db: Queryable, tenantId: string, subscriptionId: string, which: { eventId?: string; from?: string; to?: string }, max: number): Promise<number> {
+export async function requeue(
+  db: Queryable,
+  tenantId: string,
+  subscriptionId: string,
+  which: { eventId?: string; from?: string; to?: string },
+  max: number
+): Promise<number> {
   const { rows } = await db.query(
     `WITH s AS (SELECT kinds, modules FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2),
      ev AS (SELECT e.id, e.position, e.type, e.subject_id FROM events e, s
@@ -131,14 +195,27 @@ const inFlight = `(webhook_deliveries.status = 'pending' AND coalesce(webhook_de
  * The ids of the tenant's events at `positions` (looked up by primary key) that pass `condition`
  * (the subscription owner's rights, core/events/rights.ts).
  */
-export async function visibleEventIds(db: Queryable, tenantId: string, positions: readonly string[], condition: EventCondition): Promise<Set<string>> {
+export async function visibleEventIds(
+  db: Queryable,
+  tenantId: string,
+  positions: readonly string[],
+  condition: EventCondition
+): Promise<Set<string>> {
   if (!positions.length) return new Set()
   const values: unknown[] = [tenantId, positions]
-  const { rows } = await db.query(`SELECT e.id FROM events e WHERE e.tenant_id = $1 AND e.position = ANY($2::bigint[]) AND (${bindCondition(condition, values)})`, values)
+  const { rows } = await db.query(
+    `SELECT e.id FROM events e WHERE e.tenant_id = $1 AND e.position = ANY($2::bigint[]) AND (${bindCondition(condition, values)})`,
+    values
+  )
   return new Set(rows.map((r) => r.id))
 }
 
-export async function listAttempts(db: Queryable, tenantId: string, subscriptionId: string, options: { limit: number; eventId?: string }): Promise<DeliveryAttempt[]> {
+export async function listAttempts(
+  db: Queryable,
+  tenantId: string,
+  subscriptionId: string,
+  options: { limit: number; eventId?: string }
+): Promise<DeliveryAttempt[]> {
   const { rows } = await db.query(
     `SELECT event_id AS "eventId", event_type AS type, attempt, ${isoUtc('at')} AS at, status_code AS "statusCode", latency_ms AS "latencyMs",
             response_excerpt AS "responseExcerpt", error, outcome
@@ -169,8 +246,15 @@ export async function tenantsToFanOut(pool: pg.Pool): Promise<string[]> {
  * before the cursor (position order alone would step past a position committed late).
  * Returns the events read (-1 when held); `behind` says events exist that are not yet final.
  */
-export async function fanOut(client: pg.PoolClient, tenantId: string, batch: number): Promise<{ read: number; behind: boolean }> {
-  const { rows: held } = await client.query('SELECT txid::text AS txid, position FROM webhook_cursors WHERE tenant_id = $1 FOR UPDATE SKIP LOCKED', [tenantId])
+export async function fanOut(
+  client: pg.PoolClient,
+  tenantId: string,
+  batch: number
+): Promise<{ read: number; behind: boolean }> {
+  const { rows: held } = await client.query(
+    'SELECT txid::text AS txid, position FROM webhook_cursors WHERE tenant_id = $1 FOR UPDATE SKIP LOCKED',
+    [tenantId]
+  )
   if (!held.length) return { read: -1, behind: false }
   const { rows } = await client.query(
     `WITH ev AS (SELECT txid, position, id, type, module_key, subject_id, occurred_at FROM events
@@ -190,7 +274,10 @@ export async function fanOut(client: pg.PoolClient, tenantId: string, batch: num
 }
 
 /** Subscriptions with a delivery due that no instance has claimed (each looked up in the pending index, stopping at the first). */
-export async function dueSubscriptions(pool: pg.Pool, limit: number): Promise<Array<{ tenantId: string; subscriptionId: string }>> {
+export async function dueSubscriptions(
+  pool: pg.Pool,
+  limit: number
+): Promise<Array<{ tenantId: string; subscriptionId: string }>> {
   const { rows } = await pool.query(
     `SELECT s.tenant_id AS "tenantId", s.id AS "subscriptionId" FROM webhook_subscriptions s
       WHERE s.enabled AND EXISTS (SELECT 1 FROM webhook_deliveries d
@@ -217,7 +304,16 @@ export type { LoggedEvent }
 
 export interface Claimed {
   subscription: { url: string; secret: Buffer; previousSecrets: Buffer[]; owner: Owner }
-  deliveries: Array<{ eventId: string; event_position: string; eventType: string; subjectId: string | null; attempts: number; firstAttemptAt: Date | null; envelope: Record<string, unknown> | null; event: LoggedEvent | null }>
+  deliveries: Array<{
+    eventId: string
+    event_position: string
+    eventType: string
+    subjectId: string | null
+    attempts: number
+    firstAttemptAt: Date | null
+    envelope: Record<string, unknown> | null
+    event: LoggedEvent | null
+  }>
 }
 
 /**
@@ -228,7 +324,14 @@ export interface Claimed {
  * sends a claim in order and holds back a subject's rest once one of its deliveries fails). The lease is
  * renewed delivery by delivery; if this instance dies, another takes them when it expires.
  */
-export async function claim(client: pg.PoolClient, tenantId: string, subscriptionId: string, me: string, limit: number, leaseMs: number): Promise<Claimed | undefined> {
+export async function claim(
+  client: pg.PoolClient,
+  tenantId: string,
+  subscriptionId: string,
+  me: string,
+  limit: number,
+  leaseMs: number
+): Promise<Claimed | undefined> {
   const { rows: subs } = await client.query(
     `SELECT url, secret, ARRAY(SELECT decode(p->>'secret', 'hex') FROM ${livePrevious}) AS "previousSecrets",
             jsonb_build_object('kind', owner_kind, 'id', owner_id) AS owner
@@ -265,7 +368,13 @@ export async function claim(client: pg.PoolClient, tenantId: string, subscriptio
 }
 
 /** Keeps this instance's claim on a subscription's remaining deliveries. */
-export async function renewLease(pool: pg.Pool, tenantId: string, subscriptionId: string, me: string, leaseMs: number): Promise<void> {
+export async function renewLease(
+  pool: pg.Pool,
+  tenantId: string,
+  subscriptionId: string,
+  me: string,
+  leaseMs: number
+): Promise<void> {
   await pool.query(
     `UPDATE webhook_deliveries SET lease_until = now() + make_interval(secs => $4) WHERE tenant_id = $1 AND subscription_id = $2 AND leased_by = $3 AND status = 'pending' AND lease_until IS NOT NULL`,
     [tenantId, subscriptionId, me, leaseMs / 1000]
@@ -273,7 +382,11 @@ export async function renewLease(pool: pg.Pool, tenantId: string, subscriptionId
 }
 
 /** Gives back a claim not used (the instance stops). */
-export async function releaseLeases(pool: pg.Pool, me: string, only?: { tenantId: string; subscriptionId: string }): Promise<void> {
+export async function releaseLeases(
+  pool: pg.Pool,
+  me: string,
+  only?: { tenantId: string; subscriptionId: string }
+): Promise<void> {
   await pool.query(
     `UPDATE webhook_deliveries SET lease_until = NULL, leased_by = NULL
       WHERE leased_by = $1 AND status = 'pending' AND ($2::text IS NULL OR (tenant_id = $2 AND subscription_id = $3))`,
@@ -324,7 +437,23 @@ export async function recordAttempt(db: Queryable, a: AttemptRecord): Promise<{ 
                               WHEN $11 IN ('retrying', 'failed') AND failing_since < $14 THEN 'Every delivery failed since ' || ${isoUtc('failing_since')} || ', longer than the service keeps trying; the last: ' || coalesce('status ' || $8::text, $15, 'no answer')
                               ELSE disabled_reason END
      WHERE tenant_id = $1 AND id = $2 RETURNING NOT enabled AS disabled`,
-    [a.tenantId, a.subscriptionId, a.eventId, a.eventType, a.attempt, a.at, a.firstAttemptAt, a.statusCode, a.latencyMs, clean(a.excerpt), a.outcome, a.nextAt ?? null, a.disable ?? null, a.failingCutoff, clean(a.error)]
+    [
+      a.tenantId,
+      a.subscriptionId,
+      a.eventId,
+      a.eventType,
+      a.attempt,
+      a.at,
+      a.firstAttemptAt,
+      a.statusCode,
+      a.latencyMs,
+      clean(a.excerpt),
+      a.outcome,
+      a.nextAt ?? null,
+      a.disable ?? null,
+      a.failingCutoff,
+      clean(a.error)
+    ]
   )
   return { disabled: !!rows[0]?.disabled }
 }

@@ -41,8 +41,14 @@ export async function checkTarget(text: string, rules: TargetRules, allowed: Blo
   } catch {
     throw new TargetRefused(`"${text}" is not an absolute URL.`)
   }
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && rules.allowHttp)) throw new TargetRefused(`The target must use https${rules.allowHttp ? ' or http' : ''}, not ${url.protocol.replace(':', '')}.`)
-  if (url.username || url.password) throw new TargetRefused('The target URL must not carry a user name or password; use the signature to authenticate deliveries.')
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && rules.allowHttp))
+    throw new TargetRefused(
+      `The target must use https${rules.allowHttp ? ' or http' : ''}, not ${url.protocol.replace(':', '')}.`
+    )
+  if (url.username || url.password)
+    throw new TargetRefused(
+      'The target URL must not carry a user name or password; use the signature to authenticate deliveries.'
+    )
   const host = url.hostname.replace(/^\[|\]$/g, '')
   let addresses: Array<{ address: string; family: number }>
   if (isIP(host)) addresses = [{ address: host, family: isIP(host) }]
@@ -54,7 +60,9 @@ export async function checkTarget(text: string, rules: TargetRules, allowed: Blo
         new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), rules.dnsTimeoutMs)))
       ])
     } catch (err) {
-      throw new TargetRefused(`The host ${host} could not be resolved (${(err as Error).message === 'timeout' ? `no answer within ${rules.dnsTimeoutMs} ms` : ((err as NodeJS.ErrnoException).code ?? 'lookup failed')}).`)
+      throw new TargetRefused(
+        `The host ${host} could not be resolved (${(err as Error).message === 'timeout' ? `no answer within ${rules.dnsTimeoutMs} ms` : ((err as NodeJS.ErrnoException).code ?? 'lookup failed')}).`
+      )
     } finally {
       clearTimeout(timer)
     }
@@ -65,7 +73,9 @@ export async function checkTarget(text: string, rules: TargetRules, allowed: Blo
     return why ? [`${a.address} (${why})`] : []
   })
   if (bad.length) {
-    throw new TargetRefused(`The host ${host} resolves to ${bad.join(', ')}: a private, loopback, link-local or otherwise internal address, or one reserved for documentation, benchmarking or special use, which webhooks may not reach (an operator can allow a range with webhooks.allowedCidrs).`)
+    throw new TargetRefused(
+      `The host ${host} resolves to ${bad.join(', ')}: a private, loopback, link-local or otherwise internal address, or one reserved for documentation, benchmarking or special use, which webhooks may not reach (an operator can allow a range with webhooks.allowedCidrs).`
+    )
   }
   return { url, address: addresses[0].address, family: addresses[0].family === 6 ? 6 : 4 }
 }
@@ -82,10 +92,19 @@ export const excerptBytes = 4096
 /** Read of a response body at most; the connection is closed past it. */
 export const readLimitBytes = 65_536
 
-const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) }
+const agents = {
+  http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
+  https: new https.Agent({ keepAlive: true, maxSockets: 64 })
+}
 
 /** POSTs `body` to the checked address (Host and TLS name from the URL), within `timeoutMs`; never throws. */
-export function send(target: CheckedTarget, headers: Record<string, string>, body: string, timeoutMs: number, signal?: AbortSignal): Promise<SendResult> {
+export function send(
+  target: CheckedTarget,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+  signal?: AbortSignal
+): Promise<SendResult> {
   const started = performance.now()
   const secure = target.url.protocol === 'https:'
   return new Promise((resolve) => {
@@ -104,7 +123,13 @@ export function send(target: CheckedTarget, headers: Record<string, string>, bod
       method: 'POST',
       agent: secure ? agents.https : agents.http,
       ...(secure ? { servername: target.url.hostname.replace(/^\[|\]$/g, '') } : {}),
-      headers: { ...headers, host: target.url.host, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'records-webhooks/1' },
+      headers: {
+        ...headers,
+        host: target.url.host,
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+        'user-agent': 'records-webhooks/1'
+      },
       signal
     })
     const timer = setTimeout(() => {
@@ -124,7 +149,9 @@ export function send(target: CheckedTarget, headers: Record<string, string>, bod
         }
       })
       res.on('end', () => done({ statusCode: res.statusCode, excerpt: Buffer.concat(chunks).toString('utf8') }))
-      res.on('error', (err) => done({ statusCode: res.statusCode, error: err.message, excerpt: Buffer.concat(chunks).toString('utf8') }))
+      res.on('error', (err) =>
+        done({ statusCode: res.statusCode, error: err.message, excerpt: Buffer.concat(chunks).toString('utf8') })
+      )
     })
     req.end(body)
   })

@@ -19,7 +19,12 @@ declare module '../../core/declarations.ts' {
 /** A created subscription is 201; answers that may hold a secret are never cached. */
 const respond = async (context: HookContext, next: NextFunction) => {
   await next()
-  const status = context.method === 'create' ? 201 : context.method === 'test' || context.method === 'replay' ? 202 : context.http?.status
+  const status =
+    context.method === 'create'
+      ? 201
+      : context.method === 'test' || context.method === 'replay'
+        ? 202
+        : context.http?.status
   context.http = { ...context.http, status, headers: { ...context.http?.headers, 'Cache-Control': 'no-store' } }
 }
 
@@ -41,7 +46,13 @@ export function configureWebhooks(app: App) {
       throw err
     }))
   let dispatcher: Dispatcher | undefined
-  const service = new WebhooksService({ pool, config, tenants: platform.tenants, secrets, dispatcher: () => dispatcher })
+  const service = new WebhooksService({
+    pool,
+    config,
+    tenants: platform.tenants,
+    secrets,
+    dispatcher: () => dispatcher
+  })
   Object.assign(service, {
     async setup() {
       if (!config.dispatch) return
@@ -58,10 +69,17 @@ export function configureWebhooks(app: App) {
   })
   app.use(webhooksPath, service, { methods: [...webhooksMethods] })
   app.service(webhooksPath).hooks({ around: { all: [respond] } })
-  app.use(webhookDeliveriesPath, new WebhookDeliveriesService(service, pool), { methods: [...webhookDeliveriesMethods] })
+  app.use(webhookDeliveriesPath, new WebhookDeliveriesService(service, pool), {
+    methods: [...webhookDeliveriesMethods]
+  })
   app.service(webhookDeliveriesPath).hooks({ around: { all: [respond] } })
   app.use(webhookPages(app))
 }
 
 /** Webhooks: subscriptions with colon methods (`:rotate-secret`, `:test`, `:replay`), their delivery log, the dispatcher and the settings page. */
-export const webhooksPlugin: Plugin = { name: 'webhooks', configure: configureWebhooks, colonMethods: [webhooksPath], describe: describeWebhooks }
+export const webhooksPlugin: Plugin = {
+  name: 'webhooks',
+  configure: configureWebhooks,
+  colonMethods: [webhooksPath],
+  describe: describeWebhooks
+}

@@ -42,7 +42,9 @@ export function adaptCollection(collection: PostmanCollection): { collection: Po
   const tokenFolder = adapted.item.findIndex((i) => i.name === 'Get Token')
   if (tokenFolder >= 0) {
     adapted.item.splice(tokenFolder, 1)
-    notes.push('left out: folder "Get Token" (GET /Token with body "SecureLogin", the reference server\'s own token endpoint); the token is set at collection level instead')
+    notes.push(
+      'left out: folder "Get Token" (GET /Token with body "SecureLogin", the reference server\'s own token endpoint); the token is set at collection level instead'
+    )
   }
   adapted.auth = { type: 'bearer', bearer: [{ key: 'token', value: '{{token}}', type: 'string' }] }
   let inherited = 0
@@ -50,15 +52,22 @@ export function adaptCollection(collection: PostmanCollection): { collection: Po
   walk(adapted.item, (item) => {
     const request = item.request
     if (!request) return
-    if (request.auth?.type === 'bearer' && request.auth.bearer?.every((b) => b.key !== 'token' || b.value === '{{token}}')) {
+    if (
+      request.auth?.type === 'bearer' &&
+      request.auth.bearer?.every((b) => b.key !== 'token' || b.value === '{{token}}')
+    ) {
       delete request.auth
       inherited++
     }
     const url = request.url
     // Postman and newman send url.path, not url.raw (the text Postman shows): say where they differ.
     if (url && typeof url === 'object' && Array.isArray(url.path) && url.raw) {
-      const [shownPath, sentPath] = [url.raw.replace(/^[^:]+:\/\/[^/]+/, '').replace(/[?#].*$/, ''), `/${url.path.join('/')}`]
-      if (shownPath !== sentPath) notes.push(`as written: "${item.name}" sends ${sentPath} (its url.path), though its url.raw reads ${shownPath}`)
+      const [shownPath, sentPath] = [
+        url.raw.replace(/^[^:]+:\/\/[^/]+/, '').replace(/[?#].*$/, ''),
+        `/${url.path.join('/')}`
+      ]
+      if (shownPath !== sentPath)
+        notes.push(`as written: "${item.name}" sends ${sentPath} (its url.path), though its url.raw reads ${shownPath}`)
     }
     if (url && typeof url === 'object' && Array.isArray(url.path) && url.path.at(-1) === 'serviceConfiguration') {
       url.path[url.path.length - 1] = 'ServiceProviderConfig'
@@ -71,13 +80,21 @@ export function adaptCollection(collection: PostmanCollection): { collection: Po
   })
   notes.push(`bearer auth at collection level; ${inherited} requests that sent their own "Bearer {{token}}" inherit it`)
   // A later version of the file without the route would make this mapping silently do nothing.
-  if (!mapped) throw new Error(`${microsoftFile}: no request ends in /serviceConfiguration any more; check what the collection calls the ServiceProviderConfig endpoint`)
+  if (!mapped)
+    throw new Error(
+      `${microsoftFile}: no request ends in /serviceConfiguration any more; check what the collection calls the ServiceProviderConfig endpoint`
+    )
   notes.push(`mapped: /serviceConfiguration → /ServiceProviderConfig (${mapped} request${mapped === 1 ? '' : 's'})`)
   return { collection: adapted, notes }
 }
 
 /** Runs the collection; every pm.test counts, and so does each script error and each request that got no response. */
-export async function runMicrosoft(options: { file: string; scimBaseUrl: string; token: string; say: Say }): Promise<SuiteResult> {
+export async function runMicrosoft(options: {
+  file: string
+  scimBaseUrl: string
+  token: string
+  say: Say
+}): Promise<SuiteResult> {
   const { say } = options
   const { collection, notes } = adaptCollection(JSON.parse(readFileSync(options.file, 'utf8')))
   const base = new URL(options.scimBaseUrl)
@@ -91,10 +108,18 @@ export async function runMicrosoft(options: { file: string; scimBaseUrl: string;
       { key: 'token', value: options.token, enabled: true }
     ]
   }
-  notes.unshift(`environment: Protocol=${environment.values[0].value}, Server=${environment.values[1].value}, Port=${environment.values[2].value}, Api=${environment.values[3].value}, token=<a service-account token with the scim scope>`)
+  notes.unshift(
+    `environment: Protocol=${environment.values[0].value}, Server=${environment.values[1].value}, Port=${environment.values[2].value}, Api=${environment.values[3].value}, token=<a service-account token with the scim scope>`
+  )
   for (const line of notes) say(`note: ${line}`)
 
-  const result: SuiteResult = { suite: `Microsoft (${collection.info.name})`, passed: 0, failed: 0, failures: [], notes }
+  const result: SuiteResult = {
+    suite: `Microsoft (${collection.info.name})`,
+    passed: 0,
+    failed: 0,
+    failures: [],
+    notes
+  }
   let current: { where: string; passed: number; failures: Failure[]; response: string; status: string } | undefined
   const finishItem = () => {
     if (!current) return
@@ -108,21 +133,41 @@ export async function runMicrosoft(options: { file: string; scimBaseUrl: string;
   }
   const folderOf = (item: any) => {
     const parent = typeof item?.parent === 'function' ? item.parent() : undefined
-    return parent && parent.name && parent !== item && typeof parent.parent === 'function' && parent.parent() ? `${parent.name} / ` : ''
+    return parent && parent.name && parent !== item && typeof parent.parent === 'function' && parent.parent()
+      ? `${parent.name} / `
+      : ''
   }
-  const fail = (assertion: string, detail: string) => current?.failures.push({ where: current.where, assertion, detail, response: current.response })
+  const fail = (assertion: string, detail: string) =>
+    current?.failures.push({ where: current.where, assertion, detail, response: current.response })
 
   await new Promise<void>((resolve, reject) => {
     newman
-      .run({ collection: collection as any, environment: environment as any, reporters: [], timeoutRequest: 30_000, color: 'off' }, (err) => (err ? reject(err) : resolve()))
+      .run(
+        {
+          collection: collection as any,
+          environment: environment as any,
+          reporters: [],
+          timeoutRequest: 30_000,
+          color: 'off'
+        },
+        (err) => (err ? reject(err) : resolve())
+      )
       .on('beforeItem', (_err, args: any) => {
         finishItem()
-        current = { where: `${folderOf(args.item)}${args.item.name}`, passed: 0, failures: [], response: '(no request sent)', status: '(no request sent)' }
+        current = {
+          where: `${folderOf(args.item)}${args.item.name}`,
+          passed: 0,
+          failures: [],
+          response: '(no request sent)',
+          status: '(no request sent)'
+        }
       })
       .on('request', (err, args: any) => {
         if (!current) return
         const method = args.request?.method ?? '?'
-        const path = args.request?.url ? `${args.request.url.getPath()}${args.request.url.getQueryString() ? `?${args.request.url.getQueryString()}` : ''}` : '?'
+        const path = args.request?.url
+          ? `${args.request.url.getPath()}${args.request.url.getQueryString() ? `?${args.request.url.getQueryString()}` : ''}`
+          : '?'
         if (err) {
           current.status = `${method} ${path} → no response (${err.code ?? err.message})`
           current.response = current.status

@@ -26,30 +26,58 @@ export const oktaFixtureUser = {
   active: true
 }
 
-export async function runOkta(options: { dir: string; scimBaseUrl: string; token: string; say: Say; pauses?: 'wait' | 'skip' }): Promise<SuiteResult> {
+export async function runOkta(options: {
+  dir: string
+  scimBaseUrl: string
+  token: string
+  say: Say
+  pauses?: 'wait' | 'skip'
+}): Promise<SuiteResult> {
   const { dir, scimBaseUrl, token, say } = options
   const test = JSON.parse(readFileSync(join(dir, oktaFiles.test), 'utf8')) as RunscopeExport
   const variables = new Map<string, string>([
     ['SCIMBaseURL', scimBaseUrl],
     ['auth', `Bearer ${token}`]
   ])
-  const initial = runScript(readFileSync(join(dir, oktaFiles.initialScript), 'utf8'), variables, { filename: oktaFiles.initialScript })
-  if (initial.error || initial.assertions.some((a) => !a.passed)) throw new Error(`${oktaFiles.initialScript} failed: ${initial.error ?? initial.assertions.find((a) => !a.passed)?.message}`)
+  const initial = runScript(readFileSync(join(dir, oktaFiles.initialScript), 'utf8'), variables, {
+    filename: oktaFiles.initialScript
+  })
+  if (initial.error || initial.assertions.some((a) => !a.passed))
+    throw new Error(
+      `${oktaFiles.initialScript} failed: ${initial.error ?? initial.assertions.find((a) => !a.passed)?.message}`
+    )
   const notes = [
-    `initial variables: SCIMBaseURL=${scimBaseUrl}, auth=Bearer <a service-account token with the scim scope>; ${oktaFiles.initialScript} set ${[...variables.keys()].filter((k) => k !== 'SCIMBaseURL' && k !== 'auth').map((k) => `${k}=${variables.get(k)}`).join(', ')}`
+    `initial variables: SCIMBaseURL=${scimBaseUrl}, auth=Bearer <a service-account token with the scim scope>; ${oktaFiles.initialScript} set ${[
+      ...variables.keys()
+    ]
+      .filter((k) => k !== 'SCIMBaseURL' && k !== 'auth')
+      .map((k) => `${k}=${variables.get(k)}`)
+      .join(', ')}`
   ]
 
   const seeded = await fetch(`${scimBaseUrl}/Users`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json', accept: 'application/scim+json' },
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/scim+json',
+      accept: 'application/scim+json'
+    },
     body: JSON.stringify(oktaFixtureUser)
   }).then(
     async (res) => `${res.status} ${excerpt(await res.text(), 200)}`,
     (err: Error) => `no response (${err.message})`
   )
-  notes.push(`fixture: POST /Users ${oktaFixtureUser.userName} before the test (its first steps read an existing user) → ${seeded}`)
+  notes.push(
+    `fixture: POST /Users ${oktaFixtureUser.userName} before the test (its first steps read an existing user) → ${seeded}`
+  )
   for (const line of notes) say(`note: ${line}`)
 
   const outcome = await runRunscope(test, { variables, pauses: options.pauses, say })
-  return { suite: `Okta (${test.name ?? oktaFiles.test})`, passed: outcome.passed, failed: outcome.failed, failures: outcome.failures, notes }
+  return {
+    suite: `Okta (${test.name ?? oktaFiles.test})`,
+    passed: outcome.passed,
+    failed: outcome.failed,
+    failures: outcome.failures,
+    notes
+  }
 }

@@ -69,7 +69,8 @@ export function valueAt(json: unknown, segments: Array<string | number>): unknow
   let here = json
   for (const segment of segments) {
     if (Array.isArray(here) && typeof segment === 'number') here = here[segment]
-    else if (here !== null && typeof here === 'object' && Object.hasOwn(here, segment)) here = (here as Record<string, unknown>)[String(segment)]
+    else if (here !== null && typeof here === 'object' && Object.hasOwn(here, segment))
+      here = (here as Record<string, unknown>)[String(segment)]
     else return undefined
   }
   return here
@@ -77,11 +78,17 @@ export function valueAt(json: unknown, segments: Array<string | number>): unknow
 
 /** How Runscope compares a value as text: strings as they are, everything else as JSON. */
 export function asText(value: unknown): string {
-  return typeof value === 'string' ? value : JSON.stringify(value) ?? 'undefined'
+  return typeof value === 'string' ? value : (JSON.stringify(value) ?? 'undefined')
 }
 
-const asNumber = (value: unknown) => (typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN)
-const isEmpty = (v: unknown) => v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0) || (typeof v === 'object' && v !== null && Object.keys(v).length === 0)
+const asNumber = (value: unknown) =>
+  typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN
+const isEmpty = (v: unknown) =>
+  v === undefined ||
+  v === null ||
+  v === '' ||
+  (Array.isArray(v) && v.length === 0) ||
+  (typeof v === 'object' && v !== null && Object.keys(v).length === 0)
 const compareNumbers = (test: (a: number, b: number) => boolean) => (actual: unknown, expected: string) => {
   const [a, b] = [asNumber(actual), asNumber(expected)]
   return Number.isFinite(a) && Number.isFinite(b) && test(a, b)
@@ -92,7 +99,11 @@ const compareNumbers = (test: (a: number, b: number) => boolean) => (actual: unk
  * contains".
  */
 const contains = (actual: unknown, expected: string) =>
-  Array.isArray(actual) ? actual.some((item) => asText(item) === expected) : actual !== null && typeof actual === 'object' ? Object.hasOwn(actual, expected) : actual !== undefined && asText(actual).includes(expected)
+  Array.isArray(actual)
+    ? actual.some((item) => asText(item) === expected)
+    : actual !== null && typeof actual === 'object'
+      ? Object.hasOwn(actual, expected)
+      : actual !== undefined && asText(actual).includes(expected)
 
 /**
  * Runscope's comparisons. `expected` is the assertion's value after templates. A missing
@@ -108,7 +119,10 @@ export const comparisons: Record<string, (actual: unknown, expected: string) => 
   contains,
   does_not_contain: (a, e) => !contains(a, e),
   has_key: (a, e) => a !== null && typeof a === 'object' && !Array.isArray(a) && Object.hasOwn(a, e),
-  has_value: (a, e) => (Array.isArray(a) ? a : a !== null && typeof a === 'object' ? Object.values(a) : []).some((item) => asText(item) === e),
+  has_value: (a, e) =>
+    (Array.isArray(a) ? a : a !== null && typeof a === 'object' ? Object.values(a) : []).some(
+      (item) => asText(item) === e
+    ),
   is_null: (a) => a === null,
   is_a_number: (a) => typeof a === 'number' && Number.isFinite(a),
   equal_number: compareNumbers((a, b) => a === b),
@@ -141,12 +155,24 @@ export interface ScriptOutcome {
  */
 function makeAssert(record: ScriptAssertion[]) {
   const check = (name: string, ok: boolean, message: string | undefined, fallback: string) => {
-    record.push({ name: message ? `${name}: ${message}` : name, passed: ok, message: ok ? undefined : message ?? fallback })
+    record.push({
+      name: message ? `${name}: ${message}` : name,
+      passed: ok,
+      message: ok ? undefined : (message ?? fallback)
+    })
     if (!ok) throw new ScriptAssertionError(message ?? fallback)
   }
   const show = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v) : asText(v))
   const includes = (hay: unknown, needle: unknown) =>
-    typeof hay === 'string' ? hay.includes(String(needle)) : Array.isArray(hay) ? hay.some((x) => isDeepStrictEqual(x, needle)) : hay !== null && typeof hay === 'object' && needle !== null && typeof needle === 'object' && Object.entries(needle).every(([k, v]) => isDeepStrictEqual((hay as Record<string, unknown>)[k], v))
+    typeof hay === 'string'
+      ? hay.includes(String(needle))
+      : Array.isArray(hay)
+        ? hay.some((x) => isDeepStrictEqual(x, needle))
+        : hay !== null &&
+          typeof hay === 'object' &&
+          needle !== null &&
+          typeof needle === 'object' &&
+          Object.entries(needle).every(([k, v]) => isDeepStrictEqual((hay as Record<string, unknown>)[k], v))
   const kindOf = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v)
   const methods: Record<string, (...args: any[]) => void> = {
     ok: (v, m) => check('assert.ok', Boolean(v), m, `expected ${show(v)} to be truthy`),
@@ -156,9 +182,12 @@ function makeAssert(record: ScriptAssertion[]) {
     equal: (a, b, m) => check('assert.equal', a == b, m, `expected ${show(a)} to equal ${show(b)}`),
     notEqual: (a, b, m) => check('assert.notEqual', a != b, m, `expected ${show(a)} to not equal ${show(b)}`),
     strictEqual: (a, b, m) => check('assert.strictEqual', a === b, m, `expected ${show(a)} to equal ${show(b)}`),
-    notStrictEqual: (a, b, m) => check('assert.notStrictEqual', a !== b, m, `expected ${show(a)} to not equal ${show(b)}`),
-    deepEqual: (a, b, m) => check('assert.deepEqual', isDeepStrictEqual(a, b), m, `expected ${show(a)} to deeply equal ${show(b)}`),
-    notDeepEqual: (a, b, m) => check('assert.notDeepEqual', !isDeepStrictEqual(a, b), m, `expected ${show(a)} to not deeply equal ${show(b)}`),
+    notStrictEqual: (a, b, m) =>
+      check('assert.notStrictEqual', a !== b, m, `expected ${show(a)} to not equal ${show(b)}`),
+    deepEqual: (a, b, m) =>
+      check('assert.deepEqual', isDeepStrictEqual(a, b), m, `expected ${show(a)} to deeply equal ${show(b)}`),
+    notDeepEqual: (a, b, m) =>
+      check('assert.notDeepEqual', !isDeepStrictEqual(a, b), m, `expected ${show(a)} to not deeply equal ${show(b)}`),
     isTrue: (v, m) => check('assert.isTrue', v === true, m, `expected ${show(v)} to be true`),
     isFalse: (v, m) => check('assert.isFalse', v === false, m, `expected ${show(v)} to be false`),
     isNull: (v, m) => check('assert.isNull', v === null, m, `expected ${show(v)} to be null`),
@@ -172,21 +201,39 @@ function makeAssert(record: ScriptAssertion[]) {
     isNumber: (v, m) => check('assert.isNumber', typeof v === 'number', m, `expected ${show(v)} to be a number`),
     isBoolean: (v, m) => check('assert.isBoolean', typeof v === 'boolean', m, `expected ${show(v)} to be a boolean`),
     typeOf: (v, t, m) => check('assert.typeOf', kindOf(v) === t, m, `expected ${show(v)} to be of type ${t}`),
-    include: (hay, needle, m) => check('assert.include', includes(hay, needle), m, `expected ${show(hay)} to include ${show(needle)}`),
-    notInclude: (hay, needle, m) => check('assert.notInclude', !includes(hay, needle), m, `expected ${show(hay)} to not include ${show(needle)}`),
-    lengthOf: (v, n, m) => check('assert.lengthOf', (v as { length?: number } | null)?.length === n, m, `expected ${show(v)} to have a length of ${n}`),
-    property: (o, p, m) => check('assert.property', o !== null && o !== undefined && p in Object(o), m, `expected ${show(o)} to have a property ${show(p)}`),
-    match: (v, re, m) => check('assert.match', re instanceof RegExp && re.test(String(v)), m, `expected ${show(v)} to match ${re}`),
+    include: (hay, needle, m) =>
+      check('assert.include', includes(hay, needle), m, `expected ${show(hay)} to include ${show(needle)}`),
+    notInclude: (hay, needle, m) =>
+      check('assert.notInclude', !includes(hay, needle), m, `expected ${show(hay)} to not include ${show(needle)}`),
+    lengthOf: (v, n, m) =>
+      check(
+        'assert.lengthOf',
+        (v as { length?: number } | null)?.length === n,
+        m,
+        `expected ${show(v)} to have a length of ${n}`
+      ),
+    property: (o, p, m) =>
+      check(
+        'assert.property',
+        o !== null && o !== undefined && p in Object(o),
+        m,
+        `expected ${show(o)} to have a property ${show(p)}`
+      ),
+    match: (v, re, m) =>
+      check('assert.match', re instanceof RegExp && re.test(String(v)), m, `expected ${show(v)} to match ${re}`),
     isAbove: (v, n, m) => check('assert.isAbove', v > n, m, `expected ${show(v)} to be above ${n}`),
     isBelow: (v, n, m) => check('assert.isBelow', v < n, m, `expected ${show(v)} to be below ${n}`),
     fail: (m) => check('assert.fail', false, m, 'assert.fail()')
   }
-  const assert = (value: unknown, message?: string) => check('assert', Boolean(value), message, `expected ${show(value)} to be truthy`)
+  const assert = (value: unknown, message?: string) =>
+    check('assert', Boolean(value), message, `expected ${show(value)} to be truthy`)
   return new Proxy(assert, {
     get(target, key) {
       if (typeof key === 'string' && Object.hasOwn(methods, key)) return methods[key]
       if (typeof key === 'symbol' || key === 'prototype' || key in Function.prototype) return Reflect.get(target, key)
-      throw new Error(`assert.${String(key)} is not implemented by this Runscope runner (scripts/scim-peers/runscope-checks.ts)`)
+      throw new Error(
+        `assert.${String(key)} is not implemented by this Runscope runner (scripts/scim-peers/runscope-checks.ts)`
+      )
     }
   })
 }
@@ -197,15 +244,21 @@ function makeAssert(record: ScriptAssertion[]) {
  * (`response.body` is the text, `response.headers` a name → values map). Anything else it
  * names (`_`, `moment`, `expect`) is a ReferenceError, reported as a script error.
  */
-export function runScript(code: string, variables: Variables, extra: { request?: object; response?: object; filename?: string } = {}): ScriptOutcome {
+export function runScript(
+  code: string,
+  variables: Variables,
+  extra: { request?: object; response?: object; filename?: string } = {}
+): ScriptOutcome {
   const outcome: ScriptOutcome = { assertions: [], logs: [] }
   const context = vm.createContext({
     variables: {
       get: (name: string) => variables.get(String(name)),
-      set: (name: string, value: unknown) => void variables.set(String(name), value === undefined || value === null ? '' : String(value))
+      set: (name: string, value: unknown) =>
+        void variables.set(String(name), value === undefined || value === null ? '' : String(value))
     },
     assert: makeAssert(outcome.assertions),
-    log: (...args: unknown[]) => void outcome.logs.push(args.map((a) => (typeof a === 'string' ? a : asText(a))).join(' ')),
+    log: (...args: unknown[]) =>
+      void outcome.logs.push(args.map((a) => (typeof a === 'string' ? a : asText(a))).join(' ')),
     ...(extra.request ? { request: extra.request } : {}),
     ...(extra.response ? { response: extra.response } : {})
   })

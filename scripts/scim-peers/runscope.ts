@@ -10,7 +10,16 @@
  */
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import { asText, comparisons, parseProperty, runScript, substitute, valueAt, type ScriptOutcome, type Variables } from './runscope-checks.ts'
+import {
+  asText,
+  comparisons,
+  parseProperty,
+  runScript,
+  substitute,
+  valueAt,
+  type ScriptOutcome,
+  type Variables
+} from './runscope-checks.ts'
 import { excerpt, showFailure, type Failure, type Say } from './results.ts'
 
 export interface RunscopeAssertion {
@@ -67,7 +76,14 @@ export interface RunscopeOutcome {
   variables: Variables
 }
 
-const sources = new Set(['response_status', 'response_json', 'response_headers', 'response_text', 'response_time', 'response_size'])
+const sources = new Set([
+  'response_status',
+  'response_json',
+  'response_headers',
+  'response_text',
+  'response_time',
+  'response_size'
+])
 const variableSources = new Set(['response_status', 'response_json', 'response_headers', 'response_text'])
 const noValue = new Set(['empty', 'not_empty', 'is_null', 'is_a_number'])
 
@@ -83,13 +99,15 @@ export function unsupported(test: RunscopeExport): string[] {
     }
     if (step.step_type !== 'request') return void problems.push(`${at}: step type "${step.step_type}"`)
     if (!step.method || !step.url) problems.push(`${at}: a request without method or url`)
-    if (step.auth && Object.keys(step.auth).length) problems.push(`${at}: Runscope auth helper ${JSON.stringify(step.auth)}`)
+    if (step.auth && Object.keys(step.auth).length)
+      problems.push(`${at}: Runscope auth helper ${JSON.stringify(step.auth)}`)
     if (step.form && Object.keys(step.form).length) problems.push(`${at}: a form body`)
     if (step.multipart_form?.length) problems.push(`${at}: a multipart form body`)
     if (step.binary_body) problems.push(`${at}: a binary body`)
     for (const a of step.assertions ?? []) {
       if (!sources.has(a.source)) problems.push(`${at}: assertion source "${a.source}"`)
-      if (!a.comparison || !Object.hasOwn(comparisons, a.comparison)) problems.push(`${at}: assertion comparison "${a.comparison}"`)
+      if (!a.comparison || !Object.hasOwn(comparisons, a.comparison))
+        problems.push(`${at}: assertion comparison "${a.comparison}"`)
       try {
         parseProperty(a.property)
       } catch (err) {
@@ -116,7 +134,13 @@ interface Exchange {
 }
 
 /** Sends one request with exactly the headers given (fetch would add its own) and reads the whole answer. */
-function send(method: string, url: string, headers: Array<[string, string]>, body: string | undefined, timeoutMs: number): Promise<Exchange> {
+function send(
+  method: string,
+  url: string,
+  headers: Array<[string, string]>,
+  body: string | undefined,
+  timeoutMs: number
+): Promise<Exchange> {
   const started = performance.now()
   const base = { method, url, status: 0, headers: {}, text: '', size: 0 }
   let target: URL
@@ -139,12 +163,27 @@ function send(method: string, url: string, headers: Array<[string, string]>, bod
       res.on('data', (c: Buffer) => chunks.push(c))
       res.on('end', () => {
         const raw = Buffer.concat(chunks)
-        resolve({ ...base, status: res.statusCode ?? 0, headers: res.headers, text: raw.toString('utf8'), size: raw.length, timeMs: Math.round(performance.now() - started) })
+        resolve({
+          ...base,
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          text: raw.toString('utf8'),
+          size: raw.length,
+          timeMs: Math.round(performance.now() - started)
+        })
       })
-      res.on('error', (err) => resolve({ ...base, timeMs: Math.round(performance.now() - started), error: err.message }))
+      res.on('error', (err) =>
+        resolve({ ...base, timeMs: Math.round(performance.now() - started), error: err.message })
+      )
     })
     req.on('timeout', () => req.destroy(new Error(`no response within ${timeoutMs} ms`)))
-    req.on('error', (err) => resolve({ ...base, timeMs: Math.round(performance.now() - started), error: (err as NodeJS.ErrnoException).code ?? err.message }))
+    req.on('error', (err) =>
+      resolve({
+        ...base,
+        timeMs: Math.round(performance.now() - started),
+        error: (err as NodeJS.ErrnoException).code ?? err.message
+      })
+    )
     req.end(payload)
   })
 }
@@ -166,7 +205,12 @@ const headerText = (headers: IncomingHttpHeaders, name: string) => {
 }
 
 /** The value a source names in a response; `error` when it cannot be read at all. */
-function read(source: string, property: string | null | undefined, exchange: Exchange, json: () => Json): { value?: unknown; error?: string } {
+function read(
+  source: string,
+  property: string | null | undefined,
+  exchange: Exchange,
+  json: () => Json
+): { value?: unknown; error?: string } {
   if (exchange.error) return { error: `no response (${exchange.error})` }
   switch (source) {
     case 'response_status':
@@ -178,7 +222,7 @@ function read(source: string, property: string | null | undefined, exchange: Exc
     case 'response_text':
       if (!property) return { value: exchange.text }
       // A property on a text source is a regular expression; its first group (or the match) is the value.
-      return { value: ((m) => (m ? m[1] ?? m[0] : undefined))(exchange.text.match(new RegExp(property))) }
+      return { value: ((m) => (m ? (m[1] ?? m[0]) : undefined))(exchange.text.match(new RegExp(property))) }
     case 'response_headers':
       return { value: headerText(exchange.headers, property ?? '') }
     case 'response_json': {
@@ -198,7 +242,8 @@ const shown = (value: unknown) => (value === undefined ? 'nothing there' : excer
 /** Runs the steps in order; every assertion and script assertion counts, and so does each script error. */
 export async function runRunscope(test: RunscopeExport, options: RunscopeOptions): Promise<RunscopeOutcome> {
   const problems = unsupported(test)
-  if (problems.length) throw new Error(`this Runscope export uses what the runner does not implement:\n  ${problems.join('\n  ')}`)
+  if (problems.length)
+    throw new Error(`this Runscope export uses what the runner does not implement:\n  ${problems.join('\n  ')}`)
   const say = options.say ?? (() => undefined)
   const variables = options.variables
   const timeoutMs = options.timeoutMs ?? 30_000
@@ -212,7 +257,9 @@ export async function runRunscope(test: RunscopeExport, options: RunscopeOptions
     }
     if (step.step_type === 'pause') {
       if (options.pauses === 'wait') await new Promise((r) => setTimeout(r, step.duration! * 1000))
-      say(`${label} ${step.duration} s: ${options.pauses === 'wait' ? 'waited' : 'not waited (SCIM_PEERS_PAUSES=wait waits)'}`)
+      say(
+        `${label} ${step.duration} s: ${options.pauses === 'wait' ? 'waited' : 'not waited (SCIM_PEERS_PAUSES=wait waits)'}`
+      )
       continue
     }
 
@@ -221,7 +268,12 @@ export async function runRunscope(test: RunscopeExport, options: RunscopeOptions
     const request = {
       method: step.method!.toUpperCase(),
       url: fill(step.url!),
-      headers: Object.fromEntries(Object.entries(step.headers ?? {}).map(([name, values]) => [name, (Array.isArray(values) ? values : [values]).map(fill)])) as Record<string, string[]>,
+      headers: Object.fromEntries(
+        Object.entries(step.headers ?? {}).map(([name, values]) => [
+          name,
+          (Array.isArray(values) ? values : [values]).map(fill)
+        ])
+      ) as Record<string, string[]>,
       body: step.body ? fill(step.body) : ''
     }
     const failures: Failure[] = []
@@ -237,10 +289,13 @@ export async function runRunscope(test: RunscopeExport, options: RunscopeOptions
       for (const line of outcomeOf.logs) said.push(`    log: ${line}`)
     }
     for (const code of step.before_scripts ?? []) {
-      if (code.trim()) scripted(runScript(code, variables, { request, filename: `step-${index + 1}-before.js` }), 'before-script')
+      if (code.trim())
+        scripted(runScript(code, variables, { request, filename: `step-${index + 1}-before.js` }), 'before-script')
     }
 
-    const headerList = Object.entries(request.headers).flatMap(([name, values]) => values.map((v) => [name, v] as [string, string]))
+    const headerList = Object.entries(request.headers).flatMap(([name, values]) =>
+      values.map((v) => [name, v] as [string, string])
+    )
     const exchange = await send(request.method, request.url, headerList, request.body || undefined, timeoutMs)
     let cached: Json | undefined
     const json = () => (cached ??= parseJson(exchange))
@@ -258,15 +313,29 @@ export async function runRunscope(test: RunscopeExport, options: RunscopeOptions
     }
     for (const v of step.variables ?? []) {
       const { value } = read(v.source, v.property, exchange, json)
-      if (value === undefined || value === null) said.push(`    variable ${v.name}: nothing at ${v.source}${v.property ? `.${v.property}` : ''}, left unset`)
+      if (value === undefined || value === null)
+        said.push(`    variable ${v.name}: nothing at ${v.source}${v.property ? `.${v.property}` : ''}, left unset`)
       else variables.set(v.name, asText(value))
     }
-    const response = { status: exchange.status, headers: Object.fromEntries(Object.entries(exchange.headers).map(([k, val]) => [k, Array.isArray(val) ? val : [val]])), body: exchange.text, response_time: exchange.timeMs, size: exchange.size }
+    const response = {
+      status: exchange.status,
+      headers: Object.fromEntries(
+        Object.entries(exchange.headers).map(([k, val]) => [k, Array.isArray(val) ? val : [val]])
+      ),
+      body: exchange.text,
+      response_time: exchange.timeMs,
+      size: exchange.size
+    }
     for (const code of step.scripts ?? []) {
       if (!code.trim()) continue
       // Without a response a script would only test the runner's stand-in for one.
       if (exchange.error) record('script', false, `not run: no response (${exchange.error})`, evidence)
-      else scripted(runScript(code, variables, { request, response, filename: `step-${index + 1}-script.js` }), 'script', evidence)
+      else
+        scripted(
+          runScript(code, variables, { request, response, filename: `step-${index + 1}-script.js` }),
+          'script',
+          evidence
+        )
     }
 
     outcome.passed += passed
@@ -274,7 +343,8 @@ export async function runRunscope(test: RunscopeExport, options: RunscopeOptions
     outcome.failures.push(...failures)
     const status = exchange.error ? `no response (${exchange.error})` : `${exchange.status} in ${exchange.timeMs} ms`
     say(`${label}: ${request.method} ${path} → ${status}: ${passed} passed, ${failures.length} failed`)
-    if (unresolved.size) say(`    unresolved variables, sent as written: ${[...unresolved].map((n) => `{{${n}}}`).join(', ')}`)
+    if (unresolved.size)
+      say(`    unresolved variables, sent as written: ${[...unresolved].map((n) => `{{${n}}}`).join(', ')}`)
     said.forEach((line) => say(line))
     if (failures.length) say(`    response: ${evidence}`)
     for (const f of failures) showFailure(say, { ...f, response: undefined })

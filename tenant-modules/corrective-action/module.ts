@@ -5,13 +5,20 @@ export default defineModule({
   key: 'corrective-action',
   version: '1.0.0',
   title: 'Corrective action',
-  description: 'Actions that remove the cause of an incident, with an owner, a due date and a verification of effectiveness.',
+  description:
+    'Actions that remove the cause of an incident, with an owner, a due date and a verification of effectiveness.',
   numberPattern: 'CA-{YYYY}-{seq:4}',
   summaryColumns: ['title', 'kind', 'owner', 'dueDate', 'priority'],
   fields: [
     { key: 'title', type: 'text', label: 'Action', required: true, maxLength: 200 },
     { key: 'incident', type: 'recordRef', module: 'incident', label: 'Incident', required: true },
-    { key: 'kind', type: 'singleChoice', label: 'Kind', required: true, options: ['corrective', 'preventive', 'containment'] },
+    {
+      key: 'kind',
+      type: 'singleChoice',
+      label: 'Kind',
+      required: true,
+      options: ['corrective', 'preventive', 'containment']
+    },
     { key: 'description', type: 'longText', label: 'Description' },
     { key: 'owner', type: 'user', label: 'Owner' },
     { key: 'dueDate', type: 'date', label: 'Due date' },
@@ -32,10 +39,35 @@ export default defineModule({
       { key: 'cancelled', label: 'Cancelled', final: true }
     ],
     transitions: [
-      { key: 'start', label: 'Start work', from: ['open'], to: 'in-progress', roles: ['safety-manager', 'action-owner'] },
-      { key: 'complete', label: 'Mark complete', from: ['in-progress'], to: 'awaiting-verification', roles: ['safety-manager', 'action-owner'] },
-      { key: 'verify', label: 'Verify effectiveness', from: ['awaiting-verification'], to: 'verified', roles: ['safety-manager'], forbidSelf: true },
-      { key: 'reject', label: 'Send back', from: ['awaiting-verification'], to: 'in-progress', roles: ['safety-manager'] },
+      {
+        key: 'start',
+        label: 'Start work',
+        from: ['open'],
+        to: 'in-progress',
+        roles: ['safety-manager', 'action-owner']
+      },
+      {
+        key: 'complete',
+        label: 'Mark complete',
+        from: ['in-progress'],
+        to: 'awaiting-verification',
+        roles: ['safety-manager', 'action-owner']
+      },
+      {
+        key: 'verify',
+        label: 'Verify effectiveness',
+        from: ['awaiting-verification'],
+        to: 'verified',
+        roles: ['safety-manager'],
+        forbidSelf: true
+      },
+      {
+        key: 'reject',
+        label: 'Send back',
+        from: ['awaiting-verification'],
+        to: 'in-progress',
+        roles: ['safety-manager']
+      },
       { key: 'cancel', label: 'Cancel', from: ['open', 'in-progress'], to: 'cancelled', roles: ['safety-manager'] }
     ]
   },

@@ -29,7 +29,13 @@ export default defineModule({
         { value: 'quality', label: 'Quality' }
       ]
     },
-    { key: 'severity', type: 'singleChoice', label: 'Severity', required: true, options: ['low', 'medium', 'high', 'critical'] },
+    {
+      key: 'severity',
+      type: 'singleChoice',
+      label: 'Severity',
+      required: true,
+      options: ['low', 'medium', 'high', 'critical']
+    },
     { key: 'injuredPeople', type: 'integer', label: 'People injured', minimum: 0, maximum: 10000 },
     {
       key: 'bodyParts',
@@ -56,10 +62,35 @@ export default defineModule({
       { key: 'closed', label: 'Closed', requires: ['closureNote'], final: true }
     ],
     transitions: [
-      { key: 'start-investigation', label: 'Start investigation', from: ['reported'], to: 'investigating', roles: ['safety-manager'] },
-      { key: 'record-root-cause', label: 'Record root cause', from: ['investigating'], to: 'actions-pending', roles: ['safety-manager', 'investigator'] },
-      { key: 'close', label: 'Close', from: ['actions-pending'], to: 'closed', roles: ['safety-manager'], forbidSelf: true },
-      { key: 'dismiss', label: 'Dismiss as not an incident', from: ['reported'], to: 'closed', roles: ['safety-manager'] },
+      {
+        key: 'start-investigation',
+        label: 'Start investigation',
+        from: ['reported'],
+        to: 'investigating',
+        roles: ['safety-manager']
+      },
+      {
+        key: 'record-root-cause',
+        label: 'Record root cause',
+        from: ['investigating'],
+        to: 'actions-pending',
+        roles: ['safety-manager', 'investigator']
+      },
+      {
+        key: 'close',
+        label: 'Close',
+        from: ['actions-pending'],
+        to: 'closed',
+        roles: ['safety-manager'],
+        forbidSelf: true
+      },
+      {
+        key: 'dismiss',
+        label: 'Dismiss as not an incident',
+        from: ['reported'],
+        to: 'closed',
+        roles: ['safety-manager']
+      },
       { key: 'reopen', label: 'Reopen', from: ['closed'], to: 'investigating', roles: ['safety-manager'] }
     ]
   },

@@ -10,7 +10,13 @@ export default defineModule({
   summaryColumns: ['title', 'kind', 'site', 'scheduledFor', 'inspector'],
   fields: [
     { key: 'title', type: 'text', label: 'Inspection', required: true, maxLength: 200 },
-    { key: 'kind', type: 'singleChoice', label: 'Kind', required: true, options: ['workplace', 'equipment', 'fire-safety', 'environmental', 'vehicle', 'ppe'] },
+    {
+      key: 'kind',
+      type: 'singleChoice',
+      label: 'Kind',
+      required: true,
+      options: ['workplace', 'equipment', 'fire-safety', 'environmental', 'vehicle', 'ppe']
+    },
     { key: 'site', type: 'text', label: 'Site', required: true, maxLength: 120 },
     { key: 'area', type: 'text', label: 'Area', maxLength: 120 },
     { key: 'location', type: 'location', label: 'Location' },
@@ -24,7 +30,13 @@ export default defineModule({
       maxItems: 300,
       fields: [
         { key: 'item', type: 'text', label: 'Item', required: true, maxLength: 300 },
-        { key: 'result', type: 'singleChoice', label: 'Result', required: true, options: ['pass', 'fail', 'not-applicable'] },
+        {
+          key: 'result',
+          type: 'singleChoice',
+          label: 'Result',
+          required: true,
+          options: ['pass', 'fail', 'not-applicable']
+        },
         { key: 'severity', type: 'singleChoice', label: 'Severity of finding', options: ['low', 'medium', 'high'] },
         { key: 'note', type: 'longText', label: 'Note', maxLength: 4000 },
         { key: 'photoTaken', type: 'boolean', label: 'Photo taken' }
@@ -43,10 +55,35 @@ export default defineModule({
       { key: 'cancelled', label: 'Cancelled', final: true }
     ],
     transitions: [
-      { key: 'begin', label: 'Begin inspection', from: ['scheduled'], to: 'in-progress', roles: ['inspector', 'safety-manager'] },
-      { key: 'submit', label: 'Submit', from: ['in-progress'], to: 'submitted', roles: ['inspector', 'safety-manager'] },
-      { key: 'approve', label: 'Approve', from: ['submitted'], to: 'approved', roles: ['safety-manager'], forbidSelf: true },
-      { key: 'return', label: 'Return to inspector', from: ['submitted'], to: 'in-progress', roles: ['safety-manager'] },
+      {
+        key: 'begin',
+        label: 'Begin inspection',
+        from: ['scheduled'],
+        to: 'in-progress',
+        roles: ['inspector', 'safety-manager']
+      },
+      {
+        key: 'submit',
+        label: 'Submit',
+        from: ['in-progress'],
+        to: 'submitted',
+        roles: ['inspector', 'safety-manager']
+      },
+      {
+        key: 'approve',
+        label: 'Approve',
+        from: ['submitted'],
+        to: 'approved',
+        roles: ['safety-manager'],
+        forbidSelf: true
+      },
+      {
+        key: 'return',
+        label: 'Return to inspector',
+        from: ['submitted'],
+        to: 'in-progress',
+        roles: ['safety-manager']
+      },
       { key: 'cancel', label: 'Cancel', from: ['scheduled', 'in-progress'], to: 'cancelled', roles: ['safety-manager'] }
     ]
   },

@@ -23,9 +23,14 @@ const principal = (roles: string[], userId: string, scopes: Principal['scopes'] 
 
 // Every combination of creator and investigation lead, plus rows without a lead.
 const rows: Array<{ id: string; created_by: { id: string }; payload: Record<string, unknown> }> = []
-for (const creator of users) for (const lead of [...users, undefined]) {
-  rows.push({ id: randomUUID(), created_by: { id: creator }, payload: lead ? { title: 'x', investigationLead: lead } : { title: 'x' } })
-}
+for (const creator of users)
+  for (const lead of [...users, undefined]) {
+    rows.push({
+      id: randomUUID(),
+      created_by: { id: creator },
+      payload: lead ? { title: 'x', investigationLead: lead } : { title: 'x' }
+    })
+  }
 let n = 0
 for (const r of rows) {
   await pool.query(
@@ -42,10 +47,20 @@ t.test('a row rule selects in SQL exactly the rows its in-process check accepts'
       t.ok(rule, `${roles.join('+')} is restricted`)
       let i = 0
       const sql = rule.sql.replace(/\?/g, () => `$${++i}`)
-      const { rows: found } = await pool.query(`SELECT id FROM records r WHERE r.tenant_id = 'acme' AND r.module_key = 'incident' AND r.number LIKE 'T-%' AND ${sql}`, rule.bindings)
+      const { rows: found } = await pool.query(
+        `SELECT id FROM records r WHERE r.tenant_id = 'acme' AND r.module_key = 'incident' AND r.number LIKE 'T-%' AND ${sql}`,
+        rule.bindings
+      )
       const inSql = found.map((r) => r.id).sort()
-      const inProcess = rows.filter((r) => rule.test(r)).map((r) => r.id).sort()
-      t.same(inSql, inProcess, `${roles.join('+')} as user ${users.indexOf(user)}: SQL and check agree (${inSql.length} rows)`)
+      const inProcess = rows
+        .filter((r) => rule.test(r))
+        .map((r) => r.id)
+        .sort()
+      t.same(
+        inSql,
+        inProcess,
+        `${roles.join('+')} as user ${users.indexOf(user)}: SQL and check agree (${inSql.length} rows)`
+      )
       t.ok(inSql.length > 0 && inSql.length < rows.length, 'and the rule actually narrows')
     }
   }
@@ -55,12 +70,16 @@ t.test('a row rule is lifted by any reading role without one, and ignores roles 
   t.equal(rowRule(principal(['reporter', 'safety-manager'], users[0]), incident), undefined)
   t.equal(rowRule(principal(['reporter', 'auditor'], users[0]), incident), undefined)
   t.equal(rowRule({ ...principal([], users[0]), roles: 'all' }, incident), undefined)
-  t.equal(rowRule(principal([], users[0]), incident), undefined, 'no reading role: nothing to constrain (read itself is refused)')
+  t.equal(
+    rowRule(principal([], users[0]), incident),
+    undefined,
+    'no reading role: nothing to constrain (read itself is refused)'
+  )
   const reporter = rowRule(principal(['reporter'], users[0]), incident)!
   t.same(reporter.bindings, [users[0]])
 })
 
-t.test('field visibility follows the field\'s read roles', async (t) => {
+t.test("field visibility follows the field's read roles", async (t) => {
   t.same([...hiddenFields(principal(['safety-manager'], users[0]), incident)], ['medicalDetails'])
   t.same([...hiddenFields(principal(['safety-manager', 'health-officer'], users[0]), incident)], [])
   t.same([...hiddenFields({ ...principal([], users[0]), roles: 'all' }, incident)], [])
@@ -83,7 +102,13 @@ t.test('scopes: module actions map onto scope names, with an optional module suf
 
 t.test('scopes: unknown names and escalations are caught', async (t) => {
   t.same(unknownScopes(['records:read', 'records:read:incident', 'scim', 'modules:read'], ['incident']), [])
-  t.same(unknownScopes(['records:fly', 'scim:incident', 'records:read:permit', 'records:read:incident:x', 'records'], ['incident']), ['records:fly', 'scim:incident', 'records:read:permit', 'records:read:incident:x', 'records'])
+  t.same(
+    unknownScopes(
+      ['records:fly', 'scim:incident', 'records:read:permit', 'records:read:incident:x', 'records'],
+      ['incident']
+    ),
+    ['records:fly', 'scim:incident', 'records:read:permit', 'records:read:incident:x', 'records']
+  )
   t.ok(scopesWithin(['records:read:incident'], ['records:read']))
   t.ok(scopesWithin(['records:read'], 'all'))
   t.notOk(scopesWithin('all', ['records:read']))

@@ -29,8 +29,15 @@ const caseFile = {
     { key: 'subject', type: 'text', label: 'Subject', required: true, maxLength: 200 },
     { key: 'clinicalDiagnosis', type: 'longText', label: 'Confidential diagnosis', access: { read: ['clinician'] } }
   ],
-  workflow: { initial: 'open', states: [{ key: 'open' }, { key: 'closed', final: true }], transitions: [{ key: 'close', from: ['open'], to: 'closed' }] },
-  permissions: { caseworker: ['read', 'create', 'update', 'export', 'attachments'], clinician: ['read', 'create', 'update', 'export', 'attachments'] },
+  workflow: {
+    initial: 'open',
+    states: [{ key: 'open' }, { key: 'closed', final: true }],
+    transitions: [{ key: 'close', from: ['open'], to: 'closed' }]
+  },
+  permissions: {
+    caseworker: ['read', 'create', 'update', 'export', 'attachments'],
+    clinician: ['read', 'create', 'update', 'export', 'attachments']
+  },
   rowAccess: { caseworker: [{ createdBy: 'self' }] }
 }
 const fixtures = fixtureModules([caseFile])
@@ -41,7 +48,10 @@ const server = await startTestServer({
   jobs: { enabled: true, processEverySeconds: 1 },
   exports: { lockSeconds: 3, pageSize: 50 },
   modules: { directories: ['tenant-modules', fixtures.directory], packages: [] },
-  tenants: { ...defaultTenants, acme: { ...defaultTenants.acme, modules: [...defaultTenants.acme.modules, 'case-file'] } }
+  tenants: {
+    ...defaultTenants,
+    acme: { ...defaultTenants.acme, modules: [...defaultTenants.acme.modules, 'case-file'] }
+  }
 } as any)
 t.teardown(async () => {
   await server.close()
@@ -52,12 +62,19 @@ t.teardown(async () => {
 })
 
 // The caller lacking the rights: an admin (so it may own a webhook) who is a caseworker.
-const [caseworker, clinician] = await Promise.all([userWithToken(server, 'acme', ['admin', 'caseworker']), userWithToken(server, 'acme', ['clinician'])])
+const [caseworker, clinician] = await Promise.all([
+  userWithToken(server, 'acme', ['admin', 'caseworker']),
+  userWithToken(server, 'acme', ['clinician'])
+])
 
 const receiver = await startReceiver()
 t.teardown(() => receiver.close())
-const subscription = await server.request('POST', '/api/v1/webhooks', { token: caseworker.token, body: { url: receiver.url, kinds: ['record.created', 'record.updated', 'attachment.added'], modules: ['case-file'] } })
-const feedStart = (await server.request('GET', '/api/v1/events?limit=1', { token: caseworker.token })).body.nextCursor as string
+const subscription = await server.request('POST', '/api/v1/webhooks', {
+  token: caseworker.token,
+  body: { url: receiver.url, kinds: ['record.created', 'record.updated', 'attachment.added'], modules: ['case-file'] }
+})
+const feedStart = (await server.request('GET', '/api/v1/events?limit=1', { token: caseworker.token })).body
+  .nextCursor as string
 
 async function create(token: string, payload: Record<string, unknown>) {
   const res = await server.request('POST', '/api/v1/records', { token, body: { moduleKey: 'case-file', payload } })
@@ -70,9 +87,22 @@ async function patch(id: string, payload: Record<string, unknown>) {
 }
 async function attach(recordId: string, fileName: string, token: string) {
   const bytes = Buffer.from(`%PDF-1.4\n% ${fileName}\n%%EOF\n`)
-  const res = await server.request('POST', '/api/v1/attachments', { token, body: { recordId, fileName, contentType: 'application/pdf', size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') } })
+  const res = await server.request('POST', '/api/v1/attachments', {
+    token,
+    body: {
+      recordId,
+      fileName,
+      contentType: 'application/pdf',
+      size: bytes.length,
+      sha256: createHash('sha256').update(bytes).digest('hex')
+    }
+  })
   if (res.status !== 201) throw new Error(`attach: ${res.status} ${res.text}`)
-  const put = await fetch(res.body.upload.url, { method: 'PUT', headers: res.body.upload.headers, body: new Uint8Array(bytes) })
+  const put = await fetch(res.body.upload.url, {
+    method: 'PUT',
+    headers: res.body.upload.headers,
+    body: new Uint8Array(bytes)
+  })
   if (put.status !== 200) throw new Error(`upload: ${put.status}`)
 }
 
@@ -85,7 +115,15 @@ await patch(hidden.id, { subject: 'Hidden-Case-H, revised' })
 await attach(hidden.id, 'Hidden-File-H.pdf', clinician.token)
 
 /** What must never leave for the caseworker: the hidden field (key, label, values) and the hidden record. */
-const forbidden = ['clinicalDiagnosis', 'Confidential diagnosis', 'Secret-Diagnosis', 'Hidden-Case-H', 'Hidden-File-H', hidden.id, hidden.number]
+const forbidden = [
+  'clinicalDiagnosis',
+  'Confidential diagnosis',
+  'Secret-Diagnosis',
+  'Hidden-Case-H',
+  'Hidden-File-H',
+  hidden.id,
+  hidden.number
+]
 
 let files = 0
 const pdfText = (bytes: Buffer) => {
@@ -110,7 +148,11 @@ const channels: Array<{ name: string; read(): Promise<string>; carries: string[]
     name: 'the events feed',
     carries: [visible.id, 'Visible-File-V'],
     async read() {
-      const res = await server.request('GET', `/api/v1/events?moduleKey=case-file&after=${encodeURIComponent(feedStart)}`, { token: caseworker.token })
+      const res = await server.request(
+        'GET',
+        `/api/v1/events?moduleKey=case-file&after=${encodeURIComponent(feedStart)}`,
+        { token: caseworker.token }
+      )
       if (res.status !== 200) throw new Error(`feed: ${res.status} ${res.text}`)
       return res.text
     }
@@ -119,12 +161,17 @@ const channels: Array<{ name: string; read(): Promise<string>; carries: string[]
     name: 'a CSV export of the module',
     carries: ['Visible-Case-V', visible.number],
     async read() {
-      const created = await server.request('POST', '/api/v1/exports', { token: caseworker.token, body: { moduleKey: 'case-file', format: 'csv' } })
+      const created = await server.request('POST', '/api/v1/exports', {
+        token: caseworker.token,
+        body: { moduleKey: 'case-file', format: 'csv' }
+      })
       if (created.status !== 202) throw new Error(`export: ${created.status} ${created.text}`)
       const deadline = Date.now() + 20_000
       for (;;) {
-        const job = (await server.request('GET', `/api/v1/exports/${created.body.id}`, { token: caseworker.token })).body
-        if (job.status === 'succeeded') return Buffer.from(await (await fetch(job.download.url)).arrayBuffer()).toString('utf8')
+        const job = (await server.request('GET', `/api/v1/exports/${created.body.id}`, { token: caseworker.token }))
+          .body
+        if (job.status === 'succeeded')
+          return Buffer.from(await (await fetch(job.download.url)).arrayBuffer()).toString('utf8')
         if (job.status === 'failed' || Date.now() > deadline) throw new Error(`export ended ${JSON.stringify(job)}`)
         await sleep(100)
       }
@@ -134,7 +181,10 @@ const channels: Array<{ name: string; read(): Promise<string>; carries: string[]
     name: 'the PDF record report of the visible case, and of the hidden one',
     carries: ['Visible-Case-V', visible.number, 'Visible-File-V'],
     async read() {
-      const ask = (id: string) => fetch(`${server.url}/api/v1/records/${id}`, { headers: { accept: 'application/pdf', authorization: `Bearer ${caseworker.token}` } })
+      const ask = (id: string) =>
+        fetch(`${server.url}/api/v1/records/${id}`, {
+          headers: { accept: 'application/pdf', authorization: `Bearer ${caseworker.token}` }
+        })
       const own = await ask(visible.id)
       if (own.status !== 200) throw new Error(`report: ${own.status}`)
       // The hidden case does not exist for the caseworker (the refusal echoes only the id asked for).
@@ -149,16 +199,26 @@ t.test('no outbound channel lets a field the caller may not read, or a record it
   t.equal(subscription.status, 201)
   for (const channel of channels) {
     const text = await channel.read()
-    for (const marker of channel.carries) t.ok(text.includes(marker), `${channel.name} carries the visible case (${marker})`)
+    for (const marker of channel.carries)
+      t.ok(text.includes(marker), `${channel.name} carries the visible case (${marker})`)
     for (const secret of forbidden) t.notOk(text.includes(secret), `${channel.name} leaves out ${secret}`)
   }
 })
 
-t.test('the hidden field and record do leave for a caller who may read them (the channels carry them at all)', async (t) => {
-  // The clinician sees every case and the diagnosis: the same feed shows them.
-  const res = await server.request('GET', `/api/v1/events?moduleKey=case-file&after=${encodeURIComponent(feedStart)}`, { token: clinician.token })
-  t.ok(res.text.includes(hidden.id) && res.text.includes('clinicalDiagnosis') && res.text.includes('Hidden-File-H'))
-  const report = await fetch(`${server.url}/api/v1/records/${hidden.id}`, { headers: { accept: 'application/pdf', authorization: `Bearer ${clinician.token}` } })
-  const text = pdfText(Buffer.from(await report.arrayBuffer()))
-  t.ok(text.includes('Secret-Diagnosis-H') && text.includes('Confidential diagnosis'))
-})
+t.test(
+  'the hidden field and record do leave for a caller who may read them (the channels carry them at all)',
+  async (t) => {
+    // The clinician sees every case and the diagnosis: the same feed shows them.
+    const res = await server.request(
+      'GET',
+      `/api/v1/events?moduleKey=case-file&after=${encodeURIComponent(feedStart)}`,
+      { token: clinician.token }
+    )
+    t.ok(res.text.includes(hidden.id) && res.text.includes('clinicalDiagnosis') && res.text.includes('Hidden-File-H'))
+    const report = await fetch(`${server.url}/api/v1/records/${hidden.id}`, {
+      headers: { accept: 'application/pdf', authorization: `Bearer ${clinician.token}` }
+    })
+    const text = pdfText(Buffer.from(await report.arrayBuffer()))
+    t.ok(text.includes('Secret-Diagnosis-H') && text.includes('Confidential diagnosis'))
+  }
+)

@@ -34,7 +34,10 @@ function checkOne429(t: Test, replies: Reply[], startedAt: number, finishedAt: n
   t.type(r.body.traceId, 'string')
   const reset = Number(r.headers.get('x-ratelimit-reset'))
   // The window frees its first slot one minute after the first request was counted.
-  t.ok(reset >= Math.floor((startedAt + 60_000) / 1000) && reset <= Math.ceil((finishedAt + 60_000) / 1000), `X-RateLimit-Reset ${reset} is one minute after the first request`)
+  t.ok(
+    reset >= Math.floor((startedAt + 60_000) / 1000) && reset <= Math.ceil((finishedAt + 60_000) / 1000),
+    `X-RateLimit-Reset ${reset} is one minute after the first request`
+  )
   const retryAfter = Number(r.headers.get('retry-after'))
   t.ok(retryAfter >= 1 && retryAfter <= 61, `Retry-After ${retryAfter} s`)
   t.ok(Math.abs(reset - (Math.floor(Date.now() / 1000) + retryAfter)) <= 2, 'Retry-After and X-RateLimit-Reset agree')
@@ -42,31 +45,53 @@ function checkOne429(t: Test, replies: Reply[], startedAt: number, finishedAt: n
   t.equal(r.headers.get('x-ratelimit-remaining'), '0')
 }
 
-t.test('the 301st request within a minute is the only one refused, with the time a request will be allowed again', async (t) => {
-  const server = await startTestServer({ limits: { requestsPerMinute: 300 } })
-  t.teardown(() => server.close())
-  const startedAt = Date.now()
-  const replies = await burst(() => server.request('GET', '/api/v1/modules'), 301)
-  checkOne429(t, replies, startedAt, Date.now())
-  const remaining = replies.filter((r) => r.status === 200).map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((a, b) => b - a)
-  t.same(remaining, Array.from({ length: 300 }, (_, i) => 299 - i), 'X-RateLimit-Remaining counts down on every response')
-  t.ok(replies.every((r) => r.headers.get('x-ratelimit-limit') === '300'), 'X-RateLimit-Limit on every response')
+t.test(
+  'the 301st request within a minute is the only one refused, with the time a request will be allowed again',
+  async (t) => {
+    const server = await startTestServer({ limits: { requestsPerMinute: 300 } })
+    t.teardown(() => server.close())
+    const startedAt = Date.now()
+    const replies = await burst(() => server.request('GET', '/api/v1/modules'), 301)
+    checkOne429(t, replies, startedAt, Date.now())
+    const remaining = replies
+      .filter((r) => r.status === 200)
+      .map((r) => Number(r.headers.get('x-ratelimit-remaining')))
+      .sort((a, b) => b - a)
+    t.same(
+      remaining,
+      Array.from({ length: 300 }, (_, i) => 299 - i),
+      'X-RateLimit-Remaining counts down on every response'
+    )
+    t.ok(
+      replies.every((r) => r.headers.get('x-ratelimit-limit') === '300'),
+      'X-RateLimit-Limit on every response'
+    )
 
-  const other = await server.request('GET', '/api/v1/modules', { token: server.keys.globex })
-  t.equal(other.status, 200, 'another credential has its own window')
-  t.equal(other.headers.get('x-ratelimit-remaining'), '299')
-  const stillRefused = await server.request('GET', '/api/v1/records?moduleKey=incident')
-  t.equal(stillRefused.status, 429, 'every endpoint counts against the same window')
-  const unauthenticated = await server.request('GET', '/api/v1/modules', { token: null })
-  t.equal(unauthenticated.status, 401, 'a call without a credential is counted by address, not against the key')
-  t.ok(unauthenticated.headers.get('x-ratelimit-limit'))
-})
+    const other = await server.request('GET', '/api/v1/modules', { token: server.keys.globex })
+    t.equal(other.status, 200, 'another credential has its own window')
+    t.equal(other.headers.get('x-ratelimit-remaining'), '299')
+    const stillRefused = await server.request('GET', '/api/v1/records?moduleKey=incident')
+    t.equal(stillRefused.status, 429, 'every endpoint counts against the same window')
+    const unauthenticated = await server.request('GET', '/api/v1/modules', { token: null })
+    t.equal(unauthenticated.status, 401, 'a call without a credential is counted by address, not against the key')
+    t.ok(unauthenticated.headers.get('x-ratelimit-limit'))
+  }
+)
 
 t.test('an enterprise tenant gets its own limit from config', async (t) => {
-  const server = await startTestServer({ limits: { requestsPerMinute: 300 }, tenants: { acme: { name: 'Acme', modules: ['incident'], limits: { requestsPerMinute: 5 } }, globex: { name: 'Globex', modules: ['incident'] } } } as any)
+  const server = await startTestServer({
+    limits: { requestsPerMinute: 300 },
+    tenants: {
+      acme: { name: 'Acme', modules: ['incident'], limits: { requestsPerMinute: 5 } },
+      globex: { name: 'Globex', modules: ['incident'] }
+    }
+  } as any)
   t.teardown(() => server.close())
   const acme = await burst(() => server.request('GET', '/api/v1/me', { token: server.keys.acme }), 6, 1)
-  t.same(acme.map((r) => r.status), [200, 200, 200, 200, 200, 429])
+  t.same(
+    acme.map((r) => r.status),
+    [200, 200, 200, 200, 200, 429]
+  )
   t.equal(acme[0].headers.get('x-ratelimit-limit'), '5')
   const globex = await server.request('GET', '/api/v1/me', { token: server.keys.globex })
   t.equal(globex.headers.get('x-ratelimit-limit'), '300')
@@ -77,31 +102,42 @@ const redisReachable = await createLimiter({ redisUrl, prefix: 'probe:' }).then(
   () => false
 )
 
-t.test('two service instances on one Redis share the window of a credential', { skip: !redisReachable && !process.env.CI ? `no Redis at ${redisUrl}` : false }, async (t) => {
-  const prefix = `test:${randomUUID()}:`
-  const first: TestServer = await startTestServer({ limits: { requestsPerMinute: 300 }, redis: { url: redisUrl, prefix } })
-  t.teardown(() => first.close())
-  t.equal(first.platform.limiter?.backend, 'redis')
-  // A second instance: its own process state, the same database and the same Redis.
-  const platform = await createPlatform(loadConfig({ ...first.platform.config, port: 0 } as any))
-  const second = await startCheckedServer(platform)
-  t.teardown(async () => {
-    await second.close()
-    assertContract(second.violations)
-  })
-  const token = first.keys.acme
-  const send = (i: number) => {
-    const base = i % 2 === 0 ? first.url : second.url
-    return fetch(`${base}/api/v1/modules`, { headers: { authorization: `Bearer ${token}` } }).then(async (res) => {
-      const text = await res.text()
-      return { status: res.status, headers: res.headers, text, body: JSON.parse(text) } as Reply
+t.test(
+  'two service instances on one Redis share the window of a credential',
+  { skip: !redisReachable && !process.env.CI ? `no Redis at ${redisUrl}` : false },
+  async (t) => {
+    const prefix = `test:${randomUUID()}:`
+    const first: TestServer = await startTestServer({
+      limits: { requestsPerMinute: 300 },
+      redis: { url: redisUrl, prefix }
     })
+    t.teardown(() => first.close())
+    t.equal(first.platform.limiter?.backend, 'redis')
+    // A second instance: its own process state, the same database and the same Redis.
+    const platform = await createPlatform(loadConfig({ ...first.platform.config, port: 0 } as any))
+    const second = await startCheckedServer(platform)
+    t.teardown(async () => {
+      await second.close()
+      assertContract(second.violations)
+    })
+    const token = first.keys.acme
+    const send = (i: number) => {
+      const base = i % 2 === 0 ? first.url : second.url
+      return fetch(`${base}/api/v1/modules`, { headers: { authorization: `Bearer ${token}` } }).then(async (res) => {
+        const text = await res.text()
+        return { status: res.status, headers: res.headers, text, body: JSON.parse(text) } as Reply
+      })
+    }
+    const startedAt = Date.now()
+    const replies = await burst(send, 301)
+    checkOne429(t, replies, startedAt, Date.now())
+    t.ok(
+      replies.filter((_, i) => i % 2 === 0).some((r) => r.status === 200) &&
+        replies.filter((_, i) => i % 2 === 1).some((r) => r.status === 200),
+      'both instances served requests'
+    )
+    const afterOnFirst = await send(0)
+    const afterOnSecond = await send(1)
+    t.same([afterOnFirst.status, afterOnSecond.status], [429, 429], 'both instances now refuse the credential')
   }
-  const startedAt = Date.now()
-  const replies = await burst(send, 301)
-  checkOne429(t, replies, startedAt, Date.now())
-  t.ok(replies.filter((_, i) => i % 2 === 0).some((r) => r.status === 200) && replies.filter((_, i) => i % 2 === 1).some((r) => r.status === 200), 'both instances served requests')
-  const afterOnFirst = await send(0)
-  const afterOnSecond = await send(1)
-  t.same([afterOnFirst.status, afterOnSecond.status], [429, 429], 'both instances now refuse the credential')
-})
+)

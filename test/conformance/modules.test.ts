@@ -15,11 +15,16 @@ t.teardown(() => server.close())
 const modules = referenceOrder(server.platform.registry.all().map((m) => m.definition))
 // Install every loaded module for one tenant.
 for (const m of modules) {
-  await server.platform.db.pool.query('INSERT INTO tenant_modules (tenant_id, module_key, module_version) VALUES ($1, $2, $3)', ['conformance', m.key, m.version])
+  await server.platform.db.pool.query(
+    'INSERT INTO tenant_modules (tenant_id, module_key, module_version) VALUES ($1, $2, $3)',
+    ['conformance', m.key, m.version]
+  )
 }
 await server.platform.tenants.load()
 // A second credential of the same tenant, for transitions the record's creator may not fire.
-const secondKey = (await server.platform.credentials.create({ tenantId: 'conformance', kind: 'api_key', name: 'second pair of eyes' })).token
+const secondKey = (
+  await server.platform.credentials.create({ tenantId: 'conformance', kind: 'api_key', name: 'second pair of eyes' })
+).token
 const ctx: SampleContext = { recordIds: {}, userId: '6d1f3c52-3b7e-4c55-9d1e-0c5b8a1f2e11' }
 
 /** A path through the workflow that visits as many transitions as possible from the initial state. */
@@ -28,8 +33,10 @@ function walk(m: ModuleDefinition): string[] {
   const used = new Set<string>()
   let state = m.workflow.initial
   for (;;) {
-    const next = m.workflow.transitions.find((x) => x.from.includes(state) && !used.has(x.key) && !m.workflow.states.find((s) => s.key === x.to)?.final)
-      ?? m.workflow.transitions.find((x) => x.from.includes(state) && !used.has(x.key))
+    const next =
+      m.workflow.transitions.find(
+        (x) => x.from.includes(state) && !used.has(x.key) && !m.workflow.states.find((s) => s.key === x.to)?.final
+      ) ?? m.workflow.transitions.find((x) => x.from.includes(state) && !used.has(x.key))
     if (!next) return path
     used.add(next.key)
     path.push(next.key)
@@ -57,9 +64,13 @@ for (const m of modules) {
 
     const textField = m.fields.find((f) => f.type === 'text' && !f.pattern)
     if (textField) {
-      const patched = await server.request('PATCH', `/api/v1/records/${id}`, { body: { payload: { [textField.key]: 'Changed by the conformance suite' } } })
+      const patched = await server.request('PATCH', `/api/v1/records/${id}`, {
+        body: { payload: { [textField.key]: 'Changed by the conformance suite' } }
+      })
       t.equal(patched.status, 200)
-      t.same(patched.body.activity.at(-1).changes, [{ field: textField.key, from: full[textField.key], to: 'Changed by the conformance suite' }])
+      t.same(patched.body.activity.at(-1).changes, [
+        { field: textField.key, from: full[textField.key], to: 'Changed by the conformance suite' }
+      ])
     }
 
     let state = m.workflow.initial
@@ -72,7 +83,10 @@ for (const m of modules) {
         t.equal(self.status, 403, `the creator may not fire ${key}`)
         t.equal(self.body.code, 'workflow.self_approval')
       }
-      const moved = await server.request('POST', path, { body: { transition: key, payload: full }, token: tr.forbidSelf ? secondKey : undefined })
+      const moved = await server.request('POST', path, {
+        body: { transition: key, payload: full },
+        token: tr.forbidSelf ? secondKey : undefined
+      })
       t.equal(moved.status, 200, `fires ${key} from ${state}`)
       t.equal(moved.body.state, tr.to)
       state = tr.to

@@ -39,7 +39,10 @@ function listenerPool(name: string) {
 }
 
 async function listeningPids(name: string): Promise<number[]> {
-  const { rows } = await admin.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1 AND query LIKE 'LISTEN%'`, [name])
+  const { rows } = await admin.query(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1 AND query LIKE 'LISTEN%'`,
+    [name]
+  )
   return rows.map((r) => r.pid)
 }
 
@@ -67,41 +70,48 @@ async function notifyAndCollect(channel: string, received: string[], payloads: s
   return [...received]
 }
 
-t.test('a listener whose connection is terminated again and again, also while LISTEN is in flight, ends with one connection that hears each NOTIFY once', async (t) => {
-  const name = 'listen-test-a'
-  const { pool, sabotage } = listenerPool(name)
-  t.teardown(() => pool.end())
-  const received: string[] = []
-  let resubscribed = 0
-  const listening = await listenWithReconnect(pool, 'listen_test_a', {
-    logName: 'test listener',
-    onNotify: (p) => received.push(p!),
-    onResubscribed: () => void resubscribed++,
-    retryDelayMs: (n) => Math.min(400, 20 * 2 ** n)
-  })
-  t.same(await notifyAndCollect('listen_test_a', received, ['first']), ['first'])
+t.test(
+  'a listener whose connection is terminated again and again, also while LISTEN is in flight, ends with one connection that hears each NOTIFY once',
+  async (t) => {
+    const name = 'listen-test-a'
+    const { pool, sabotage } = listenerPool(name)
+    t.teardown(() => pool.end())
+    const received: string[] = []
+    let resubscribed = 0
+    const listening = await listenWithReconnect(pool, 'listen_test_a', {
+      logName: 'test listener',
+      onNotify: (p) => received.push(p!),
+      onResubscribed: () => void resubscribed++,
+      retryDelayMs: (n) => Math.min(400, 20 * 2 ** n)
+    })
+    t.same(await notifyAndCollect('listen_test_a', received, ['first']), ['first'])
 
-  const seen: number[] = []
-  for (let round = 0; round < 6; round++) {
-    const [pid] = await listeningPids(name)
-    t.ok(pid, `round ${round}: listening`)
-    seen.push(pid)
-    // Every other round, the first reconnects lose their connection while LISTEN is in flight.
-    sabotage(round % 2 ? 2 : 0)
-    await terminate(pid)
-    await relistened(name, seen)
+    const seen: number[] = []
+    for (let round = 0; round < 6; round++) {
+      const [pid] = await listeningPids(name)
+      t.ok(pid, `round ${round}: listening`)
+      seen.push(pid)
+      // Every other round, the first reconnects lose their connection while LISTEN is in flight.
+      sabotage(round % 2 ? 2 : 0)
+      await terminate(pid)
+      await relistened(name, seen)
+    }
+    await sleep(1000) // past every backoff: a second, stray attempt would be listening by now
+    t.equal((await listeningPids(name)).length, 1, 'one listening connection')
+    t.equal(pool.totalCount, 1, 'the pool holds that connection only')
+    t.equal(resubscribed, 6, 'told of each resubscription once')
+    t.same(
+      await notifyAndCollect('listen_test_a', received, ['x', 'y', 'z']),
+      ['x', 'y', 'z'],
+      'each NOTIFY handled exactly once'
+    )
+
+    await listening.close()
+    t.equal((await listeningPids(name)).length, 0, 'close() stops listening')
+    t.equal(pool.idleCount, pool.totalCount, 'and hands its connection back')
+    t.same(await notifyAndCollect('listen_test_a', received, ['after']), [], 'nothing heard after close()')
   }
-  await sleep(1000) // past every backoff: a second, stray attempt would be listening by now
-  t.equal((await listeningPids(name)).length, 1, 'one listening connection')
-  t.equal(pool.totalCount, 1, 'the pool holds that connection only')
-  t.equal(resubscribed, 6, 'told of each resubscription once')
-  t.same(await notifyAndCollect('listen_test_a', received, ['x', 'y', 'z']), ['x', 'y', 'z'], 'each NOTIFY handled exactly once')
-
-  await listening.close()
-  t.equal((await listeningPids(name)).length, 0, 'close() stops listening')
-  t.equal(pool.idleCount, pool.totalCount, 'and hands its connection back')
-  t.same(await notifyAndCollect('listen_test_a', received, ['after']), [], 'nothing heard after close()')
-})
+)
 
 t.test('close() while a reconnect is pending or in flight leaves no connection behind', async (t) => {
   const name = 'listen-test-b'
@@ -111,7 +121,11 @@ t.test('close() while a reconnect is pending or in flight leaves no connection b
     ['pending', 60_000],
     ['in flight', 0]
   ] as const) {
-    const listening = await listenWithReconnect(pool, 'listen_test_b', { logName: 'test listener', onNotify: () => undefined, retryDelayMs: () => delay })
+    const listening = await listenWithReconnect(pool, 'listen_test_b', {
+      logName: 'test listener',
+      onNotify: () => undefined,
+      retryDelayMs: () => delay
+    })
     const [pid] = await listeningPids(name)
     if (what === 'in flight') sabotage(1)
     await terminate(pid)
@@ -127,7 +141,10 @@ t.test('close() while a reconnect is pending or in flight leaves no connection b
 t.test('a first LISTEN that fails rejects and releases its connection', async (t) => {
   const { pool } = listenerPool('listen-test-c')
   t.teardown(() => pool.end())
-  await t.rejects(listenWithReconnect(pool, 'not a channel', { logName: 'test listener', onNotify: () => undefined }), /syntax/)
+  await t.rejects(
+    listenWithReconnect(pool, 'not a channel', { logName: 'test listener', onNotify: () => undefined }),
+    /syntax/
+  )
   t.equal(pool.totalCount - pool.idleCount, 0, 'no connection stays checked out')
 })
 

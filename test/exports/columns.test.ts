@@ -1,6 +1,13 @@
 import t from '../helpers/tap.ts'
 import { loadConfig } from '../../core/config.ts'
-import { ExportColumnsError, exportColumns, fieldToColumn, summaryColumns, summaryExportColumns, type ExportRecord } from '../../core/modules/derive/columns.ts'
+import {
+  ExportColumnsError,
+  exportColumns,
+  fieldToColumn,
+  summaryColumns,
+  summaryExportColumns,
+  type ExportRecord
+} from '../../core/modules/derive/columns.ts'
 import { loadModules } from '../../core/modules/registry.ts'
 import { fieldTypes, type FieldDefinition, type FieldType } from '../../core/modules/types.ts'
 
@@ -8,22 +15,58 @@ const registry = await loadModules(loadConfig().modules)
 const incident = registry.get('incident')!
 const systemKeys = ['number', 'state', 'createdAt', 'updatedAt', 'createdBy', 'updatedBy', 'externalRef']
 /** Field keys as export columns: a user field is followed by its id. */
-const fieldKeys = (fields: readonly FieldDefinition[]) => fields.flatMap((f) => (f.type === 'user' ? [f.key, `${f.key}.id`] : [f.key]))
+const fieldKeys = (fields: readonly FieldDefinition[]) =>
+  fields.flatMap((f) => (f.type === 'user' ? [f.key, `${f.key}.id`] : [f.key]))
 const uuid = '6f1c1a52-3d4e-4f3a-9a51-0c2b8e4d7f10'
 
 /** Per field type: a definition, a stored value, and the cell and kind it must become. */
 const cases: { [T in FieldType]: { field: FieldDefinition; stored: unknown; cell: unknown; kind: string } } = {
-  text: { field: { key: 'title', type: 'text', label: 'Title' }, stored: 'Slip, trip', cell: 'Slip, trip', kind: 'text' },
-  longText: { field: { key: 'notes', type: 'longText' }, stored: 'Line 1\nLine 2', cell: 'Line 1\nLine 2', kind: 'text' },
+  text: {
+    field: { key: 'title', type: 'text', label: 'Title' },
+    stored: 'Slip, trip',
+    cell: 'Slip, trip',
+    kind: 'text'
+  },
+  longText: {
+    field: { key: 'notes', type: 'longText' },
+    stored: 'Line 1\nLine 2',
+    cell: 'Line 1\nLine 2',
+    kind: 'text'
+  },
   number: { field: { key: 'days', type: 'number' }, stored: -2.5, cell: -2.5, kind: 'number' },
   integer: { field: { key: 'people', type: 'integer' }, stored: 3, cell: 3, kind: 'integer' },
   boolean: { field: { key: 'notified', type: 'boolean' }, stored: false, cell: false, kind: 'boolean' },
-  date: { field: { key: 'due', type: 'date' }, stored: '2026-03-02', cell: new Date('2026-03-02T00:00:00.000Z'), kind: 'date' },
-  datetime: { field: { key: 'at', type: 'datetime' }, stored: '2026-03-02T08:30:00+01:00', cell: new Date('2026-03-02T07:30:00.000Z'), kind: 'datetime' },
-  singleChoice: { field: { key: 'severity', type: 'singleChoice', options: ['low', 'high'] }, stored: 'high', cell: 'high', kind: 'text' },
-  multipleChoice: { field: { key: 'parts', type: 'multipleChoice', options: ['head', 'hands'] }, stored: ['head', 'hands'], cell: 'head, hands', kind: 'text' },
+  date: {
+    field: { key: 'due', type: 'date' },
+    stored: '2026-03-02',
+    cell: new Date('2026-03-02T00:00:00.000Z'),
+    kind: 'date'
+  },
+  datetime: {
+    field: { key: 'at', type: 'datetime' },
+    stored: '2026-03-02T08:30:00+01:00',
+    cell: new Date('2026-03-02T07:30:00.000Z'),
+    kind: 'datetime'
+  },
+  singleChoice: {
+    field: { key: 'severity', type: 'singleChoice', options: ['low', 'high'] },
+    stored: 'high',
+    cell: 'high',
+    kind: 'text'
+  },
+  multipleChoice: {
+    field: { key: 'parts', type: 'multipleChoice', options: ['head', 'hands'] },
+    stored: ['head', 'hands'],
+    cell: 'head, hands',
+    kind: 'text'
+  },
   user: { field: { key: 'lead', type: 'user' }, stored: uuid, cell: uuid, kind: 'text' },
-  recordRef: { field: { key: 'incident', type: 'recordRef', module: 'incident' }, stored: uuid, cell: uuid, kind: 'text' },
+  recordRef: {
+    field: { key: 'incident', type: 'recordRef', module: 'incident' },
+    stored: uuid,
+    cell: uuid,
+    kind: 'text'
+  },
   group: {
     field: {
       key: 'checklist',
@@ -42,7 +85,12 @@ const cases: { [T in FieldType]: { field: FieldDefinition; stored: unknown; cell
     cell: 'Fire exits clear: pass; Extinguishers: fail, 2026-04-01, expired',
     kind: 'text'
   },
-  location: { field: { key: 'where', type: 'location' }, stored: { latitude: 53.7997, longitude: -1.5492, label: 'Gate 3' }, cell: '53.7997, -1.5492 (Gate 3)', kind: 'text' }
+  location: {
+    field: { key: 'where', type: 'location' },
+    stored: { latitude: 53.7997, longitude: -1.5492, label: 'Gate 3' },
+    cell: '53.7997, -1.5492 (Gate 3)',
+    kind: 'text'
+  }
 }
 
 t.test('the column table has exactly one row per field type', async (t) => {
@@ -70,16 +118,25 @@ t.test('a location without a label and a stored value of the wrong shape still e
   t.equal(fieldToColumn.text(cases.text.field).value({ a: 1 }), '{"a":1}')
 })
 
-t.test('export columns are the system columns and then every field in definition order, a user field followed by its id', async (t) => {
-  const columns = exportColumns(incident, { hidden: new Set() })
-  t.same(
-    columns.map((c) => c.key),
-    [...systemKeys, ...fieldKeys(incident.definition.fields)]
-  )
-  t.same(columns.slice(0, 7).map((c) => c.header), ['Number', 'State', 'Created', 'Updated', 'Created by', 'Updated by', 'External ref'])
-  t.same(columns.slice(0, 7).map((c) => c.kind), ['text', 'text', 'datetime', 'datetime', 'text', 'text', 'text'])
-  t.ok(columns.some((c) => c.key === 'investigationLead.id' && c.header === 'Investigation lead (id)'))
-})
+t.test(
+  'export columns are the system columns and then every field in definition order, a user field followed by its id',
+  async (t) => {
+    const columns = exportColumns(incident, { hidden: new Set() })
+    t.same(
+      columns.map((c) => c.key),
+      [...systemKeys, ...fieldKeys(incident.definition.fields)]
+    )
+    t.same(
+      columns.slice(0, 7).map((c) => c.header),
+      ['Number', 'State', 'Created', 'Updated', 'Created by', 'Updated by', 'External ref']
+    )
+    t.same(
+      columns.slice(0, 7).map((c) => c.kind),
+      ['text', 'text', 'datetime', 'datetime', 'text', 'text', 'text']
+    )
+    t.ok(columns.some((c) => c.key === 'investigationLead.id' && c.header === 'Investigation lead (id)'))
+  }
+)
 
 t.test('a column reads its cell from an export record', async (t) => {
   const record: ExportRecord = {
@@ -107,18 +164,26 @@ t.test('hidden fields are left out of the export columns', async (t) => {
 })
 
 t.test('hidden fields are left out even when asked for by name', async (t) => {
-  const keys = exportColumns(incident, { hidden: new Set(['medicalDetails']), only: ['title', 'medicalDetails', 'severity'] }).map((c) => c.key)
+  const keys = exportColumns(incident, {
+    hidden: new Set(['medicalDetails']),
+    only: ['title', 'medicalDetails', 'severity']
+  }).map((c) => c.key)
   t.same(keys, ['title', 'severity'])
 })
 
 t.test('asking only for hidden fields is refused, without naming them as allowed', async (t) => {
-  const err = t.throws(() => exportColumns(incident, { hidden: new Set(['medicalDetails']), only: ['medicalDetails'] })) as ExportColumnsError
+  const err = t.throws(() =>
+    exportColumns(incident, { hidden: new Set(['medicalDetails']), only: ['medicalDetails'] })
+  ) as ExportColumnsError
   t.ok(err instanceof ExportColumnsError)
   t.notOk(err.allowed.includes('medicalDetails'))
 })
 
 t.test('only picks the named columns in the order asked', async (t) => {
-  const columns = exportColumns(incident, { hidden: new Set(), only: ['severity', 'number', 'occurredAt', 'createdBy'] })
+  const columns = exportColumns(incident, {
+    hidden: new Set(),
+    only: ['severity', 'number', 'occurredAt', 'createdBy']
+  })
   t.same(
     columns.map((c) => c.key),
     ['severity', 'number', 'occurredAt', 'createdBy']
@@ -126,7 +191,9 @@ t.test('only picks the named columns in the order asked', async (t) => {
 })
 
 t.test('an unknown column key is an error that lists the allowed keys', async (t) => {
-  const err = t.throws(() => exportColumns(incident, { hidden: new Set(['medicalDetails']), only: ['title', 'colour', 'payload'] })) as ExportColumnsError
+  const err = t.throws(() =>
+    exportColumns(incident, { hidden: new Set(['medicalDetails']), only: ['title', 'colour', 'payload'] })
+  ) as ExportColumnsError
   t.ok(err instanceof ExportColumnsError)
   t.same(err.unknown, ['colour', 'payload'])
   t.match(err.message, /"colour", "payload"/)
@@ -136,30 +203,59 @@ t.test('an unknown column key is an error that lists the allowed keys', async (t
 
 t.test('a user field reads as its name, and its id column keeps the id', async (t) => {
   const names = new Map([[uuid, 'Sam Patel']])
-  const byKey = new Map(exportColumns(incident, { hidden: new Set(), userName: (id) => names.get(id) }).map((c) => [c.key, c]))
-  const record: ExportRecord = { number: 'INC-1', state: 'investigating', createdAt: '', updatedAt: '', createdBy: { name: 'Ann' }, updatedBy: { name: 'Bea' }, externalRef: 'SRC-9', payload: { investigationLead: uuid } }
+  const byKey = new Map(
+    exportColumns(incident, { hidden: new Set(), userName: (id) => names.get(id) }).map((c) => [c.key, c])
+  )
+  const record: ExportRecord = {
+    number: 'INC-1',
+    state: 'investigating',
+    createdAt: '',
+    updatedAt: '',
+    createdBy: { name: 'Ann' },
+    updatedBy: { name: 'Bea' },
+    externalRef: 'SRC-9',
+    payload: { investigationLead: uuid }
+  }
   t.equal(byKey.get('investigationLead')!.get(record), 'Sam Patel')
   t.equal(byKey.get('investigationLead.id')!.get(record), uuid)
   t.equal(byKey.get('updatedBy')!.get(record), 'Bea')
   t.equal(byKey.get('externalRef')!.get(record), 'SRC-9')
   const unknownUser = { ...record, payload: { investigationLead: '00000000-0000-4000-8000-000000000000' } }
-  t.equal(byKey.get('investigationLead')!.get(unknownUser), '00000000-0000-4000-8000-000000000000', 'an id no user has stays an id')
+  t.equal(
+    byKey.get('investigationLead')!.get(unknownUser),
+    '00000000-0000-4000-8000-000000000000',
+    'an id no user has stays an id'
+  )
 })
 
 t.test('labels word states and choices by their labels; keys leave them as stored', async (t) => {
-  const record: ExportRecord = { number: 'INC-1', state: 'investigating', createdAt: '', updatedAt: '', createdBy: { name: 'Ann' }, payload: { category: 'property-damage', severity: 'high', bodyParts: ['head', 'hands'] } }
+  const record: ExportRecord = {
+    number: 'INC-1',
+    state: 'investigating',
+    createdAt: '',
+    updatedAt: '',
+    createdBy: { name: 'Ann' },
+    payload: { category: 'property-damage', severity: 'high', bodyParts: ['head', 'hands'] }
+  }
   const cells = (values?: 'keys' | 'labels') => {
     const byKey = new Map(exportColumns(incident, { hidden: new Set(), values }).map((c) => [c.key, c]))
     return ['state', 'category', 'severity', 'bodyParts'].map((k) => byKey.get(k)!.get(record))
   }
   t.same(cells(), ['investigating', 'property-damage', 'high', 'head, hands'])
-  t.same(cells('labels'), ['Under investigation', 'Property damage', 'high', 'head, hands'], 'an option without a label reads as its value')
+  t.same(
+    cells('labels'),
+    ['Under investigation', 'Property damage', 'high', 'head, hands'],
+    'an option without a label reads as its value'
+  )
 })
 
 t.test('the PDF default columns are Number, State, the summary columns and Created as a date', async (t) => {
   t.same(summaryColumns(incident), ['title', 'site', 'category', 'severity', 'occurredAt'])
   const columns = summaryExportColumns(incident, { hidden: new Set() })
-  t.same(columns.map((c) => c.header), ['Number', 'State', 'Title', 'Site', 'Category', 'Severity', 'Occurred at', 'Created'])
+  t.same(
+    columns.map((c) => c.header),
+    ['Number', 'State', 'Title', 'Site', 'Category', 'Severity', 'Occurred at', 'Created']
+  )
   t.equal(columns.at(-1)!.kind, 'date')
   const noSeverity = summaryExportColumns(incident, { hidden: new Set(['severity']) }).map((c) => c.key)
   t.notOk(noSeverity.includes('severity'), 'a hidden summary column is left out')

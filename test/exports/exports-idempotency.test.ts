@@ -12,9 +12,17 @@ t.teardown(async () => {
   setTimeout(() => process.exit(), 200).unref()
 })
 const pool = server.platform.db.pool
-const exportCount = async () => (await pool.query("SELECT count(*)::int AS n FROM export_jobs WHERE tenant_id = 'acme'")).rows[0].n as number
-const renderJobs = async (id: string) => (await pool.query("SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'exports.render' AND data->>'exportId' = $1", [id])).rows[0].n as number
-const start = (body: unknown, key: string) => server.request('POST', '/api/v1/exports', { body, headers: { 'idempotency-key': key } })
+const exportCount = async () =>
+  (await pool.query("SELECT count(*)::int AS n FROM export_jobs WHERE tenant_id = 'acme'")).rows[0].n as number
+const renderJobs = async (id: string) =>
+  (
+    await pool.query(
+      "SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'exports.render' AND data->>'exportId' = $1",
+      [id]
+    )
+  ).rows[0].n as number
+const start = (body: unknown, key: string) =>
+  server.request('POST', '/api/v1/exports', { body, headers: { 'idempotency-key': key } })
 
 await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: incidentPayload() } })
 
@@ -63,7 +71,8 @@ t.test("an export's row commits in the same transaction as its stored answer", a
     key,
     table: 'export_jobs',
     send: () => start({ moduleKey: 'incident', format: 'xlsx' }, key),
-    whileBlocked: async () => void t.equal(await exportCount(), before, 'while its answer cannot be stored, the export is not committed either')
+    whileBlocked: async () =>
+      void t.equal(await exportCount(), before, 'while its answer cannot be stored, the export is not committed either')
   })
   t.equal(reply.status, 202)
   t.equal(await exportCount(), before + 1)

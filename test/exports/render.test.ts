@@ -10,7 +10,12 @@ import { parseCsv } from '../helpers/csv.ts'
 import { loadConfig } from '../../core/config.ts'
 import { render, type ExportFormat, type RenderInput } from '../../core/exports/render.ts'
 import { sheetName } from '../../core/exports/render-xlsx.ts'
-import { exportColumns, summaryExportColumns, type ExportColumn, type ExportRecord } from '../../core/modules/derive/columns.ts'
+import {
+  exportColumns,
+  summaryExportColumns,
+  type ExportColumn,
+  type ExportRecord
+} from '../../core/modules/derive/columns.ts'
 import { loadModules } from '../../core/modules/registry.ts'
 
 const registry = await loadModules(loadConfig().modules)
@@ -70,7 +75,14 @@ const records: ExportRecord[] = [
     createdAt: '2026-03-05T07:00:00.000Z',
     updatedAt: '2026-03-06T16:20:00.000Z',
     createdBy: { name: 'Carla Díaz' },
-    payload: { title: 'Spill at the loading bay', description: 'Diesel, about 5 litres.', occurredAt: '2026-03-05T06:40:00Z', site: 'Hull', category: 'environmental', severity: 'high' }
+    payload: {
+      title: 'Spill at the loading bay',
+      description: 'Diesel, about 5 litres.',
+      occurredAt: '2026-03-05T06:40:00Z',
+      site: 'Hull',
+      category: 'environmental',
+      severity: 'high'
+    }
   }
 ]
 
@@ -109,8 +121,14 @@ t.test('CSV has a header row and one RFC 4180 record per row, values as written'
   t.notOk(raw.startsWith('\uFEFF'), 'no BOM unless asked for')
   const rows = parseCsv(raw)
   t.equal(rows.length, 4)
-  t.same(rows[0], columns.map((c) => c.header))
-  t.ok(rows.every((r) => r.length === columns.length), 'every record has every column')
+  t.same(
+    rows[0],
+    columns.map((c) => c.header)
+  )
+  t.ok(
+    rows.every((r) => r.length === columns.length),
+    'every record has every column'
+  )
 
   const first = rows[1]
   t.equal(first[col('number')], 'INC-2026-00001')
@@ -143,11 +161,21 @@ t.test('CSV quotes fields with commas, quotes and line breaks and doubles the qu
 t.test('CSV starts with a UTF-8 byte order mark only when asked for', async (t) => {
   const bytes = readFileSync((await renderTo('csv', 'bom.csv', { csvBom: true })).file)
   t.same([...bytes.subarray(0, 3)], [0xef, 0xbb, 0xbf])
-  t.same(parseCsv(bytes.toString('utf8').slice(1))[0], columns.map((c) => c.header))
+  t.same(
+    parseCsv(bytes.toString('utf8').slice(1))[0],
+    columns.map((c) => c.header)
+  )
 })
 
 t.test('CSV makes formula-looking text inert and leaves typed numbers alone', async (t) => {
-  const delta: ExportColumn = { key: 'delta', header: 'Delta', kind: 'number', width: 8, value: () => -2, get: () => -2 }
+  const delta: ExportColumn = {
+    key: 'delta',
+    header: 'Delta',
+    kind: 'number',
+    width: 8,
+    value: () => -2,
+    get: () => -2
+  }
   const { file } = await renderTo('csv', 'formulas.csv', { columns: [...columns, delta] })
   const rows = parseCsv(readFileSync(file, 'utf8'))
   const second = rows[2]
@@ -155,7 +183,11 @@ t.test('CSV makes formula-looking text inert and leaves typed numbers alone', as
   t.equal(second[col('description')], `'${formulas[1]}`)
   t.equal(second[col('site')], `'${formulas[2]}`)
   t.equal(second[col('immediateActions')], `'${formulas[3]}`)
-  for (const r of rows.slice(1)) t.notOk(r.slice(0, columns.length).some((f) => /^[=+\-@\t\r]/.test(f)), `no text field of ${r[0]} starts like a formula`)
+  for (const r of rows.slice(1))
+    t.notOk(
+      r.slice(0, columns.length).some((f) => /^[=+\-@\t\r]/.test(f)),
+      `no text field of ${r[0]} starts like a formula`
+    )
   t.equal(second[columns.length], '-2', 'a typed negative number stays a number')
 })
 
@@ -163,7 +195,12 @@ t.test('hidden fields never reach any format', async (t) => {
   t.notOk(columns.some((c) => c.key === 'medicalDetails'))
   for (const format of ['csv', 'xlsx', 'pdf'] as const) {
     const { file } = await renderTo(format, `hidden.${format}`)
-    const text = format === 'csv' ? readFileSync(file, 'utf8') : format === 'pdf' ? pdfText(file) : JSON.stringify(await sheetValues(file))
+    const text =
+      format === 'csv'
+        ? readFileSync(file, 'utf8')
+        : format === 'pdf'
+          ? pdfText(file)
+          : JSON.stringify(await sheetValues(file))
     t.notOk(text.includes('Fractured wrist'), `${format}: the hidden value is absent`)
     t.notOk(text.includes('Medical details'), `${format}: the hidden header is absent`)
   }
@@ -190,9 +227,16 @@ t.test('XLSX has a bold, frozen header row and typed cells', async (t) => {
   t.equal(sheet.rowCount, 4)
   t.match(sheet.views[0], { state: 'frozen', ySplit: 1 })
   const header = sheet.getRow(1)
-  t.same((header.values as unknown[]).slice(1), columns.map((c) => c.header))
+  t.same(
+    (header.values as unknown[]).slice(1),
+    columns.map((c) => c.header)
+  )
   t.equal(header.getCell(1).font?.bold, true)
-  t.equal(sheet.getColumn(col('description') + 1).width, columns[col('description')].width, 'column widths come from the spec')
+  t.equal(
+    sheet.getColumn(col('description') + 1).width,
+    columns[col('description')].width,
+    'column widths come from the spec'
+  )
 
   const first = sheet.getRow(2)
   const cell = (key: string) => first.getCell(col(key) + 1).value
@@ -242,7 +286,9 @@ function pdfText(file: string): string {
   try {
     return execFileSync('pdftotext', ['-layout', file, '-'], { encoding: 'utf8' })
   } catch (err) {
-    throw new Error(`pdftotext failed (install poppler-utils: apt-get install -y poppler-utils): ${(err as Error).message}`)
+    throw new Error(
+      `pdftotext failed (install poppler-utils: apt-get install -y poppler-utils): ${(err as Error).message}`
+    )
   }
 }
 
@@ -257,7 +303,15 @@ t.test('PDF is a readable report: heading, filters, cells, row count and page fo
   t.match(text, 'Filters: severity: medium, low, high; site: Leeds')
   t.match(text, 'Generated: 2026-03-07 09:00:00 UTC')
   t.match(text, /Columns: 8 of \d+ shown .*the CSV and XLSX exports contain all columns/s)
-  for (const v of ['INC-2026-00001', 'INC-2026-00003', 'investigating', 'Carla Díaz', 'Spill at the loading bay', '2026-03-02 08:30']) t.match(text, v)
+  for (const v of [
+    'INC-2026-00001',
+    'INC-2026-00003',
+    'investigating',
+    'Carla Díaz',
+    'Spill at the loading bay',
+    '2026-03-02 08:30'
+  ])
+    t.match(text, v)
   t.match(text, '3 records')
   t.match(text, 'Page 1')
 })
@@ -274,17 +328,29 @@ t.test('PDF footers number the pages "Page n of m"', async (t) => {
   const { file } = await renderTo('pdf', 'paged.pdf', { rows: generated(400, 200) })
   const pages = Number(/Pages:\s+(\d+)/.exec(execFileSync('pdfinfo', [file], { encoding: 'utf8' }))?.[1])
   t.ok(pages > 3, `${pages} pages`)
-  const page = (n: number) => execFileSync('pdftotext', ['-layout', '-f', String(n), '-l', String(n), file, '-'], { encoding: 'utf8' })
+  const page = (n: number) =>
+    execFileSync('pdftotext', ['-layout', '-f', String(n), '-l', String(n), file, '-'], { encoding: 'utf8' })
   t.match(page(1), new RegExp(`Page 1 of ${pages}\\b`))
   t.match(page(2), new RegExp(`Page 2 of ${pages}\\b`))
   t.match(page(pages), new RegExp(`Page ${pages} of ${pages}\\b`))
 })
 
 t.test('PDF default columns are Number, State, the module summary columns and Created', async (t) => {
-  const text = pdfText((await renderTo('pdf', 'summary.pdf', { columns: summaryExportColumns(incident, { hidden }), columnNote: "the module's summary columns" })).file)
+  const text = pdfText(
+    (
+      await renderTo('pdf', 'summary.pdf', {
+        columns: summaryExportColumns(incident, { hidden }),
+        columnNote: "the module's summary columns"
+      })
+    ).file
+  )
   t.match(text, /Number\s+State\s+Title\s+Site\s+Category\s+Severity\s+Occurred at\s+Created\n/)
   t.match(text, "Columns: the module's summary columns")
-  t.match(text, /INC-2026-00003\s+closed\s+Spill at the loading bay\s+Hull\s+environmental\s+high\s+2026-03-05 06:40\s+2026-03-05\n/, 'one line per short row')
+  t.match(
+    text,
+    /INC-2026-00003\s+closed\s+Spill at the loading bay\s+Hull\s+environmental\s+high\s+2026-03-05 06:40\s+2026-03-05\n/,
+    'one line per short row'
+  )
 })
 
 t.test('PDF columns are as wide as their content: names and dates never wrap, long text does', async (t) => {
@@ -295,7 +361,12 @@ t.test('PDF columns are as wide as their content: names and dates never wrap, lo
   }
   const few = exportColumns(incident, { hidden, only: ['number', 'createdBy', 'createdAt', 'description', 'severity'] })
   const text = pdfText((await renderTo('pdf', 'widths.pdf', { columns: few, rows: rows() })).file)
-  for (const name of people) t.match(text, new RegExp(`INC-2026-\\d{5}\\s+${name}\\s+2026-01-0\\d \\d\\d:\\d\\d\\s+\\d+: Lorem`), `${name} on one line with its row`)
+  for (const name of people)
+    t.match(
+      text,
+      new RegExp(`INC-2026-\\d{5}\\s+${name}\\s+2026-01-0\\d \\d\\d:\\d\\d\\s+\\d+: Lorem`),
+      `${name} on one line with its row`
+    )
 })
 
 t.test('a failing row source rejects the render and closes the output', async (t) => {
@@ -333,7 +404,9 @@ const bigRows = 20_000
 /** XLSX and PDF stream the same way at a quarter of the rows (still 190 PDF pages): the suite must fit a busy 2-core machine. */
 const manyRows = 5_000
 async function* generated(n: number, textSize: number): AsyncGenerator<ExportRecord> {
-  const filler = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(Math.ceil(textSize / 57)).slice(0, textSize)
+  const filler = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '
+    .repeat(Math.ceil(textSize / 57))
+    .slice(0, textSize)
   for (let i = 1; i <= n; i++) {
     yield {
       number: `INC-2026-${String(i).padStart(5, '0')}`,
@@ -369,7 +442,8 @@ t.test('20,000 rows stream to CSV without the heap growing with the file', async
   const collections = profiler.stop()?.statistics ?? []
   t.same(result, { rows: bigRows })
   t.ok(collections.length > 0, `the heap was collected while writing (${collections.length} times)`)
-  const retained = Math.max(0, ...collections.map((gc) => gc.afterGC.heapStatistics.usedHeapSize - before)) / 1024 / 1024
+  const retained =
+    Math.max(0, ...collections.map((gc) => gc.afterGC.heapStatistics.usedHeapSize - before)) / 1024 / 1024
   t.ok(retained < 30, `at most ${retained.toFixed(1)} MB of the heap survived a collection while writing`)
   const raw = readFileSync(file, 'utf8')
   t.ok(raw.length > 70_000_000, 'the file holds all the text')
@@ -393,7 +467,9 @@ t.test('5,000 rows stream to a paginated PDF with the header on every page', asy
   const page2 = execFileSync('pdftotext', ['-layout', '-f', '2', '-l', '2', file, '-'], { encoding: 'utf8' })
   t.match(page2, /Number\s+State\s+Created/, 'the header row repeats')
   t.match(page2, 'Page 2')
-  const last = execFileSync('pdftotext', ['-layout', '-f', String(pages), '-l', String(pages), file, '-'], { encoding: 'utf8' })
+  const last = execFileSync('pdftotext', ['-layout', '-f', String(pages), '-l', String(pages), file, '-'], {
+    encoding: 'utf8'
+  })
   t.match(last, 'INC-2026-05000')
   t.match(last, '5000 records')
   t.match(last, `Page ${pages} of ${pages}`)

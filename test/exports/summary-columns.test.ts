@@ -11,7 +11,9 @@ function incidentWith(summaryColumns: unknown) {
 }
 
 function refusal(t: Test, summaryColumns: unknown): string {
-  const err = t.throws(() => new ModuleRegistry().register(incidentWith(summaryColumns), '@acme/incident-fixture', '/tmp/fixture')) as ModuleDefinitionError
+  const err = t.throws(() =>
+    new ModuleRegistry().register(incidentWith(summaryColumns), '@acme/incident-fixture', '/tmp/fixture')
+  ) as ModuleDefinitionError
   t.ok(err instanceof ModuleDefinitionError, 'refused as a module definition error')
   return err.message
 }
@@ -19,20 +21,37 @@ function refusal(t: Test, summaryColumns: unknown): string {
 t.test('every bundled module declares summary columns that name its fields', async (t) => {
   for (const m of bundled.all()) {
     t.ok(m.definition.summaryColumns?.length, `${m.definition.key} declares summary columns`)
-    for (const key of m.definition.summaryColumns ?? []) t.ok(m.fields.has(key), `${m.definition.key}: ${key} is a field`)
+    for (const key of m.definition.summaryColumns ?? [])
+      t.ok(m.fields.has(key), `${m.definition.key}: ${key} is a field`)
   }
 })
 
-t.test('a module whose summary columns name an unknown field is refused, naming the package and the field', async (t) => {
-  const message = refusal(t, ['title', 'colour'])
-  t.match(message, 'Module package "@acme/incident-fixture": summaryColumns: names unknown field "colour"')
-})
+t.test(
+  'a module whose summary columns name an unknown field is refused, naming the package and the field',
+  async (t) => {
+    const message = refusal(t, ['title', 'colour'])
+    t.match(message, 'Module package "@acme/incident-fixture": summaryColumns: names unknown field "colour"')
+  }
+)
 
 t.test('summary columns must be a short list of distinct top-level fields', async (t) => {
   t.match(refusal(t, []), /summaryColumns: must list 1 to 8/)
   t.match(refusal(t, 'title'), /summaryColumns: must list 1 to 8/)
   t.match(refusal(t, ['title', 'title']), /names "title" twice/)
-  t.match(refusal(t, ['title', 'site', 'category', 'severity', 'occurredAt', 'description', 'rootCause', 'closureNote', 'location']), /must list 1 to 8/)
+  t.match(
+    refusal(t, [
+      'title',
+      'site',
+      'category',
+      'severity',
+      'occurredAt',
+      'description',
+      'rootCause',
+      'closureNote',
+      'location'
+    ]),
+    /must list 1 to 8/
+  )
 })
 
 t.test('a module without summary columns loads', async (t) => {

@@ -15,7 +15,8 @@ export interface Workflow {
   transitions: Array<{ key: string; from: string[]; to: string; requires?: string[] }>
 }
 
-export type BaseBody = { kind: 'json'; value: JsonLike } | { kind: 'ndjson'; lines: JsonLike[] } | { kind: 'bytes'; text: string }
+export type BaseBody =
+  { kind: 'json'; value: JsonLike } | { kind: 'ndjson'; lines: JsonLike[] } | { kind: 'bytes'; text: string }
 
 export interface Base {
   op: Operation
@@ -72,16 +73,27 @@ export function basesOf(op: Operation, doc: Schema, pools: Pools, workflows: Rec
     const path: Record<string, string> = {}
     const query: Array<[string, string]> = []
     for (const p of op.params) {
-      if (p.in === 'path') path[p.name] = p.name === 'id' ? idRef(op.path, module) : String(sample(ctx, p.schema, p.name))
+      if (p.in === 'path')
+        path[p.name] = p.name === 'id' ? idRef(op.path, module) : String(sample(ctx, p.schema, p.name))
       // Required parameters, and optional ones that are enums (moduleKey, action): the audit log needs one of them.
-      else if (p.in === 'query' && (p.required || (Array.isArray(p.schema.enum) && p.name !== 'action'))) query.push([p.name, enc(sample(ctx, p.schema, p.name))])
+      else if (p.in === 'query' && (p.required || (Array.isArray(p.schema.enum) && p.name !== 'action')))
+        query.push([p.name, enc(sample(ctx, p.schema, p.name))])
     }
     const queryNames = [...op.params.filter((p) => p.in === 'query').map((p) => p.name), 'fuzz', '__proto__']
     if (op.params.some((p) => p.name === 'payload' && p.style === 'deepObject') && module) {
       const fields = Object.keys(doc.components.schemas[`${pascal(module)}Payload`].properties)
       queryNames.push(...fields.slice(0, 6).flatMap((f) => [`payload[${f}]`, `payload[${f}][gte]`]))
     }
-    const base: Base = { op, label: module ?? 'any', module, path, query, targets: [{ path: [], kind: 'object' }], queryNames, headers: op.params.filter((p: Parameter) => p.in === 'header').map((p) => p.name) }
+    const base: Base = {
+      op,
+      label: module ?? 'any',
+      module,
+      path,
+      query,
+      targets: [{ path: [], kind: 'object' }],
+      queryNames,
+      headers: op.params.filter((p: Parameter) => p.in === 'header').map((p) => p.name)
+    }
     if (op.path.startsWith('/storage/')) base.storage = op.method === 'PUT' ? 'upload' : 'download'
     if (!op.body) return base
     base.contentType = op.body.types[0] === '*/*' ? 'text/plain' : op.body.types[0]
@@ -92,7 +104,10 @@ export function basesOf(op: Operation, doc: Schema, pools: Pools, workflows: Rec
     if (op.body.types[0].includes('ndjson')) {
       // A new record, and one upserted by its externalRef (created once, then updated or unchanged).
       const line = sample(ctx, op.body.schema) as Record<string, JsonLike>
-      base.body = { kind: 'ndjson', lines: [line, obj([...Object.entries(line), ['externalRef', `fuzz-bulk-${module}`]])] }
+      base.body = {
+        kind: 'ndjson',
+        lines: [line, obj([...Object.entries(line), ['externalRef', `fuzz-bulk-${module}`]])]
+      }
       base.targets = [0, 1].flatMap((i) => placesOf(ctx, op.body!.schema).map((p) => ({ ...p, path: [i, ...p.path] })))
       return base
     }
@@ -103,9 +118,19 @@ export function basesOf(op: Operation, doc: Schema, pools: Pools, workflows: Rec
       // The first transition out of the initial state, with the fields its target state requires.
       const t = workflow.transitions.find((x) => x.from.includes(workflow.initial)) ?? workflow.transitions[0]
       const needs = [...(workflow.states.find((s) => s.key === t.to)?.requires ?? []), ...(t.requires ?? [])]
-      const full = sample(pools.context(module, true), { $ref: `#/components/schemas/${pascal(module)}Payload` }) as Record<string, JsonLike>
-      value = obj([['transition', t.key], ['payload', obj(needs.map((f) => [f, full[f]]))]])
-      base.targets.push(...placesOf(ctx, { $ref: `#/components/schemas/${pascal(module)}PayloadPatch` }).map((p) => ({ ...p, path: ['payload', ...p.path] })))
+      const full = sample(pools.context(module, true), {
+        $ref: `#/components/schemas/${pascal(module)}Payload`
+      }) as Record<string, JsonLike>
+      value = obj([
+        ['transition', t.key],
+        ['payload', obj(needs.map((f) => [f, full[f]]))]
+      ])
+      base.targets.push(
+        ...placesOf(ctx, { $ref: `#/components/schemas/${pascal(module)}PayloadPatch` }).map((p) => ({
+          ...p,
+          path: ['payload', ...p.path]
+        }))
+      )
     }
     base.body = { kind: 'json', value }
     return base

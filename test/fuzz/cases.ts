@@ -1,7 +1,17 @@
 import fc from 'fast-check'
 import type { Base } from './bases.ts'
 import type { Kind } from './samples.ts'
-import { headerValues, keys, lookalikes, ndjsonBodies, queryShapes, rawBodies, values, wireStrings, wireVariants } from './hostile.ts'
+import {
+  headerValues,
+  keys,
+  lookalikes,
+  ndjsonBodies,
+  queryShapes,
+  rawBodies,
+  values,
+  wireStrings,
+  wireVariants
+} from './hostile.ts'
 
 /**
  * A generated request: an operation's valid base, who sends it, and up to three mutations.
@@ -34,7 +44,17 @@ export interface Case {
 }
 
 /** Pooled ids a path parameter may be switched to: other kinds, other modules, deleted, another tenant's. */
-export const pathRefs = ['@record:incident:1', '@record:deleted', '@record:other-tenant', '@attachment:ready', '@attachment:pending', '@export', '@token:1', '@record:inspection:0', '@record:corrective-action:0']
+export const pathRefs = [
+  '@record:incident:1',
+  '@record:deleted',
+  '@record:other-tenant',
+  '@attachment:ready',
+  '@attachment:pending',
+  '@export',
+  '@token:1',
+  '@record:inspection:0',
+  '@record:corrective-action:0'
+]
 
 const nat = (n: number) => fc.nat({ max: n - 1 })
 const place = fc.nat({ max: 1_000 })
@@ -45,17 +65,62 @@ function bodyMutations(base: Base): Array<{ weight: number; arbitrary: fc.Arbitr
   if (!base.body || base.body.kind === 'bytes') return [{ weight: 1, arbitrary: raw }]
   const value = fc.nat({ max: 1_000 })
   /** A value of the kind a place expects, at a place of that kind: free text gets NUL, numbers 1e400. */
-  const setOf = (only: Kind) => fc.record({ at: fc.constant('body' as const), how: fc.constant('set' as const), target: place, value, typed: fc.constant(true), only: fc.constant(only) })
+  const setOf = (only: Kind) =>
+    fc.record({
+      at: fc.constant('body' as const),
+      how: fc.constant('set' as const),
+      target: place,
+      value,
+      typed: fc.constant(true),
+      only: fc.constant(only)
+    })
   return [
-    { weight: 3, arbitrary: fc.record({ at: fc.constant('body' as const), how: fc.constant('set' as const), target: place, value, typed: fc.boolean() }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        at: fc.constant('body' as const),
+        how: fc.constant('set' as const),
+        target: place,
+        value,
+        typed: fc.boolean()
+      })
+    },
     { weight: 4, arbitrary: setOf('text') },
     { weight: 2, arbitrary: setOf('number') },
     { weight: 1, arbitrary: setOf('array') },
     { weight: 1, arbitrary: setOf('object') },
-    { weight: 2, arbitrary: fc.record({ at: fc.constant('body' as const), how: fc.constant('key' as const), target: place, key: nat(keys.length), value: nat(values.length) }) },
-    { weight: 1, arbitrary: fc.record({ at: fc.constant('body' as const), how: fc.constant('drop' as const), target: place }) },
-    { weight: 2, arbitrary: fc.record({ at: fc.constant('body' as const), how: fc.constant('lookalike' as const), target: place, variant: nat(lookalikes.length) }) },
-    { weight: 3, arbitrary: fc.record({ at: fc.constant('body' as const), how: fc.constant('smuggle' as const), target: place, via: fc.constantFrom('__proto__' as const, 'constructor.prototype' as const) }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        at: fc.constant('body' as const),
+        how: fc.constant('key' as const),
+        target: place,
+        key: nat(keys.length),
+        value: nat(values.length)
+      })
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ at: fc.constant('body' as const), how: fc.constant('drop' as const), target: place })
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        at: fc.constant('body' as const),
+        how: fc.constant('lookalike' as const),
+        target: place,
+        variant: nat(lookalikes.length)
+      })
+    },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        at: fc.constant('body' as const),
+        how: fc.constant('smuggle' as const),
+        target: place,
+        via: fc.constantFrom('__proto__' as const, 'constructor.prototype' as const)
+      })
+    },
     { weight: 2, arbitrary: raw }
   ]
 }
@@ -63,9 +128,25 @@ function bodyMutations(base: Base): Array<{ weight: number; arbitrary: fc.Arbitr
 function otherMutations(base: Base): Array<{ weight: number; arbitrary: fc.Arbitrary<Mutation> }> {
   const out: Array<{ weight: number; arbitrary: fc.Arbitrary<Mutation> }> = []
   const query = fc.oneof(
-    fc.record({ at: fc.constant('query' as const), how: fc.constant('set' as const), name: place, value: nat(wireStrings.length) }),
-    fc.record({ at: fc.constant('query' as const), how: fc.constant('variant' as const), name: place, variant: nat(wireVariants.length) }),
-    fc.record({ at: fc.constant('query' as const), how: fc.constant('shape' as const), name: place, shape: nat(queryShapes.length), value: nat(wireStrings.length) })
+    fc.record({
+      at: fc.constant('query' as const),
+      how: fc.constant('set' as const),
+      name: place,
+      value: nat(wireStrings.length)
+    }),
+    fc.record({
+      at: fc.constant('query' as const),
+      how: fc.constant('variant' as const),
+      name: place,
+      variant: nat(wireVariants.length)
+    }),
+    fc.record({
+      at: fc.constant('query' as const),
+      how: fc.constant('shape' as const),
+      name: place,
+      shape: nat(queryShapes.length),
+      value: nat(wireStrings.length)
+    })
   )
   out.push({ weight: base.op.params.some((p) => p.in === 'query') ? 3 : 1, arbitrary: query })
   const pathNames = Object.keys(base.path).length
@@ -73,17 +154,41 @@ function otherMutations(base: Base): Array<{ weight: number; arbitrary: fc.Arbit
     out.push({
       weight: 3,
       arbitrary: fc.oneof(
-        fc.record({ at: fc.constant('path' as const), how: fc.constant('set' as const), name: place, value: nat(wireStrings.length) }),
-        fc.record({ at: fc.constant('path' as const), how: fc.constant('ref' as const), name: place, ref: nat(pathRefs.length) }),
-        fc.record({ at: fc.constant('path' as const), how: fc.constant('variant' as const), name: place, variant: nat(wireVariants.length) })
+        fc.record({
+          at: fc.constant('path' as const),
+          how: fc.constant('set' as const),
+          name: place,
+          value: nat(wireStrings.length)
+        }),
+        fc.record({
+          at: fc.constant('path' as const),
+          how: fc.constant('ref' as const),
+          name: place,
+          ref: nat(pathRefs.length)
+        }),
+        fc.record({
+          at: fc.constant('path' as const),
+          how: fc.constant('variant' as const),
+          name: place,
+          variant: nat(wireVariants.length)
+        })
       )
     })
   }
   // The headers the operation declares come up three times as often as the others.
-  const names = Object.keys(headerValues).flatMap((n) => (base.headers.includes(n) || (n === 'Content-Type' && base.body) ? [n, n, n] : [n]))
-  const header = fc.constantFrom(...names).chain((name) =>
-    fc.record({ at: fc.constant('header' as const), how: fc.constantFrom('set' as const, 'twice' as const), name: fc.constant(name), value: nat(headerValues[name].length) })
+  const names = Object.keys(headerValues).flatMap((n) =>
+    base.headers.includes(n) || (n === 'Content-Type' && base.body) ? [n, n, n] : [n]
   )
+  const header = fc
+    .constantFrom(...names)
+    .chain((name) =>
+      fc.record({
+        at: fc.constant('header' as const),
+        how: fc.constantFrom('set' as const, 'twice' as const),
+        name: fc.constant(name),
+        value: nat(headerValues[name].length)
+      })
+    )
   out.push({ weight: 3, arbitrary: header })
   return out
 }
@@ -99,9 +204,16 @@ export function caseArbitrary(bases: Base[]): fc.Arbitrary<Case> {
     const narrowWeight = base.op.path.startsWith('/api/v1/tokens') ? 4 : 1
     return fc.record({
       base: fc.constant(base),
-      caller: fc.oneof({ weight: 4, arbitrary: fc.constant<Caller>('api-key') }, { weight: narrowWeight, arbitrary: fc.constant<Caller>('narrow') }),
+      caller: fc.oneof(
+        { weight: 4, arbitrary: fc.constant<Caller>('api-key') },
+        { weight: narrowWeight, arbitrary: fc.constant<Caller>('narrow') }
+      ),
       key: base.headers.includes('Idempotency-Key')
-        ? fc.oneof({ weight: 4, arbitrary: fc.constant('none' as const) }, { weight: 3, arbitrary: fc.constant('fresh' as const) }, { weight: 1, arbitrary: fc.constant('reused' as const) })
+        ? fc.oneof(
+            { weight: 4, arbitrary: fc.constant('none' as const) },
+            { weight: 3, arbitrary: fc.constant('fresh' as const) },
+            { weight: 1, arbitrary: fc.constant('reused' as const) }
+          )
         : fc.constant('none' as const),
       // Shrinks to fewer mutations, and to none (the valid base) when that fails too.
       mutations: fc.oneof(

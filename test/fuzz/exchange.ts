@@ -55,7 +55,11 @@ export class Exchange {
   async run(c: Case, tweak?: (w: WireRequest) => string): Promise<void> {
     let r: Rendered
     try {
-      r = await render(c, { pools: this.o.pools, tokens: this.o.tokens, freshKey: () => `fz-${this.runTag}-${++this.keyCounter}` })
+      r = await render(c, {
+        pools: this.o.pools,
+        tokens: this.o.tokens,
+        freshKey: () => `fz-${this.runTag}-${++this.keyCounter}`
+      })
     } catch (err) {
       throw new Error(`harness error (not the service's): rendering ${c.base.op.id} failed: ${(err as Error).stack}`)
     }
@@ -71,12 +75,20 @@ export class Exchange {
     }
     const counted = tweak ? 'framing' : c.base.op.id
     this.sent.set(counted, (this.sent.get(counted) ?? 0) + 1)
-    if (process.env.FUZZ_TRACE) console.error(`${reply?.status ?? '---'} ${Math.round(reply?.ms ?? 0)}ms ${c.base.op.id} [${c.base.label}/${c.caller}${c.key === 'none' ? '' : `/key ${c.key}`}] ${r.applied.join(' | ') || '(valid base)'}`)
+    if (process.env.FUZZ_TRACE)
+      console.error(
+        `${reply?.status ?? '---'} ${Math.round(reply?.ms ?? 0)}ms ${c.base.op.id} [${c.base.label}/${c.caller}${c.key === 'none' ? '' : `/key ${c.key}`}] ${r.applied.join(' | ') || '(valid base)'}`
+      )
     const after = await this.o.snapshots.take()
-    if (reply && reply.ms > this.slowest.ms) this.slowest = { ms: reply.ms, label: `${Math.round(reply.ms)} ms (${c.base.op.id}: ${r.applied.join('; ').slice(0, 200) || 'valid base'})` }
+    if (reply && reply.ms > this.slowest.ms)
+      this.slowest = {
+        ms: reply.ms,
+        label: `${Math.round(reply.ms)} ms (${c.base.op.id}: ${r.applied.join('; ').slice(0, 200) || 'valid base'})`
+      }
     if (reply) {
       if (reply.status >= 500) failures.push(`answered ${reply.status}`)
-      if (reply.ms > this.o.boundMs) failures.push(`answered after ${Math.round(reply.ms)} ms (bound ${this.o.boundMs} ms)`)
+      if (reply.ms > this.o.boundMs)
+        failures.push(`answered after ${Math.round(reply.ms)} ms (bound ${this.o.boundMs} ms)`)
       if (reply.status >= 400 && reply.status < 500) {
         failures.push(...problemIssues(reply))
         const changed = differences(before, after, r.idempotencyKey ? changedByIdempotentRefusals : [])
@@ -86,15 +98,22 @@ export class Exchange {
     }
     // Answers outside the document are kept apart (see `contract`), so one undocumented status
     // does not stop an operation's property before it finds a 5xx.
-    for (const v of this.o.server.violations.slice(violations).filter((x) => !reply || !this.trailingSlashAlias(x, reply))) {
+    for (const v of this.o.server.violations
+      .slice(violations)
+      .filter((x) => !reply || !this.trailingSlashAlias(x, reply))) {
       const key = `${v.method} ${v.path.replace(/\/[^/]*$/, '/…')} → ${v.status}: ${v.message.replace(/[0-9a-f-]{36}/g, '<id>')}`
-      if (!this.contract.has(key)) this.contract.set(key, repro(c, r, reply, [`breaks the OpenAPI document: ${v.message}`], this.o.tokens))
+      if (!this.contract.has(key))
+        this.contract.set(key, repro(c, r, reply, [`breaks the OpenAPI document: ${v.message}`], this.o.tokens))
     }
     if (prototypeKeys() !== this.proto) {
       failures.push(`Object.prototype gained ${prototypeKeys()}`)
-      for (const k of Object.getOwnPropertyNames(Object.prototype)) if (!this.proto.split(',').includes(k)) delete (Object.prototype as any)[k]
+      for (const k of Object.getOwnPropertyNames(Object.prototype))
+        if (!this.proto.split(',').includes(k)) delete (Object.prototype as any)[k]
     }
-    if (failures.length) throw Object.assign(new Error(repro(c, r, reply, failures, this.o.tokens)), { slow: !reply || reply.ms > this.o.boundMs })
+    if (failures.length)
+      throw Object.assign(new Error(repro(c, r, reply, failures, this.o.tokens)), {
+        slow: !reply || reply.ms > this.o.boundMs
+      })
   }
 
   /**
@@ -104,7 +123,14 @@ export class Exchange {
   private trailingSlashAlias(v: Violation, reply: WireReply): boolean {
     const m = /^no path of the document matches (.+)\/$/.exec(v.message)
     if (!m) return false
-    const r = { method: v.method, path: m[1], status: v.status, contentType: reply.headers['content-type'] ?? '', headers: reply.headers, body: reply.text }
+    const r = {
+      method: v.method,
+      path: m[1],
+      status: v.status,
+      contentType: reply.headers['content-type'] ?? '',
+      headers: reply.headers,
+      body: reply.text
+    }
     return this.checker.check(this.o.doc, r, () => undefined).violations.length === 0
   }
 
@@ -114,14 +140,24 @@ export class Exchange {
     const rows = await this.o.snapshots.recordsSince(since)
     for (const row of rows) {
       const issue = this.o.payloads.issue(row.module_key, row.payload)
-      if (issue) out.push(`stored record ${row.id} (${row.module_key}) holds a payload create would refuse: ${issue}; stored: ${JSON.stringify(row.payload).slice(0, 400)}`)
+      if (issue)
+        out.push(
+          `stored record ${row.id} (${row.module_key}) holds a payload create would refuse: ${issue}; stored: ${JSON.stringify(row.payload).slice(0, 400)}`
+        )
     }
     const body = parse(reply.text)
     if (c.base.op.id === 'transitionRecord' && body?.id) {
       const row = rows.find((x) => x.id === body.id)
       const transition = (r.json as any)?.transition
-      const misses = guardMisses(this.o.workflows[body.moduleKey], body.transition?.key ?? transition, row?.payload ?? body.payload)
-      if (misses.length) out.push(`transition "${transition}" succeeded although its guard's field(s) ${misses.join(', ')} are not in the stored payload`)
+      const misses = guardMisses(
+        this.o.workflows[body.moduleKey],
+        body.transition?.key ?? transition,
+        row?.payload ?? body.payload
+      )
+      if (misses.length)
+        out.push(
+          `transition "${transition}" succeeded although its guard's field(s) ${misses.join(', ')} are not in the stored payload`
+        )
     }
     if (c.base.op.id === 'createToken' && typeof body?.token === 'string' && this.o.me[c.caller]) {
       this.oracleRequests++
@@ -129,13 +165,19 @@ export class Exchange {
       if (me.status !== 200) out.push(`the minted token cannot call GET /api/v1/me (${me.status})`)
       else {
         const extra = escalation(this.o.me[c.caller], me.body)
-        if (extra.length) out.push(`minted a token with rights its minter (${c.caller}) lacks: ${extra.join(', ')} (minted: roles ${JSON.stringify(me.body.roles)}, scopes ${JSON.stringify(me.body.scopes)})`)
+        if (extra.length)
+          out.push(
+            `minted a token with rights its minter (${c.caller}) lacks: ${extra.join(', ')} (minted: roles ${JSON.stringify(me.body.roles)}, scopes ${JSON.stringify(me.body.scopes)})`
+          )
       }
     }
     for (const p of c.base.op.params.filter((x) => x.in === 'path' && Array.isArray(x.schema.enum))) {
       const value = decoded(r.wire.target, c.base.op.path, p.name)
       // An empty one leaves a trailing slash: another route (the list), judged by the contract check.
-      if (value !== undefined && value !== '' && !p.schema.enum.includes(value)) out.push(`path parameter {${p.name}} = ${JSON.stringify(value)} is outside its enum, yet answered ${reply.status}`)
+      if (value !== undefined && value !== '' && !p.schema.enum.includes(value))
+        out.push(
+          `path parameter {${p.name}} = ${JSON.stringify(value)} is outside its enum, yet answered ${reply.status}`
+        )
     }
     await this.o.pools.replenish(c.base.op.id, r.refs)
     return out
@@ -152,7 +194,9 @@ function parse(text: string): any {
 
 /** The decoded value of a path parameter in a sent target (as sent when it does not decode; undefined when the target has another shape). */
 function decoded(target: string, template: string, name: string): string | undefined {
-  const source = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{([^}]+)\\?\}/g, (_m, n: string) => (n === name ? '([^/?]*)' : '[^/?]*'))
+  const source = template
+    .replace(/[.*+?^$()|[\]\\]/g, '\\$&')
+    .replace(/\\?\{([^}]+)\\?\}/g, (_m, n: string) => (n === name ? '([^/?]*)' : '[^/?]*'))
   const m = new RegExp(`^${source}(\\?|$)`).exec(target)
   if (!m) return undefined
   try {
@@ -170,7 +214,13 @@ export function bodyExpr(b: Buffer): string {
   return `${b.length} bytes starting ${JSON.stringify(b.subarray(0, 300).toString(exact ? 'utf8' : 'latin1'))} (built as the mutations above say)`
 }
 
-function repro(c: Case, r: Rendered, reply: WireReply | undefined, failures: string[], tokens: Record<string, string>): string {
+function repro(
+  c: Case,
+  r: Rendered,
+  reply: WireReply | undefined,
+  failures: string[],
+  tokens: Record<string, string>
+): string {
   const hide = (v: string) => Object.entries(tokens).reduce((s, [who, tok]) => s.split(tok).join(`<${who} token>`), v)
   const lines: string[] = [
     `${c.base.op.method} ${c.base.op.path} (${c.base.op.id}, base: ${c.base.label}, caller: ${c.caller}) misbehaved:`,
@@ -182,7 +232,12 @@ function repro(c: Case, r: Rendered, reply: WireReply | undefined, failures: str
     ...r.wire.headers.map(([k, v]) => `  ${k}: ${JSON.stringify(v).slice(1, -1).slice(0, 300)}`),
     ...(r.wire.body ? [`  body: ${bodyExpr(r.wire.body)}`] : []),
     'answer:',
-    ...(reply ? [`  ${reply.status} in ${Math.round(reply.ms)} ms, Content-Type: ${reply.headers['content-type'] ?? '(none)'}`, `  ${reply.text.slice(0, 1_500)}`] : ['  (none)'])
+    ...(reply
+      ? [
+          `  ${reply.status} in ${Math.round(reply.ms)} ms, Content-Type: ${reply.headers['content-type'] ?? '(none)'}`,
+          `  ${reply.text.slice(0, 1_500)}`
+        ]
+      : ['  (none)'])
   ]
   return hide(lines.join('\n'))
 }

@@ -18,9 +18,18 @@ export const framingDefects: Array<{ label: string; apply(w: WireRequest): void 
   { label: 'a header name with a space', apply: (w) => void w.headers.push(['Idempotency Key', 'x']) },
   { label: 'a header name with a NUL', apply: (w) => void w.headers.push(['X-F\u0000', 'x']) },
   { label: 'a header line without a colon', apply: (w) => void w.headers.push(['X-Fuzz-No-Colon\r\nX-B', 'x']) },
-  { label: 'a raw NUL byte in the target', apply: (w) => void (w.target = w.target.replace(/\/([^/]*)$/, '/\u0000$1')) },
-  { label: 'a raw 0xFF byte in the target', apply: (w) => void (w.target = w.target.replace(/\/([^/]*)$/, '/\u00ff$1')) },
+  {
+    label: 'a raw NUL byte in the target',
+    apply: (w) => void (w.target = w.target.replace(/\/([^/]*)$/, '/\u0000$1'))
+  },
+  {
+    label: 'a raw 0xFF byte in the target',
+    apply: (w) => void (w.target = w.target.replace(/\/([^/]*)$/, '/\u00ff$1'))
+  },
   { label: 'a raw space in the target', apply: (w) => void (w.target = `${w.target}?a b=1`) },
   { label: 'a 20 KiB header value', apply: (w) => void w.headers.push(['X-Fuzz', 'x'.repeat(20_000)]) },
-  { label: 'a 20 KiB target', apply: (w) => void (w.target = `${w.target}${w.target.includes('?') ? '&' : '?'}fuzz=${'x'.repeat(20_000)}`) }
+  {
+    label: 'a 20 KiB target',
+    apply: (w) => void (w.target = `${w.target}${w.target.includes('?') ? '&' : '?'}fuzz=${'x'.repeat(20_000)}`)
+  }
 ]

@@ -1,5 +1,11 @@
 import fc from 'fast-check'
-import type { IntrospectionField, IntrospectionInputValue, IntrospectionSchema, IntrospectionType, IntrospectionTypeRef } from 'graphql'
+import type {
+  IntrospectionField,
+  IntrospectionInputValue,
+  IntrospectionSchema,
+  IntrospectionType,
+  IntrospectionTypeRef
+} from 'graphql'
 import { numbers, strings, values } from './hostile.ts'
 import { pascal } from './samples.ts'
 import { fullPayload, type Pools } from './seed.ts'
@@ -44,18 +50,24 @@ export interface GqlCase {
   quirk: 'none' | 'operation-name' | 'unknown-operation-name' | 'extra-variable' | 'variables-array'
 }
 
-const named = (t: IntrospectionTypeRef): string => ('ofType' in t && t.ofType ? named(t.ofType) : (t as { name: string }).name)
-export const typeText = (t: IntrospectionTypeRef): string => (t.kind === 'NON_NULL' ? `${typeText(t.ofType)}!` : t.kind === 'LIST' ? `[${typeText(t.ofType)}]` : t.name)
+const named = (t: IntrospectionTypeRef): string =>
+  'ofType' in t && t.ofType ? named(t.ofType) : (t as { name: string }).name
+export const typeText = (t: IntrospectionTypeRef): string =>
+  t.kind === 'NON_NULL' ? `${typeText(t.ofType)}!` : t.kind === 'LIST' ? `[${typeText(t.ofType)}]` : t.name
 const listOf = (t: IntrospectionTypeRef): boolean => t.kind === 'LIST' || (t.kind === 'NON_NULL' && listOf(t.ofType))
 /** The item type of a list type (`[X!]!` → `X!`); the type itself when it is not a list. */
-const itemOf = (t: IntrospectionTypeRef): IntrospectionTypeRef => (t.kind === 'NON_NULL' ? (t.ofType.kind === 'LIST' ? t.ofType.ofType : t) : t.kind === 'LIST' ? t.ofType : t)
+const itemOf = (t: IntrospectionTypeRef): IntrospectionTypeRef =>
+  t.kind === 'NON_NULL' ? (t.ofType.kind === 'LIST' ? t.ofType.ofType : t) : t.kind === 'LIST' ? t.ofType : t
 
 export class GraphQLSchemaView {
   readonly types = new Map<string, IntrospectionType>()
   readonly roots: Root[] = []
   constructor(readonly schema: IntrospectionSchema) {
     for (const t of schema.types) this.types.set(t.name, t)
-    for (const [kind, ref] of [['query', schema.queryType], ['mutation', schema.mutationType]] as const) {
+    for (const [kind, ref] of [
+      ['query', schema.queryType],
+      ['mutation', schema.mutationType]
+    ] as const) {
       const t = ref && this.types.get(ref.name)
       if (t && t.kind === 'OBJECT') for (const field of t.fields) this.roots.push({ kind, field })
     }
@@ -85,7 +97,8 @@ export class GraphQLSchemaView {
       const t = this.types.get(type)
       if (!t || (t.kind !== 'OBJECT' && t.kind !== 'INTERFACE')) continue
       for (const f of t.fields) {
-        if (f.args.some((a) => a.type.kind === 'NON_NULL' && a.defaultValue == null) || f.name.startsWith('__')) continue
+        if (f.args.some((a) => a.type.kind === 'NON_NULL' && a.defaultValue == null) || f.name.startsWith('__'))
+          continue
         const next = named(f.type)
         const k = this.types.get(next)?.kind
         if (k !== 'OBJECT' && k !== 'INTERFACE') continue
@@ -145,25 +158,57 @@ function fromTemplate(view: GraphQLSchemaView, ref: IntrospectionTypeRef, v: Jso
   if (ref.kind === 'LIST') return Array.isArray(v) ? v.map((x) => fromTemplate(view, ref.ofType, x)) : v
   const t = view.types.get(ref.name)!
   const squash = (x: string) => x.toLowerCase().replace(/[^a-z0-9]/g, '')
-  if (t.kind === 'ENUM') return t.enumValues.find((e) => squash(e.name) === squash(String(v)))?.name ?? t.enumValues[0].name
+  if (t.kind === 'ENUM')
+    return t.enumValues.find((e) => squash(e.name) === squash(String(v)))?.name ?? t.enumValues[0].name
   if (t.kind === 'INPUT_OBJECT' && v && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Raw))
-    return obj(t.inputFields.filter((f) => f.name in v).map((f) => [f.name, fromTemplate(view, f.type, (v as Record<string, JsonLike>)[f.name])]))
+    return obj(
+      t.inputFields
+        .filter((f) => f.name in v)
+        .map((f) => [f.name, fromTemplate(view, f.type, (v as Record<string, JsonLike>)[f.name])])
+    )
   return v
 }
 
-function validValue(view: GraphQLSchemaView, pools: Pools, ref: IntrospectionTypeRef, name: string, level: number): JsonLike {
+function validValue(
+  view: GraphQLSchemaView,
+  pools: Pools,
+  ref: IntrospectionTypeRef,
+  name: string,
+  level: number
+): JsonLike {
   if (ref.kind === 'NON_NULL') return validValue(view, pools, ref.ofType, name, level)
   if (ref.kind === 'LIST') return [validValue(view, pools, ref.ofType, name, level)]
   const t = view.types.get(ref.name)!
   if (t.kind === 'ENUM') return t.enumValues[0].name
   if (t.kind === 'INPUT_OBJECT') {
     const o = obj()
-    if (level < 4) for (const f of t.inputFields.filter((x) => x.type.kind === 'NON_NULL')) o[f.name] = validValue(view, pools, f.type, f.name, level + 1)
+    if (level < 4)
+      for (const f of t.inputFields.filter((x) => x.type.kind === 'NON_NULL'))
+        o[f.name] = validValue(view, pools, f.type, f.name, level + 1)
     return o
   }
-  const byName: Record<string, JsonLike> = { moduleKey: 'incident', recordId: pools.id('record:attachments'), fileName: 'fuzz.txt', contentType: 'text/plain', size: 5, first: 2 }
+  const byName: Record<string, JsonLike> = {
+    moduleKey: 'incident',
+    recordId: pools.id('record:attachments'),
+    fileName: 'fuzz.txt',
+    contentType: 'text/plain',
+    size: 5,
+    first: 2
+  }
   if (name in byName) return byName[name]
-  return ({ Int: 1, Float: 1.5, Boolean: true, ID: pools.id('record:incident:0'), DateTime: '2026-11-20T08:30:00Z', Date: '2026-11-20', JSON: obj() } as Record<string, JsonLike>)[t.name] ?? 'fuzz'
+  return (
+    (
+      {
+        Int: 1,
+        Float: 1.5,
+        Boolean: true,
+        ID: pools.id('record:incident:0'),
+        DateTime: '2026-11-20T08:30:00Z',
+        Date: '2026-11-20',
+        JSON: obj()
+      } as Record<string, JsonLike>
+    )[t.name] ?? 'fuzz'
+  )
 }
 
 /** `createIncident` → `incident`, `correctiveActions` → `corrective-action`. */
@@ -172,7 +217,13 @@ function moduleOf(pools: Pools, field: string): string | undefined {
 }
 
 /** A hostile value for an argument of this type, by the mutation's kind and pick. */
-function hostileArg(view: GraphQLSchemaView, pools: Pools, root: Root, a: IntrospectionInputValue, m: ArgMutation): { value: JsonLike; note: string } {
+function hostileArg(
+  view: GraphQLSchemaView,
+  pools: Pools,
+  root: Root,
+  a: IntrospectionInputValue,
+  m: ArgMutation
+): { value: JsonLike; note: string } {
   const t = view.type(a.type)
   const at = <T>(list: T[]) => list[m.pick % list.length]
   const full = () => fullPayload(pools, moduleOf(pools, root.field.name))
@@ -189,11 +240,19 @@ function hostileArg(view: GraphQLSchemaView, pools: Pools, root: Root, a: Intros
     case 'any':
       return fromValues(values)
     case 'wrong':
-      return t.kind === 'SCALAR' && ['Int', 'Float'].includes(t.name) ? fromValues([...stringish.slice(0, 8), ...values.filter((v) => /^(true|\[\]|\{\}|null)$/.test(v.label))]) : fromValues(numeric)
+      return t.kind === 'SCALAR' && ['Int', 'Float'].includes(t.name)
+        ? fromValues([...stringish.slice(0, 8), ...values.filter((v) => /^(true|\[\]|\{\}|null)$/.test(v.label))])
+        : fromValues(numeric)
     case 'huge-list': {
       const item = validValue(view, pools, itemOf(a.type), a.name, 0)
       const n = at([1_000, 10_000, 50_000])
-      return make(`a list of ${n} valid items`, new Raw(`[${Array.from({ length: n }, () => jsonText(item)).join(',')}]`, `a list of ${n} × ${jsonText(item).slice(0, 60)}`))
+      return make(
+        `a list of ${n} valid items`,
+        new Raw(
+          `[${Array.from({ length: n }, () => jsonText(item)).join(',')}]`,
+          `a list of ${n} × ${jsonText(item).slice(0, 60)}`
+        )
+      )
     }
     case 'deep': {
       const n = at([64, 1_000, 5_000])
@@ -202,9 +261,18 @@ function hostileArg(view: GraphQLSchemaView, pools: Pools, root: Root, a: Intros
         const self = t.inputFields.find((f) => named(f.type) === t.name)
         const key = self?.name ?? t.inputFields[0]?.name ?? 'a'
         const wrap = self && listOf(self.type) ? ['[', ']'] : ['', '']
-        return make(`${key} nested ${n} levels`, new Raw(`{"${key}":${wrap[0]}`.repeat(n) + '{}' + `${wrap[1]}}`.repeat(n), `'{"${key}":${wrap[0]}'.repeat(${n}) + '{}' + '${wrap[1]}}'.repeat(${n})`))
+        return make(
+          `${key} nested ${n} levels`,
+          new Raw(
+            `{"${key}":${wrap[0]}`.repeat(n) + '{}' + `${wrap[1]}}`.repeat(n),
+            `'{"${key}":${wrap[0]}'.repeat(${n}) + '{}' + '${wrap[1]}}'.repeat(${n})`
+          )
+        )
       }
-      return make(`'['.repeat(${n}) + ']'.repeat(${n})`, new Raw('['.repeat(n) + ']'.repeat(n), `'['.repeat(${n}) + ']'.repeat(${n})`))
+      return make(
+        `'['.repeat(${n}) + ']'.repeat(${n})`,
+        new Raw('['.repeat(n) + ']'.repeat(n), `'['.repeat(${n}) + ']'.repeat(${n})`)
+      )
     }
     case 'member': {
       if (t.kind !== 'INPUT_OBJECT' || !t.inputFields.length) return fromValues(values)
@@ -217,9 +285,17 @@ function hostileArg(view: GraphQLSchemaView, pools: Pools, root: Root, a: Intros
     }
     default: {
       // typed: a hostile value of the argument's own kind
-      if (t.kind === 'SCALAR' && ['Int', 'Float'].includes(t.name)) return fromValues([...numeric, ...values.filter((v) => ['"NaN"', '"1e400"', '"-0"'].includes(v.label))])
-      if (t.kind === 'SCALAR' && t.name === 'Boolean') return fromValues(values.filter((v) => /^("true"|"1"|0|null|\[\])$/.test(v.label)))
-      if (t.kind === 'INPUT_OBJECT') return fromValues(values.filter((v) => v.label.startsWith('{') || v.label.startsWith('<') || v.label.startsWith("'") || v.label.startsWith('an ')))
+      if (t.kind === 'SCALAR' && ['Int', 'Float'].includes(t.name))
+        return fromValues([...numeric, ...values.filter((v) => ['"NaN"', '"1e400"', '"-0"'].includes(v.label))])
+      if (t.kind === 'SCALAR' && t.name === 'Boolean')
+        return fromValues(values.filter((v) => /^("true"|"1"|0|null|\[\])$/.test(v.label)))
+      if (t.kind === 'INPUT_OBJECT')
+        return fromValues(
+          values.filter(
+            (v) =>
+              v.label.startsWith('{') || v.label.startsWith('<') || v.label.startsWith("'") || v.label.startsWith('an ')
+          )
+        )
       return fromValues(stringish)
     }
   }
@@ -228,7 +304,8 @@ function hostileArg(view: GraphQLSchemaView, pools: Pools, root: Root, a: Intros
 /** A JSON-like value as a GraphQL literal (enum values unquoted when the type is an enum). */
 function literal(v: JsonLike, enumType: boolean): string {
   if (v instanceof Raw) return v.text.replace(/"([A-Za-z_][A-Za-z0-9_]*)":/g, '$1:')
-  if (v === null || typeof v !== 'object') return enumType && typeof v === 'string' && /^[A-Za-z_]\w*$/.test(v) ? v : JSON.stringify(v)
+  if (v === null || typeof v !== 'object')
+    return enumType && typeof v === 'string' && /^[A-Za-z_]\w*$/.test(v) ? v : JSON.stringify(v)
   if (Array.isArray(v)) return `[${v.map((x) => literal(x, enumType)).join(', ')}]`
   return `{${Object.keys(v)
     .map((k) => `${k}: ${literal(v[k], false)}`)
@@ -301,16 +378,27 @@ export function document(view: GraphQLSchemaView, pools: Pools, c: GqlCase): Doc
     } else if (S.style === 'inline' && inner) {
       selections.push(call(`r${i}: `, `... on ${target.name} { ${inner} } ... { __typename }`))
     } else if (S.style === 'nested' && inner) {
-      fragments.push(`fragment P${i}a on ${target.name} { ...P${i}b __typename }`, `fragment P${i}b on ${target.name} { ... on ${target.name} { ...P${i}c } }`, `fragment P${i}c on ${target.name} { ${inner} }`)
+      fragments.push(
+        `fragment P${i}a on ${target.name} { ...P${i}b __typename }`,
+        `fragment P${i}b on ${target.name} { ... on ${target.name} { ...P${i}c } }`,
+        `fragment P${i}c on ${target.name} { ${inner} }`
+      )
       selections.push(call(`r${i}: `, `...P${i}a ...P${i}b`))
     } else if (S.style === 'aliases') {
       // Mutations run one after another: 40 writes in one document is a cost question the cost family asks, not a fuzz case.
-      for (let k = 0; k < (p.root.kind === 'mutation' ? Math.min(S.aliases, 3) : S.aliases); k++) selections.push(call(`r${i}_${k}: `, inner))
+      for (let k = 0; k < (p.root.kind === 'mutation' ? Math.min(S.aliases, 3) : S.aliases); k++)
+        selections.push(call(`r${i}_${k}: `, inner))
     } else {
       selections.push(call(`r${i}: `, inner))
     }
-    if (S.style === 'introspection') selections.push(`__typename t${i}: __typename __type(name: ${JSON.stringify(target.name)}) { name kind fields { name type { name kind ofType { name kind } } } }`, `s${i}: __schema { queryType { name } mutationType { name } types { name } }`)
-    notes.push(`${p.root.kind} ${f.name}: selection ${S.style}${S.style === 'aliases' ? ` ×${S.aliases}` : ''}, depth ${S.depth}`)
+    if (S.style === 'introspection')
+      selections.push(
+        `__typename t${i}: __typename __type(name: ${JSON.stringify(target.name)}) { name kind fields { name type { name kind ofType { name kind } } } }`,
+        `s${i}: __schema { queryType { name } mutationType { name } types { name } }`
+      )
+    notes.push(
+      `${p.root.kind} ${f.name}: selection ${S.style}${S.style === 'aliases' ? ` ×${S.aliases}` : ''}, depth ${S.depth}`
+    )
   })
   // Declare only what is used, after mutations replaced some arguments.
   const used = declared.filter((d) => {
@@ -334,7 +422,18 @@ const selection = fc.record({
 
 const argMutation = fc.record({
   arg: fc.nat(20),
-  how: fc.constantFrom<ArgMutation['how']>('typed', 'typed', 'any', 'wrong', 'member', 'deep', 'huge-list', 'null', 'omit', 'unknown-arg'),
+  how: fc.constantFrom<ArgMutation['how']>(
+    'typed',
+    'typed',
+    'any',
+    'wrong',
+    'member',
+    'deep',
+    'huge-list',
+    'null',
+    'omit',
+    'unknown-arg'
+  ),
   pick: fc.nat(400),
   inline: fc.boolean()
 })
@@ -343,16 +442,33 @@ const argMutation = fc.record({
 export function fieldCases(root: Root): fc.Arbitrary<GqlCase> {
   return fc.record({
     family: fc.constant(root.field.name),
-    parts: fc.tuple(fc.array(argMutation, { minLength: 0, maxLength: 2 }), selection).map(([mutations, s]) => [{ root, mutations, selection: s }]),
-    transport: root.kind === 'query' ? fc.constantFrom<GqlCase['transport']>('graphql-response', 'json', 'get') : fc.constantFrom<GqlCase['transport']>('graphql-response', 'json'),
-    quirk: fc.constantFrom<GqlCase['quirk']>('none', 'none', 'none', 'operation-name', 'unknown-operation-name', 'extra-variable', 'variables-array')
+    parts: fc
+      .tuple(fc.array(argMutation, { minLength: 0, maxLength: 2 }), selection)
+      .map(([mutations, s]) => [{ root, mutations, selection: s }]),
+    transport:
+      root.kind === 'query'
+        ? fc.constantFrom<GqlCase['transport']>('graphql-response', 'json', 'get')
+        : fc.constantFrom<GqlCase['transport']>('graphql-response', 'json'),
+    quirk: fc.constantFrom<GqlCase['quirk']>(
+      'none',
+      'none',
+      'none',
+      'operation-name',
+      'unknown-operation-name',
+      'extra-variable',
+      'variables-array'
+    )
   })
 }
 
 /** Documents of two to four mutation fields, some of them hostile. */
 export function multiMutationCases(roots: Root[]): fc.Arbitrary<GqlCase> {
   const mutations = roots.filter((r) => r.kind === 'mutation')
-  const part = fc.record({ root: fc.constantFrom(...mutations), mutations: fc.array(argMutation, { maxLength: 1 }), selection: selection.map((s) => ({ ...s, style: s.style === 'aliases' ? ('plain' as const) : s.style })) })
+  const part = fc.record({
+    root: fc.constantFrom(...mutations),
+    mutations: fc.array(argMutation, { maxLength: 1 }),
+    selection: selection.map((s) => ({ ...s, style: s.style === 'aliases' ? ('plain' as const) : s.style }))
+  })
   return fc.record({
     family: fc.constant('multi-mutation'),
     parts: fc.array(part, { minLength: 2, maxLength: 4 }),
@@ -361,4 +477,5 @@ export function multiMutationCases(roots: Root[]): fc.Arbitrary<GqlCase> {
   })
 }
 
-export const showCase = (c: GqlCase) => `${c.family} via ${c.transport}${c.quirk === 'none' ? '' : ` (${c.quirk})`}: ${JSON.stringify(c.parts.map((p) => ({ field: p.root.field.name, mutations: p.mutations, selection: p.selection })))}`
+export const showCase = (c: GqlCase) =>
+  `${c.family} via ${c.transport}${c.quirk === 'none' ? '' : ` (${c.quirk})`}: ${JSON.stringify(c.parts.map((p) => ({ field: p.root.field.name, mutations: p.mutations, selection: p.selection })))}`

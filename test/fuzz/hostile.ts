@@ -15,7 +15,8 @@ export interface Hostile {
 // A fresh copy each time: later mutations write into the value they put in a body.
 const h = (label: string, value: JsonLike): Hostile => ({ label, make: () => cloneJson(value) })
 const raw = (text: string, label = text): Hostile => ({ label, make: () => new Raw(text, label) })
-const deep = (n: number, open: string, leaf: string, close: string, label: string) => raw(open.repeat(n) + leaf + close.repeat(n), label)
+const deep = (n: number, open: string, leaf: string, close: string, label: string) =>
+  raw(open.repeat(n) + leaf + close.repeat(n), label)
 const polluted = () => obj([['polluted', 'yes']])
 
 /** Strings: control characters, lone surrogates, look-alikes, lengths, injection shapes. */
@@ -106,9 +107,18 @@ const shapes: Hostile[] = [
   // block this process for (the server runs in it), and the run still ends to report it.
   raw(`[${'0,'.repeat(29_999)}0]`, 'an array of 30,000 zeros'),
   raw(`[${'{},'.repeat(9_999)}{}]`, 'an array of 10,000 empty objects'),
-  raw(`[${Array.from({ length: 10_000 }, (_v, i) => `"bad-${i}"`).join(',')}]`, 'an array of 10,000 distinct strings ("bad-0" … "bad-9999")'),
-  raw(`[${Array.from({ length: 2_000 }, () => '{"item":"\\u0000","result":"\\ud800","x":1e400}').join(',')}]`, 'an array of 2,000 objects with NUL, a lone surrogate and 1e400'),
-  raw(`{${Array.from({ length: 10_000 }, (_v, i) => `"k${i}":${i}`).join(',')}}`, 'an object with 10,000 keys "k0" … "k9999"')
+  raw(
+    `[${Array.from({ length: 10_000 }, (_v, i) => `"bad-${i}"`).join(',')}]`,
+    'an array of 10,000 distinct strings ("bad-0" … "bad-9999")'
+  ),
+  raw(
+    `[${Array.from({ length: 2_000 }, () => '{"item":"\\u0000","result":"\\ud800","x":1e400}').join(',')}]`,
+    'an array of 2,000 objects with NUL, a lone surrogate and 1e400'
+  ),
+  raw(
+    `{${Array.from({ length: 10_000 }, (_v, i) => `"k${i}":${i}`).join(',')}}`,
+    'an object with 10,000 keys "k0" … "k9999"'
+  )
 ]
 
 /** Objects that try to reach a prototype, including a full valid payload under `__proto__`. */
@@ -122,12 +132,21 @@ const prototypes: Hostile[] = [
   raw('{"a":1,"a":2}')
 ]
 
-const stringValues = strings.map((s) => h(JSON.stringify(s.length > 40 ? `${s.slice(0, 12)}…(${s.length} chars)` : s), s))
+const stringValues = strings.map((s) =>
+  h(JSON.stringify(s.length > 40 ? `${s.slice(0, 12)}…(${s.length} chars)` : s), s)
+)
 const numberValues = numbers.map((n) => raw(n))
 const fullPayload: Hostile = { label: '<every field of the module, valid>', make: (full) => full() }
 
 /** Values for a body member (mutation `set`) or a new member (mutation `key`). */
-export const values: Hostile[] = [...stringValues, ...numberValues, ...wrongTypes, ...shapes, ...prototypes, fullPayload]
+export const values: Hostile[] = [
+  ...stringValues,
+  ...numberValues,
+  ...wrongTypes,
+  ...shapes,
+  ...prototypes,
+  fullPayload
+]
 
 /** The hostile values of the kind a place expects (a `typed` mutation draws from these). */
 export const valuesOf: Record<Kind, Hostile[]> = {
@@ -177,22 +196,75 @@ export const lookalikes: Array<{ label: string; f: (s: string) => string }> = [
 
 /** Whole bodies: malformed JSON, odd encodings, sizes, depths. */
 export const rawBodies: Array<{ label: string; bytes: () => Buffer }> = [
-  ...['', ' ', 'null', '[]', '{}', '"text"', '0', '1e400', '-0', '{', '}', '{"a":1,}', "{'a':1}", '{"a":NaN}', '{"a":Infinity}', '{"a":1}{"b":2}', '{"a":1} x', '{"a":"\\u0000"}', '{"a":"\\ud800"}', '{"\\u0000":1}', '{"a":"\\x41"}', '{"a":01}', '[1,2', '\ufeff{}', '{"__proto__":{"polluted":"yes"}}', '{"constructor":{"prototype":{"polluted":"yes"}}}'].map((text) => ({ label: JSON.stringify(text), bytes: () => Buffer.from(text, 'utf8') })),
+  ...[
+    '',
+    ' ',
+    'null',
+    '[]',
+    '{}',
+    '"text"',
+    '0',
+    '1e400',
+    '-0',
+    '{',
+    '}',
+    '{"a":1,}',
+    "{'a':1}",
+    '{"a":NaN}',
+    '{"a":Infinity}',
+    '{"a":1}{"b":2}',
+    '{"a":1} x',
+    '{"a":"\\u0000"}',
+    '{"a":"\\ud800"}',
+    '{"\\u0000":1}',
+    '{"a":"\\x41"}',
+    '{"a":01}',
+    '[1,2',
+    '\ufeff{}',
+    '{"__proto__":{"polluted":"yes"}}',
+    '{"constructor":{"prototype":{"polluted":"yes"}}}'
+  ].map((text) => ({ label: JSON.stringify(text), bytes: () => Buffer.from(text, 'utf8') })),
   { label: "'['.repeat(5000) + ']'.repeat(5000)", bytes: () => Buffer.from('['.repeat(5_000) + ']'.repeat(5_000)) },
-  { label: `'{"a":'.repeat(10000) + '1' + '}'.repeat(10000)`, bytes: () => Buffer.from('{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000)) },
+  {
+    label: `'{"a":'.repeat(10000) + '1' + '}'.repeat(10000)`,
+    bytes: () => Buffer.from('{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000))
+  },
   { label: "'['.repeat(200000) (never closed)", bytes: () => Buffer.from('['.repeat(200_000)) },
-  { label: 'invalid UTF-8: {"a":"<FF FE>"}', bytes: () => Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]) },
-  { label: 'CESU-8 lone surrogate: {"a":"<ED A0 80>"}', bytes: () => Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d]) },
+  {
+    label: 'invalid UTF-8: {"a":"<FF FE>"}',
+    bytes: () => Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d])
+  },
+  {
+    label: 'CESU-8 lone surrogate: {"a":"<ED A0 80>"}',
+    bytes: () => Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d])
+  },
   { label: 'UTF-16LE {"a":1}', bytes: () => Buffer.from('\ufeff{"a":1}', 'utf16le') },
   { label: '{"a":"x…"} of 1 MiB + 1 byte', bytes: () => Buffer.from(`{"a":"${'x'.repeat(1_048_577 - 8)}"}`) }
 ]
 
 /** NDJSON bodies for bulk loads. */
 export const ndjsonBodies: Array<{ label: string; bytes: () => Buffer }> = [
-  ...['\n', '\n\n\n', '{}', 'not json', '{"payload":{}}\n{', '{"payload":null}', '[]\n[]', '{"payload":{"__proto__":{"polluted":"yes"}}}', '\r\n{"payload":{}}\r\n', '{"payload":{"title":"\\u0000"}}'].map((text) => ({ label: JSON.stringify(text), bytes: () => Buffer.from(text, 'utf8') })),
+  ...[
+    '\n',
+    '\n\n\n',
+    '{}',
+    'not json',
+    '{"payload":{}}\n{',
+    '{"payload":null}',
+    '[]\n[]',
+    '{"payload":{"__proto__":{"polluted":"yes"}}}',
+    '\r\n{"payload":{}}\r\n',
+    '{"payload":{"title":"\\u0000"}}'
+  ].map((text) => ({ label: JSON.stringify(text), bytes: () => Buffer.from(text, 'utf8') })),
   { label: '2,000 lines of {}', bytes: () => Buffer.from('{}\n'.repeat(2_000)) },
-  { label: '500 lines of {"payload":{"title":1e400}}', bytes: () => Buffer.from('{"payload":{"title":1e400}}\n'.repeat(500)) },
-  { label: "one line '['.repeat(10000) + ']'.repeat(10000)", bytes: () => Buffer.from('['.repeat(10_000) + ']'.repeat(10_000)) },
+  {
+    label: '500 lines of {"payload":{"title":1e400}}',
+    bytes: () => Buffer.from('{"payload":{"title":1e400}}\n'.repeat(500))
+  },
+  {
+    label: "one line '['.repeat(10000) + ']'.repeat(10000)",
+    bytes: () => Buffer.from('['.repeat(10_000) + ']'.repeat(10_000))
+  },
   { label: 'invalid UTF-8 line', bytes: () => Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d, 0x0a]) },
   { label: 'one line of 2 MiB', bytes: () => Buffer.from(`{"payload":{"title":"${'x'.repeat(2 * 1_048_576)}"}}\n`) }
 ]
@@ -245,7 +317,10 @@ export const wireVariants: Array<{ label: string; f: (s: string) => string }> = 
   { label: 'with a trailing %20', f: (s) => `${s}%20` },
   { label: 'one character short', f: (s) => s.slice(0, -1) },
   { label: 'one character long', f: (s) => `${s}a` },
-  { label: 'with its first character percent-encoded', f: (s) => `%${s.charCodeAt(0).toString(16).toUpperCase()}${s.slice(1)}` },
+  {
+    label: 'with its first character percent-encoded',
+    f: (s) => `%${s.charCodeAt(0).toString(16).toUpperCase()}${s.slice(1)}`
+  },
   { label: 'with %ED%A0%80', f: (s) => `${s}%ED%A0%80` },
   { label: 'with %2F..', f: (s) => `${s}%2F..` },
   { label: 'doubled', f: (s) => `${s}${s}` }
@@ -268,9 +343,72 @@ export const queryShapes: Array<{ label: string; f: (name: string, v: string) =>
 
 /** Header values an HTTP/1.1 parser lets through (no CTLs): these reach the service. */
 export const headerValues: Record<string, string[]> = {
-  'Idempotency-Key': ['<fresh>', '<reused>', '', ' ', 'x'.repeat(255), 'x'.repeat(256), 'x'.repeat(3_000), 'caf\u00e9', '\ud800', '\u212a', '%00', 'a b', 'a,b', '"quoted"'],
-  'If-Match': ['"1"', '"2"', '*', 'W/"1"', '"0"', '"-1"', '"1e400"', '"9007199254740993"', '"99999999999999999999"', '1', '""', '"1", "2"', '"\u00e9"', '"\ud800"', '"0x1"', '" 1"', '"1.0"', 'x'.repeat(3_000)],
-  'Content-Type': ['<none>', 'application/json', 'application/merge-patch+json', 'application/problem+json', 'application/x-ndjson', 'text/plain', '', 'application/json; charset=utf-16', 'application/json; charset=latin1', 'APPLICATION/JSON', 'application/json;;;', 'application/jsonx', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded', '*/*', 'application/json\u00e9', 'application/\ud800'],
-  Authorization: ['<none>', 'Bearer', 'Bearer ', 'bearer <token>', 'Bearer <token> ', 'Bearer <token>\u00e9', 'Bearer <token>x', 'Basic Zm9vOmJhcg==', `Bearer ${'x'.repeat(3_000)}`, 'Bearer svc_k_\ud800'],
+  'Idempotency-Key': [
+    '<fresh>',
+    '<reused>',
+    '',
+    ' ',
+    'x'.repeat(255),
+    'x'.repeat(256),
+    'x'.repeat(3_000),
+    'caf\u00e9',
+    '\ud800',
+    '\u212a',
+    '%00',
+    'a b',
+    'a,b',
+    '"quoted"'
+  ],
+  'If-Match': [
+    '"1"',
+    '"2"',
+    '*',
+    'W/"1"',
+    '"0"',
+    '"-1"',
+    '"1e400"',
+    '"9007199254740993"',
+    '"99999999999999999999"',
+    '1',
+    '""',
+    '"1", "2"',
+    '"\u00e9"',
+    '"\ud800"',
+    '"0x1"',
+    '" 1"',
+    '"1.0"',
+    'x'.repeat(3_000)
+  ],
+  'Content-Type': [
+    '<none>',
+    'application/json',
+    'application/merge-patch+json',
+    'application/problem+json',
+    'application/x-ndjson',
+    'text/plain',
+    '',
+    'application/json; charset=utf-16',
+    'application/json; charset=latin1',
+    'APPLICATION/JSON',
+    'application/json;;;',
+    'application/jsonx',
+    'multipart/form-data; boundary=x',
+    'application/x-www-form-urlencoded',
+    '*/*',
+    'application/json\u00e9',
+    'application/\ud800'
+  ],
+  Authorization: [
+    '<none>',
+    'Bearer',
+    'Bearer ',
+    'bearer <token>',
+    'Bearer <token> ',
+    'Bearer <token>\u00e9',
+    'Bearer <token>x',
+    'Basic Zm9vOmJhcg==',
+    `Bearer ${'x'.repeat(3_000)}`,
+    'Bearer svc_k_\ud800'
+  ],
   'X-Fuzz': ['\u0080\u00ff', '\ud800', 'x'.repeat(3_000)]
 }

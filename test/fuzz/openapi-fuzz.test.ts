@@ -54,54 +54,98 @@ snapshots = await Snapshots.open(server.platform.config.database.url!)
 
 // A narrowed admin service account: what it mints must never exceed what it may do itself.
 const narrow = (
-  await server.platform.credentials.create({ tenantId: 'acme', kind: 'service_account', name: 'fuzz narrow', scopes: ['tokens:write', 'records:read:incident', 'records:write:incident', 'modules:read'], roles: ['admin', 'reporter'] })
+  await server.platform.credentials.create({
+    tenantId: 'acme',
+    kind: 'service_account',
+    name: 'fuzz narrow',
+    scopes: ['tokens:write', 'records:read:incident', 'records:write:incident', 'modules:read'],
+    roles: ['admin', 'reporter']
+  })
 ).token
 const tokens = { 'api-key': server.keys.acme, narrow }
 const me: Record<string, Me> = {}
 for (const [who, token] of Object.entries(tokens)) me[who] = (await server.request('GET', '/api/v1/me', { token })).body
 
-const exchange = new Exchange({ server, pools, snapshots, workflows, tokens, me, payloads: new PayloadCheck(doc), doc, boundMs })
+const exchange = new Exchange({
+  server,
+  pools,
+  snapshots,
+  workflows,
+  tokens,
+  me,
+  payloads: new PayloadCheck(doc),
+  doc,
+  boundMs
+})
 
 /** A case as the request it becomes (fast-check shows it as the counterexample). */
-const show = (c: Case) => `${c.base.op.method} ${c.base.op.path} [${c.base.label}] as ${c.caller} with ${JSON.stringify(c.mutations)}${'defect' in c ? ` and framing defect ${c.defect}` : ''}`
+const show = (c: Case) =>
+  `${c.base.op.method} ${c.base.op.path} [${c.base.label}] as ${c.caller} with ${JSON.stringify(c.mutations)}${'defect' in c ? ` and framing defect ${c.defect}` : ''}`
 
 /** Runs cases under fast-check (property.ts: shrinking within a budget, a failure reported with its repro). */
-const fuzz = (t: Test, arbitrary: fc.Arbitrary<Case>, index: number, send: (c: Case) => Promise<void>, numRuns = runs) => fuzzProperty(t, arbitrary, { seed: seed + index, numRuns, show }, send)
+const fuzz = (
+  t: Test,
+  arbitrary: fc.Arbitrary<Case>,
+  index: number,
+  send: (c: Case) => Promise<void>,
+  numRuns = runs
+) => fuzzProperty(t, arbitrary, { seed: seed + index, numRuns, show }, send)
 
 // A case takes 20-60 ms on a busy 2-core machine (~950 cases by default: ~20-60 s in all);
 // 250 ms a case leaves room for a slower machine and for shrinking the failures of a bad day.
-const planned = operations.reduce((n, op) => n + (op.body?.schema ? 2 : 1) * runs, 0) + Math.max(framingDefects.length, runs)
+const planned =
+  operations.reduce((n, op) => n + (op.body?.schema ? 2 : 1) * runs, 0) + Math.max(framingDefects.length, runs)
 t.setTimeout(Number(process.env.FUZZ_TIMEOUT_MS ?? Math.max(240_000, planned * 250)))
 
 const started = performance.now()
-t.comment(`fuzzing ${operations.length} operations, ${runs} cases each (${2 * runs} with a JSON or NDJSON body), ${planned} in all before shrinking; seed ${seed}, bound ${boundMs} ms per answer`)
+t.comment(
+  `fuzzing ${operations.length} operations, ${runs} cases each (${2 * runs} with a JSON or NDJSON body), ${planned} in all before shrinking; seed ${seed}, bound ${boundMs} ms per answer`
+)
 
 for (const op of operations) {
   const index = allOperations.indexOf(op)
-  await t.test(`${op.method} ${op.path} answers hostile requests with a success or a problem, in time, changing nothing when it refuses`, async (t) => {
-    const bases = basesOf(op, doc, pools, workflows)
-    const numRuns = op.body?.schema ? 2 * runs : runs
-    if (await fuzz(t, caseArbitrary(bases), index, (c) => exchange.run(c), numRuns)) t.pass(`${exchange.sent.get(op.id) ?? 0} requests to ${op.id}`)
-  })
+  await t.test(
+    `${op.method} ${op.path} answers hostile requests with a success or a problem, in time, changing nothing when it refuses`,
+    async (t) => {
+      const bases = basesOf(op, doc, pools, workflows)
+      const numRuns = op.body?.schema ? 2 * runs : runs
+      if (await fuzz(t, caseArbitrary(bases), index, (c) => exchange.run(c), numRuns))
+        t.pass(`${exchange.sent.get(op.id) ?? 0} requests to ${op.id}`)
+    }
+  )
 }
 
-await t.test('malformed HTTP framing (control bytes in headers, raw bytes in the target, a head past 16 KiB) is answered with a problem too', async (t) => {
-  const targets = allOperations.filter((op) => ['getMe', 'createRecord', 'updateRecord', 'listRecords'].includes(op.id))
-  const bases = targets.flatMap((op) => basesOf(op, doc, pools, workflows).slice(0, 1))
-  const arbitrary: fc.Arbitrary<Case & { defect: number }> = fc.record({
-    base: fc.constantFrom(...bases),
-    caller: fc.constant('api-key' as const),
-    key: fc.constant('none' as const),
-    mutations: fc.constant([] as Mutation[]),
-    defect: fc.nat({ max: framingDefects.length - 1 })
-  })
-  const damage = (c: Case) => (w: WireRequest) => {
-    const d = framingDefects[(c as Case & { defect: number }).defect]
-    d.apply(w)
-    return `framing: ${d.label}`
+await t.test(
+  'malformed HTTP framing (control bytes in headers, raw bytes in the target, a head past 16 KiB) is answered with a problem too',
+  async (t) => {
+    const targets = allOperations.filter((op) =>
+      ['getMe', 'createRecord', 'updateRecord', 'listRecords'].includes(op.id)
+    )
+    const bases = targets.flatMap((op) => basesOf(op, doc, pools, workflows).slice(0, 1))
+    const arbitrary: fc.Arbitrary<Case & { defect: number }> = fc.record({
+      base: fc.constantFrom(...bases),
+      caller: fc.constant('api-key' as const),
+      key: fc.constant('none' as const),
+      mutations: fc.constant([] as Mutation[]),
+      defect: fc.nat({ max: framingDefects.length - 1 })
+    })
+    const damage = (c: Case) => (w: WireRequest) => {
+      const d = framingDefects[(c as Case & { defect: number }).defect]
+      d.apply(w)
+      return `framing: ${d.label}`
+    }
+    if (
+      await fuzz(
+        t,
+        arbitrary,
+        allOperations.length,
+        (c) => exchange.run(c, damage(c)),
+        Math.max(framingDefects.length, runs)
+      )
+    )
+      t.pass(`${exchange.sent.get('framing')} requests with damaged framing`)
   }
-  if (await fuzz(t, arbitrary, allOperations.length, (c) => exchange.run(c, damage(c)), Math.max(framingDefects.length, runs))) t.pass(`${exchange.sent.get('framing')} requests with damaged framing`)
-})
+)
 
 await t.test('every answer the fuzzer got is one the OpenAPI document describes', async (t) => {
   for (const [what, repro] of exchange.contract) t.fail(what, { repro, stack: '' })
@@ -111,4 +155,6 @@ await t.test('every answer the fuzzer got is one the OpenAPI document describes'
 })
 
 t.comment(`requests sent per operation: ${[...exchange.sent].map(([id, n]) => `${id} ${n}`).join(', ')}`)
-t.comment(`fuzz requests sent in total: ${exchange.total()} in ${((performance.now() - started) / 1000).toFixed(1)} s (plus ${exchange.oracleRequests} oracle requests); slowest answer ${exchange.slowest.label}`)
+t.comment(
+  `fuzz requests sent in total: ${exchange.total()} in ${((performance.now() - started) / 1000).toFixed(1)} s (plus ${exchange.oracleRequests} oracle requests); slowest answer ${exchange.slowest.label}`
+)

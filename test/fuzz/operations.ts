@@ -38,7 +38,8 @@ export function resolve(doc: Schema, node: Schema | undefined): Schema | undefin
 }
 
 /** The component name a `$ref` points at (`#/components/schemas/IncidentPayload` → `IncidentPayload`). */
-export const refName = (s: Schema | undefined): string | undefined => (typeof s?.$ref === 'string' ? s.$ref.split('/').pop() : undefined)
+export const refName = (s: Schema | undefined): string | undefined =>
+  typeof s?.$ref === 'string' ? s.$ref.split('/').pop() : undefined
 
 /** Every path + method of the document, sorted for a stable order (so seeds replay). */
 export function operationsOf(doc: Schema): Operation[] {
@@ -50,7 +51,11 @@ export function operationsOf(doc: Schema): Operation[] {
       const byKey = new Map<string, Parameter>()
       for (const raw of [...(item.parameters ?? []), ...(op.parameters ?? [])]) {
         const p = resolve(doc, raw) as Parameter
-        byKey.set(`${p.in}:${p.name.toLowerCase()}`, { ...p, required: !!p.required, schema: resolve(doc, p.schema) ?? {} })
+        byKey.set(`${p.in}:${p.name.toLowerCase()}`, {
+          ...p,
+          required: !!p.required,
+          schema: resolve(doc, p.schema) ?? {}
+        })
       }
       const body = resolve(doc, op.requestBody)
       const types = Object.keys(body?.content ?? {})
@@ -60,7 +65,9 @@ export function operationsOf(doc: Schema): Operation[] {
         path,
         params: [...byKey.values()],
         body: types.length ? { types, schema: body!.content[types[0]].schema, required: !!body!.required } : undefined,
-        open: Array.isArray(op.security) && (op.security.length === 0 || op.security.some((s: object) => Object.keys(s).length === 0))
+        open:
+          Array.isArray(op.security) &&
+          (op.security.length === 0 || op.security.some((s: object) => Object.keys(s).length === 0))
       })
     }
   }

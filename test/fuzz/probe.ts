@@ -79,7 +79,13 @@ export class Probe {
     const answer = send(this.port, c.wire, lateMs)
     let timer: NodeJS.Timeout | undefined
     try {
-      reply = await Promise.race([answer, new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`no complete answer within ${patience} ms`)), patience)))])
+      reply = await Promise.race([
+        answer,
+        new Promise<never>(
+          (_resolve, reject) =>
+            (timer = setTimeout(() => reject(new Error(`no complete answer within ${patience} ms`)), patience))
+        )
+      ])
     } catch (err) {
       failures.push(`no answer: ${(err as Error).message}`)
       this.pending = answer.then(
@@ -90,12 +96,20 @@ export class Probe {
       clearTimeout(timer)
     }
     this.sent.set(c.family, (this.sent.get(c.family) ?? 0) + 1)
-    if (process.env.FUZZ_TRACE) console.error(`${reply?.status ?? '---'} ${Math.round(reply?.ms ?? 0)}ms ${c.family}: ${c.label} ${c.notes.join(' | ').slice(0, 300)}`)
+    if (process.env.FUZZ_TRACE)
+      console.error(
+        `${reply?.status ?? '---'} ${Math.round(reply?.ms ?? 0)}ms ${c.family}: ${c.label} ${c.notes.join(' | ').slice(0, 300)}`
+      )
     const after = await this.o.snapshots.take()
-    if (reply && reply.ms > this.slowest.ms) this.slowest = { ms: reply.ms, label: `${Math.round(reply.ms)} ms (${c.family}: ${`${c.label} ${c.notes.join('; ')}`.slice(0, 200)})` }
+    if (reply && reply.ms > this.slowest.ms)
+      this.slowest = {
+        ms: reply.ms,
+        label: `${Math.round(reply.ms)} ms (${c.family}: ${`${c.label} ${c.notes.join('; ')}`.slice(0, 200)})`
+      }
     if (reply) {
       if (reply.status >= 500) failures.push(`answered ${reply.status}`)
-      if (reply.ms > this.o.boundMs) failures.push(`answered after ${Math.round(reply.ms)} ms (bound ${this.o.boundMs} ms)`)
+      if (reply.ms > this.o.boundMs)
+        failures.push(`answered after ${Math.round(reply.ms)} ms (bound ${this.o.boundMs} ms)`)
       const verdict = await judge(reply)
       failures.push(...verdict.issues)
       if (verdict.refused || reply.status >= 400) {
@@ -105,18 +119,22 @@ export class Probe {
     }
     for (const v of this.o.server.violations.slice(violations)) {
       const key = `${v.method} ${v.path.replace(/\/[^/]*$/, '/…')} → ${v.status}: ${v.message.replace(/[0-9a-f-]{36}/g, '<id>')}`
-      if (!this.contract.has(key)) this.contract.set(key, this.repro(c, reply, [`breaks the OpenAPI document: ${v.message}`]))
+      if (!this.contract.has(key))
+        this.contract.set(key, this.repro(c, reply, [`breaks the OpenAPI document: ${v.message}`]))
     }
     if (prototypeKeys() !== this.proto) {
       failures.push(`Object.prototype gained ${prototypeKeys()}`)
-      for (const k of Object.getOwnPropertyNames(Object.prototype)) if (!this.proto.split(',').includes(k)) delete (Object.prototype as any)[k]
+      for (const k of Object.getOwnPropertyNames(Object.prototype))
+        if (!this.proto.split(',').includes(k)) delete (Object.prototype as any)[k]
     }
-    if (failures.length) throw Object.assign(new Error(this.repro(c, reply, failures)), { slow: !reply || reply.ms > this.o.boundMs })
+    if (failures.length)
+      throw Object.assign(new Error(this.repro(c, reply, failures)), { slow: !reply || reply.ms > this.o.boundMs })
     return reply
   }
 
   repro(c: ProbeCase, reply: WireReply | undefined, failures: string[]): string {
-    const hide = (v: string) => Object.entries(this.o.tokens).reduce((s, [who, tok]) => s.split(tok).join(`<${who} token>`), v)
+    const hide = (v: string) =>
+      Object.entries(this.o.tokens).reduce((s, [who, tok]) => s.split(tok).join(`<${who} token>`), v)
     const w = c.wire
     const lines = [
       `${c.family}: ${c.label} misbehaved:`,
@@ -128,7 +146,12 @@ export class Probe {
       ...w.headers.map(([k, v]) => `  ${k}: ${JSON.stringify(v).slice(1, -1).slice(0, 300)}`),
       ...(w.body ? [`  body: ${bodyExpr(w.body)}`] : []),
       'answer:',
-      ...(reply ? [`  ${reply.status} in ${Math.round(reply.ms)} ms, Content-Type: ${reply.headers['content-type'] ?? '(none)'}`, `  ${reply.text.slice(0, 1_500)}`] : ['  (none)'])
+      ...(reply
+        ? [
+            `  ${reply.status} in ${Math.round(reply.ms)} ms, Content-Type: ${reply.headers['content-type'] ?? '(none)'}`,
+            `  ${reply.text.slice(0, 1_500)}`
+          ]
+        : ['  (none)'])
     ]
     return hide(lines.join('\n'))
   }
@@ -140,13 +163,18 @@ export const leaks: Array<[RegExp, string]> = [
   [/Cannot read propert/i, 'a JavaScript TypeError'],
   [/is not a function|is not iterable|undefined is not|null is not an object/i, 'a JavaScript TypeError'],
   [/\bat [\w.<>]+ \(?(?:file:|node:|\/)[^)\s]+:\d+:\d+/, 'a stack trace'],
-  [/syntax error at or near|violates (?:not-null|unique|check|foreign key) constraint|invalid input syntax for|unsupported Unicode escape sequence|invalid byte sequence for encoding/i, "PostgreSQL's own message"],
+  [
+    /syntax error at or near|violates (?:not-null|unique|check|foreign key) constraint|invalid input syntax for|unsupported Unicode escape sequence|invalid byte sequence for encoding/i,
+    "PostgreSQL's own message"
+  ],
   [/ECONNREFUSED|ETIMEDOUT|EPIPE/, 'a socket error']
 ]
 
 /** What in a text shows an internal fault (see `leaks`). */
 export function leaked(text: string): string[] {
-  return leaks.filter(([re]) => re.test(text)).map(([re, what]) => `the answer shows ${what} (${JSON.stringify(text.match(re)![0])})`)
+  return leaks
+    .filter(([re]) => re.test(text))
+    .map(([re, what]) => `the answer shows ${what} (${JSON.stringify(text.match(re)![0])})`)
 }
 
 /** The media type of an answer, lower-cased, without parameters. */
@@ -161,4 +189,11 @@ export function parseJson(text: string): { ok: true; value: any } | { ok: false 
 }
 
 /** Percent-encodes every byte but the unreserved ones (lone surrogates as their WTF-8 bytes, as a client that does not check would send them). */
-export const percentEncode = (s: string) => [...wtf8(s)].map((b) => (/[A-Za-z0-9\-._~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('')
+export const percentEncode = (s: string) =>
+  [...wtf8(s)]
+    .map((b) =>
+      /[A-Za-z0-9\-._~]/.test(String.fromCharCode(b))
+        ? String.fromCharCode(b)
+        : `%${b.toString(16).toUpperCase().padStart(2, '0')}`
+    )
+    .join('')

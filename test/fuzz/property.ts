@@ -23,9 +23,16 @@ export const fuzzEnv = {
  * not shrunk at all: each step would wait as long again). A failure fails `t` with the
  * counterexample as a ready repro; returns whether every case passed.
  */
-export async function fuzzProperty<C>(t: Test, arbitrary: fc.Arbitrary<C>, o: { seed: number; numRuns: number; show: (c: C) => string }, send: (c: C) => Promise<void>): Promise<boolean> {
+export async function fuzzProperty<C>(
+  t: Test,
+  arbitrary: fc.Arbitrary<C>,
+  o: { seed: number; numRuns: number; show: (c: C) => string },
+  send: (c: C) => Promise<void>
+): Promise<boolean> {
   let failedAt: number | undefined
-  const printable = arbitrary.map((c) => (typeof c === 'object' && c !== null ? Object.assign(c, { [fc.toStringMethod]: () => o.show(c) }) : c))
+  const printable = arbitrary.map((c) =>
+    typeof c === 'object' && c !== null ? Object.assign(c, { [fc.toStringMethod]: () => o.show(c) }) : c
+  )
   const property = fc.asyncProperty(printable, async (c) => {
     if (failedAt !== undefined && performance.now() - failedAt > fuzzEnv.shrinkBudgetMs) return true
     try {

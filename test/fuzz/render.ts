@@ -1,6 +1,17 @@
 import type { Case, Mutation } from './cases.ts'
 import { pathRefs } from './cases.ts'
-import { headerValues, keys, lookalikes, ndjsonBodies, queryShapes, rawBodies, values, valuesOf, wireStrings, wireVariants } from './hostile.ts'
+import {
+  headerValues,
+  keys,
+  lookalikes,
+  ndjsonBodies,
+  queryShapes,
+  rawBodies,
+  values,
+  valuesOf,
+  wireStrings,
+  wireVariants
+} from './hostile.ts'
 import type { JsonPath, Kind, Place } from './samples.ts'
 import { fullPayload, type Pools } from './seed.ts'
 import { cloneJson, jsonText, obj, Raw, setKey, wtf8, type JsonLike, type WireRequest } from './wire.ts'
@@ -33,7 +44,8 @@ const smallRawBodies = rawBodies.filter((b) => b.bytes().length <= 16_384)
 /** Marks a query pair whose name is already the whole text (`a[]=x&a[]=y`). */
 const asIs = '\u0000as-is'
 
-const show = (s: string) => (s.length > 60 ? `${JSON.stringify(s.slice(0, 40))}…(${s.length} chars)` : JSON.stringify(s))
+const show = (s: string) =>
+  s.length > 60 ? `${JSON.stringify(s.slice(0, 40))}…(${s.length} chars)` : JSON.stringify(s)
 const pointer = (p: JsonPath) => `/${p.join('/')}`
 
 type Container = Record<string, JsonLike> | JsonLike[]
@@ -44,7 +56,8 @@ function parentOf(root: { v: JsonLike }, path: JsonPath): { parent: Container; k
   let at: any = root
   let key: string | number = 'v'
   for (const step of path) {
-    if (at[key] === null || typeof at[key] !== 'object' || at[key] instanceof Raw) at[key] = typeof step === 'number' ? [] : obj()
+    if (at[key] === null || typeof at[key] !== 'object' || at[key] instanceof Raw)
+      at[key] = typeof step === 'number' ? [] : obj()
     at = at[key]
     key = step
   }
@@ -66,7 +79,8 @@ function get(root: { v: JsonLike }, path: JsonPath): JsonLike | undefined {
 
 function applyBody(m: Extract<Mutation, { at: 'body' }>, c: Case, body: { v: JsonLike }, full: () => JsonLike): string {
   // `only` narrows the places to one kind; `smuggle` and `key` pick among the object places.
-  const kinds: Kind[] | undefined = m.how === 'set' && m.only ? [m.only] : m.how === 'smuggle' || m.how === 'key' ? ['object'] : undefined
+  const kinds: Kind[] | undefined =
+    m.how === 'set' && m.only ? [m.only] : m.how === 'smuggle' || m.how === 'key' ? ['object'] : undefined
   const places = (kinds && c.base.targets.filter((p) => kinds.includes(p.kind))) || []
   const pool = places.length ? places : c.base.targets
   const place: Place = 'target' in m ? pool[m.target % pool.length] : { path: [], kind: 'any' }
@@ -87,12 +101,17 @@ function applyBody(m: Extract<Mutation, { at: 'body' }>, c: Case, body: { v: Jso
     case 'smuggle': {
       const node = get(body, path)
       const inner = node && typeof node === 'object' && !Array.isArray(node) && !(node instanceof Raw) ? node : full()
-      put(body, path, m.via === '__proto__' ? obj([['__proto__', inner]]) : obj([['constructor', obj([['prototype', inner]])]]))
+      put(
+        body,
+        path,
+        m.via === '__proto__' ? obj([['__proto__', inner]]) : obj([['constructor', obj([['prototype', inner]])]])
+      )
       return `body ${pointer(path)}: its members moved under ${m.via}`
     }
     case 'key': {
       let node = get(body, path)
-      if (node === null || typeof node !== 'object' || Array.isArray(node) || node instanceof Raw) put(body, path, (node = obj()))
+      if (node === null || typeof node !== 'object' || Array.isArray(node) || node instanceof Raw)
+        put(body, path, (node = obj()))
       const hv = values[m.value % values.length]
       setKey(node, keys[m.key], hv.make(full))
       return `body ${pointer(path)} gets member ${show(keys[m.key])} := ${hv.label}`
@@ -107,7 +126,13 @@ function applyBody(m: Extract<Mutation, { at: 'body' }>, c: Case, body: { v: Jso
     case 'lookalike': {
       const l = lookalikes[m.variant]
       const node = get(body, path)
-      if (node && typeof node === 'object' && !Array.isArray(node) && !(node instanceof Raw) && Object.keys(node).length) {
+      if (
+        node &&
+        typeof node === 'object' &&
+        !Array.isArray(node) &&
+        !(node instanceof Raw) &&
+        Object.keys(node).length
+      ) {
         const k = Object.keys(node)[0]
         const v = node[k]
         delete node[k]
@@ -126,11 +151,25 @@ export async function render(c: Case, rc: RenderContext): Promise<Rendered> {
   for (let n = c.mutations.length; ; n--) {
     const r = await renderWith({ ...c, mutations: c.mutations.slice(0, n) }, rc)
     // Damage below HTTP is the framing test's: here the parser must let every request through.
-    if (/[^\x21-\x7e]/.test(r.wire.target) || r.wire.headers.some(([k, v]) => !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) || /[\x00-\x08\x0a-\x1f\x7f]/.test(v))) {
-      throw new Error(`the request holds bytes an HTTP parser refuses: ${JSON.stringify(r.wire.target.slice(0, 200))} ${JSON.stringify(r.wire.headers)}`)
+    if (
+      /[^\x21-\x7e]/.test(r.wire.target) ||
+      r.wire.headers.some(([k, v]) => !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) || /[\x00-\x08\x0a-\x1f\x7f]/.test(v))
+    ) {
+      throw new Error(
+        `the request holds bytes an HTTP parser refuses: ${JSON.stringify(r.wire.target.slice(0, 200))} ${JSON.stringify(r.wire.headers)}`
+      )
     }
     const head = r.wire.target.length + r.wire.headers.reduce((sum, [k, v]) => sum + k.length + wtf8(v).length + 4, 0)
-    if (head <= maxHead || n === 0) return n < c.mutations.length ? { ...r, applied: [...r.applied, `(${c.mutations.length - n} later mutation(s) dropped to keep the head under 16 KiB)`] } : r
+    if (head <= maxHead || n === 0)
+      return n < c.mutations.length
+        ? {
+            ...r,
+            applied: [
+              ...r.applied,
+              `(${c.mutations.length - n} later mutation(s) dropped to keep the head under 16 KiB)`
+            ]
+          }
+        : r
   }
 }
 
@@ -148,7 +187,14 @@ async function renderWith(c: Case, rc: RenderContext): Promise<Rendered> {
   const headers = new Map<string, string[]>([['Authorization', [`Bearer ${token}`]]])
   if (base.contentType) headers.set('Content-Type', [base.contentType])
   if (c.key !== 'none') headers.set('Idempotency-Key', [c.key === 'fresh' ? rc.freshKey() : 'fz-reused'])
-  const body = { v: base.body?.kind === 'json' ? cloneJson(base.body.value) : base.body?.kind === 'ndjson' ? cloneJson(base.body.lines) : (null as JsonLike) }
+  const body = {
+    v:
+      base.body?.kind === 'json'
+        ? cloneJson(base.body.value)
+        : base.body?.kind === 'ndjson'
+          ? cloneJson(base.body.lines)
+          : (null as JsonLike)
+  }
   let rawBody: Buffer | undefined
   const full = () => fullPayload(rc.pools, base.module)
   const pathNames = Object.keys(path)
@@ -180,32 +226,44 @@ async function renderWith(c: Case, rc: RenderContext): Promise<Rendered> {
       if (!pathNames.length) continue
       const name = pathNames[m.name % pathNames.length]
       const current = path[name].startsWith('@') ? rc.pools.id(path[name].slice(1)) : path[name]
-      path[name] = m.how === 'set' ? wireStrings[m.value] : m.how === 'ref' ? pathRefs[m.ref] : wireVariants[m.variant].f(current)
-      applied.push(`path {${name}} := ${m.how === 'variant' ? `${wireVariants[m.variant].label} ${current}` : show(path[name])}`)
+      path[name] =
+        m.how === 'set' ? wireStrings[m.value] : m.how === 'ref' ? pathRefs[m.ref] : wireVariants[m.variant].f(current)
+      applied.push(
+        `path {${name}} := ${m.how === 'variant' ? `${wireVariants[m.variant].label} ${current}` : show(path[name])}`
+      )
     } else {
       const raw = headerValues[m.name][m.value]
       const value = raw === '<fresh>' ? rc.freshKey() : raw === '<reused>' ? 'fz-reused' : raw.replace('<token>', token)
       if (raw === '<none>') headers.delete(m.name)
       else headers.set(m.name, m.how === 'twice' ? [...(headers.get(m.name) ?? [value]), value] : [value])
-      applied.push(`header ${m.name} ${raw === '<none>' ? 'left out' : `${m.how === 'twice' ? 'sent twice, also as' : ':='} ${show(value)}`}`)
+      applied.push(
+        `header ${m.name} ${raw === '<none>' ? 'left out' : `${m.how === 'twice' ? 'sent twice, also as' : ':='} ${show(value)}`}`
+      )
     }
   }
 
-  const refs = Object.values(path).filter((v) => v.startsWith('@')).map((v) => v.slice(1))
+  const refs = Object.values(path)
+    .filter((v) => v.startsWith('@'))
+    .map((v) => v.slice(1))
   const target =
-    base.op.path.replace(/\{([^}]+)\}/g, (_m, name: string) => (path[name].startsWith('@') ? rc.pools.id(path[name].slice(1)) : path[name])) +
-    (query.length ? `?${query.map(([k, v]) => (v === asIs ? k : `${k}=${v}`)).join('&')}` : '')
+    base.op.path.replace(/\{([^}]+)\}/g, (_m, name: string) =>
+      path[name].startsWith('@') ? rc.pools.id(path[name].slice(1)) : path[name]
+    ) + (query.length ? `?${query.map(([k, v]) => (v === asIs ? k : `${k}=${v}`)).join('&')}` : '')
   if (!rawBody && base.body) {
     if (base.body.kind === 'bytes') rawBody = Buffer.from(base.body.text)
-    else if (base.body.kind === 'ndjson') rawBody = wtf8((Array.isArray(body.v) ? body.v : [body.v]).map(jsonText).join('\n') + '\n')
+    else if (base.body.kind === 'ndjson')
+      rawBody = wtf8((Array.isArray(body.v) ? body.v : [body.v]).map(jsonText).join('\n') + '\n')
     else rawBody = wtf8(jsonText(body.v))
   }
-  const wireHeaders: Array<[string, string]> = [...headers].flatMap(([k, vs]) => vs.map((v): [string, string] => [k, v]))
+  const wireHeaders: Array<[string, string]> = [...headers].flatMap(([k, vs]) =>
+    vs.map((v): [string, string] => [k, v])
+  )
   return {
     wire: { method: base.op.method, target, headers: wireHeaders, body: rawBody },
     applied: applied.filter(Boolean),
     refs,
     idempotencyKey: headers.has('Idempotency-Key'),
-    json: base.body?.kind === 'json' && !c.mutations.some((m) => m.at === 'body' && m.how === 'raw') ? body.v : undefined
+    json:
+      base.body?.kind === 'json' && !c.mutations.some((m) => m.at === 'body' && m.how === 'raw') ? body.v : undefined
   }
 }

@@ -7,10 +7,20 @@ import { fileURLToPath } from 'node:url'
  * the fuzz tests (OpenAPI, GraphQL, SCIM; all three unless --suite names some) with more
  * cases than CI runs. Flags become the FUZZ_* variables the tests read; anything else goes to tap.
  */
-const flags: Record<string, string> = { '--runs': 'FUZZ_RUNS', '--seed': 'FUZZ_SEED', '--ops': 'FUZZ_OPS', '--bound': 'FUZZ_BOUND_MS', '--shrink': 'FUZZ_SHRINK_MS' }
+const flags: Record<string, string> = {
+  '--runs': 'FUZZ_RUNS',
+  '--seed': 'FUZZ_SEED',
+  '--ops': 'FUZZ_OPS',
+  '--bound': 'FUZZ_BOUND_MS',
+  '--shrink': 'FUZZ_SHRINK_MS'
+}
 const env: Record<string, string | undefined> = { ...process.env }
 const rest: string[] = []
-const suites: Record<string, string> = { openapi: 'test/fuzz/openapi-fuzz.test.ts', graphql: 'test/fuzz/graphql-fuzz.test.ts', scim: 'test/fuzz/scim-fuzz.test.ts' }
+const suites: Record<string, string> = {
+  openapi: 'test/fuzz/openapi-fuzz.test.ts',
+  graphql: 'test/fuzz/graphql-fuzz.test.ts',
+  scim: 'test/fuzz/scim-fuzz.test.ts'
+}
 let chosen = Object.keys(suites)
 const args = process.argv.slice(2)
 for (let i = 0; i < args.length; i++) {
@@ -33,7 +43,13 @@ for (let i = 0; i < args.length; i++) {
 }
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
-console.error(`fuzzing ${chosen.join(', ')} with FUZZ_RUNS=${env.FUZZ_RUNS ?? '(default)'} FUZZ_SEED=${env.FUZZ_SEED ?? '(default)'}${env.FUZZ_OPS ? ` FUZZ_OPS=${env.FUZZ_OPS}` : ''}`)
+console.error(
+  `fuzzing ${chosen.join(', ')} with FUZZ_RUNS=${env.FUZZ_RUNS ?? '(default)'} FUZZ_SEED=${env.FUZZ_SEED ?? '(default)'}${env.FUZZ_OPS ? ` FUZZ_OPS=${env.FUZZ_OPS}` : ''}`
+)
 // Through npm test's runner, which starts the embedded test PostgreSQL when needed and stops it at the end.
-const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'test', 'suite', 'run.ts'), ...rest, ...chosen.map((s) => suites[s])], { cwd: root, env, stdio: 'inherit' })
+const child = spawn(
+  process.execPath,
+  ['--import', 'tsx', join(root, 'test', 'suite', 'run.ts'), ...rest, ...chosen.map((s) => suites[s])],
+  { cwd: root, env, stdio: 'inherit' }
+)
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)))

@@ -33,7 +33,11 @@ export function branch(ctx: SampleContext, s: Schema): Schema | undefined {
   if (!options) return undefined
   if (ctx.module && s.discriminator?.mapping?.[ctx.module]) return { $ref: s.discriminator.mapping[ctx.module] }
   const prefix = ctx.module ? pascal(ctx.module) : undefined
-  return (prefix && options.find((o) => refName(o)?.startsWith(prefix))) || options.find((o) => resolve(ctx.doc, o)?.type !== 'null') || options[0]
+  return (
+    (prefix && options.find((o) => refName(o)?.startsWith(prefix))) ||
+    options.find((o) => resolve(ctx.doc, o)?.type !== 'null') ||
+    options[0]
+  )
 }
 
 function typeOf(s: Schema): string | undefined {
@@ -43,7 +47,10 @@ function typeOf(s: Schema): string | undefined {
 
 function stringFor(s: Schema, key: string, ctx: SampleContext): JsonLike {
   if (s.format === 'uuid') return ctx.uuid(s, key)
-  let v = formats[s.format] ?? (s.pattern ? stringCandidates.find((c) => new RegExp(s.pattern, 'u').test(c)) : undefined) ?? 'fuzz-1'
+  let v =
+    formats[s.format] ??
+    (s.pattern ? stringCandidates.find((c) => new RegExp(s.pattern, 'u').test(c)) : undefined) ??
+    'fuzz-1'
   if (s.minLength && v.length < s.minLength) v = v.padEnd(s.minLength, 'x')
   if (s.maxLength && v.length > s.maxLength) v = v.slice(0, s.maxLength)
   return v
@@ -112,7 +119,11 @@ function kindOf(s: Schema): Kind {
   const t = typeOf(s)
   // Free text (no format, no pattern) is what validation lets through to the database.
   if (t === 'string' && !s.format && !s.pattern) return 'text'
-  return t === 'integer' ? 'number' : t === 'string' || t === 'number' || t === 'object' || t === 'array' || t === 'boolean' ? t : 'any'
+  return t === 'integer'
+    ? 'number'
+    : t === 'string' || t === 'number' || t === 'object' || t === 'array' || t === 'boolean'
+      ? t
+      : 'any'
 }
 
 /**

@@ -32,7 +32,21 @@ export interface ResourceType {
 export type ScimOp = 'create' | 'replace' | 'patch' | 'list' | 'get'
 
 export interface ScimMutation {
-  how: 'value' | 'member' | 'huge' | 'schemas' | 'drop' | 'raw-body' | 'filter' | 'hostile-filter' | 'param' | 'patch-op' | 'patch-path' | 'patch-value' | 'many-ops' | 'id'
+  how:
+    | 'value'
+    | 'member'
+    | 'huge'
+    | 'schemas'
+    | 'drop'
+    | 'raw-body'
+    | 'filter'
+    | 'hostile-filter'
+    | 'param'
+    | 'patch-op'
+    | 'patch-path'
+    | 'patch-value'
+    | 'many-ops'
+    | 'id'
   pick: number
   at: number
 }
@@ -62,7 +76,12 @@ export class ScimSchemaView {
   private readonly schemas = new Map<string, Attribute[]>()
   constructor(resourceTypes: any[], schemas: any[]) {
     for (const s of schemas) this.schemas.set(s.id, s.attributes)
-    this.types = resourceTypes.map((r) => ({ name: r.name, endpoint: r.endpoint, schema: r.schema, extensions: (r.schemaExtensions ?? []).map((e: { schema: string }) => e.schema) }))
+    this.types = resourceTypes.map((r) => ({
+      name: r.name,
+      endpoint: r.endpoint,
+      schema: r.schema,
+      extensions: (r.schemaExtensions ?? []).map((e: { schema: string }) => e.schema)
+    }))
   }
 
   attributes(urn: string): Attribute[] {
@@ -83,11 +102,16 @@ export class ScimSchemaView {
 }
 
 /** A valid value of an attribute; `unique()` gives a fresh string for attributes the server keeps unique. */
-export function sampleValue(a: Attribute, ctx: { unique: () => string; pools: Pools; parent?: Attribute }, single = false): JsonLike {
+export function sampleValue(
+  a: Attribute,
+  ctx: { unique: () => string; pools: Pools; parent?: Attribute },
+  single = false
+): JsonLike {
   if (a.multiValued && !single) return [sampleValue(a, ctx, true)]
   if (a.type === 'complex') {
     const o = obj()
-    for (const sub of a.subAttributes ?? []) if (sub.mutability !== 'readOnly') o[sub.name] = sampleValue(sub, { ...ctx, parent: a })
+    for (const sub of a.subAttributes ?? [])
+      if (sub.mutability !== 'readOnly') o[sub.name] = sampleValue(sub, { ...ctx, parent: a })
     if ('primary' in o && a.name !== 'members') o.primary = true
     if (a.name === 'members') return obj([['value', ctx.pools.id('scim-user')]])
     return o
@@ -154,7 +178,7 @@ export const hostileFilters: Array<{ label: string; text: () => string }> = [
     'urn:x:y:z eq "a"',
     'userName sw "%"',
     'userName co "_"',
-    "userName eq \"'; DROP TABLE users; --\"",
+    'userName eq "\'; DROP TABLE users; --"',
     'not userName pr',
     'not (userName pr',
     '()',
@@ -163,12 +187,27 @@ export const hostileFilters: Array<{ label: string; text: () => string }> = [
     'userName pr or',
     ''
   ].map((text) => ({ label: JSON.stringify(text), text: () => text })),
-  { label: "'('.repeat(1000) + 'userName pr' + ')'.repeat(1000)", text: () => '('.repeat(1000) + 'userName pr' + ')'.repeat(1000) },
-  { label: "'not ('.repeat(500) + 'userName pr' + ')'.repeat(500)", text: () => 'not ('.repeat(500) + 'userName pr' + ')'.repeat(500) },
-  { label: "'emails[' .repeat(300) + 'value pr' + ']'.repeat(300)", text: () => 'emails['.repeat(300) + 'value pr' + ']'.repeat(300) },
+  {
+    label: "'('.repeat(1000) + 'userName pr' + ')'.repeat(1000)",
+    text: () => '('.repeat(1000) + 'userName pr' + ')'.repeat(1000)
+  },
+  {
+    label: "'not ('.repeat(500) + 'userName pr' + ')'.repeat(500)",
+    text: () => 'not ('.repeat(500) + 'userName pr' + ')'.repeat(500)
+  },
+  {
+    label: "'emails[' .repeat(300) + 'value pr' + ']'.repeat(300)",
+    text: () => 'emails['.repeat(300) + 'value pr' + ']'.repeat(300)
+  },
   // Long ones stay under 14 KB percent-encoded: past Node's 16 KiB request head, Node answers before the service.
-  { label: '300 × userName eq "x<n>" joined by or', text: () => Array.from({ length: 300 }, (_x, i) => `userName eq "x${i}"`).join(' or ') },
-  { label: '250 × emails[value co "a"] joined by and', text: () => Array.from({ length: 250 }, () => 'emails[value co "a"]').join(' and ') },
+  {
+    label: '300 × userName eq "x<n>" joined by or',
+    text: () => Array.from({ length: 300 }, (_x, i) => `userName eq "x${i}"`).join(' or ')
+  },
+  {
+    label: '250 × emails[value co "a"] joined by and',
+    text: () => Array.from({ length: 250 }, () => 'emails[value co "a"]').join(' and ')
+  },
   { label: 'userName eq "x…" of 10,000 characters', text: () => `userName eq "${'x'.repeat(10_000)}"` }
 ]
 
@@ -203,18 +242,45 @@ export const hostilePaths: string[] = [
   `emails[${Array.from({ length: 300 }, () => 'value co "a"').join(' or ')}].value`
 ]
 
-const opNames: JsonLike[] = ['add', 'replace', 'remove', 'ADD', 'Replace', 'move', 'copy', 'test', '', '__proto__', null, 1, ['add'], obj([['op', 'add']])]
+const opNames: JsonLike[] = [
+  'add',
+  'replace',
+  'remove',
+  'ADD',
+  'Replace',
+  'move',
+  'copy',
+  'test',
+  '',
+  '__proto__',
+  null,
+  1,
+  ['add'],
+  obj([['op', 'add']])
+]
 
 export function showScim(c: ScimCase): string {
   return `${c.op} ${c.type} as ${c.mediaType} with ${JSON.stringify(c.mutations)}`
 }
 
-const mutation = (hows: ScimMutation['how'][]) => fc.record({ how: fc.constantFrom(...hows), pick: fc.nat(500), at: fc.nat(100) })
+const mutation = (hows: ScimMutation['how'][]) =>
+  fc.record({ how: fc.constantFrom(...hows), pick: fc.nat(500), at: fc.nat(100) })
 
 const byOp: Record<ScimOp, ScimMutation['how'][]> = {
   create: ['value', 'value', 'member', 'huge', 'schemas', 'drop', 'raw-body'],
   replace: ['value', 'value', 'member', 'huge', 'schemas', 'drop', 'raw-body', 'id'],
-  patch: ['patch-op', 'patch-path', 'patch-path', 'patch-value', 'patch-value', 'many-ops', 'huge', 'member', 'raw-body', 'id'],
+  patch: [
+    'patch-op',
+    'patch-path',
+    'patch-path',
+    'patch-value',
+    'patch-value',
+    'many-ops',
+    'huge',
+    'member',
+    'raw-body',
+    'id'
+  ],
   list: ['filter', 'filter', 'hostile-filter', 'hostile-filter', 'param'],
   get: ['param', 'id']
 }
@@ -225,10 +291,13 @@ export function scimCases(type: string, op: ScimOp): fc.Arbitrary<ScimCase> {
     type: fc.constant(type),
     op: fc.constant(op),
     mutations: fc.array(mutation(byOp[op]), { minLength: op === 'list' ? 1 : 0, maxLength: 2 }),
-    mediaType: fc.constantFrom<ScimCase['mediaType']>('application/scim+json', 'application/scim+json', 'application/json')
+    mediaType: fc.constantFrom<ScimCase['mediaType']>(
+      'application/scim+json',
+      'application/scim+json',
+      'application/json'
+    )
   })
 }
-
 
 /** Which scimType fits a 400 caused by each kind of mutation (RFC 7644 §3.12). */
 export const fittingScimTypes: Record<ScimMutation['how'], string[]> = {
@@ -264,7 +333,11 @@ interface RenderContext {
 }
 
 const cap = 1_000_000
-const writable = (p: PathInfo) => p.attribute.mutability !== 'readOnly' && (!p.parent || p.parent.mutability !== 'readOnly') && p.attribute.name !== 'password' && !['id', 'meta', 'groups'].includes(p.attribute.name)
+const writable = (p: PathInfo) =>
+  p.attribute.mutability !== 'readOnly' &&
+  (!p.parent || p.parent.mutability !== 'readOnly') &&
+  p.attribute.name !== 'password' &&
+  !['id', 'meta', 'groups'].includes(p.attribute.name)
 
 /** A filter built from the schema's attributes: comparisons by type, presence, value paths, and/or/not. */
 export function schemaFilter(paths: PathInfo[], n: number, depth = 0): string {
@@ -272,7 +345,15 @@ export function schemaFilter(paths: PathInfo[], n: number, depth = 0): string {
   const ops = ['eq', 'ne', 'co', 'sw', 'ew', 'gt', 'ge', 'lt', 'le', 'pr']
   const o = ops[Math.floor(n / 7) % ops.length]
   const lit = (a: Attribute, k: number) =>
-    a.type === 'boolean' ? (k % 2 ? 'false' : 'true') : a.type === 'dateTime' ? '"2026-11-20T08:30:00Z"' : a.type === 'integer' || a.type === 'decimal' ? '1' : ['"fuzz"', '"a@example.com"', '"FUZZ"', '"work"', '""'][k % 5]
+    a.type === 'boolean'
+      ? k % 2
+        ? 'false'
+        : 'true'
+      : a.type === 'dateTime'
+        ? '"2026-11-20T08:30:00Z"'
+        : a.type === 'integer' || a.type === 'decimal'
+          ? '1'
+          : ['"fuzz"', '"a@example.com"', '"FUZZ"', '"work"', '""'][k % 5]
   let atom: string
   if (p.attribute.type === 'complex' && p.attribute.subAttributes?.length) {
     const subs = p.attribute.subAttributes
@@ -304,16 +385,32 @@ function setPath(body: Record<string, JsonLike>, info: PathInfo, urn: string | u
   if (info.parent.multiValued) {
     if (!Array.isArray(parent) || !parent.length) parent = holder[info.parent.name] = [obj()]
     parent = (parent as JsonLike[])[0]
-  } else if (!parent || typeof parent !== 'object' || Array.isArray(parent) || parent instanceof Raw) parent = holder[info.parent.name] = obj()
+  } else if (!parent || typeof parent !== 'object' || Array.isArray(parent) || parent instanceof Raw)
+    parent = holder[info.parent.name] = obj()
   setKey(parent as object, info.attribute.name, value)
 }
 
 /** Items of a multi-valued attribute, as many as fit under the body cap (up to `n`). */
 function hugeList(a: Attribute, n: number, ctx: RenderContext): Raw {
-  const item = (i: number) => (a.name === 'members' ? `{"value":"${ctx.pools.id('scim-user')}"}` : a.type === 'complex' ? jsonText(obj((a.subAttributes ?? []).filter((s) => s.mutability !== 'readOnly' && s.type === 'string').slice(0, 2).map((s) => [s.name, `${s.name}${i}@example.com`]))) : `"v${i}"`)
+  const item = (i: number) =>
+    a.name === 'members'
+      ? `{"value":"${ctx.pools.id('scim-user')}"}`
+      : a.type === 'complex'
+        ? jsonText(
+            obj(
+              (a.subAttributes ?? [])
+                .filter((s) => s.mutability !== 'readOnly' && s.type === 'string')
+                .slice(0, 2)
+                .map((s) => [s.name, `${s.name}${i}@example.com`])
+            )
+          )
+        : `"v${i}"`
   const size = item(0).length + 1
   const count = Math.min(n, Math.floor(cap / size) - 20)
-  return new Raw(`[${Array.from({ length: count }, (_x, i) => item(i)).join(',')}]`, `${count} items like ${item(0).slice(0, 80)}`)
+  return new Raw(
+    `[${Array.from({ length: count }, (_x, i) => item(i)).join(',')}]`,
+    `${count} items like ${item(0).slice(0, 80)}`
+  )
 }
 
 /** One filter per request: a second filter mutation replaces the first (a repeated parameter is a `param` mutation's business). */
@@ -328,7 +425,8 @@ export function renderScim(c: ScimCase, ctx: RenderContext): RenderedScim {
   const rt = ctx.view.types.find((r) => r.name === c.type)!
   const paths = ctx.view.paths(rt)
   const writablePaths = paths.filter(writable)
-  const urnOf = (p: PathInfo) => [rt.schema, ...rt.extensions].find((u) => u !== rt.schema && p.path.startsWith(`${u}:`))
+  const urnOf = (p: PathInfo) =>
+    [rt.schema, ...rt.extensions].find((u) => u !== rt.schema && p.path.startsWith(`${u}:`))
   const notes: string[] = []
   const base = `/api/scim/v2${rt.endpoint}`
   const poolId = rt.name === 'Group' ? 'scim-group' : 'scim-user'
@@ -339,7 +437,10 @@ export function renderScim(c: ScimCase, ctx: RenderContext): RenderedScim {
   // The valid resource: required attributes, the common ones, and an extension attribute.
   const resource = obj([['schemas', [rt.schema]]])
   const common = ['userName', 'displayName', 'name', 'emails', 'active', 'externalId', 'title', 'members']
-  for (const p of writablePaths.filter((x) => !x.parent && !urnOf(x) && (x.attribute.required || common.includes(x.attribute.name)))) resource[p.attribute.name] = sampleValue(p.attribute, ctx)
+  for (const p of writablePaths.filter(
+    (x) => !x.parent && !urnOf(x) && (x.attribute.required || common.includes(x.attribute.name))
+  ))
+    resource[p.attribute.name] = sampleValue(p.attribute, ctx)
   const ext = writablePaths.find((x) => !x.parent && urnOf(x) && x.attribute.type === 'string')
   if (ext) {
     resource.schemas = [rt.schema, urnOf(ext)!]
@@ -348,14 +449,21 @@ export function renderScim(c: ScimCase, ctx: RenderContext): RenderedScim {
 
   // The valid PATCH: one operation on an attribute the type has.
   const patchTarget = writablePaths.filter((x) => !x.parent)[0 % writablePaths.length]
-  const op = obj([['op', 'replace'], ['path', patchTarget.path], ['value', sampleValue(patchTarget.attribute, ctx)]])
+  const op = obj([
+    ['op', 'replace'],
+    ['path', patchTarget.path],
+    ['value', sampleValue(patchTarget.attribute, ctx)]
+  ])
   if (rt.name === 'Group') {
     op.op = 'add'
     op.path = 'members'
     op.value = [obj([['value', ctx.pools.id('scim-user')]])]
   }
   const operations: JsonLike[] = [op]
-  const patch = obj([['schemas', [patchUrn]], ['Operations', operations]])
+  const patch = obj([
+    ['schemas', [patchUrn]],
+    ['Operations', operations]
+  ])
 
   for (const m of c.mutations) {
     const pick = <T>(list: T[]) => list[m.pick % list.length]
@@ -363,7 +471,12 @@ export function renderScim(c: ScimCase, ctx: RenderContext): RenderedScim {
       case 'value': {
         const p = writablePaths[m.at % writablePaths.length]
         const h = pick(values)
-        setPath(resource, p, urnOf(p), h.make(() => cloneJson(resource)))
+        setPath(
+          resource,
+          p,
+          urnOf(p),
+          h.make(() => cloneJson(resource))
+        )
         notes.push(`${p.path} := ${h.label}`)
         break
       }
@@ -371,8 +484,14 @@ export function renderScim(c: ScimCase, ctx: RenderContext): RenderedScim {
         const k = pick(keys)
         const h = values[m.at % values.length]
         const into = c.op === 'patch' ? op : resource
-        setKey(into, k, h.make(() => cloneJson(resource)))
-        notes.push(`${c.op === 'patch' ? 'operation' : 'resource'} member ${JSON.stringify(k.length > 40 ? `${k.slice(0, 10)}…(${k.length} chars)` : k)} := ${h.label}`)
+        setKey(
+          into,
+          k,
+          h.make(() => cloneJson(resource))
+        )
+        notes.push(
+          `${c.op === 'patch' ? 'operation' : 'resource'} member ${JSON.stringify(k.length > 40 ? `${k.slice(0, 10)}…(${k.length} chars)` : k)} := ${h.label}`
+        )
         break
       }
       case 'huge': {
@@ -386,7 +505,20 @@ export function renderScim(c: ScimCase, ctx: RenderContext): RenderedScim {
         break
       }
       case 'schemas': {
-        const v = pick<JsonLike>([[], ['urn:x:y'], 'urn:ietf:params:scim:schemas:core:2.0:User', null, [errorUrn], [rt.schema, rt.schema], [rt.schema.toUpperCase()], [`${rt.schema}\u0000`], new Raw(`[${Array.from({ length: 10_000 }, () => JSON.stringify(rt.schema)).join(',')}]`, '10,000 × the core schema URN')])
+        const v = pick<JsonLike>([
+          [],
+          ['urn:x:y'],
+          'urn:ietf:params:scim:schemas:core:2.0:User',
+          null,
+          [errorUrn],
+          [rt.schema, rt.schema],
+          [rt.schema.toUpperCase()],
+          [`${rt.schema}\u0000`],
+          new Raw(
+            `[${Array.from({ length: 10_000 }, () => JSON.stringify(rt.schema)).join(',')}]`,
+            '10,000 × the core schema URN'
+          )
+        ])
         resource.schemas = v
         notes.push(`schemas := ${v instanceof Raw ? v.label : JSON.stringify(v)}`)
         break
@@ -417,15 +549,49 @@ export function renderScim(c: ScimCase, ctx: RenderContext): RenderedScim {
         break
       }
       case 'param': {
-        const name = pick(['startIndex', 'count', 'attributes', 'excludedAttributes', 'sortBy', '__proto__[x]', 'filter', 'startIndex'])
-        const all = [...paths.map((p) => p.path), '0', '-1', '1e400', 'x', '9007199254740993', '', '201', '100000', '1.5', '__proto__', 'constructor', ...hostilePaths.slice(0, 12)]
+        const name = pick([
+          'startIndex',
+          'count',
+          'attributes',
+          'excludedAttributes',
+          'sortBy',
+          '__proto__[x]',
+          'filter',
+          'startIndex'
+        ])
+        const all = [
+          ...paths.map((p) => p.path),
+          '0',
+          '-1',
+          '1e400',
+          'x',
+          '9007199254740993',
+          '',
+          '201',
+          '100000',
+          '1.5',
+          '__proto__',
+          'constructor',
+          ...hostilePaths.slice(0, 12)
+        ]
         const v = all[m.at % all.length]
         query.push([ctx.encode(name).replace(/%5B/g, '[').replace(/%5D/g, ']'), ctx.encode(v)])
         notes.push(`query ${name}=${JSON.stringify(v.length > 60 ? `${v.slice(0, 30)}…(${v.length} chars)` : v)}`)
         break
       }
       case 'id': {
-        const v = pick([ctx.pools.id(rt.name === 'Group' ? 'scim-user' : 'scim-group'), '__proto__', 'constructor', '00000000-0000-0000-0000-000000000000', `${id}%00`, `${id}%ED%A0%80`, id.toUpperCase(), 'x'.repeat(300), '%2E%2E', ctx.pools.id('record:incident:0')])
+        const v = pick([
+          ctx.pools.id(rt.name === 'Group' ? 'scim-user' : 'scim-group'),
+          '__proto__',
+          'constructor',
+          '00000000-0000-0000-0000-000000000000',
+          `${id}%00`,
+          `${id}%ED%A0%80`,
+          id.toUpperCase(),
+          'x'.repeat(300),
+          '%2E%2E',
+          ctx.pools.id('record:incident:0')
+        ])
         notes.push(`path id := ${JSON.stringify(v.length > 60 ? `${v.slice(0, 30)}…(${v.length} chars)` : v)}`)
         id = v
         break
@@ -452,9 +618,14 @@ export function renderScim(c: ScimCase, ctx: RenderContext): RenderedScim {
         const n = pick([1_000, 1_001, 5_000, 20_000])
         // The same operation again and again, or (odd `at`, users) an add through a value filter over every e-mail.
         const filtered = m.at % 2 === 1 && rt.name === 'User'
-        const one = filtered ? '{"op":"add","path":"emails[type eq \\"work\\" and value co \\"@x\\"].display","value":"d"}' : jsonText(op)
+        const one = filtered
+          ? '{"op":"add","path":"emails[type eq \\"work\\" and value co \\"@x\\"].display","value":"d"}'
+          : jsonText(op)
         const count = Math.min(n, Math.floor(cap / (one.length + 1)) - 10)
-        patch.Operations = new Raw(`[${Array.from({ length: count }, () => one).join(',')}]`, `${count} × ${one.slice(0, 120)}`)
+        patch.Operations = new Raw(
+          `[${Array.from({ length: count }, () => one).join(',')}]`,
+          `${count} × ${one.slice(0, 120)}`
+        )
         notes.push(`Operations := ${count} copies of the operation`)
         break
       }

@@ -42,7 +42,12 @@ export class Pools {
       module,
       full,
       uuid: (s, key) => {
-        const target = typeof s['x-ref'] === 'string' && s['x-ref'].startsWith('record:') ? s['x-ref'].slice(7) : key === 'recordId' ? 'incident' : undefined
+        const target =
+          typeof s['x-ref'] === 'string' && s['x-ref'].startsWith('record:')
+            ? s['x-ref'].slice(7)
+            : key === 'recordId'
+              ? 'incident'
+              : undefined
         return target ? this.id(`record:${target}:0`) : '6d1f3c52-3b7e-4c55-9d1e-0c5b8a1f2e11'
       }
     }
@@ -50,19 +55,33 @@ export class Pools {
 
   private async must(method: string, path: string, body?: unknown, token?: string, expect = [200, 201, 202]) {
     const res = await this.server.request(method, path, { body, token })
-    if (!expect.includes(res.status)) throw new Error(`seeding: ${method} ${path} answered ${res.status}: ${res.text.slice(0, 500)}`)
+    if (!expect.includes(res.status))
+      throw new Error(`seeding: ${method} ${path} answered ${res.status}: ${res.text.slice(0, 500)}`)
     return res.body
   }
 
   async createRecord(module: string, token?: string): Promise<string> {
-    return (await this.must('POST', '/api/v1/records', { moduleKey: module, payload: sample(this.context(module), { $ref: `#/components/schemas/${pascal(module)}Payload` }) }, token)).id
+    return (
+      await this.must(
+        'POST',
+        '/api/v1/records',
+        {
+          moduleKey: module,
+          payload: sample(this.context(module), { $ref: `#/components/schemas/${pascal(module)}Payload` })
+        },
+        token
+      )
+    ).id
   }
 
   async seed(modules: string[]) {
     // A module whose payload refers to records of another (x-ref) is seeded after it.
-    const refs = (m: string) => [...JSON.stringify(this.doc.components.schemas[`${pascal(m)}Payload`]).matchAll(/"x-ref":"record:([a-z0-9-]+)"/g)].length
+    const refs = (m: string) =>
+      [...JSON.stringify(this.doc.components.schemas[`${pascal(m)}Payload`]).matchAll(/"x-ref":"record:([a-z0-9-]+)"/g)]
+        .length
     this.modules = [...modules].sort((a, b) => refs(a) - refs(b) || a.localeCompare(b))
-    for (const m of this.modules) for (const slot of [0, 1]) this.ids.set(`record:${m}:${slot}`, await this.createRecord(m))
+    for (const m of this.modules)
+      for (const slot of [0, 1]) this.ids.set(`record:${m}:${slot}`, await this.createRecord(m))
     const deleted = await this.createRecord('incident')
     await this.must('DELETE', `/api/v1/records/${deleted}`)
     this.ids.set('record:deleted', deleted)
@@ -75,18 +94,38 @@ export class Pools {
     this.ids.set('attachment:ready', ready.id)
     this.upload = { url: (await this.newUpload()).url, at: Date.now() }
     this.ids.set('export', (await this.must('POST', '/api/v1/exports', { moduleKey: 'incident', format: 'csv' })).id)
-    for (const slot of [0, 1]) this.ids.set(`token:${slot}`, (await this.must('POST', '/api/v1/tokens', { type: 'api-key', name: `fuzz disposable ${slot}` })).id)
+    for (const slot of [0, 1])
+      this.ids.set(
+        `token:${slot}`,
+        (await this.must('POST', '/api/v1/tokens', { type: 'api-key', name: `fuzz disposable ${slot}` })).id
+      )
     await this.scimUser()
     await this.scimGroup()
   }
 
   /** A SCIM user and a group with it as member, for the SCIM item operations (made again when one deletes them). */
   private async scimUser() {
-    this.ids.set('scim-user', (await this.must('POST', '/api/scim/v2/Users', { userName: `fuzz.user.${Date.now()}.${Math.random().toString(36).slice(2)}`, name: { givenName: 'Fuzz', familyName: 'User' } })).id)
+    this.ids.set(
+      'scim-user',
+      (
+        await this.must('POST', '/api/scim/v2/Users', {
+          userName: `fuzz.user.${Date.now()}.${Math.random().toString(36).slice(2)}`,
+          name: { givenName: 'Fuzz', familyName: 'User' }
+        })
+      ).id
+    )
   }
 
   private async scimGroup() {
-    this.ids.set('scim-group', (await this.must('POST', '/api/scim/v2/Groups', { displayName: `fuzz group ${Date.now()} ${Math.random().toString(36).slice(2)}`, members: [{ value: this.id('scim-user') }] })).id)
+    this.ids.set(
+      'scim-group',
+      (
+        await this.must('POST', '/api/scim/v2/Groups', {
+          displayName: `fuzz group ${Date.now()} ${Math.random().toString(36).slice(2)}`,
+          members: [{ value: this.id('scim-user') }]
+        })
+      ).id
+    )
   }
 
   private async newUpload(): Promise<{ id: string; url: SignedUrl }> {
@@ -97,7 +136,11 @@ export class Pools {
 
   private async put(url: SignedUrl, text: string) {
     const target = `/storage/${url.params.tenantId}/${url.params.recordId}/${url.params.fileId}?${url.query.map(([k, v]) => `${k}=${v}`).join('&')}`
-    const res = await this.server.request('PUT', target, { raw: text, headers: { 'content-type': 'text/plain' }, token: null })
+    const res = await this.server.request('PUT', target, {
+      raw: text,
+      headers: { 'content-type': 'text/plain' },
+      token: null
+    })
     if (res.status !== 200) throw new Error(`seeding: upload answered ${res.status}: ${res.text}`)
   }
 
@@ -122,14 +165,26 @@ export class Pools {
     // seeded record's id in the path. Replaced in seeding order, so a record another refers to comes first.
     if (opId === 'deleteRecord' || opId === 'transitionRecord') {
       const seeded = [...this.ids.keys()].filter((r) => /^record:[a-z0-9-]+:\d$/.test(r))
-      const { rows } = await this.server.platform.db.pool.query('SELECT id FROM records WHERE id = ANY($1::uuid[]) AND deleted_at IS NULL AND version = 1', [seeded.map((r) => this.ids.get(r))])
+      const { rows } = await this.server.platform.db.pool.query(
+        'SELECT id FROM records WHERE id = ANY($1::uuid[]) AND deleted_at IS NULL AND version = 1',
+        [seeded.map((r) => this.ids.get(r))]
+      )
       const fresh = new Set(rows.map((r) => r.id))
-      for (const ref of seeded) if (!fresh.has(this.ids.get(ref))) this.ids.set(ref, await this.createRecord(ref.split(':')[1]))
+      for (const ref of seeded)
+        if (!fresh.has(this.ids.get(ref))) this.ids.set(ref, await this.createRecord(ref.split(':')[1]))
     }
     if (opId === 'uploadStoredFile') this.upload = { url: (await this.newUpload()).url, at: Date.now() }
     // A deleted SCIM user or group (the pooled one, or another a mutation pointed at) is made again.
-    if (opId === 'deleteScimUser' && (await this.server.request('GET', `/api/scim/v2/Users/${this.id('scim-user')}`)).status === 404) await this.scimUser()
-    if (opId === 'deleteScimGroup' && (await this.server.request('GET', `/api/scim/v2/Groups/${this.id('scim-group')}`)).status === 404) await this.scimGroup()
+    if (
+      opId === 'deleteScimUser' &&
+      (await this.server.request('GET', `/api/scim/v2/Users/${this.id('scim-user')}`)).status === 404
+    )
+      await this.scimUser()
+    if (
+      opId === 'deleteScimGroup' &&
+      (await this.server.request('GET', `/api/scim/v2/Groups/${this.id('scim-group')}`)).status === 404
+    )
+      await this.scimGroup()
   }
 }
 
@@ -154,7 +209,9 @@ export function fullPayload(pools: Pools, module: string | undefined): JsonLike 
  * A fuzz campaign's server: started, seeded with records of every module (tenant acme, globex's
  * for cross-tenant ids), and a snapshot reader of its database; both closed when `t` ends.
  */
-export async function seededFuzzServer(t: Test): Promise<{ server: TestServer; token: string; spec: any; snapshots: Snapshots; pools: Pools }> {
+export async function seededFuzzServer(
+  t: Test
+): Promise<{ server: TestServer; token: string; spec: any; snapshots: Snapshots; pools: Pools }> {
   const server = await startTestServer()
   let snapshots: Snapshots | undefined
   t.teardown(async () => {
@@ -163,7 +220,9 @@ export async function seededFuzzServer(t: Test): Promise<{ server: TestServer; t
   })
   const token = server.keys.acme
   const spec = (await server.request('GET', '/api/docs/spec.json', { token })).body
-  const modules: string[] = (await server.request('GET', '/api/v1/modules')).body.items.map((m: { key: string }) => m.key)
+  const modules: string[] = (await server.request('GET', '/api/v1/modules')).body.items.map(
+    (m: { key: string }) => m.key
+  )
   const pools = new Pools(server, spec, server.keys.globex)
   await pools.seed(modules)
   snapshots = await Snapshots.open(server.platform.config.database.url!)

@@ -42,7 +42,9 @@ export class Snapshots {
     const client = new pg.Client({ connectionString: url })
     await client.connect()
     const s = new Snapshots(client)
-    const { rows } = await client.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`)
+    const { rows } = await client.query(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`
+    )
     const parts = rows
       .map((r) => r.table_name as string)
       .filter((t) => !ignored.test(t))
@@ -57,8 +59,13 @@ export class Snapshots {
   }
 
   /** Records written since `since` (a snapshot's time), as PostgreSQL holds them. */
-  async recordsSince(since: string): Promise<Array<{ id: string; tenant_id: string; module_key: string; state: string; payload: unknown }>> {
-    const { rows } = await this.client.query('SELECT id, tenant_id, module_key, state, payload FROM records WHERE updated_at >= $1', [since])
+  async recordsSince(
+    since: string
+  ): Promise<Array<{ id: string; tenant_id: string; module_key: string; state: string; payload: unknown }>> {
+    const { rows } = await this.client.query(
+      'SELECT id, tenant_id, module_key, state, payload FROM records WHERE updated_at >= $1',
+      [since]
+    )
     return rows
   }
 

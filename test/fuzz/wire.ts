@@ -81,7 +81,8 @@ export interface WireReply {
 export function send(port: number, r: WireRequest, timeoutMs: number): Promise<WireReply> {
   const head = [`${r.method} ${r.target} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close']
   const lines: Uint8Array[] = [Buffer.from(head.join('\r\n') + '\r\n', 'latin1')]
-  for (const [name, value] of r.headers) lines.push(Buffer.concat([Buffer.from(`${name}: `, 'latin1'), wtf8(value), Buffer.from('\r\n')]))
+  for (const [name, value] of r.headers)
+    lines.push(Buffer.concat([Buffer.from(`${name}: `, 'latin1'), wtf8(value), Buffer.from('\r\n')]))
   if (r.body) lines.push(Buffer.from(`Content-Length: ${r.body.length}\r\n`))
   lines.push(Buffer.from('\r\n'))
   if (r.body) lines.push(r.body)
@@ -101,7 +102,11 @@ export function send(port: number, r: WireRequest, timeoutMs: number): Promise<W
       try {
         resolve({ ...parseReply(all), ms })
       } catch (e) {
-        reject(new Error(`${(e as Error).message}${err ? ` (${err.message})` : ''}; ${all.length} bytes: ${JSON.stringify(all.subarray(0, 300).toString('latin1'))}`))
+        reject(
+          new Error(
+            `${(e as Error).message}${err ? ` (${err.message})` : ''}; ${all.length} bytes: ${JSON.stringify(all.subarray(0, 300).toString('latin1'))}`
+          )
+        )
       }
     }
     const timer = setTimeout(() => finish(new Error(`no complete answer within ${timeoutMs} ms`)), timeoutMs)

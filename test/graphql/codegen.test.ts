@@ -34,14 +34,34 @@ const operations = /* GraphQL */ `
         state
         version
         createdAt
-        payload { title site occurredAt severity category injuredPeople regulatorNotified }
+        payload {
+          title
+          site
+          occurredAt
+          severity
+          category
+          injuredPeople
+          regulatorNotified
+        }
       }
-      pageInfo { hasNextPage endCursor }
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
     }
   }
 
   mutation CreateIncident($payload: IncidentPayloadInput!) {
-    createIncident(payload: $payload) { id number state version payload { title severity } }
+    createIncident(payload: $payload) {
+      id
+      number
+      state
+      version
+      payload {
+        title
+        severity
+      }
+    }
   }
 `
 
@@ -113,9 +133,21 @@ t.test('a client generated from the served SDL type-checks, refuses wrong field 
   // inputs and enums it needs itself, so the two cannot share a file without duplicates).
   const schema = { schema: parse(sdl.text), schemaAst: buildSchema(sdl.text) }
   // strictScalars: a scalar the service adds without a mapping here fails generation, not a silent `any`.
-  const config = { strictScalars: true, scalars: { Date: 'string', DateTime: 'string', JSON: 'unknown' }, enumsAsTypes: true, useTypeImports: true }
+  const config = {
+    strictScalars: true,
+    scalars: { Date: 'string', DateTime: 'string', JSON: 'unknown' },
+    enumsAsTypes: true,
+    useTypeImports: true
+  }
   const [schemaTypes, operationTypes] = await Promise.all([
-    codegen({ ...schema, filename: join(dir, 'schema.ts'), documents: [], plugins: [{ typescript: {} }], pluginMap: { typescript: typescriptPlugin }, config }),
+    codegen({
+      ...schema,
+      filename: join(dir, 'schema.ts'),
+      documents: [],
+      plugins: [{ typescript: {} }],
+      pluginMap: { typescript: typescriptPlugin },
+      config
+    }),
     codegen({
       ...schema,
       filename: join(dir, 'operations.ts'),
@@ -132,34 +164,53 @@ t.test('a client generated from the served SDL type-checks, refuses wrong field 
   writeFileSync(join(dir, 'client.ts'), client)
   writeFileSync(join(dir, 'wrong.ts'), wrongClient)
 
-  const program = ts.createProgram(['schema.ts', 'operations.ts', 'client.ts', 'wrong.ts'].map((f) => join(dir, f)), {
-    strict: true,
-    noEmit: true,
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.ESNext,
-    moduleResolution: ts.ModuleResolutionKind.Bundler,
-    allowImportingTsExtensions: true,
-    skipLibCheck: true,
-    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
-    types: []
-  })
+  const program = ts.createProgram(
+    ['schema.ts', 'operations.ts', 'client.ts', 'wrong.ts'].map((f) => join(dir, f)),
+    {
+      strict: true,
+      noEmit: true,
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      allowImportingTsExtensions: true,
+      skipLibCheck: true,
+      lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
+      types: []
+    }
+  )
   const diagnostics = ts.getPreEmitDiagnostics(program)
   const show = (d: ts.Diagnostic) => {
-    const at = d.file && d.start !== undefined ? `${d.file.fileName.slice(dir.length + 1)}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1} ` : ''
+    const at =
+      d.file && d.start !== undefined
+        ? `${d.file.fileName.slice(dir.length + 1)}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1} `
+        : ''
     return `${at}TS${d.code} ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`
   }
   const inWrong = (d: ts.Diagnostic) => d.file?.fileName === join(dir, 'wrong.ts')
   t.same(diagnostics.filter((d) => !inWrong(d)).map(show), [], 'the generated types and the client have no diagnostics')
 
   const marked = wrongClient.split('\n').flatMap((line, i) => (line.includes('// wrong:') ? [i + 1] : []))
-  const flagged = [...new Set(diagnostics.filter(inWrong).map((d) => d.file!.getLineAndCharacterOfPosition(d.start!).line + 1))]
-  t.same(flagged.sort((a, b) => a - b), marked, 'each wrong use is refused, and nothing else', { diagnostics: diagnostics.filter(inWrong).map(show) })
+  const flagged = [
+    ...new Set(diagnostics.filter(inWrong).map((d) => d.file!.getLineAndCharacterOfPosition(d.start!).line + 1))
+  ]
+  t.same(
+    flagged.sort((a, b) => a - b),
+    marked,
+    'each wrong use is refused, and nothing else',
+    { diagnostics: diagnostics.filter(inWrong).map(show) }
+  )
 
   // Imported by URL (tsx compiles it): the project's type check must not follow it.
-  const run: { reportAndList(url: string, token: string): Promise<any> } = await import(pathToFileURL(join(dir, 'client.ts')).href)
+  const run: { reportAndList(url: string, token: string): Promise<any> } = await import(
+    pathToFileURL(join(dir, 'client.ts')).href
+  )
   const result = await run.reportAndList(server.url, server.keys.acme)
   t.match(result.created, { number: /^INC-\d{4}-\d{5}$/, version: 1, title: 'Solvent spill' })
-  t.match(result.listed, [{ number: result.created.number, title: 'Solvent spill', severity: 'HIGH', injured: null }], 'the listed record has the shapes the types promise')
+  t.match(
+    result.listed,
+    [{ number: result.created.number, title: 'Solvent spill', severity: 'HIGH', injured: null }],
+    'the listed record has the shapes the types promise'
+  )
   t.equal(result.more, false)
   t.same(result.headlines, ['HIGH: Solvent spill'])
 })

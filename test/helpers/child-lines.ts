@@ -47,13 +47,18 @@ export function childLines(child: ChildProcess, o: { name: string; echo?: boolea
       wake()
     })
   }
-  const last = () => lines.slice(-15).map((l) => l.text).join('\n')
+  const last = () =>
+    lines
+      .slice(-15)
+      .map((l) => l.text)
+      .join('\n')
   async function waitFor(match: (l: ChildLine) => boolean, ms = Infinity): Promise<ChildLine> {
     const until = Date.now() + ms
-    for (let seen = 0; ; ) {
+    for (let seen = 0; ;) {
       for (; seen < lines.length; seen++) if (match(lines[seen])) return lines[seen]
       if (ended) throw new Error(`${o.name} exited before the line awaited; its last lines:\n${last()}`)
-      if (Date.now() > until) throw new Error(`${o.name} printed no such line within ${ms} ms; its last lines:\n${last()}`)
+      if (Date.now() > until)
+        throw new Error(`${o.name} printed no such line within ${ms} ms; its last lines:\n${last()}`)
       await new Promise<void>((resolve) => {
         waiters.push(resolve)
         if (Number.isFinite(ms)) setTimeout(resolve, 200)

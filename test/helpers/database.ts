@@ -7,7 +7,9 @@ import { testCluster } from '../suite/cluster.ts'
  * A fresh, empty database for one test file: on the server named by DATABASE_URL
  * (CI uses the machine's PostgreSQL), or else on an embedded cluster (the tests' in data/test).
  */
-export async function freshDatabase(cluster: Omit<EmbeddedOptions, 'database'> = testCluster): Promise<{ url: string; drop(): Promise<void> }> {
+export async function freshDatabase(
+  cluster: Omit<EmbeddedOptions, 'database'> = testCluster
+): Promise<{ url: string; drop(): Promise<void> }> {
   const serverUrl = process.env.DATABASE_URL ?? (await startEmbedded({ ...cluster, database: 'postgres' })).url
   const name = `records_test_${process.pid}_${randomBytes(3).toString('hex')}`
   const admin = new pg.Client({ connectionString: serverUrl })

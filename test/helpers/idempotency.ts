@@ -19,7 +19,10 @@ async function until<T>(probe: () => Promise<T | undefined>, what: string, ms = 
  * a write whose answer is stored in its own transaction is not committed yet. Returns the
  * reply once everything is let go.
  */
-export async function whileAnswerIsStored(pool: pg.Pool, o: { key: string; table: string; send(): Promise<Reply>; whileBlocked(): Promise<void> }): Promise<Reply> {
+export async function whileAnswerIsStored(
+  pool: pg.Pool,
+  o: { key: string; table: string; send(): Promise<Reply>; whileBlocked(): Promise<void> }
+): Promise<Reply> {
   const gate = await pool.connect()
   const holder = await pool.connect()
   let reply: Promise<Reply> | undefined
@@ -29,13 +32,21 @@ export async function whileAnswerIsStored(pool: pg.Pool, o: { key: string; table
     await gate.query(`LOCK TABLE ${o.table} IN SHARE MODE`)
     reply = o.send()
     reply.catch(() => undefined)
-    await until(async () => (await pool.query("SELECT 1 FROM idempotency_keys WHERE key = $1 AND state = 'in_flight'", [o.key])).rows[0], 'the request to claim its Idempotency-Key')
+    await until(
+      async () =>
+        (await pool.query("SELECT 1 FROM idempotency_keys WHERE key = $1 AND state = 'in_flight'", [o.key])).rows[0],
+      'the request to claim its Idempotency-Key'
+    )
     await holder.query('BEGIN')
     await holder.query('SELECT 1 FROM idempotency_keys WHERE key = $1 FOR UPDATE', [o.key])
     await gate.query('COMMIT')
     await until(
       async () =>
-        (await pool.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE idempotency_keys%'")).rows[0],
+        (
+          await pool.query(
+            "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE idempotency_keys%'"
+          )
+        ).rows[0],
       'the request to store its answer'
     )
     await o.whileBlocked()

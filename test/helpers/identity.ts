@@ -12,11 +12,23 @@ export interface TestUser {
 let counter = 0
 
 /** A user of the tenant with the given direct roles and a personal access token (issued as the CLI does). */
-export async function userWithToken(server: TestServer, tenantId: string, roles: string[], options: { userName?: string; scopes?: string[]; password?: string } = {}): Promise<TestUser> {
+export async function userWithToken(
+  server: TestServer,
+  tenantId: string,
+  roles: string[],
+  options: { userName?: string; scopes?: string[]; password?: string } = {}
+): Promise<TestUser> {
   const { users, credentials, tenants } = server.platform
-  const user = await users.create(tenantId, { userName: options.userName ?? `user-${++counter}-${roles.join('+') || 'none'}`, roles, password: options.password })
+  const user = await users.create(tenantId, {
+    userName: options.userName ?? `user-${++counter}-${roles.join('+') || 'none'}`,
+    roles,
+    password: options.password
+  })
   const service = new TokensService({ credentials, users, tenants })
-  const created = await service.create({ type: 'personal', name: `${user.userName} token`, scopes: options.scopes }, { principal: { ...systemPrincipal(tenantId, 'test'), userId: user.id } })
+  const created = await service.create(
+    { type: 'personal', name: `${user.userName} token`, scopes: options.scopes },
+    { principal: { ...systemPrincipal(tenantId, 'test'), userId: user.id } }
+  )
   return { id: user.id, userName: user.userName, token: created.token! }
 }
 

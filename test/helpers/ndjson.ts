@@ -15,7 +15,8 @@ export interface BulkCall {
   finished: Promise<void>
 }
 
-const toText = (rows: unknown[] | string) => (typeof rows === 'string' ? rows : rows.map((r) => (typeof r === 'string' ? r : JSON.stringify(r)) + '\n').join(''))
+const toText = (rows: unknown[] | string) =>
+  typeof rows === 'string' ? rows : rows.map((r) => (typeof r === 'string' ? r : JSON.stringify(r)) + '\n').join('')
 
 /** A streaming bulk call over a raw HTTP connection: write rows whenever, read outcomes as they come. */
 export function openBulk(baseUrl: string, path: string, token: string, headers: Record<string, string> = {}): BulkCall {
@@ -94,11 +95,32 @@ export function openBulk(baseUrl: string, path: string, token: string, headers: 
 }
 
 /** A whole bulk call at once: status, headers and parsed outcome lines (or a problem body). */
-export async function bulkCall(baseUrl: string, path: string, token: string, body: string, headers: Record<string, string> = {}) {
-  const res = await fetch(baseUrl + path, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson', ...headers }, body })
+export async function bulkCall(
+  baseUrl: string,
+  path: string,
+  token: string,
+  body: string,
+  headers: Record<string, string> = {}
+) {
+  const res = await fetch(baseUrl + path, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson', ...headers },
+    body
+  })
   const text = await res.text()
   const isNdjson = (res.headers.get('content-type') ?? '').startsWith('application/x-ndjson')
-  return { status: res.status, headers: res.headers, lines: isNdjson ? text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l)) : [], body: isNdjson ? undefined : JSON.parse(text) }
+  return {
+    status: res.status,
+    headers: res.headers,
+    lines: isNdjson
+      ? text
+          .split('\n')
+          .filter((l) => l.trim())
+          .map((l) => JSON.parse(l))
+      : [],
+    body: isNdjson ? undefined : JSON.parse(text)
+  }
 }
 
-export const ndjson = (rows: unknown[]) => rows.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n') + '\n'
+export const ndjson = (rows: unknown[]) =>
+  rows.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n') + '\n'

@@ -10,7 +10,12 @@ export interface Page {
 }
 
 /** One request as a browser sends it: the session cookie, a urlencoded form (a field may repeat), no redirect followed. */
-export async function sendPage(s: TestServer, method: string, path: string, o: { cookie?: string; form?: Record<string, string | string[]>; headers?: Record<string, string> } = {}): Promise<Page> {
+export async function sendPage(
+  s: TestServer,
+  method: string,
+  path: string,
+  o: { cookie?: string; form?: Record<string, string | string[]>; headers?: Record<string, string> } = {}
+): Promise<Page> {
   const headers: Record<string, string> = { ...(o.headers ?? {}) }
   if (o.cookie) headers.cookie = `records_session=${o.cookie}`
   let body: string | undefined
@@ -21,5 +26,11 @@ export async function sendPage(s: TestServer, method: string, path: string, o: {
     headers['content-type'] ??= 'application/x-www-form-urlencoded'
   }
   const res = await fetch(s.url + path, { method, headers, body, redirect: 'manual' })
-  return { status: res.status, headers: res.headers, html: await res.text(), location: res.headers.get('location'), setCookie: res.headers.getSetCookie() }
+  return {
+    status: res.status,
+    headers: res.headers,
+    html: await res.text(),
+    location: res.headers.get('location'),
+    setCookie: res.headers.getSetCookie()
+  }
 }

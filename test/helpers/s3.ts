@@ -42,7 +42,15 @@ export async function startS3(bucket = 'records-test'): Promise<RunningS3> {
   return {
     endpoint,
     bucket,
-    config: { endpoint, region: 'us-east-1', bucket, accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true, publicEndpoint: null },
+    config: {
+      endpoint,
+      region: 'us-east-1',
+      bucket,
+      accessKeyId: 'S3RVER',
+      secretAccessKey: 'S3RVER',
+      forcePathStyle: true,
+      publicEndpoint: null
+    },
     async close() {
       if (closed) return
       closed = true

@@ -77,7 +77,12 @@ export const recordResponseSecrets: Middleware = async (ctx, next) => {
   const body = ctx.body as unknown
   if (typeof body === 'string') {
     if (body.includes('whsec_')) recordSecret(...(body.match(webhookSecret) ?? []))
-  } else if (body && typeof body === 'object' && !Buffer.isBuffer(body) && typeof (body as { pipe?: unknown }).pipe !== 'function') {
+  } else if (
+    body &&
+    typeof body === 'object' &&
+    !Buffer.isBuffer(body) &&
+    typeof (body as { pipe?: unknown }).pipe !== 'function'
+  ) {
     const secret = (body as { secret?: unknown }).secret
     if (typeof secret === 'string') recordSecret(secret)
   }

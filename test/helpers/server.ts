@@ -52,7 +52,15 @@ export async function startCheckedServer(platform: Platform): Promise<RunningSer
   const violations: Violation[] = []
   // Every secret the server creates is recorded for the log check of `npm test` (test/suite/log-check.ts).
   recordPlatformSecrets(platform)
-  const running = await startServer(platform, plugins, { outermost: (app) => [recordResponseSecrets, contractMiddleware(() => app.get('openapi'), (v) => violations.push(v))] })
+  const running = await startServer(platform, plugins, {
+    outermost: (app) => [
+      recordResponseSecrets,
+      contractMiddleware(
+        () => app.get('openapi'),
+        (v) => violations.push(v)
+      )
+    ]
+  })
   return Object.assign(running, { violations })
 }
 
@@ -60,12 +68,16 @@ export async function startCheckedServer(platform: Platform): Promise<RunningSer
 export function assertContract(violations: Violation[]) {
   if (!violations.length) return
   const seen = new Set<string>()
-  const lines = violations.map((v) => `${v.method} ${v.path} → ${v.status}: ${v.message}`).filter((l) => !seen.has(l) && seen.add(l))
+  const lines = violations
+    .map((v) => `${v.method} ${v.path} → ${v.status}: ${v.message}`)
+    .filter((l) => !seen.has(l) && seen.add(l))
   throw new Error(`${violations.length} response(s) broke the OpenAPI document:\n${lines.slice(0, 40).join('\n')}`)
 }
 
 /** Starts the real service on a fresh database, listening on a free loopback port. */
-export async function startTestServer(overrides: DeepPartial<AppConfig> & Record<string, unknown> = {}): Promise<TestServer> {
+export async function startTestServer(
+  overrides: DeepPartial<AppConfig> & Record<string, unknown> = {}
+): Promise<TestServer> {
   const db = await freshDatabase()
   const attachmentsDir = mkdtempSync(join(tmpdir(), 'records-test-files-'))
   const config = loadConfig({
@@ -81,7 +93,10 @@ export async function startTestServer(overrides: DeepPartial<AppConfig> & Record
     // Each server counts in its own Redis namespace unless a test shares one on purpose.
     redis: { prefix: `test:${randomUUID()}:`, ...(overrides.redis ?? {}) },
     // And keeps attachment files in its own folder, removed with it.
-    attachments: { ...((overrides as any).attachments ?? {}), local: { dir: attachmentsDir, ...((overrides as any).attachments?.local ?? {}) } },
+    attachments: {
+      ...((overrides as any).attachments ?? {}),
+      local: { dir: attachmentsDir, ...((overrides as any).attachments?.local ?? {}) }
+    },
     database: { url: db.url, ...(overrides.database ?? {}) }
   } as any)
   const platform = await createPlatform(config)
@@ -89,7 +104,9 @@ export async function startTestServer(overrides: DeepPartial<AppConfig> & Record
   const { violations } = running
   const keys: Record<string, string> = {}
   for (const tenantId of Object.keys(config.tenants)) {
-    keys[tenantId] = (await platform.credentials.create({ tenantId, kind: 'api_key', name: `${tenantId} test key` })).token
+    keys[tenantId] = (
+      await platform.credentials.create({ tenantId, kind: 'api_key', name: `${tenantId} test key` })
+    ).token
   }
   const firstKey = Object.values(keys)[0]
   return {
@@ -106,7 +123,11 @@ export async function startTestServer(overrides: DeepPartial<AppConfig> & Record
         body = JSON.stringify(options.body)
         headers['content-type'] ??= 'application/json'
       }
-      const res = await fetch(running.url + path, { method, headers, body: typeof body === 'string' || body === undefined ? body : new Uint8Array(body) })
+      const res = await fetch(running.url + path, {
+        method,
+        headers,
+        body: typeof body === 'string' || body === undefined ? body : new Uint8Array(body)
+      })
       const text = await res.text()
       let parsed: unknown = text
       try {

@@ -16,7 +16,17 @@ export interface Answer {
 }
 
 /** Headers a client reads as data; the rest (trace id, rate-limit counters, date, length, CSP nonce) vary per call. */
-const keptHeaders = ['content-type', 'etag', 'location', 'cache-control', 'allow', 'retry-after', 'www-authenticate', 'content-disposition', 'vary']
+const keptHeaders = [
+  'content-type',
+  'etag',
+  'location',
+  'cache-control',
+  'allow',
+  'retry-after',
+  'www-authenticate',
+  'content-disposition',
+  'vary'
+]
 /** Values that legitimately differ per call: the request's trace id, signed URLs' expiry, a token's last use. */
 const volatileKeys = new Set(['traceId', 'lastUsedAt'])
 const uuidPattern = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi
@@ -41,7 +51,11 @@ function scrubText(text: string, labels: Labels): string {
 
 function scrub(value: unknown, labels: Labels, key = '', parent = ''): unknown {
   if (typeof value === 'string') {
-    if ((key === 'expiresAt' && (parent === 'download' || parent === 'upload')) || (volatileKeys.has(key) && isoTime.test(value))) return '<volatile>'
+    if (
+      (key === 'expiresAt' && (parent === 'download' || parent === 'upload')) ||
+      (volatileKeys.has(key) && isoTime.test(value))
+    )
+      return '<volatile>'
     return scrubText(value, labels)
   }
   if (Array.isArray(value)) return value.map((v) => scrub(v, labels, key, parent))
@@ -61,15 +75,26 @@ function scrub(value: unknown, labels: Labels, key = '', parent = ''): unknown {
  * act on, and the body without its trace id and per-call values. `digest` replaces a
  * large body by its hash (after the same scrubbing), e.g. the OpenAPI document.
  */
-export function normalise(reply: { status: number; headers: Headers; body: unknown; text: string }, labels: Labels = new Map(), digest = false): Answer {
+export function normalise(
+  reply: { status: number; headers: Headers; body: unknown; text: string },
+  labels: Labels = new Map(),
+  digest = false
+): Answer {
   const headers: Record<string, string> = {}
   for (const h of keptHeaders) {
     const v = reply.headers.get(h)
     if (v !== null) headers[h] = scrubText(v, labels)
   }
-  const body = typeof reply.body === 'string' || reply.body === undefined ? scrubText(reply.text, labels) : scrub(reply.body, labels)
+  const body =
+    typeof reply.body === 'string' || reply.body === undefined
+      ? scrubText(reply.text, labels)
+      : scrub(reply.body, labels)
   if (!digest) return { status: reply.status, headers, body }
-  return { status: reply.status, headers, body: `sha256:${createHash('sha256').update(JSON.stringify(body)).digest('hex')}` }
+  return {
+    status: reply.status,
+    headers,
+    body: `sha256:${createHash('sha256').update(JSON.stringify(body)).digest('hex')}`
+  }
 }
 
 /** The position in a page cursor, when a client can read it (base64url JSON before the signature); undefined when it is opaque. */
@@ -114,16 +139,23 @@ export function relative(answer: Answer, steps: Steps, fresh: Map<string, string
       if (number) return `${number[1]}-${number[2]}-${steps.step(`number:${number[1]}`, Number(number[3]))}`
       if (key === 'nextCursor') {
         const p = cursorPosition(value)
-        return p ? { position: p.map((v) => (typeof v === 'number' ? steps.step('record-seq', v) : '<time>')) } : '<opaque cursor>'
+        return p
+          ? { position: p.map((v) => (typeof v === 'number' ? steps.step('record-seq', v) : '<time>')) }
+          : '<opaque cursor>'
       }
       return value.replace(uuidPattern, (id) => newId(id.toLowerCase()))
     }
     if (typeof value === 'number' && key === 'id' && parent === 'activity') return steps.step('activity-id', value)
     if (Array.isArray(value)) return value.map((v) => walk(v, key, parent))
-    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, k, key)]))
+    if (value && typeof value === 'object')
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, k, key)]))
     return value
   }
-  return { status: answer.status, headers: walk(answer.headers, '', '') as Record<string, string>, body: walk(answer.body, '', '') }
+  return {
+    status: answer.status,
+    headers: walk(answer.headers, '', '') as Record<string, string>,
+    body: walk(answer.body, '', '')
+  }
 }
 
 /**
@@ -180,11 +212,12 @@ export function doors(app: App): string[] {
   const document = app.get('openapi')!.forPrincipal().document as { paths: Record<string, Record<string, unknown>> }
   for (const [path, item] of Object.entries(document.paths)) {
     if (servicePatterns.some((p) => p.test(path.replace(/\{[^}]+\}/g, 'x')))) continue
-    for (const method of Object.keys(item)) if (['get', 'put', 'post', 'patch', 'delete'].includes(method)) out.push(`${method.toUpperCase()} ${path}`)
+    for (const method of Object.keys(item))
+      if (['get', 'put', 'post', 'patch', 'delete'].includes(method)) out.push(`${method.toUpperCase()} ${path}`)
   }
   // Every page route any plugin mounted (plugins/settings/page-router.ts records them), not a fixed list: a new page is a door too.
   const pages = app.get('settingsPages')?.routes ?? []
-  if (!pages.length) throw new Error('no page routes registered: doors() reads them from app.get(\'settingsPages\')')
+  if (!pages.length) throw new Error("no page routes registered: doors() reads them from app.get('settingsPages')")
   for (const route of pages) out.push(`page ${route.method} ${route.path.source}`)
   return out
 }

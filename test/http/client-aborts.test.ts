@@ -25,7 +25,11 @@ function captureStderr() {
     chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'))
     return true
   }) as typeof process.stderr.write
-  const lines = () => chunks.join('').split('\n').filter((line) => line !== '')
+  const lines = () =>
+    chunks
+      .join('')
+      .split('\n')
+      .filter((line) => line !== '')
   return {
     lines,
     stop() {
@@ -76,7 +80,12 @@ await storage.putFile(key, big, 'text/csv; charset=utf-8')
 rmSync(big)
 
 t.test('a client that aborts a download leaves only JSON lines in the log, the abort at debug level', async (t) => {
-  const { url } = await storage.signDownload({ key, contentType: 'text/csv; charset=utf-8', fileName: 'incident-export-2026-11-22.csv', expiresAt: new Date(Date.now() + 60_000) })
+  const { url } = await storage.signDownload({
+    key,
+    contentType: 'text/csv; charset=utf-8',
+    fileName: 'incident-export-2026-11-22.csv',
+    expiresAt: new Date(Date.now() + 60_000)
+  })
   const capture = captureStderr()
   let status: number | undefined
   try {
@@ -87,28 +96,64 @@ t.test('a client that aborts a download leaves only JSON lines in the log, the a
   }
   const lines = capture.lines()
   t.equal(status, 200)
-  t.same(lines.filter((l) => parsed(l) === undefined), [], 'no line that is not JSON (no stack trace)')
+  t.same(
+    lines.filter((l) => parsed(l) === undefined),
+    [],
+    'no line that is not JSON (no stack trace)'
+  )
   const aborts = lines.map(parsed).filter((e) => e?.msg === abortMessage)
   t.ok(aborts.length, 'the abort is logged')
-  t.ok(aborts.every((e) => e.level === 'debug'), 'at debug level')
-  t.ok(aborts.some((e) => e.path === new URL(url).pathname && ['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET'].includes(e.code)), 'with the path and the code')
-  t.notOk(lines.map(parsed).some((e) => e?.level === 'error'), 'nothing at error level')
+  t.ok(
+    aborts.every((e) => e.level === 'debug'),
+    'at debug level'
+  )
+  t.ok(
+    aborts.some(
+      (e) => e.path === new URL(url).pathname && ['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET'].includes(e.code)
+    ),
+    'with the path and the code'
+  )
+  t.notOk(
+    lines.map(parsed).some((e) => e?.level === 'error'),
+    'nothing at error level'
+  )
 })
 
 t.test('a client that aborts a list mid-response leaves only JSON lines in the log', async (t) => {
-  await bulkCall(server.url, '/api/modules/incident/bulk', server.keys.acme, ndjson(Array.from({ length: 200 }, (_, i) => ({ payload: incidentPayload({ title: `Incident ${i}`, description: 'x'.repeat(2000) }) }))))
+  await bulkCall(
+    server.url,
+    '/api/modules/incident/bulk',
+    server.keys.acme,
+    ndjson(
+      Array.from({ length: 200 }, (_, i) => ({
+        payload: incidentPayload({ title: `Incident ${i}`, description: 'x'.repeat(2000) })
+      }))
+    )
+  )
   const capture = captureStderr()
   const statuses: number[] = []
   try {
-    for (let i = 0; i < 5; i++) statuses.push(await abortAfterFirstBytes(`${server.url}/api/v1/records?moduleKey=incident&limit=200`, { authorization: `Bearer ${server.keys.acme}` }))
+    for (let i = 0; i < 5; i++)
+      statuses.push(
+        await abortAfterFirstBytes(`${server.url}/api/v1/records?moduleKey=incident&limit=200`, {
+          authorization: `Bearer ${server.keys.acme}`
+        })
+      )
     await sleep(500)
   } finally {
     capture.stop()
   }
   const lines = capture.lines()
   t.same(statuses, [200, 200, 200, 200, 200])
-  t.same(lines.filter((l) => parsed(l) === undefined), [], 'no line that is not JSON')
-  t.notOk(lines.map(parsed).some((e) => e?.level === 'error'), 'nothing at error level')
+  t.same(
+    lines.filter((l) => parsed(l) === undefined),
+    [],
+    'no line that is not JSON'
+  )
+  t.notOk(
+    lines.map(parsed).some((e) => e?.level === 'error'),
+    'nothing at error level'
+  )
 })
 
 t.test('any other error after a response started is one JSON line at error level', async (t) => {
@@ -119,7 +164,11 @@ t.test('any other error after a response started is one JSON line at error level
     capture.stop()
   }
   const lines = capture.lines()
-  t.same(lines.filter((l) => parsed(l) === undefined), [], 'no line that is not JSON')
+  t.same(
+    lines.filter((l) => parsed(l) === undefined),
+    [],
+    'no line that is not JSON'
+  )
   const errors = lines.map(parsed).filter((e) => e?.level === 'error')
   t.equal(errors.length, 1)
   t.match(errors[0], { msg: 'response failed', error: /^Error: the disk went away\n\s+at / })

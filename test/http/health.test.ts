@@ -15,7 +15,11 @@ t.test('liveness and readiness answer without a credential, and probes count aga
     const ready = await server.request('GET', i % 2 ? '/healthz' : '/readyz', { token: null })
     t.equal(ready.status, 200, 'ready, /healthz the same')
     t.equal(ready.body.status, 'ready')
-    t.same(Object.keys(ready.body.checks).sort(), ['database', ...(redis ? ['redis'] : [])].sort(), 'the database and Redis (when configured) are checked')
+    t.same(
+      Object.keys(ready.body.checks).sort(),
+      ['database', ...(redis ? ['redis'] : [])].sort(),
+      'the database and Redis (when configured) are checked'
+    )
     t.ok(Object.values(ready.body.checks).every((c: any) => c.ok === true && typeof c.ms === 'number'))
     t.equal(ready.headers.get('cache-control'), 'no-store')
   }
@@ -47,35 +51,41 @@ t.test('a check that does not answer in time makes readiness 503 and names it, n
   t.equal((await server.request('GET', '/livez', { token: null })).status, 200, 'liveness does no I/O and stays 200')
 })
 
-t.test('a check that has not answered is not started again by the next probes: one call waits, however often the balancers ask', async (t) => {
-  const readiness = server.running.app.get('readiness')
-  let calls = 0
-  let answer!: () => void
-  readiness.set('slow', () => {
-    // The first call hangs until answered; later ones answer at once.
-    if (calls++) return Promise.resolve()
-    return new Promise<void>((resolve) => (answer = resolve))
-  })
-  t.teardown(() => readiness.delete('slow'))
-  for (let i = 0; i < 4; i++) {
+t.test(
+  'a check that has not answered is not started again by the next probes: one call waits, however often the balancers ask',
+  async (t) => {
+    const readiness = server.running.app.get('readiness')
+    let calls = 0
+    let answer!: () => void
+    readiness.set('slow', () => {
+      // The first call hangs until answered; later ones answer at once.
+      if (calls++) return Promise.resolve()
+      return new Promise<void>((resolve) => (answer = resolve))
+    })
+    t.teardown(() => readiness.delete('slow'))
+    for (let i = 0; i < 4; i++) {
+      const ready = await server.request('GET', '/readyz', { token: null })
+      t.equal(ready.status, 503, `probe ${i + 1}: not ready while the check has not answered`)
+    }
+    t.equal(calls, 1, 'four probes, one call of the check')
+    answer()
     const ready = await server.request('GET', '/readyz', { token: null })
-    t.equal(ready.status, 503, `probe ${i + 1}: not ready while the check has not answered`)
+    t.equal(ready.status, 200, 'ready once it answers')
+    t.equal(calls, 2, 'and the next probe checks afresh')
   }
-  t.equal(calls, 1, 'four probes, one call of the check')
-  answer()
-  const ready = await server.request('GET', '/readyz', { token: null })
-  t.equal(ready.status, 200, 'ready once it answers')
-  t.equal(calls, 2, 'and the next probe checks afresh')
-})
+)
 
-t.test('once the instance drains, readiness is 503 at once, liveness stays 200, and responses close their connection', async (t) => {
-  server.platform.shutdown.begin('test')
-  const ready = await server.request('GET', '/readyz', { token: null })
-  t.equal(ready.status, 503)
-  t.equal(ready.body.code, 'service.shutting_down')
-  t.match(ready.body.type, /\/errors\/unavailable$/)
-  t.equal(ready.headers.get('connection'), 'close')
-  const live = await server.request('GET', '/livez', { token: null })
-  t.equal(live.status, 200)
-  t.equal(live.headers.get('connection'), 'close')
-})
+t.test(
+  'once the instance drains, readiness is 503 at once, liveness stays 200, and responses close their connection',
+  async (t) => {
+    server.platform.shutdown.begin('test')
+    const ready = await server.request('GET', '/readyz', { token: null })
+    t.equal(ready.status, 503)
+    t.equal(ready.body.code, 'service.shutting_down')
+    t.match(ready.body.type, /\/errors\/unavailable$/)
+    t.equal(ready.headers.get('connection'), 'close')
+    const live = await server.request('GET', '/livez', { token: null })
+    t.equal(live.status, 200)
+    t.equal(live.headers.get('connection'), 'close')
+  }
+)

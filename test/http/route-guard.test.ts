@@ -26,10 +26,16 @@ t.test('a path segment named after an Object.prototype member is a 404 problem, 
 })
 
 t.test('POST on an item URL is 405 with Allow, and creates nothing', async (t) => {
-  const created = await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: incidentPayload() } })
+  const created = await server.request('POST', '/api/v1/records', {
+    body: { moduleKey: 'incident', payload: incidentPayload() }
+  })
   const [records, tokens, exports] = [await count('records'), await count('credentials'), await count('export_jobs')]
   const cases: Array<[string, unknown, string]> = [
-    [`/api/v1/records/${created.body.id}`, { moduleKey: 'incident', payload: incidentPayload() }, 'GET, PATCH, DELETE, HEAD'],
+    [
+      `/api/v1/records/${created.body.id}`,
+      { moduleKey: 'incident', payload: incidentPayload() },
+      'GET, PATCH, DELETE, HEAD'
+    ],
     ['/api/v1/records/:transition', { moduleKey: 'incident', payload: incidentPayload() }, 'GET, PATCH, DELETE, HEAD'],
     ['/api/v1/tokens/x', { type: 'api-key', name: 'smuggled' }, 'GET, DELETE, HEAD'],
     ['/api/v1/exports/x', { moduleKey: 'incident', format: 'csv' }, 'GET, HEAD']
@@ -40,16 +46,29 @@ t.test('POST on an item URL is 405 with Allow, and creates nothing', async (t) =
     t.equal(res.body.code, 'http.method_not_allowed')
     t.equal(res.headers.get('allow'), allow)
   }
-  const bare = await server.request('POST', '/api/v1/attachments/:complete', { raw: 'x', headers: { 'content-type': 'text/plain' } })
+  const bare = await server.request('POST', '/api/v1/attachments/:complete', {
+    raw: 'x',
+    headers: { 'content-type': 'text/plain' }
+  })
   t.equal(bare.status, 405, 'a colon method without an id is refused as a route, before its body is read')
-  t.same([await count('records'), await count('credentials'), await count('export_jobs')], [records, tokens, exports], 'nothing was created')
-  const fired = await server.request('POST', `/api/v1/records/${created.body.id}:transition`, { body: { transition: 'dismiss', payload: { closureNote: 'Not an incident' } } })
+  t.same(
+    [await count('records'), await count('credentials'), await count('export_jobs')],
+    [records, tokens, exports],
+    'nothing was created'
+  )
+  const fired = await server.request('POST', `/api/v1/records/${created.body.id}:transition`, {
+    body: { transition: 'dismiss', payload: { closureNote: 'Not an incident' } }
+  })
   t.equal(fired.status, 200, 'a colon method still reaches its service')
 })
 
 t.test('PATCH and DELETE on a collection are 405 with Allow, not a change of every record', async (t) => {
   for (const method of ['PATCH', 'DELETE', 'PUT']) {
-    const res = await server.request(method, '/api/v1/records', method === 'DELETE' ? {} : { body: { payload: { severity: 'low' } } })
+    const res = await server.request(
+      method,
+      '/api/v1/records',
+      method === 'DELETE' ? {} : { body: { payload: { severity: 'low' } } }
+    )
     t.equal(res.status, 405, `${method} /api/v1/records`)
     t.equal(res.headers.get('allow'), 'GET, POST, HEAD')
     t.match(res.body.detail, /one record at a time/)
@@ -76,10 +95,34 @@ function raw(bytes: Buffer): Promise<string> {
 
 t.test('requests the HTTP parser refuses are answered with a problem and a trace id', async (t) => {
   const cases: Array<[string, Buffer, number, string]> = [
-    ['a NUL in a header', Buffer.from('GET /api/v1/me HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\u0000b\r\n\r\n', 'latin1'), 400, 'request.malformed_http'],
-    ['a raw byte in the target', Buffer.concat([Buffer.from('GET /api/v1/records/'), Buffer.from([0xff]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]), 400, 'request.malformed_http'],
-    ['a head past 16 KiB', Buffer.from(`GET /api/v1/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`), 431, 'request.headers_too_large'],
-    ['a request line past 16 KiB', Buffer.from(`GET /api/v1/records?moduleKey=incident&cursor=${'a'.repeat(17_000)} HTTP/1.1\r\nHost: x\r\n\r\n`), 414, 'request.uri_too_long']
+    [
+      'a NUL in a header',
+      Buffer.from('GET /api/v1/me HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\u0000b\r\n\r\n', 'latin1'),
+      400,
+      'request.malformed_http'
+    ],
+    [
+      'a raw byte in the target',
+      Buffer.concat([
+        Buffer.from('GET /api/v1/records/'),
+        Buffer.from([0xff]),
+        Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')
+      ]),
+      400,
+      'request.malformed_http'
+    ],
+    [
+      'a head past 16 KiB',
+      Buffer.from(`GET /api/v1/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`),
+      431,
+      'request.headers_too_large'
+    ],
+    [
+      'a request line past 16 KiB',
+      Buffer.from(`GET /api/v1/records?moduleKey=incident&cursor=${'a'.repeat(17_000)} HTTP/1.1\r\nHost: x\r\n\r\n`),
+      414,
+      'request.uri_too_long'
+    ]
   ]
   for (const [label, bytes, status, code] of cases) {
     const answer = await raw(bytes)
@@ -87,7 +130,18 @@ t.test('requests the HTTP parser refuses are answered with a problem and a trace
     t.match(head, new RegExp(`^HTTP/1.1 ${status} `), label)
     t.match(head, /Content-Type: application\/problem\+json/)
     const problem = JSON.parse(body)
-    t.match(problem, { status, code, type: /\/errors\/(bad-request|headers-too-large|uri-too-long)$/, title: String, detail: String, traceId: /^[0-9a-f]{32}$/ }, label)
+    t.match(
+      problem,
+      {
+        status,
+        code,
+        type: /\/errors\/(bad-request|headers-too-large|uri-too-long)$/,
+        title: String,
+        detail: String,
+        traceId: /^[0-9a-f]{32}$/
+      },
+      label
+    )
     t.match(head, new RegExp(`X-Trace-Id: ${problem.traceId}`))
   }
 })
@@ -113,21 +167,38 @@ t.test('a verb a plugin route does not serve is 405 with Allow, as on service pa
     t.equal(res.headers.allow, allow, `${method} ${path}: Allow`)
     t.equal(JSON.parse(res.body).code, 'http.method_not_allowed')
   }
-  for (const path of ['/api/graphql/schema.graphql', '/api/docs', '/api/docs/postman.json', '/api/docs/spec.json', '/api/docs/assets/init.js']) {
+  for (const path of [
+    '/api/graphql/schema.graphql',
+    '/api/docs',
+    '/api/docs/postman.json',
+    '/api/docs/spec.json',
+    '/api/docs/assets/init.js'
+  ]) {
     t.equal((await server.request('GET', path)).status, 200, `GET ${path} is still served`)
   }
-  t.equal((await server.request('GET', '/api/docs/assets/nothing.js')).status, 404, 'an asset that does not exist is still a 404')
+  t.equal(
+    (await server.request('GET', '/api/docs/assets/nothing.js')).status,
+    404,
+    'an asset that does not exist is still a 404'
+  )
 })
 
 /** Any verb, TRACE included (fetch refuses it), with a bearer token and an optional JSON body. */
-function send(method: string, path: string, body?: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+function send(
+  method: string,
+  path: string,
+  body?: string
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { authorization: `Bearer ${server.keys.acme}` }
-    if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) })
+    if (body !== undefined)
+      Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) })
     const req = httpRequest(server.url + path, { method, headers }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (c) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }))
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') })
+      )
     })
     req.on('error', reject)
     req.end(body)

@@ -21,7 +21,11 @@ export interface Instance {
   waitForLine(match: (l: Line) => boolean, ms?: number): Promise<Line>
   /** Resolves with the exit code (or signal) once the process has ended. */
   exited: Promise<number | string | null>
-  request<T = any>(method: string, path: string, o?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; body: T }>
+  request<T = any>(
+    method: string,
+    path: string,
+    o?: { token?: string; body?: unknown; headers?: Record<string, string> }
+  ): Promise<{ status: number; headers: Headers; body: T }>
 }
 
 /** Every instance process this test process started: killed with it, however it ends (a failed start-up, tap's timeout). */
@@ -60,7 +64,12 @@ export async function cluster(config: Record<string, any>) {
   }
 
   async function start(name: string, more: Record<string, any> = {}): Promise<Instance> {
-    const merged = { ...base, ...more, jobs: { ...base.jobs, ...more.jobs }, exports: { ...base.exports, ...more.exports } }
+    const merged = {
+      ...base,
+      ...more,
+      jobs: { ...base.jobs, ...more.jobs },
+      exports: { ...base.exports, ...more.exports }
+    }
     const child = spawn(process.execPath, ['--import', 'tsx', 'bin/server.ts'], {
       cwd: projectRoot,
       env: { ...process.env, NODE_ENV: 'test', NODE_CONFIG: JSON.stringify(merged), DATABASE_URL: db.url },
@@ -85,7 +94,11 @@ export async function cluster(config: Record<string, any>) {
         const headers: Record<string, string> = { ...(o.headers ?? {}) }
         if (o.token) headers.authorization = `Bearer ${o.token}`
         if (o.body !== undefined) headers['content-type'] = 'application/json'
-        const res = await fetch(url + path, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body) })
+        const res = await fetch(url + path, {
+          method,
+          headers,
+          body: o.body === undefined ? undefined : JSON.stringify(o.body)
+        })
         const text = await res.text()
         let body: any = text
         try {
@@ -106,7 +119,11 @@ export async function cluster(config: Record<string, any>) {
     start,
     /** An API key of `tenantId`, made in the database as the CLI makes one. */
     async key(tenantId: string): Promise<{ token: string; id: string }> {
-      const { token, credential } = await new CredentialStore(pool).create({ tenantId, kind: 'api_key', name: `${tenantId} test key` })
+      const { token, credential } = await new CredentialStore(pool).create({
+        tenantId,
+        kind: 'api_key',
+        name: `${tenantId} test key`
+      })
       return { token, id: credential.id }
     },
     /** Polls `fn` until it returns a truthy value (progress in the database, a status): no fixed sleeps. */

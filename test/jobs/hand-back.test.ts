@@ -27,39 +27,74 @@ async function workUntilDrained(context: JobContext) {
   }
 }
 
-const row = async (id: string) => (await pool.query('SELECT locked_at, next_run_at, fail_count, fail_reason, last_modified_by FROM agenda_jobs WHERE id = $1', [id])).rows[0]
+const row = async (id: string) =>
+  (
+    await pool.query(
+      'SELECT locked_at, next_run_at, fail_count, fail_reason, last_modified_by FROM agenda_jobs WHERE id = $1',
+      [id]
+    )
+  ).rows[0]
 
-t.test('a draining instance hands a running job back: unlocked, due now, no attempt counted, and another instance runs it at once', async (t) => {
-  const started = marker<JobContext>()
-  let runsOnA = 0
-  const a = await startJobs(pool, [{ name: 'test.hand-back', ...quick, run: async (_data, context) => { runsOnA++; started.resolve(context); await workUntilDrained(context); return handBack() } }], { process: true, processEverySeconds: 1 })
-  const job = await a.now('test.hand-back', { id: 1 })
-  const id = String(job.attrs._id)
-  const context = await started.promise
-  t.equal(context.signal.aborted, false, 'the signal is quiet while the instance runs')
-  t.equal(jobsRunning(a), true)
+t.test(
+  'a draining instance hands a running job back: unlocked, due now, no attempt counted, and another instance runs it at once',
+  async (t) => {
+    const started = marker<JobContext>()
+    let runsOnA = 0
+    const a = await startJobs(
+      pool,
+      [
+        {
+          name: 'test.hand-back',
+          ...quick,
+          run: async (_data, context) => {
+            runsOnA++
+            started.resolve(context)
+            await workUntilDrained(context)
+            return handBack()
+          }
+        }
+      ],
+      { process: true, processEverySeconds: 1 }
+    )
+    const job = await a.now('test.hand-back', { id: 1 })
+    const id = String(job.attrs._id)
+    const context = await started.promise
+    t.equal(context.signal.aborted, false, 'the signal is quiet while the instance runs')
+    t.equal(jobsRunning(a), true)
 
-  // B starts while A holds the lock (its start-up scan finds nothing) and scans again only in an hour: only a NOTIFY can wake it.
-  const ranOnB = marker<Record<string, unknown>>()
-  const b = await startJobs(pool, [{ name: 'test.hand-back', ...quick, run: async (data) => ranOnB.resolve(data) }], { process: true, processEverySeconds: 1 })
-  t.teardown(() => stopJobs(b, { timeoutMs: 5000 }))
+    // B starts while A holds the lock (its start-up scan finds nothing) and scans again only in an hour: only a NOTIFY can wake it.
+    const ranOnB = marker<Record<string, unknown>>()
+    const b = await startJobs(pool, [{ name: 'test.hand-back', ...quick, run: async (data) => ranOnB.resolve(data) }], {
+      process: true,
+      processEverySeconds: 1
+    })
+    t.teardown(() => stopJobs(b, { timeoutMs: 5000 }))
 
-  const listener = await pool.connect()
-  const notified = marker<unknown>()
-  listener.on('notification', (m) => m.channel === 'agenda:jobs' && notified.resolve(JSON.parse(m.payload!).jobName))
-  await listener.query('LISTEN "agenda:jobs"')
-  t.teardown(() => listener.release())
-  const stopped = await stopJobs(a, { timeoutMs: 30_000 })
-  t.equal(await notified.promise, 'test.hand-back', 'other instances are told at once, not at their next scan')
-  t.equal(context.signal.aborted, true, 'the running job was signalled')
-  t.equal(jobsRunning(a), false)
-  t.same(stopped, { handedBack: 1, released: [] }, 'it handed itself back before the deadline')
-  t.same(await ranOnB.promise, { id: 1 }, 'the other instance ran it with its data')
-  t.equal(runsOnA, 1, 'the stopping instance did not take it again')
-})
+    const listener = await pool.connect()
+    const notified = marker<unknown>()
+    listener.on('notification', (m) => m.channel === 'agenda:jobs' && notified.resolve(JSON.parse(m.payload!).jobName))
+    await listener.query('LISTEN "agenda:jobs"')
+    t.teardown(() => listener.release())
+    const stopped = await stopJobs(a, { timeoutMs: 30_000 })
+    t.equal(await notified.promise, 'test.hand-back', 'other instances are told at once, not at their next scan')
+    t.equal(context.signal.aborted, true, 'the running job was signalled')
+    t.equal(jobsRunning(a), false)
+    t.same(stopped, { handedBack: 1, released: [] }, 'it handed itself back before the deadline')
+    t.same(await ranOnB.promise, { id: 1 }, 'the other instance ran it with its data')
+    t.equal(runsOnA, 1, 'the stopping instance did not take it again')
+  }
+)
 
 t.test('a handed-back job keeps its fail count and is left unlocked and due now', async (t) => {
-  const definition = { name: 'test.counted', ...quick, run: async (_d: unknown, context: JobContext) => { started.resolve(); await workUntilDrained(context); throw handBack('thrown') } }
+  const definition = {
+    name: 'test.counted',
+    ...quick,
+    run: async (_d: unknown, context: JobContext) => {
+      started.resolve()
+      await workUntilDrained(context)
+      throw handBack('thrown')
+    }
+  }
   const started = marker()
   const enqueuer = await startJobs(pool, [definition], { process: false })
   const id = String((await enqueuer.now('test.counted', {})).attrs._id)
@@ -80,7 +115,20 @@ t.test('a handed-back job keeps its fail count and is left unlocked and due now'
 t.test('a job that ignores the signal is released at the deadline, due now, and named', async (t) => {
   const started = marker()
   const finish = marker()
-  const a = await startJobs(pool, [{ name: 'test.stubborn', ...quick, run: async () => { started.resolve(); await finish.promise } }], { process: true, processEverySeconds: 1 })
+  const a = await startJobs(
+    pool,
+    [
+      {
+        name: 'test.stubborn',
+        ...quick,
+        run: async () => {
+          started.resolve()
+          await finish.promise
+        }
+      }
+    ],
+    { process: true, processEverySeconds: 1 }
+  )
   const job = await a.now('test.stubborn', {})
   const id = String(job.attrs._id)
   await started.promise

@@ -13,18 +13,30 @@ const root = resolve(import.meta.dirname, '..', '..')
 const depcruise = join(root, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs')
 
 async function cruise(cwd: string, paths: string[]) {
-  const run = promisify(execFile)(process.execPath, [depcruise, ...paths, '--config', join(root, '.dependency-cruiser.cjs'), '--output-type', 'json'], { cwd, maxBuffer: 64 * 1024 * 1024 })
+  const run = promisify(execFile)(
+    process.execPath,
+    [depcruise, ...paths, '--config', join(root, '.dependency-cruiser.cjs'), '--output-type', 'json'],
+    { cwd, maxBuffer: 64 * 1024 * 1024 }
+  )
   // depcruise exits 1 when it finds violations; its report is on stdout either way.
   const { stdout } = await run.catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }))
-  const report = JSON.parse(stdout) as { summary: { violations: Array<{ rule: { name: string }; from: string; to: string }>; totalCruised: number } }
-  return { cruised: report.summary.totalCruised, violations: report.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`).sort() }
+  const report = JSON.parse(stdout) as {
+    summary: { violations: Array<{ rule: { name: string }; from: string; to: string }>; totalCruised: number }
+  }
+  return {
+    cruised: report.summary.totalCruised,
+    violations: report.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`).sort()
+  }
 }
 
-t.test('the project keeps its layers: core names no plugin, plugins meet through *.shared.ts, module packages use only the module API', async (t) => {
-  const { cruised, violations } = await cruise(root, ['core', 'plugins', 'tenant-modules', 'bin'])
-  t.same(violations, [], 'no violations')
-  t.ok(cruised > 100, `${cruised} modules cruised`)
-})
+t.test(
+  'the project keeps its layers: core names no plugin, plugins meet through *.shared.ts, module packages use only the module API',
+  async (t) => {
+    const { cruised, violations } = await cruise(root, ['core', 'plugins', 'tenant-modules', 'bin'])
+    t.same(violations, [], 'no violations')
+    t.ok(cruised > 100, `${cruised} modules cruised`)
+  }
+)
 
 t.test('each rule refuses the import it forbids and lets the allowed one pass', async (t) => {
   const { violations } = await cruise(join(root, 'test', 'layers', 'fixture'), ['core', 'plugins', 'tenant-modules'])

@@ -49,22 +49,38 @@ t.test('over HTTP', async (t) => {
   const s = await startTestServer({
     tenants: {
       acme: { name: 'Acme', modules: ['incident'] },
-      small: { name: 'Small budget', modules: ['incident'], limits: { requestBudget: 30, budgetUnitsPerRequest: 10, requestsPerMinute: 1_000 } }
+      small: {
+        name: 'Small budget',
+        modules: ['incident'],
+        limits: { requestBudget: 30, budgetUnitsPerRequest: 10, requestsPerMinute: 1_000 }
+      }
     }
   })
   t.teardown(() => s.close())
   const small = s.keys.small
-  for (let i = 0; i < 30; i++) t.equal((await s.request('POST', '/api/v1/records', { token: small, body: { moduleKey: 'incident', payload: incidentPayload({ title: `Incident ${i}` }) } })).status, 201)
+  for (let i = 0; i < 30; i++)
+    t.equal(
+      (
+        await s.request('POST', '/api/v1/records', {
+          token: small,
+          body: { moduleKey: 'incident', payload: incidentPayload({ title: `Incident ${i}` }) }
+        })
+      ).status,
+      201
+    )
 
-  t.test('a list that would read more rows than the budget allows is 422 request.too_costly as a problem', async (t) => {
-    const r = await s.request('GET', '/api/v1/records?moduleKey=incident&limit=100', { token: small })
-    t.equal(r.status, 422)
-    t.equal(r.headers.get('content-type'), 'application/problem+json')
-    t.equal(r.body.code, 'request.too_costly')
-    t.ok(r.body.traceId && r.body.type && r.body.title && r.body.detail)
-    const fits = await s.request('GET', '/api/v1/records?moduleKey=incident&limit=5', { token: small })
-    t.equal(fits.status, 200, 'a smaller page fits')
-  })
+  t.test(
+    'a list that would read more rows than the budget allows is 422 request.too_costly as a problem',
+    async (t) => {
+      const r = await s.request('GET', '/api/v1/records?moduleKey=incident&limit=100', { token: small })
+      t.equal(r.status, 422)
+      t.equal(r.headers.get('content-type'), 'application/problem+json')
+      t.equal(r.body.code, 'request.too_costly')
+      t.ok(r.body.traceId && r.body.type && r.body.title && r.body.detail)
+      const fits = await s.request('GET', '/api/v1/records?moduleKey=incident&limit=5', { token: small })
+      t.equal(fits.status, 200, 'a smaller page fits')
+    }
+  )
 
   t.test('an expensive request counts as several against the rate limit', async (t) => {
     const cheap = await s.request('GET', '/api/v1/me', { token: small })
@@ -75,25 +91,36 @@ t.test('over HTTP', async (t) => {
     t.equal(before - after, 3, 'the list counted as two requests, the second /me as one')
   })
 
-  t.test('a bulk call stops attempting rows past its budget, says where to resume, and loads the rows before', async (t) => {
-    const rows = Array.from({ length: 20 }, (_, i) => ({ externalRef: `B-${i}`, payload: incidentPayload({ title: `Bulk ${i}` }) }))
-    const r = await bulkCall(s.url, '/api/modules/incident/bulk', small, ndjson(rows))
-    t.equal(r.status, 200)
-    const outcomes = r.lines.filter((l: any) => l.line !== undefined)
-    const refused = outcomes.filter((o: any) => o.problem?.code === 'request.too_costly')
-    const loaded = outcomes.filter((o: any) => o.status === 'created')
-    t.ok(loaded.length > 0 && refused.length > 0, `${loaded.length} loaded, ${refused.length} refused`)
-    t.equal(loaded.length + refused.length, 20)
-    const summary = r.lines.at(-1).summary
-    t.equal(summary.complete, false)
-    t.equal(summary.notAttempted, refused.length)
-    t.equal(summary.resumeAtLine, loaded.length + 1)
-    const listed = await s.request('GET', `/api/v1/records?moduleKey=incident&externalRef=B-${loaded.length}`, { token: s.keys.acme })
-    t.equal(listed.status, 200)
-    t.same(listed.body.items, [], 'no row past the budget was written')
-  })
+  t.test(
+    'a bulk call stops attempting rows past its budget, says where to resume, and loads the rows before',
+    async (t) => {
+      const rows = Array.from({ length: 20 }, (_, i) => ({
+        externalRef: `B-${i}`,
+        payload: incidentPayload({ title: `Bulk ${i}` })
+      }))
+      const r = await bulkCall(s.url, '/api/modules/incident/bulk', small, ndjson(rows))
+      t.equal(r.status, 200)
+      const outcomes = r.lines.filter((l: any) => l.line !== undefined)
+      const refused = outcomes.filter((o: any) => o.problem?.code === 'request.too_costly')
+      const loaded = outcomes.filter((o: any) => o.status === 'created')
+      t.ok(loaded.length > 0 && refused.length > 0, `${loaded.length} loaded, ${refused.length} refused`)
+      t.equal(loaded.length + refused.length, 20)
+      const summary = r.lines.at(-1).summary
+      t.equal(summary.complete, false)
+      t.equal(summary.notAttempted, refused.length)
+      t.equal(summary.resumeAtLine, loaded.length + 1)
+      const listed = await s.request('GET', `/api/v1/records?moduleKey=incident&externalRef=B-${loaded.length}`, {
+        token: s.keys.acme
+      })
+      t.equal(listed.status, 200)
+      t.same(listed.body.items, [], 'no row past the budget was written')
+    }
+  )
 
   t.test('another tenant’s budget is its own', async (t) => {
-    t.equal((await s.request('GET', '/api/v1/records?moduleKey=incident&limit=100', { token: s.keys.acme })).status, 200)
+    t.equal(
+      (await s.request('GET', '/api/v1/records?moduleKey=incident&limit=100', { token: s.keys.acme })).status,
+      200
+    )
   })
 })

@@ -64,7 +64,10 @@ for (const backend of backends) {
       t.equal(refused.limit, 3)
       t.equal(refused.remaining, 0)
       t.equal(refused.resetAt, first.resetAt, 'resetAt is the oldest hit + window')
-      t.ok(Math.abs(refused.resetAt - (before + 60_000)) <= slackMs, `resetAt ${refused.resetAt - before} ms after the first hit`)
+      t.ok(
+        Math.abs(refused.resetAt - (before + 60_000)) <= slackMs,
+        `resetAt ${refused.resetAt - before} ms after the first hit`
+      )
       t.ok(refused.retryAfterMs > 59_000 && refused.retryAfterMs <= 60_000, `retryAfterMs ${refused.retryAfterMs}`)
     })
 
@@ -88,9 +91,18 @@ for (const backend of backends) {
       const limiter = await setup(t, backend)()
       const results: WindowResult[] = []
       for (let i = 0; i < 4; i++) results.push(await limiter.hit('k', 3, 60_000))
-      t.same(results.map((r) => r.remaining), [2, 1, 0, 0])
-      t.same(results.map((r) => r.allowed), [true, true, true, false])
-      t.ok(results.every((r) => r.resetAt === results[0].resetAt), 'the oldest hit sets resetAt throughout')
+      t.same(
+        results.map((r) => r.remaining),
+        [2, 1, 0, 0]
+      )
+      t.same(
+        results.map((r) => r.allowed),
+        [true, true, true, false]
+      )
+      t.ok(
+        results.every((r) => r.resetAt === results[0].resetAt),
+        'the oldest hit sets resetAt throughout'
+      )
     })
 
     t.test('slides: a hit is allowed again once the oldest leaves, not when a fixed bucket turns over', async (t) => {
@@ -147,7 +159,10 @@ for (const backend of backends) {
       const before = Date.now()
       const r = await limiter.hit('k', 0, 1000)
       t.notOk(r.allowed)
-      t.ok(r.retryAfterMs > 0 && Math.abs(r.resetAt - (before + 1000)) <= slackMs, 'callers are told to back off a whole window')
+      t.ok(
+        r.retryAfterMs > 0 && Math.abs(r.resetAt - (before + 1000)) <= slackMs,
+        'callers are told to back off a whole window'
+      )
       t.notOk((await limiter.acquire('k', 0, 1000)).lease)
       await t.rejects(limiter.hit('k', Number.NaN, 1000), RangeError)
       await t.rejects(limiter.hit('k', 1.5, 1000), RangeError)
@@ -211,7 +226,9 @@ for (const backend of backends) {
         for (let i = 0; i < 5; i++) results.push(await b.hit('shared', 10, 60_000))
         t.equal(results.filter((r) => !r.allowed).length, 1, 'exactly one of eleven is refused')
         t.notOk(results[10].allowed, 'the last one')
-        const concurrent = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).hit('burst', 4, 60_000)))
+        const concurrent = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).hit('burst', 4, 60_000))
+        )
         t.equal(concurrent.filter((r) => r.allowed).length, 4, 'simultaneous hits from both never exceed the limit')
       })
 

@@ -13,7 +13,11 @@ const dir = mkdtempSync(join(tmpdir(), 'records-job-log-'))
 const logFile = join(dir, 'jobs.ndjson')
 logger.setFile({ file: logFile })
 t.teardown(async () => {
-  logger.setFile({ file: process.env.LOG_FILE ?? null, fileLevel: process.env.LOG_FILE_LEVEL as Level, fileMaxBytes: Number(process.env.LOG_FILE_MAX_BYTES) || undefined })
+  logger.setFile({
+    file: process.env.LOG_FILE ?? null,
+    fileLevel: process.env.LOG_FILE_LEVEL as Level,
+    fileMaxBytes: Number(process.env.LOG_FILE_MAX_BYTES) || undefined
+  })
   rmSync(dir, { recursive: true, force: true })
   await pool.end()
   await db.drop()
@@ -35,7 +39,11 @@ t.test('one line per job run: its name, id, outcome and duration; a failed run i
     pool,
     [
       { name: 'logs.done', ...quick, run: async () => ({ rows: 3, token: 'svc_k_' + 'J'.repeat(40) }) },
-      { name: 'logs.failed', ...quick, run: async () => Promise.reject(new Error('the receiver at https://x.example/?sig=0123456789abcdef refused')) }
+      {
+        name: 'logs.failed',
+        ...quick,
+        run: async () => Promise.reject(new Error('the receiver at https://x.example/?sig=0123456789abcdef refused'))
+      }
     ],
     { process: true, processEverySeconds: 1, logLevel: 'info' }
   )
@@ -45,7 +53,10 @@ t.test('one line per job run: its name, id, outcome and duration; a failed run i
   for (let i = 0; i < 200 && jobLines().length < 2; i++) await new Promise((r) => setTimeout(r, 50))
   const lines = jobLines()
   t.equal(lines.length, 2, 'one line per run')
-  t.match(lines.find((l) => l.job === 'logs.done'), { level: 'info', id: String, outcome: 'done', ms: Number, result: { rows: 3, token: '[REDACTED]' } })
+  t.match(
+    lines.find((l) => l.job === 'logs.done'),
+    { level: 'info', id: String, outcome: 'done', ms: Number, result: { rows: 3, token: '[REDACTED]' } }
+  )
   const failed = lines.find((l) => l.job === 'logs.failed')
   t.match(failed, { level: 'error', id: String, outcome: 'failed', ms: Number, error: /refused/ })
   t.match(failed.error, 'sig=[REDACTED]')

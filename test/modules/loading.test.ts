@@ -42,31 +42,130 @@ function validDefinition(key = 'fixture-ok'): Definition {
 function writePackage(folder: string, name: string, definition: Definition, host = '>=0.1.0 <1.0.0'): string {
   const dir = join(root, folder)
   mkdirSync(join(dir, 'pkg'), { recursive: true })
-  writeFileSync(join(dir, 'pkg', 'package.json'), JSON.stringify({ name, version: '1.0.0', type: 'module', 'records-module': { entry: 'module.ts', host } }))
+  writeFileSync(
+    join(dir, 'pkg', 'package.json'),
+    JSON.stringify({ name, version: '1.0.0', type: 'module', 'records-module': { entry: 'module.ts', host } })
+  )
   writeFileSync(join(dir, 'pkg', 'module.ts'), `export default ${JSON.stringify(definition, null, 2)}\n`)
   return dir
 }
 
 const cases: Array<{ name: string; where: string; problem: RegExp; breakIt(d: Definition): void; host?: string }> = [
-  { name: 'an unknown field type', where: 'field "level"', problem: /unknown type "colour"/, breakIt: (d) => void (d.fields[1].type = 'colour') },
-  { name: 'a singleChoice without options', where: 'field "level"', problem: /options must list at least one choice/, breakIt: (d) => void delete d.fields[1].options },
-  { name: 'a singleChoice with empty options', where: 'field "level"', problem: /options must list/, breakIt: (d) => void (d.fields[1].options = []) },
-  { name: 'a workflow transition to an unknown state', where: 'workflow transition "finish"', problem: /to names unknown state "archived"/, breakIt: (d) => void (d.workflow.transitions[0].to = 'archived') },
-  { name: 'a workflow transition from an unknown state', where: 'workflow transition "finish"', problem: /from names unknown state "draft"/, breakIt: (d) => void (d.workflow.transitions[0].from = ['draft']) },
-  { name: 'a state that requires an unknown field', where: 'workflow state "done"', problem: /requires unknown field "summary"/, breakIt: (d) => void (d.workflow.states[1].requires = ['summary']) },
-  { name: 'a recordRef to a module no package provides', where: 'field "parent"', problem: /module "nobody", which no loaded package provides/, breakIt: (d) => void (d.fields[3].module = 'nobody') },
-  { name: 'a numberPattern without {seq}', where: 'numberPattern', problem: /exactly one \{seq\}/, breakIt: (d) => void (d.numberPattern = 'FIX-{YYYY}') },
-  { name: 'a numberPattern with an unknown token', where: 'numberPattern', problem: /unknown token/, breakIt: (d) => void (d.numberPattern = 'FIX-{QQ}-{seq:4}') },
-  { name: 'a duplicate field key', where: 'field "title"', problem: /is declared twice/, breakIt: (d) => void d.fields.push({ key: 'title', type: 'text' }) },
-  { name: 'a field inside a group of unknown type', where: 'field "items.label"', problem: /unknown type "txt"/, breakIt: (d) => void (d.fields[4].fields[0].type = 'txt') },
-  { name: 'a permission naming an unknown transition', where: 'permissions.editor', problem: /unknown transition "approve"/, breakIt: (d) => void d.permissions.editor.push('transition:approve') },
-  { name: 'a field access rule naming an undeclared role', where: 'field "note"', problem: /access names role "medic", which the module's permissions do not declare/, breakIt: (d) => void (d.fields[2].access = { read: ['medic'] }) },
-  { name: 'a field access rule without roles', where: 'field "note"', problem: /access must be \{ read: \[roles...\]/, breakIt: (d) => void (d.fields[2].access = { read: [] }) },
-  { name: 'a field access rule inside a group', where: 'field "items.label"', problem: /access rules apply to top-level fields only/, breakIt: (d) => void (d.fields[4].fields[0].access = { read: ['editor'] }) },
-  { name: 'a row rule for an undeclared role', where: 'rowAccess.viewer', problem: /names a role the module's permissions do not declare/, breakIt: (d) => void (d.rowAccess = { viewer: [{ createdBy: 'self' }] }) },
-  { name: 'a row rule on a field that is not a user field', where: 'rowAccess.editor', problem: /condition field "title" must be a top-level field of type user/, breakIt: (d) => void (d.rowAccess = { editor: [{ field: 'title', equals: 'self' }] }) },
-  { name: 'an unknown row condition', where: 'rowAccess.editor', problem: /unknown condition \{"team":"mine"\}/, breakIt: (d) => void (d.rowAccess = { editor: [{ team: 'mine' }] }) },
-  { name: 'a host range the core version does not satisfy', where: 'package.json "records-module".host', problem: new RegExp(`">=2\\.0\\.0" does not accept this platform version ${coreVersion.replace(/\./g, '\\.')}`), breakIt: () => undefined, host: '>=2.0.0' }
+  {
+    name: 'an unknown field type',
+    where: 'field "level"',
+    problem: /unknown type "colour"/,
+    breakIt: (d) => void (d.fields[1].type = 'colour')
+  },
+  {
+    name: 'a singleChoice without options',
+    where: 'field "level"',
+    problem: /options must list at least one choice/,
+    breakIt: (d) => void delete d.fields[1].options
+  },
+  {
+    name: 'a singleChoice with empty options',
+    where: 'field "level"',
+    problem: /options must list/,
+    breakIt: (d) => void (d.fields[1].options = [])
+  },
+  {
+    name: 'a workflow transition to an unknown state',
+    where: 'workflow transition "finish"',
+    problem: /to names unknown state "archived"/,
+    breakIt: (d) => void (d.workflow.transitions[0].to = 'archived')
+  },
+  {
+    name: 'a workflow transition from an unknown state',
+    where: 'workflow transition "finish"',
+    problem: /from names unknown state "draft"/,
+    breakIt: (d) => void (d.workflow.transitions[0].from = ['draft'])
+  },
+  {
+    name: 'a state that requires an unknown field',
+    where: 'workflow state "done"',
+    problem: /requires unknown field "summary"/,
+    breakIt: (d) => void (d.workflow.states[1].requires = ['summary'])
+  },
+  {
+    name: 'a recordRef to a module no package provides',
+    where: 'field "parent"',
+    problem: /module "nobody", which no loaded package provides/,
+    breakIt: (d) => void (d.fields[3].module = 'nobody')
+  },
+  {
+    name: 'a numberPattern without {seq}',
+    where: 'numberPattern',
+    problem: /exactly one \{seq\}/,
+    breakIt: (d) => void (d.numberPattern = 'FIX-{YYYY}')
+  },
+  {
+    name: 'a numberPattern with an unknown token',
+    where: 'numberPattern',
+    problem: /unknown token/,
+    breakIt: (d) => void (d.numberPattern = 'FIX-{QQ}-{seq:4}')
+  },
+  {
+    name: 'a duplicate field key',
+    where: 'field "title"',
+    problem: /is declared twice/,
+    breakIt: (d) => void d.fields.push({ key: 'title', type: 'text' })
+  },
+  {
+    name: 'a field inside a group of unknown type',
+    where: 'field "items.label"',
+    problem: /unknown type "txt"/,
+    breakIt: (d) => void (d.fields[4].fields[0].type = 'txt')
+  },
+  {
+    name: 'a permission naming an unknown transition',
+    where: 'permissions.editor',
+    problem: /unknown transition "approve"/,
+    breakIt: (d) => void d.permissions.editor.push('transition:approve')
+  },
+  {
+    name: 'a field access rule naming an undeclared role',
+    where: 'field "note"',
+    problem: /access names role "medic", which the module's permissions do not declare/,
+    breakIt: (d) => void (d.fields[2].access = { read: ['medic'] })
+  },
+  {
+    name: 'a field access rule without roles',
+    where: 'field "note"',
+    problem: /access must be \{ read: \[roles...\]/,
+    breakIt: (d) => void (d.fields[2].access = { read: [] })
+  },
+  {
+    name: 'a field access rule inside a group',
+    where: 'field "items.label"',
+    problem: /access rules apply to top-level fields only/,
+    breakIt: (d) => void (d.fields[4].fields[0].access = { read: ['editor'] })
+  },
+  {
+    name: 'a row rule for an undeclared role',
+    where: 'rowAccess.viewer',
+    problem: /names a role the module's permissions do not declare/,
+    breakIt: (d) => void (d.rowAccess = { viewer: [{ createdBy: 'self' }] })
+  },
+  {
+    name: 'a row rule on a field that is not a user field',
+    where: 'rowAccess.editor',
+    problem: /condition field "title" must be a top-level field of type user/,
+    breakIt: (d) => void (d.rowAccess = { editor: [{ field: 'title', equals: 'self' }] })
+  },
+  {
+    name: 'an unknown row condition',
+    where: 'rowAccess.editor',
+    problem: /unknown condition \{"team":"mine"\}/,
+    breakIt: (d) => void (d.rowAccess = { editor: [{ team: 'mine' }] })
+  },
+  {
+    name: 'a host range the core version does not satisfy',
+    where: 'package.json "records-module".host',
+    problem: new RegExp(`">=2\\.0\\.0" does not accept this platform version ${coreVersion.replace(/\./g, '\\.')}`),
+    breakIt: () => undefined,
+    host: '>=2.0.0'
+  }
 ]
 
 for (const [i, c] of cases.entries()) {
@@ -93,7 +192,9 @@ t.test('refuses a module key provided by two packages', async (t) => {
   const dir = join(root, 'twice')
   writePackage('twice/a', '@fixture/first', validDefinition('twice'))
   writePackage('twice/b', '@fixture/second', validDefinition('twice'))
-  const err = await loadModules({ directories: [join(dir, 'a'), join(dir, 'b')], packages: [] }).catch((e: unknown) => e)
+  const err = await loadModules({ directories: [join(dir, 'a'), join(dir, 'b')], packages: [] }).catch(
+    (e: unknown) => e
+  )
   t.type(err, ModuleDefinitionError)
   t.match((err as Error).message, /"@fixture\/second": key: module "twice" is already provided by @fixture\/first/)
 })
@@ -111,7 +212,16 @@ t.test('loads a valid fixture whose payload validator works', async (t) => {
   t.same(m.numberPattern.render(new Date('2031-05-06T00:00:00Z')), { prefix: 'FIX-2031-', suffix: '', width: 3 })
 
   t.ok(m.validatePayload({ title: 'ok' }), 'only the required field')
-  t.ok(m.validatePayload({ title: 'ok', level: 'high', note: 'n', parent: '6f1c3a52-8c1e-4a8e-9d55-2d2f6c8f0a11', items: [{ label: 'a' }] }), 'every field')
+  t.ok(
+    m.validatePayload({
+      title: 'ok',
+      level: 'high',
+      note: 'n',
+      parent: '6f1c3a52-8c1e-4a8e-9d55-2d2f6c8f0a11',
+      items: [{ label: 'a' }]
+    }),
+    'every field'
+  )
   const refused: Array<[string, unknown, string]> = [
     ['missing title', { level: 'low' }, 'required'],
     ['title not a string', { title: 5 }, 'type'],
@@ -123,7 +233,10 @@ t.test('loads a valid fixture whose payload validator works', async (t) => {
   ]
   for (const [label, payload, keyword] of refused) {
     t.notOk(m.validatePayload(payload), label)
-    t.ok(m.validatePayload.errors?.some((e) => e.keyword === keyword), `${label}: ${keyword} error`)
+    t.ok(
+      m.validatePayload.errors?.some((e) => e.keyword === keyword),
+      `${label}: ${keyword} error`
+    )
   }
 })
 
@@ -132,28 +245,57 @@ t.test('a fixture may reference a module from another directory', async (t) => {
   def.fields[3].module = 'incident'
   const dir = writePackage('ref', '@fixture/ref', def)
   const registry = await loadModules({ directories: ['tenant-modules', dir], packages: [] })
-  t.same(registry.all().map((m) => m.definition.key).sort(), ['corrective-action', 'fixture-ref', 'incident', 'inspection'])
+  t.same(
+    registry
+      .all()
+      .map((m) => m.definition.key)
+      .sort(),
+    ['corrective-action', 'fixture-ref', 'incident', 'inspection']
+  )
 })
 
-t.test('the service refuses to start with a bad module, exits 1 and names the package and field in a JSON log line', async (t) => {
-  const definition = validDefinition('fixture-bad')
-  definition.workflow.transitions[0].to = 'archived'
-  const dir = writePackage('service', '@fixture/bad-at-start', definition)
-  const db = await freshDatabase()
-  t.teardown(() => db.drop())
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_CONFIG: JSON.stringify({ modules: { directories: [dir] }, tenants: {} }), DATABASE_URL: db.url, PORT: '0', LOG_LEVEL: 'error' }
-  delete env.NODE_OPTIONS
-  delete env.NODE_CONFIG_DIR
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/server.ts'], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (c) => (stdout += c))
-  child.stderr.on('data', (c) => (stderr += c))
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  clearTimeout(timer)
-  t.equal(code, 1, 'exit code 1')
-  const lines = stderr.trim().split('\n').map((l) => JSON.parse(l))
-  t.match(lines.at(-1), { level: 'fatal', msg: 'Start-up stopped: Module package "@fixture/bad-at-start": workflow transition "finish": to names unknown state "archived"' }, 'one JSON log line')
-  t.notMatch(stderr + stdout, /listening/, 'never listened')
-})
+t.test(
+  'the service refuses to start with a bad module, exits 1 and names the package and field in a JSON log line',
+  async (t) => {
+    const definition = validDefinition('fixture-bad')
+    definition.workflow.transitions[0].to = 'archived'
+    const dir = writePackage('service', '@fixture/bad-at-start', definition)
+    const db = await freshDatabase()
+    t.teardown(() => db.drop())
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      NODE_CONFIG: JSON.stringify({ modules: { directories: [dir] }, tenants: {} }),
+      DATABASE_URL: db.url,
+      PORT: '0',
+      LOG_LEVEL: 'error'
+    }
+    delete env.NODE_OPTIONS
+    delete env.NODE_CONFIG_DIR
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bin/server.ts'], {
+      cwd: projectRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (c) => (stdout += c))
+    child.stderr.on('data', (c) => (stderr += c))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+    clearTimeout(timer)
+    t.equal(code, 1, 'exit code 1')
+    const lines = stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+    t.match(
+      lines.at(-1),
+      {
+        level: 'fatal',
+        msg: 'Start-up stopped: Module package "@fixture/bad-at-start": workflow transition "finish": to names unknown state "archived"'
+      },
+      'one JSON log line'
+    )
+    t.notMatch(stderr + stdout, /listening/, 'never listened')
+  }
+)

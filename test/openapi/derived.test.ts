@@ -13,18 +13,30 @@ import { recordQuerySchema } from '../../plugins/records/records.schema.ts'
  * field types from the field-type table, the Idempotency-Key format from its one definition.
  */
 const config = loadConfig({})
-const document = buildDocument({ config, describes: descriptionsOf(plugins), publicUrl: 'https://records.example.com', errorsUrl: 'https://records.example.com/errors' }) as any
+const document = buildDocument({
+  config,
+  describes: descriptionsOf(plugins),
+  publicUrl: 'https://records.example.com',
+  errorsUrl: 'https://records.example.com/errors'
+}) as any
 
 t.test('the records list documents exactly the query parameters the service accepts, each described', async (t) => {
-  const params = document.paths['/api/v1/records'].get.parameters as Array<{ name: string; description: string; required: boolean }>
+  const params = document.paths['/api/v1/records'].get.parameters as Array<{
+    name: string
+    description: string
+    required: boolean
+  }>
   const schema = recordQuerySchema(config.pagination.maxLimit)
   t.same(params.map((p) => p.name).sort(), Object.keys(schema.properties).sort())
   for (const p of params) t.ok(p.description.length > 10, `${p.name} is described`)
-  t.same(params.filter((p) => p.required).map((p) => p.name), ['moduleKey'])
+  t.same(
+    params.filter((p) => p.required).map((p) => p.name),
+    ['moduleKey']
+  )
   t.match(params.find((p) => p.name === 'payload')!.description, /`ne`, `in`/)
 })
 
-t.test('a module field\'s type in the document lists every field type the module API has', async (t) => {
+t.test("a module field's type in the document lists every field type the module API has", async (t) => {
   const json = JSON.stringify(document)
   t.ok(json.includes(JSON.stringify({ type: 'string', enum: [...fieldTypes] })), fieldTypes.join(', '))
 })
@@ -33,7 +45,8 @@ t.test('the Idempotency-Key header has one format wherever the document names it
   const found: unknown[] = []
   const walk = (v: unknown) => {
     if (!v || typeof v !== 'object') return
-    if ((v as { name?: string }).name === 'Idempotency-Key' && (v as { schema?: unknown }).schema) found.push((v as { schema: unknown }).schema)
+    if ((v as { name?: string }).name === 'Idempotency-Key' && (v as { schema?: unknown }).schema)
+      found.push((v as { schema: unknown }).schema)
     for (const child of Object.values(v)) walk(child)
   }
   walk(document)
@@ -41,9 +54,18 @@ t.test('the Idempotency-Key header has one format wherever the document names it
   for (const s of found) t.same(s, idempotencyKeySchema)
 })
 
-t.test('a plugin documents what it adds to another plugin\'s operation, and the document loses it with the plugin', async (t) => {
-  const build = (list: typeof plugins) => buildDocument({ config, describes: descriptionsOf(list), publicUrl: 'https://records.example.com', errorsUrl: 'https://records.example.com/errors' }) as any
-  const content = (doc: any) => Object.keys(doc.paths['/api/v1/records/{id}'].get.responses['200'].content)
-  t.same(content(document), ['application/json', 'application/pdf'], 'with the record report')
-  t.same(content(build(plugins.filter((p) => p.name !== 'record-report'))), ['application/json'], 'without it')
-})
+t.test(
+  "a plugin documents what it adds to another plugin's operation, and the document loses it with the plugin",
+  async (t) => {
+    const build = (list: typeof plugins) =>
+      buildDocument({
+        config,
+        describes: descriptionsOf(list),
+        publicUrl: 'https://records.example.com',
+        errorsUrl: 'https://records.example.com/errors'
+      }) as any
+    const content = (doc: any) => Object.keys(doc.paths['/api/v1/records/{id}'].get.responses['200'].content)
+    t.same(content(document), ['application/json', 'application/pdf'], 'with the record report')
+    t.same(content(build(plugins.filter((p) => p.name !== 'record-report'))), ['application/json'], 'without it')
+  }
+)

@@ -18,7 +18,9 @@ const documents = [
 const verbs = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'trace']
 
 function operationsOf(doc: any): Array<{ key: string; op: any; item: any }> {
-  return Object.entries<any>(doc.paths).flatMap(([path, item]) => verbs.filter((v) => item[v]).map((v) => ({ key: `${v.toUpperCase()} ${path}`, op: item[v], item })))
+  return Object.entries<any>(doc.paths).flatMap(([path, item]) =>
+    verbs.filter((v) => item[v]).map((v) => ({ key: `${v.toUpperCase()} ${path}`, op: item[v], item }))
+  )
 }
 
 const resolve = (doc: any, value: any): any => {
@@ -31,15 +33,22 @@ const resolve = (doc: any, value: any): any => {
 
 t.test('every operation documents 431, the answer to a request head past 16 KiB', async (t) => {
   for (const [name, doc] of documents) {
-    const missing = operationsOf(doc).filter(({ op }) => !op.responses['431']).map(({ key }) => key)
+    const missing = operationsOf(doc)
+      .filter(({ op }) => !op.responses['431'])
+      .map(({ key }) => key)
     t.same(missing, [], `${name}: no operation lacks 431`)
     const response = resolve(doc, operationsOf(doc)[0].op.responses['431'])
     t.match(response?.description, /16 KiB/, `${name}: the response says why`)
     t.ok(response?.content?.['application/problem+json'], `${name}: a problem`)
-    t.notOk(response?.headers?.['X-RateLimit-Limit'], `${name}: without the rate-limit headers, which the HTTP parser's answer does not carry`)
+    t.notOk(
+      response?.headers?.['X-RateLimit-Limit'],
+      `${name}: without the rate-limit headers, which the HTTP parser's answer does not carry`
+    )
   }
   // As the service answers it (before any middleware runs).
-  const res = await fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${server.keys.acme}`, 'x-big': 'a'.repeat(17_000) } })
+  const res = await fetch(`${server.url}/api/v1/me`, {
+    headers: { authorization: `Bearer ${server.keys.acme}`, 'x-big': 'a'.repeat(17_000) }
+  })
   t.equal(res.status, 431)
   t.match(res.headers.get('content-type'), /^application\/problem\+json/)
   t.equal((await res.json()).code, 'request.headers_too_large')
@@ -64,14 +73,20 @@ t.test('every named example of a parameter has a value', async (t) => {
     const bare = operationsOf(doc).flatMap(({ key, op, item }) =>
       [...(item.parameters ?? []), ...(op.parameters ?? [])]
         .map((p: any) => resolve(doc, p))
-        .flatMap((p: any) => Object.entries<any>(p.examples ?? {}).filter(([, e]) => !('value' in resolve(doc, e)) && !('externalValue' in resolve(doc, e))).map(([k]) => `${key} ${p.name} examples.${k}`))
+        .flatMap((p: any) =>
+          Object.entries<any>(p.examples ?? {})
+            .filter(([, e]) => !('value' in resolve(doc, e)) && !('externalValue' in resolve(doc, e)))
+            .map(([k]) => `${key} ${p.name} examples.${k}`)
+        )
     )
     t.same(bare, [], `${name}: none without value`)
   }
 })
 
 t.test('the token schema says expiresAt must be in the future, as the service holds it', async (t) => {
-  const past = await server.request('POST', '/api/v1/tokens', { body: { type: 'personal', name: 'past', expiresAt: '2020-01-01T00:00:00Z' } })
+  const past = await server.request('POST', '/api/v1/tokens', {
+    body: { type: 'personal', name: 'past', expiresAt: '2020-01-01T00:00:00Z' }
+  })
   t.equal(past.status, 400)
   t.match(past.body.errors, [{ field: 'expiresAt', code: 'future' }])
   for (const [name, doc] of documents) {
@@ -82,13 +97,21 @@ t.test('the token schema says expiresAt must be in the future, as the service ho
 })
 
 t.test('every JSON request body says what no string, number or structure in it may be', async (t) => {
-  const nul = await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: { title: 'a\u0000b' } } })
+  const nul = await server.request('POST', '/api/v1/records', {
+    body: { moduleKey: 'incident', payload: { title: 'a\u0000b' } }
+  })
   t.equal(nul.status, 400, 'a NUL in a string is refused')
   t.equal(nul.body.code, 'field.invalid')
   for (const [name, doc] of documents) {
-    const bodies = operationsOf(doc).filter(({ op }) => Object.keys(op.requestBody?.content ?? {}).some((type) => /json/.test(type)))
+    const bodies = operationsOf(doc).filter(({ op }) =>
+      Object.keys(op.requestBody?.content ?? {}).some((type) => /json/.test(type))
+    )
     t.ok(bodies.length > 5, `${name}: ${bodies.length} operations take JSON`)
-    const silent = bodies.filter(({ op }) => !/NUL/.test(op.requestBody.description ?? '') || !/surrogate/.test(op.requestBody.description ?? '')).map(({ key }) => key)
+    const silent = bodies
+      .filter(
+        ({ op }) => !/NUL/.test(op.requestBody.description ?? '') || !/surrogate/.test(op.requestBody.description ?? '')
+      )
+      .map(({ key }) => key)
     t.same(silent, [], `${name}: each says no string may hold NUL or a lone surrogate`)
   }
 })

@@ -22,7 +22,11 @@ t.test('a client generated from the tenant document creates, lists and transitio
   t.match(source, /IncidentPayload: \{/, 'the incident payload is a named type')
 
   // The generated types accept the client's calls and refuse the wrong ones (@ts-expect-error lines).
-  const tsc = await run(process.execPath, [join(projectRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(clientDir, 'tsconfig.json')], { cwd: projectRoot }).then(
+  const tsc = await run(
+    process.execPath,
+    [join(projectRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(clientDir, 'tsconfig.json')],
+    { cwd: projectRoot }
+  ).then(
     () => ({ code: 0, out: '' }),
     (err) => ({ code: err.code as number, out: `${err.stdout}${err.stderr}` })
   )
@@ -30,7 +34,9 @@ t.test('a client generated from the tenant document creates, lists and transitio
 
   // Imported by URL, not by a literal path: the project's own type check must not follow it
   // into a file that type-checks only once the generated types exist.
-  const client: { createListTransition(url: string, token: string): Promise<any> } = await import(pathToFileURL(join(clientDir, 'acme-client.ts')).href)
+  const client: { createListTransition(url: string, token: string): Promise<any> } = await import(
+    pathToFileURL(join(clientDir, 'acme-client.ts')).href
+  )
   const { createListTransition } = client
   const result = await createListTransition(server.url, server.keys.acme)
   t.equal(result.created.status, 201)

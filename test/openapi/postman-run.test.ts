@@ -35,18 +35,27 @@ interface Sent {
 function runCollection(collection: unknown): Promise<{ summary: RunSummary; sent: Sent[] }> {
   const sent: Sent[] = []
   return new Promise((resolve, reject) => {
-    newman.run({ collection, reporters: [], timeoutRequest: 30_000 }, (err, summary) => {
-      if (err) return reject(err)
-      resolve({ summary, sent })
-    }).on('request', (err: Error | null, args: any) => {
-      let body: unknown
-      try {
-        body = JSON.parse(args.response?.stream?.toString() ?? '')
-      } catch {
-        /* not JSON */
-      }
-      sent.push({ name: args.item.name, method: args.request.method, url: args.request.url.toString(), status: args.response?.code, body, error: err?.message })
-    })
+    newman
+      .run({ collection, reporters: [], timeoutRequest: 30_000 }, (err, summary) => {
+        if (err) return reject(err)
+        resolve({ summary, sent })
+      })
+      .on('request', (err: Error | null, args: any) => {
+        let body: unknown
+        try {
+          body = JSON.parse(args.response?.stream?.toString() ?? '')
+        } catch {
+          /* not JSON */
+        }
+        sent.push({
+          name: args.item.name,
+          method: args.request.method,
+          url: args.request.url.toString(),
+          status: args.response?.code,
+          body,
+          error: err?.message
+        })
+      })
   })
 }
 
@@ -57,34 +66,63 @@ const requests: any[] = collection.item.flatMap((f: any) => f.item)
 const { summary, sent } = await runCollection(collection)
 
 t.test('newman sends every request of the collection once, in its order', async (t) => {
-  t.same(sent.map((s) => s.name), requests.map((r) => r.name))
-  t.same(sent.filter((s) => s.error), [], 'no request failed to send')
+  t.same(
+    sent.map((s) => s.name),
+    requests.map((r) => r.name)
+  )
+  t.same(
+    sent.filter((s) => s.error),
+    [],
+    'no request failed to send'
+  )
 })
 
 t.test('every request answers its documented status, and no script fails', async (t) => {
-  t.same(summary.run.failures.map((f) => `${f.source?.name}: ${f.error.message}`), [])
+  t.same(
+    summary.run.failures.map((f) => `${f.source?.name}: ${f.error.message}`),
+    []
+  )
   for (const [i, r] of requests.entries()) {
-    const expected = Number(/to\.have\.status\((\d+)\)/.exec(r.event.find((e: any) => e.listen === 'test').script.exec.join('\n'))?.[1])
+    const expected = Number(
+      /to\.have\.status\((\d+)\)/.exec(r.event.find((e: any) => e.listen === 'test').script.exec.join('\n'))?.[1]
+    )
     t.equal(sent[i]?.status, expected, `${r.request.method} ${r.name}`)
   }
 })
 
-t.test('the ids the collection chained are those of what it created, and the clean-up removed the record and revoked the token', async (t) => {
-  const created = (name: string) => sent.find((s) => s.name === name)?.body?.id as string
-  const recordId = created('Create a record')
-  t.match(recordId, /^[0-9a-f-]{36}$/)
-  t.ok(sent.some((s) => s.method === 'PATCH' && s.url.endsWith(`/api/v1/records/${recordId}`)), 'the change went to the created record')
-  t.ok(sent.some((s) => s.url.includes(`/api/v1/records/${recordId}:transition`)), 'so did the transition')
-  t.equal((await server.request('GET', `/api/v1/records/${recordId}`, { token })).status, 404, 'the record is deleted')
-  const tokenId = created('Create a token')
-  const minted = await server.request('GET', `/api/v1/tokens/${tokenId}`, { token })
-  t.equal(minted.status, 200)
-  t.equal(minted.body.name, 'ERP sync')
-  t.not(minted.body.revokedAt, null, 'the minted token is revoked: no live credential is left behind')
-  const attachment = await server.request('GET', `/api/v1/attachments/${created('Ask for an upload URL')}`, { token })
-  t.equal(attachment.status, 404, 'the attachment went with its record')
-  t.equal((await server.request('GET', `/api/v1/exports/${created('Start an export')}`, { token })).status, 200, 'the export was made')
-})
+t.test(
+  'the ids the collection chained are those of what it created, and the clean-up removed the record and revoked the token',
+  async (t) => {
+    const created = (name: string) => sent.find((s) => s.name === name)?.body?.id as string
+    const recordId = created('Create a record')
+    t.match(recordId, /^[0-9a-f-]{36}$/)
+    t.ok(
+      sent.some((s) => s.method === 'PATCH' && s.url.endsWith(`/api/v1/records/${recordId}`)),
+      'the change went to the created record'
+    )
+    t.ok(
+      sent.some((s) => s.url.includes(`/api/v1/records/${recordId}:transition`)),
+      'so did the transition'
+    )
+    t.equal(
+      (await server.request('GET', `/api/v1/records/${recordId}`, { token })).status,
+      404,
+      'the record is deleted'
+    )
+    const tokenId = created('Create a token')
+    const minted = await server.request('GET', `/api/v1/tokens/${tokenId}`, { token })
+    t.equal(minted.status, 200)
+    t.equal(minted.body.name, 'ERP sync')
+    t.not(minted.body.revokedAt, null, 'the minted token is revoked: no live credential is left behind')
+    const attachment = await server.request('GET', `/api/v1/attachments/${created('Ask for an upload URL')}`, { token })
+    t.equal(attachment.status, 404, 'the attachment went with its record')
+    t.equal(
+      (await server.request('GET', `/api/v1/exports/${created('Start an export')}`, { token })).status,
+      200,
+      'the export was made'
+    )
+  }
+)
 
 t.test('the collection says up front that running it writes to the tenant and mints a token it revokes', async (t) => {
   const description: string = collection.info.description

@@ -36,7 +36,8 @@ async function browserTests() {
     })
     return { context, page }
   }
-  const operation = (page: Awaited<ReturnType<typeof open>>['page'], path: string) => page.locator(`.opblock-summary-path[data-path="${path}"]`)
+  const operation = (page: Awaited<ReturnType<typeof open>>['page'], path: string) =>
+    page.locator(`.opblock-summary-path[data-path="${path}"]`)
   /** Authorize in the reference page's dialog with a token, and wait for the tenant's modules to appear. */
   const authorizeAs = async (page: Awaited<ReturnType<typeof open>>['page'], token: string) => {
     await page.locator('.scheme-container button.authorize').click()
@@ -47,27 +48,32 @@ async function browserTests() {
     await operation(page, '/api/modules/incident/bulk').waitFor()
   }
   const shot = async (page: Awaited<ReturnType<typeof open>>['page'], name: string) => {
-    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/${name}.png`, fullPage: true })
+    if (process.env.SCREENSHOT_DIR)
+      await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/${name}.png`, fullPage: true })
   }
   let visitor: BrowserContext | undefined
 
-  await t.test('a visitor sees the generic reference, and authorizing with an API key brings in the tenant\'s modules', async (t) => {
-    const { context, page } = await open()
-    visitor = context
-    await page.goto('/api/docs')
-    await operation(page, '/api/v1/records/{id}:transition').waitFor()
-    t.equal(await operation(page, '/api/modules/{moduleKey}/bulk').count(), 1, 'the generic bulk operation')
-    t.equal(await operation(page, '/api/modules/incident/bulk').count(), 0, 'no tenant module before authorizing')
-    await shot(page, 'reference-generic')
+  await t.test(
+    "a visitor sees the generic reference, and authorizing with an API key brings in the tenant's modules",
+    async (t) => {
+      const { context, page } = await open()
+      visitor = context
+      await page.goto('/api/docs')
+      await operation(page, '/api/v1/records/{id}:transition').waitFor()
+      t.equal(await operation(page, '/api/modules/{moduleKey}/bulk').count(), 1, 'the generic bulk operation')
+      t.equal(await operation(page, '/api/modules/incident/bulk').count(), 0, 'no tenant module before authorizing')
+      await shot(page, 'reference-generic')
 
-    await authorizeAs(page, server.keys.acme)
-    for (const key of ['corrective-action', 'inspection']) t.equal(await operation(page, `/api/modules/${key}/bulk`).count(), 1, `${key} is one of Acme's modules`)
-    await page.getByText('Records Platform API: Acme Chemicals').first().waitFor()
-    t.pass('the title names the tenant')
-    await shot(page, 'reference-acme')
-  })
+      await authorizeAs(page, server.keys.acme)
+      for (const key of ['corrective-action', 'inspection'])
+        t.equal(await operation(page, `/api/modules/${key}/bulk`).count(), 1, `${key} is one of Acme's modules`)
+      await page.getByText('Records Platform API: Acme Chemicals').first().waitFor()
+      t.pass('the title names the tenant')
+      await shot(page, 'reference-acme')
+    }
+  )
 
-  await t.test('a signed-in user gets their tenant\'s reference without authorizing', async (t) => {
+  await t.test("a signed-in user gets their tenant's reference without authorizing", async (t) => {
     const { context, page } = await open()
     await page.goto('/sign-in')
     await page.getByLabel('Organisation').fill('initech')
@@ -93,10 +99,21 @@ async function browserTests() {
     await payload.locator('textarea').waitFor()
     // “No filter” is the value {} (an example object needs a value): shown as {} or nothing, sent as no parameter.
     t.match(await payload.locator('textarea').inputValue(), /^\s*(\{\s*\})?\s*$/, 'the payload filter is empty')
-    t.match(await payload.innerText(), /Examples:[\s\S]*No filter/, 'the example is offered as a named example to pick, “No filter” first')
-    const [response] = await Promise.all([page.waitForResponse((r) => new URL(r.url()).pathname === '/api/v1/records'), list.locator('button.execute').click()])
+    t.match(
+      await payload.innerText(),
+      /Examples:[\s\S]*No filter/,
+      'the example is offered as a named example to pick, “No filter” first'
+    )
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => new URL(r.url()).pathname === '/api/v1/records'),
+      list.locator('button.execute').click()
+    ])
     const sent = new URL(response.url())
-    t.same([...sent.searchParams.keys()].filter((k) => k.startsWith('payload')), [], `no payload filter sent (${sent.search})`)
+    t.same(
+      [...sent.searchParams.keys()].filter((k) => k.startsWith('payload')),
+      [],
+      `no payload filter sent (${sent.search})`
+    )
     t.equal(response.status(), 200, 'and the list answers')
     await context.close()
   })

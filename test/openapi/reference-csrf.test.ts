@@ -12,7 +12,11 @@ import { incidentPayload, startTestServer } from '../helpers/server.ts'
  */
 const server = await startTestServer()
 t.teardown(() => server.close())
-const user = await server.platform.users.create('acme', { userName: 'sam', password: 'correct horse battery staple', roles: ['safety-manager'] })
+const user = await server.platform.users.create('acme', {
+  userName: 'sam',
+  password: 'correct horse battery staple',
+  roles: ['safety-manager']
+})
 const session = await server.platform.sessions.create('acme', user.id)
 const cookie = `records_session=${session.cookieValue}`
 
@@ -48,7 +52,10 @@ async function pageScript(withCookie: boolean) {
       const target = new URL(url, `${server.url}/api/docs`)
       fetched.push(`${init.method ?? 'GET'} ${target.pathname}`)
       // The browser's cookie jar: the session cookie goes to its own origin only.
-      const headers = { ...(init.headers as Record<string, string>), ...(withCookie && target.origin === server.url ? { cookie } : {}) }
+      const headers = {
+        ...(init.headers as Record<string, string>),
+        ...(withCookie && target.origin === server.url ? { cookie } : {})
+      }
       return fetch(target, { ...init, headers })
     }
   }
@@ -70,26 +77,37 @@ const createRecord = (): SwaggerRequest => ({
   body: JSON.stringify({ moduleKey: 'incident', payload: incidentPayload({ title: 'Tried out' }) })
 })
 
-t.test('Try it out on POST /api/v1/records as a signed-in user creates the record: the page adds the session’s CSRF token', async (t) => {
-  const plain = await send(createRecord())
-  t.equal(plain.status, 403, 'as Swagger UI sends it without the page’s help: refused')
-  t.equal(plain.body.code, 'auth.csrf')
-  const { options, fetched } = await pageScript(true)
-  const req = await options.requestInterceptor(createRecord())
-  t.equal(req.headers['X-CSRF-Token'], session.csrfToken, 'the interceptor adds the session’s token')
-  const res = await send(req)
-  t.equal(res.status, 201)
-  t.equal(res.body.payload.title, 'Tried out')
-  const again = await send(await options.requestInterceptor(createRecord()))
-  t.equal(again.status, 201, 'a second write works too')
-  t.same(fetched, ['GET /api/v1/me'], 'the token is read once, from GET /api/v1/me')
-})
+t.test(
+  'Try it out on POST /api/v1/records as a signed-in user creates the record: the page adds the session’s CSRF token',
+  async (t) => {
+    const plain = await send(createRecord())
+    t.equal(plain.status, 403, 'as Swagger UI sends it without the page’s help: refused')
+    t.equal(plain.body.code, 'auth.csrf')
+    const { options, fetched } = await pageScript(true)
+    const req = await options.requestInterceptor(createRecord())
+    t.equal(req.headers['X-CSRF-Token'], session.csrfToken, 'the interceptor adds the session’s token')
+    const res = await send(req)
+    t.equal(res.status, 201)
+    t.equal(res.body.payload.title, 'Tried out')
+    const again = await send(await options.requestInterceptor(createRecord()))
+    t.equal(again.status, 201, 'a second write works too')
+    t.same(fetched, ['GET /api/v1/me'], 'the token is read once, from GET /api/v1/me')
+  }
+)
 
 t.test('the CSRF token goes on writes to this origin only, never on reads or to another origin', async (t) => {
   const { options } = await pageScript(true)
-  const read = await options.requestInterceptor({ url: `${server.url}/api/v1/records?moduleKey=incident`, method: 'GET', headers: {} })
+  const read = await options.requestInterceptor({
+    url: `${server.url}/api/v1/records?moduleKey=incident`,
+    method: 'GET',
+    headers: {}
+  })
   t.notOk('X-CSRF-Token' in read.headers, 'not on a GET')
-  const elsewhere = await options.requestInterceptor({ url: 'https://elsewhere.example/api/v1/records', method: 'POST', headers: {} })
+  const elsewhere = await options.requestInterceptor({
+    url: 'https://elsewhere.example/api/v1/records',
+    method: 'POST',
+    headers: {}
+  })
   t.notOk('X-CSRF-Token' in elsewhere.headers, 'not to another origin')
 })
 

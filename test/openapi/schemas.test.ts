@@ -11,7 +11,14 @@ const describes = descriptionsOf(plugins)
 // Built as the service builds them: generic, and for a tenant with every bundled module.
 const config = loadConfig({})
 const modules = (await loadModules(config.modules)).all()
-const build = (tenant?: { id: string; name: string; modules: typeof modules }) => buildDocument({ config, describes, publicUrl: 'https://records.example.com', errorsUrl: 'https://records.example.com/errors', tenant })
+const build = (tenant?: { id: string; name: string; modules: typeof modules }) =>
+  buildDocument({
+    config,
+    describes,
+    publicUrl: 'https://records.example.com',
+    errorsUrl: 'https://records.example.com/errors',
+    tenant
+  })
 const documents = { generic: build(), tenant: build({ id: 'acme', name: 'Acme', modules }) }
 
 const isType = (s: Json, type: string) => s.type === type || (Array.isArray(s.type) && s.type.includes(type))
@@ -26,7 +33,9 @@ function* objects(v: unknown, at = '#', parentKey = ''): Generator<[string, Json
   }
   if (!v || typeof v !== 'object') return
   yield [at, v as Json]
-  for (const [k, x] of Object.entries(v)) if (parentKey === 'properties' || !valueKeys.has(k)) yield* objects(x, `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, k)
+  for (const [k, x] of Object.entries(v))
+    if (parentKey === 'properties' || !valueKeys.has(k))
+      yield* objects(x, `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, k)
 }
 
 /** Each schema reachable from `schema`, `$ref`s followed once. */
@@ -38,9 +47,12 @@ function* subschemas(doc: Json, schema: Json, at: string, seen = new Set<string>
     return
   }
   yield [at, schema]
-  for (const k of ['items', 'additionalProperties', 'not']) if (schema[k] && typeof schema[k] === 'object') yield* subschemas(doc, schema[k], `${at}/${k}`, seen)
-  for (const k of ['allOf', 'anyOf', 'oneOf', 'prefixItems']) for (const [i, s] of (schema[k] ?? []).entries()) yield* subschemas(doc, s, `${at}/${k}/${i}`, seen)
-  for (const [p, s] of Object.entries(schema.properties ?? {})) yield* subschemas(doc, s as Json, `${at}/properties/${p}`, seen)
+  for (const k of ['items', 'additionalProperties', 'not'])
+    if (schema[k] && typeof schema[k] === 'object') yield* subschemas(doc, schema[k], `${at}/${k}`, seen)
+  for (const k of ['allOf', 'anyOf', 'oneOf', 'prefixItems'])
+    for (const [i, s] of (schema[k] ?? []).entries()) yield* subschemas(doc, s, `${at}/${k}/${i}`, seen)
+  for (const [p, s] of Object.entries(schema.properties ?? {}))
+    yield* subschemas(doc, s as Json, `${at}/properties/${p}`, seen)
 }
 
 /** Every operation's parameters (path-level ones too) and request body schemas. */
@@ -49,12 +61,13 @@ function inputs(doc: Json) {
   const bodies: Array<[string, Json]> = []
   for (const [path, item] of Object.entries(doc.paths as Json)) {
     for (const [verb, op] of Object.entries(item as Json)) {
-      for (const p of (verb === 'parameters' ? op : op.parameters ?? []) as Json[]) {
+      for (const p of (verb === 'parameters' ? op : (op.parameters ?? [])) as Json[]) {
         const param = p.$ref ? resolveLocal(doc, p.$ref) : p
         params.push([`${path} ${param.in} ${param.name}`, param.schema])
       }
       if (verb === 'parameters') continue
-      for (const [type, media] of Object.entries(op.requestBody?.content ?? {})) if ((media as Json).schema) bodies.push([`${verb.toUpperCase()} ${path} ${type}`, (media as Json).schema])
+      for (const [type, media] of Object.entries(op.requestBody?.content ?? {}))
+        if ((media as Json).schema) bodies.push([`${verb.toUpperCase()} ${path} ${type}`, (media as Json).schema])
     }
   }
   return { params, bodies }
@@ -72,20 +85,25 @@ t.test('every array schema in the generic and tenant documents says what its ite
 t.test('every string parameter has a bound: maxLength, enum or const', async (t) => {
   for (const [name, doc] of Object.entries(documents)) {
     const unbounded = inputs(doc).params.flatMap(([where, schema]) =>
-      [...subschemas(doc, schema, where)].filter(([, s]) => isType(s, 'string') && !('maxLength' in s) && !('enum' in s) && !('const' in s)).map(([at]) => at)
+      [...subschemas(doc, schema, where)]
+        .filter(([, s]) => isType(s, 'string') && !('maxLength' in s) && !('enum' in s) && !('const' in s))
+        .map(([at]) => at)
     )
     t.same(unbounded, [], `${name}: string parameters without a bound`)
   }
 })
 
-t.test('every object a request body holds says whether it takes other members, and every array how many items', async (t) => {
-  for (const [name, doc] of Object.entries(documents)) {
-    const found = inputs(doc).bodies.flatMap(([where, schema]) =>
-      [...subschemas(doc, schema, where)].flatMap(([at, s]) => [
-        ...(isType(s, 'object') && !('additionalProperties' in s) ? [`${at}: no additionalProperties`] : []),
-        ...(isType(s, 'array') && !('maxItems' in s) ? [`${at}: no maxItems`] : [])
-      ])
-    )
-    t.same(found, [], name)
+t.test(
+  'every object a request body holds says whether it takes other members, and every array how many items',
+  async (t) => {
+    for (const [name, doc] of Object.entries(documents)) {
+      const found = inputs(doc).bodies.flatMap(([where, schema]) =>
+        [...subschemas(doc, schema, where)].flatMap(([at, s]) => [
+          ...(isType(s, 'object') && !('additionalProperties' in s) ? [`${at}: no additionalProperties`] : []),
+          ...(isType(s, 'array') && !('maxItems' in s) ? [`${at}: no maxItems`] : [])
+        ])
+      )
+      t.same(found, [], name)
+    }
   }
-})
+)

@@ -20,25 +20,73 @@ function pdfText(bytes: Buffer): { text: string; pages: number } {
   const file = join(dir, `report-${++files}.pdf`)
   writeFileSync(file, bytes)
   const pages = Number(/Pages:\s+(\d+)/.exec(execFileSync('pdfinfo', [file], { encoding: 'utf8' }))?.[1])
-  if (process.env.REPORT_PNG_DIR) execFileSync('pdftoppm', ['-png', '-r', '80', '-f', '1', '-l', '1', file, join(process.env.REPORT_PNG_DIR, `record-report-${files}`)])
+  if (process.env.REPORT_PNG_DIR)
+    execFileSync('pdftoppm', [
+      '-png',
+      '-r',
+      '80',
+      '-f',
+      '1',
+      '-l',
+      '1',
+      file,
+      join(process.env.REPORT_PNG_DIR, `record-report-${files}`)
+    ])
   return { text: execFileSync('pdftotext', ['-layout', file, '-'], { encoding: 'utf8' }), pages }
 }
 const report = async (id: string, token?: string, accept = 'application/pdf') => {
-  const res = await fetch(`${server.url}/api/v1/records/${id}`, { headers: { accept, ...(token === undefined ? { authorization: `Bearer ${server.keys.acme}` } : token ? { authorization: `Bearer ${token}` } : {}) } })
-  return { status: res.status, type: res.headers.get('content-type') ?? '', bytes: Buffer.from(await res.arrayBuffer()) }
+  const res = await fetch(`${server.url}/api/v1/records/${id}`, {
+    headers: {
+      accept,
+      ...(token === undefined
+        ? { authorization: `Bearer ${server.keys.acme}` }
+        : token
+          ? { authorization: `Bearer ${token}` }
+          : {})
+    }
+  })
+  return {
+    status: res.status,
+    type: res.headers.get('content-type') ?? '',
+    bytes: Buffer.from(await res.arrayBuffer())
+  }
 }
 
 // One incident taken through its workflow, with a lead, health data and an attachment.
-const lead = await server.platform.users.create('acme', { userName: 'sam.patel', displayName: 'Sam Patel', roles: ['safety-manager'] })
+const lead = await server.platform.users.create('acme', {
+  userName: 'sam.patel',
+  displayName: 'Sam Patel',
+  roles: ['safety-manager']
+})
 const created = await server.request('POST', '/api/v1/records', {
-  body: { moduleKey: 'incident', externalRef: 'SRC-1042', payload: incidentPayload({ title: 'Pallet fell from height', category: 'property-damage', severity: 'high', medicalDetails: 'Bruised shoulder, first aid only', bodyParts: ['arms', 'back'] }) }
+  body: {
+    moduleKey: 'incident',
+    externalRef: 'SRC-1042',
+    payload: incidentPayload({
+      title: 'Pallet fell from height',
+      category: 'property-damage',
+      severity: 'high',
+      medicalDetails: 'Bruised shoulder, first aid only',
+      bodyParts: ['arms', 'back']
+    })
+  }
 })
 const id: string = created.body.id
-await server.request('POST', `/api/v1/records/${id}:transition`, { body: { transition: 'start-investigation', comment: 'Assigning Sam', payload: { investigationLead: lead.id } } })
-await server.request('PATCH', `/api/v1/records/${id}`, { body: { payload: { rootCause: 'Shrink wrap torn; pallet not inspected before lifting.' } } })
+await server.request('POST', `/api/v1/records/${id}:transition`, {
+  body: { transition: 'start-investigation', comment: 'Assigning Sam', payload: { investigationLead: lead.id } }
+})
+await server.request('PATCH', `/api/v1/records/${id}`, {
+  body: { payload: { rootCause: 'Shrink wrap torn; pallet not inspected before lifting.' } }
+})
 const file = Buffer.from('%PDF-1.4 photo of the bay\n'.repeat(100))
-const attachment = await server.request('POST', '/api/v1/attachments', { body: { recordId: id, fileName: 'bay-4-photo.pdf', contentType: 'application/pdf', size: file.length } })
-await fetch(attachment.body.upload.url, { method: 'PUT', headers: attachment.body.upload.headers, body: new Uint8Array(file) })
+const attachment = await server.request('POST', '/api/v1/attachments', {
+  body: { recordId: id, fileName: 'bay-4-photo.pdf', contentType: 'application/pdf', size: file.length }
+})
+await fetch(attachment.body.upload.url, {
+  method: 'PUT',
+  headers: attachment.body.upload.headers,
+  body: new Uint8Array(file)
+})
 
 t.test('a record asked for with Accept: application/pdf is its report: fields, history and attachments', async (t) => {
   const res = await report(id)
@@ -61,8 +109,12 @@ t.test('a record asked for with Accept: application/pdf is its report: fields, h
     ['Investigation lead', 'Sam Patel'],
     ['Medical details', 'Bruised shoulder, first aid only'],
     ['Root cause', 'Shrink wrap torn']
-  ]) t.match(text, new RegExp(`${label}\\s+${value}`), `${label} in the module's order, worded for people`)
-  t.ok(text.indexOf('Title') < text.indexOf('Site') && text.indexOf('Site') < text.indexOf('Root cause'), 'fields follow the module order')
+  ])
+    t.match(text, new RegExp(`${label}\\s+${value}`), `${label} in the module's order, worded for people`)
+  t.ok(
+    text.indexOf('Title') < text.indexOf('Site') && text.indexOf('Site') < text.indexOf('Root cause'),
+    'fields follow the module order'
+  )
   t.match(text, /Start investigation: from Reported to Under investigation — acme test key/, 'the transition, with who')
   t.match(text, /Assigning Sam/, 'and its comment')
   t.match(text, /Changed: Root cause/)
@@ -81,7 +133,11 @@ t.test('a report leaves out the fields the caller may not read, label and value'
   t.notMatch(text, /Medical details|Bruised shoulder/)
   t.match(text, /Root cause\s+Shrink wrap torn/, 'the fields it may read are there')
   const health = await userWithToken(server, 'acme', ['health-officer'])
-  t.match(pdfText((await report(id, health.token)).bytes).text, /Medical details\s+Bruised shoulder/, 'a role that may read it sees it')
+  t.match(
+    pdfText((await report(id, health.token)).bytes).text,
+    /Medical details\s+Bruised shoulder/,
+    'a role that may read it sees it'
+  )
 })
 
 t.test("another tenant's record is 404, as for JSON, and the refusal is a problem", async (t) => {
@@ -98,7 +154,11 @@ t.test("another tenant's record is 404, as for JSON, and the refusal is a proble
 t.test('a record the caller may not read is refused exactly as the JSON is', async (t) => {
   const reporter = await userWithToken(server, 'acme', ['reporter'])
   const nobody = await userWithToken(server, 'acme', [])
-  for (const [who, token] of [['a reporter outside its row rule', reporter.token], ['a user without the read right', nobody.token], ['no credential', null]] as const) {
+  for (const [who, token] of [
+    ['a reporter outside its row rule', reporter.token],
+    ['a user without the read right', nobody.token],
+    ['no credential', null]
+  ] as const) {
     const json = await server.request('GET', `/api/v1/records/${id}`, { token })
     const res = await report(id, token ?? '')
     t.not(json.status, 200, `${who}: JSON refused`)

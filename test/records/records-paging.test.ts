@@ -50,7 +50,11 @@ async function pageAll(query: string, between?: () => Promise<unknown>): Promise
 }
 
 const idsOf = (items: Rec[]) => items.map((r) => r.id).sort()
-const expectedIds = (keep: (r: Rec) => boolean) => [...records.values()].filter(keep).map((r) => r.id).sort()
+const expectedIds = (keep: (r: Rec) => boolean) =>
+  [...records.values()]
+    .filter(keep)
+    .map((r) => r.id)
+    .sort()
 
 function assertInvalid(t: Test, res: Reply, field: string) {
   t.equal(res.status, 400, `400 naming ${field}`)
@@ -78,15 +82,32 @@ t.test('pages through every record exactly once while new records are inserted',
   const { items, pages } = await pageAll('limit=50', () => Promise.all([createIncident(n++), createIncident(n++)]))
   const ids = items.map((r) => r.id)
   t.equal(new Set(ids).size, ids.length, 'no record is returned twice')
-  t.same(before.filter((id) => !ids.includes(id)), [], 'every record that existed before paging is seen')
+  t.same(
+    before.filter((id) => !ids.includes(id)),
+    [],
+    'every record that existed before paging is seen'
+  )
   t.ok(pages.length >= 11, `${pages.length} pages`)
-  t.ok(pages.every((p) => p.body.items.length <= 50 && p.body.limit === 50), 'no page holds more than the limit')
-  t.ok(pages.slice(0, -1).every((p) => p.body.items.length === 50), 'every page but the last is full')
+  t.ok(
+    pages.every((p) => p.body.items.length <= 50 && p.body.limit === 50),
+    'no page holds more than the limit'
+  )
+  t.ok(
+    pages.slice(0, -1).every((p) => p.body.items.length === 50),
+    'every page but the last is full'
+  )
   t.equal(pages[pages.length - 1].body.nextCursor, null, 'the last page has no nextCursor')
-  t.ok(ids.every((id) => records.has(id)), 'only records of this tenant')
+  t.ok(
+    ids.every((id) => records.has(id)),
+    'only records of this tenant'
+  )
   const numbers = items.map((r) => (r as Rec & { number: string }).number).sort()
   const year = items[0].updatedAt.slice(0, 4)
-  t.same(numbers, Array.from({ length: items.length }, (_, i) => `INC-${year}-${String(i + 1).padStart(5, '0')}`), 'concurrent creates got distinct numbers with no gaps')
+  t.same(
+    numbers,
+    Array.from({ length: items.length }, (_, i) => `INC-${year}-${String(i + 1).padStart(5, '0')}`),
+    'concurrent creates got distinct numbers with no gaps'
+  )
 })
 
 t.test('uses a default page size of 50 and accepts up to 200', async (t) => {
@@ -148,12 +169,16 @@ t.test('filters by one state or several and refuses an unknown state', async (t)
   const ids = [...records.keys()]
   const lead = '6f1d2c3b-4a5e-4f60-8a71-9b2c3d4e5f60'
   for (const id of ids.slice(0, 3)) {
-    const res = await server.request('POST', `/api/v1/records/${id}:transition`, { body: { transition: 'start-investigation', payload: { investigationLead: lead } } })
+    const res = await server.request('POST', `/api/v1/records/${id}:transition`, {
+      body: { transition: 'start-investigation', payload: { investigationLead: lead } }
+    })
     t.equal(res.status, 200)
     records.set(id, res.body)
   }
   for (const id of ids.slice(3, 5)) {
-    const res = await server.request('POST', `/api/v1/records/${id}:transition`, { body: { transition: 'dismiss', payload: { closureNote: 'Duplicate' } } })
+    const res = await server.request('POST', `/api/v1/records/${id}:transition`, {
+      body: { transition: 'dismiss', payload: { closureNote: 'Duplicate' } }
+    })
     t.equal(res.status, 200)
     records.set(id, res.body)
   }
@@ -162,7 +187,10 @@ t.test('filters by one state or several and refuses an unknown state', async (t)
   const both = await pageAll('state=investigating,closed&limit=200')
   t.same(idsOf(both.items), ids.slice(0, 5).sort())
   const reported = await pageAll('state=reported&limit=200')
-  t.same(idsOf(reported.items), expectedIds((r) => r.state === 'reported'))
+  t.same(
+    idsOf(reported.items),
+    expectedIds((r) => r.state === 'reported')
+  )
   t.ok(reported.items.every((r) => r.state === 'reported'))
 
   const unknown = await list('state=archived')
@@ -176,7 +204,9 @@ t.test('lists only records changed at or after updatedSince, in change order', a
   await new Promise((r) => setTimeout(r, 20))
   const ids = [...records.keys()]
   const touch = async (id: string, note: string) => {
-    const res = await server.request('PATCH', `/api/v1/records/${id}`, { body: { payload: { immediateActions: note } } })
+    const res = await server.request('PATCH', `/api/v1/records/${id}`, {
+      body: { payload: { immediateActions: note } }
+    })
     if (res.status !== 200) throw new Error(`patch answered ${res.status} ${res.text}`)
     records.set(id, res.body)
     return res.body as Rec
@@ -196,7 +226,11 @@ t.test('lists only records changed at or after updatedSince, in change order', a
   t.ok(items.every((r) => r.updatedAt >= first.updatedAt))
 
   const later = await pageAll(`updatedSince=${encodeURIComponent(records.get(order[4])!.updatedAt)}&limit=2`)
-  t.same(later.items.map((r) => r.id), order.slice(4), 'a later instant gives the later changes')
+  t.same(
+    later.items.map((r) => r.id),
+    order.slice(4),
+    'a later instant gives the later changes'
+  )
   const future = await list('updatedSince=2999-01-01T00:00:00Z')
   t.same(future.body.items, [])
   t.equal(future.body.nextCursor, null)
@@ -207,29 +241,56 @@ t.test('lists only records changed at or after updatedSince, in change order', a
 
 t.test('filters on payload fields with operators', async (t) => {
   const high = await pageAll('payload[severity]=high&limit=200')
-  t.same(idsOf(high.items), expectedIds((r) => r.payload.severity === 'high'))
+  t.same(
+    idsOf(high.items),
+    expectedIds((r) => r.payload.severity === 'high')
+  )
   t.ok(high.items.length > 100)
 
   const severe = await pageAll('payload[severity][in]=high,critical&limit=200')
-  t.same(idsOf(severe.items), expectedIds((r) => ['high', 'critical'].includes(r.payload.severity as string)))
+  t.same(
+    idsOf(severe.items),
+    expectedIds((r) => ['high', 'critical'].includes(r.payload.severity as string))
+  )
 
   const notLow = await pageAll('payload[severity][ne]=low&limit=200')
-  t.same(idsOf(notLow.items), expectedIds((r) => r.payload.severity !== 'low'))
+  t.same(
+    idsOf(notLow.items),
+    expectedIds((r) => r.payload.severity !== 'low')
+  )
 
   const injured = await pageAll('payload[injuredPeople][gte]=2&limit=200')
-  t.same(idsOf(injured.items), expectedIds((r) => (r.payload.injuredPeople as number) >= 2))
+  t.same(
+    idsOf(injured.items),
+    expectedIds((r) => (r.payload.injuredPeople as number) >= 2)
+  )
   t.ok(injured.items.length > 0)
 
   const notified = await pageAll('payload[regulatorNotified]=true&limit=200')
-  t.same(idsOf(notified.items), expectedIds((r) => r.payload.regulatorNotified === true))
+  t.same(
+    idsOf(notified.items),
+    expectedIds((r) => r.payload.regulatorNotified === true)
+  )
   t.ok(notified.items.length > 0)
 
-  const october = await pageAll('payload[occurredAt][gte]=2026-10-15T08:30:00Z&payload[occurredAt][lt]=2026-10-20T10:30:00%2B01:00&limit=200')
-  t.same(idsOf(october.items), expectedIds((r) => (r.payload.occurredAt as string) >= '2026-10-15' && (r.payload.occurredAt as string) < '2026-10-20T09:30'))
+  const october = await pageAll(
+    'payload[occurredAt][gte]=2026-10-15T08:30:00Z&payload[occurredAt][lt]=2026-10-20T10:30:00%2B01:00&limit=200'
+  )
+  t.same(
+    idsOf(october.items),
+    expectedIds(
+      (r) => (r.payload.occurredAt as string) >= '2026-10-15' && (r.payload.occurredAt as string) < '2026-10-20T09:30'
+    )
+  )
   t.ok(october.items.length > 0)
 
   const combined = await pageAll('payload[severity]=critical&payload[injuredPeople][lt]=2&state=reported&limit=50')
-  t.same(idsOf(combined.items), expectedIds((r) => r.payload.severity === 'critical' && (r.payload.injuredPeople as number) < 2 && r.state === 'reported'))
+  t.same(
+    idsOf(combined.items),
+    expectedIds(
+      (r) => r.payload.severity === 'critical' && (r.payload.injuredPeople as number) < 2 && r.state === 'reported'
+    )
+  )
 })
 
 t.test('refuses filters the module does not allow', async (t) => {
@@ -247,9 +308,16 @@ t.test('refuses filters the module does not allow', async (t) => {
   const value = await list('payload[severity]=extreme')
   t.same(assertInvalid(t, value, 'payload.severity')?.allowed, severities)
   t.match(assertInvalid(t, await list('payload[injuredPeople][gte]=many'), 'payload.injuredPeople')?.detail, /integer/)
-  t.match(assertInvalid(t, await list('payload[regulatorNotified]=yes'), 'payload.regulatorNotified')?.detail, /true or false/)
+  t.match(
+    assertInvalid(t, await list('payload[regulatorNotified]=yes'), 'payload.regulatorNotified')?.detail,
+    /true or false/
+  )
   for (const bad of ['2026-02-30T00:00:00Z', '0000-01-01T00:00:00Z', '2026-10-01T00:00:00%2B16:00', '2026-10-01']) {
-    t.match(assertInvalid(t, await list(`payload[occurredAt][gte]=${bad}`), 'payload.occurredAt')?.detail, /date-time/, `not a PostgreSQL-safe instant: ${bad}`)
+    t.match(
+      assertInvalid(t, await list(`payload[occurredAt][gte]=${bad}`), 'payload.occurredAt')?.detail,
+      /date-time/,
+      `not a PostgreSQL-safe instant: ${bad}`
+    )
   }
   assertInvalid(t, await list('payload[regulatorNotifiedOn][lt]=2026-02-30'), 'payload.regulatorNotifiedOn')
   assertInvalid(t, await list('updatedSince=0000-01-01T00:00:00Z'), 'updatedSince')
@@ -258,37 +326,49 @@ t.test('refuses filters the module does not allow', async (t) => {
   assertInvalid(t, await server.request('GET', '/api/v1/records?limit=5'), 'moduleKey')
 })
 
-t.test('a cursor is opaque, the same for the same page, bound to its filters, and one of the earlier format still opens', async (t) => {
-  const secret = randomBytes(32)
-  const codec = new CursorCodec(secret)
-  const scope = JSON.stringify(['acme', 'incident', ['state', ['reported']]])
-  const cursor = codec.encode(scope, [123456])
-  const refused = (decode: () => unknown, message = 'refused as cursor.invalid') => {
-    let code: unknown
-    try {
-      decode()
-    } catch (err) {
-      code = (err as { problemCode?: string }).problemCode
+t.test(
+  'a cursor is opaque, the same for the same page, bound to its filters, and one of the earlier format still opens',
+  async (t) => {
+    const secret = randomBytes(32)
+    const codec = new CursorCodec(secret)
+    const scope = JSON.stringify(['acme', 'incident', ['state', ['reported']]])
+    const cursor = codec.encode(scope, [123456])
+    const refused = (decode: () => unknown, message = 'refused as cursor.invalid') => {
+      let code: unknown
+      try {
+        decode()
+      } catch (err) {
+        code = (err as { problemCode?: string }).problemCode
+      }
+      t.equal(code, 'cursor.invalid', message)
     }
-    t.equal(code, 'cursor.invalid', message)
-  }
-  t.equal(codec.encode(scope, [123456]), cursor, 'the same page gets the same cursor')
-  t.not(codec.encode(scope, [123457]), cursor)
-  t.notMatch(Buffer.from(cursor.split('.')[0], 'base64url').toString('latin1'), /123456/, 'the position cannot be read')
-  t.same(codec.decode(cursor, scope), [123456])
-  refused(() => codec.decode(cursor, JSON.stringify(['globex', 'incident', ['state', ['reported']]])), 'another scope does not open it')
-  refused(() => new CursorCodec(randomBytes(32)).decode(cursor, scope), 'another secret does not open it')
-  refused(() => codec.decode(`${cursor}.x`, scope))
+    t.equal(codec.encode(scope, [123456]), cursor, 'the same page gets the same cursor')
+    t.not(codec.encode(scope, [123457]), cursor)
+    t.notMatch(
+      Buffer.from(cursor.split('.')[0], 'base64url').toString('latin1'),
+      /123456/,
+      'the position cannot be read'
+    )
+    t.same(codec.decode(cursor, scope), [123456])
+    refused(
+      () => codec.decode(cursor, JSON.stringify(['globex', 'incident', ['state', ['reported']]])),
+      'another scope does not open it'
+    )
+    refused(() => new CursorCodec(randomBytes(32)).decode(cursor, scope), 'another secret does not open it')
+    refused(() => codec.decode(`${cursor}.x`, scope))
 
-  // A v2 cursor (issued before the upgrade) as that format sealed it: HMAC-signed JSON around {h, p}.
-  const seal = Buffer.from(hkdfSync('sha256', secret, '', 'records cursor seal', 32))
-  const nonce = Buffer.from(hkdfSync('sha256', secret, '', 'records cursor nonce', 32))
-  const plain = Buffer.from(JSON.stringify({ h: createHash('sha256').update(scope).digest('base64url').slice(0, 22), p: [42] }))
-  const iv = createHmac('sha256', nonce).update(plain).digest().subarray(0, 12)
-  const cipher = createCipheriv('aes-256-gcm', seal, iv)
-  const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()])
-  const body = Buffer.from(JSON.stringify({ v: 2, c: sealed.toString('base64url') })).toString('base64url')
-  const v2 = `${body}.${createHmac('sha256', secret).update(body).digest().subarray(0, 12).toString('base64url')}`
-  t.same(codec.decode(v2, scope), [42], 'a v2 cursor still opens')
-  refused(() => codec.decode(v2, JSON.stringify(['acme', 'inspection'])), 'and stays bound to its scope')
-})
+    // A v2 cursor (issued before the upgrade) as that format sealed it: HMAC-signed JSON around {h, p}.
+    const seal = Buffer.from(hkdfSync('sha256', secret, '', 'records cursor seal', 32))
+    const nonce = Buffer.from(hkdfSync('sha256', secret, '', 'records cursor nonce', 32))
+    const plain = Buffer.from(
+      JSON.stringify({ h: createHash('sha256').update(scope).digest('base64url').slice(0, 22), p: [42] })
+    )
+    const iv = createHmac('sha256', nonce).update(plain).digest().subarray(0, 12)
+    const cipher = createCipheriv('aes-256-gcm', seal, iv)
+    const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()])
+    const body = Buffer.from(JSON.stringify({ v: 2, c: sealed.toString('base64url') })).toString('base64url')
+    const v2 = `${body}.${createHmac('sha256', secret).update(body).digest().subarray(0, 12).toString('base64url')}`
+    t.same(codec.decode(v2, scope), [42], 'a v2 cursor still opens')
+    refused(() => codec.decode(v2, JSON.stringify(['acme', 'inspection'])), 'and stays bound to its scope')
+  }
+)

@@ -89,14 +89,29 @@ t.test('rejects a date-time or date that is not ISO 8601', async (t) => {
   }
   const date = await post('incident', incidentPayload({ regulatorNotifiedOn: '2026-13-01' }))
   t.match(assertInvalid(t, date, 'payload.regulatorNotifiedOn').detail, /YYYY-MM-DD/)
-  t.equal((await post('incident', incidentPayload({ occurredAt: '2026-11-20T08:30:00+01:00' }))).status, 201, 'an offset is a timezone')
+  t.equal(
+    (await post('incident', incidentPayload({ occurredAt: '2026-11-20T08:30:00+01:00' }))).status,
+    201,
+    'an offset is a timezone'
+  )
   // Valid RFC 3339 that PostgreSQL cannot cast: stored once, it broke every filter on the field.
   for (const occurredAt of ['0000-01-01T00:00:00Z', '2026-11-20T08:30:00+16:00', '2026-12-31T23:59:60.5Z']) {
     assertInvalid(t, await post('incident', incidentPayload({ occurredAt })), 'payload.occurredAt')
   }
-  assertInvalid(t, await post('incident', incidentPayload({ regulatorNotifiedOn: '0000-12-31' })), 'payload.regulatorNotifiedOn')
-  t.equal((await post('incident', incidentPayload({ occurredAt: '2026-11-20T08:30:00-15:30' }))).status, 201, 'the widest offset PostgreSQL holds')
-  const filtered = await server.request('GET', '/api/v1/records?moduleKey=incident&payload[occurredAt][gte]=2026-01-01T00:00:00Z')
+  assertInvalid(
+    t,
+    await post('incident', incidentPayload({ regulatorNotifiedOn: '0000-12-31' })),
+    'payload.regulatorNotifiedOn'
+  )
+  t.equal(
+    (await post('incident', incidentPayload({ occurredAt: '2026-11-20T08:30:00-15:30' }))).status,
+    201,
+    'the widest offset PostgreSQL holds'
+  )
+  const filtered = await server.request(
+    'GET',
+    '/api/v1/records?moduleKey=incident&payload[occurredAt][gte]=2026-01-01T00:00:00Z'
+  )
   t.equal(filtered.status, 200, 'the field can still be filtered on')
   await assertNothingWritten(t)
 })
@@ -115,7 +130,9 @@ t.test('reports every missing required field', async (t) => {
 t.test('rejects a body without moduleKey or with unknown members', async (t) => {
   const noModule = await server.request('POST', '/api/v1/records', { body: { payload: incidentPayload() } })
   assertInvalid(t, noModule, 'moduleKey')
-  const extra = await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: incidentPayload(), state: 'closed' } })
+  const extra = await server.request('POST', '/api/v1/records', {
+    body: { moduleKey: 'incident', payload: incidentPayload(), state: 'closed' }
+  })
   assertInvalid(t, extra, 'state')
   const noPayload = await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident' } })
   assertInvalid(t, noPayload, 'payload')
@@ -124,7 +141,9 @@ t.test('rejects a body without moduleKey or with unknown members', async (t) => 
 
 t.test('rejects a patch that breaks the module schema and leaves the record as it was', async (t) => {
   const record = await mustCreate('incident', incidentPayload())
-  const res = await server.request('PATCH', `/api/v1/records/${record.id}`, { body: { payload: { severity: 'extreme', colour: 'red' } } })
+  const res = await server.request('PATCH', `/api/v1/records/${record.id}`, {
+    body: { payload: { severity: 'extreme', colour: 'red' } }
+  })
   assertInvalid(t, res, 'payload.severity')
   assertInvalid(t, res, 'payload.colour')
   const envelope = await server.request('PATCH', `/api/v1/records/${record.id}`, { body: { severity: 'high' } })
@@ -160,7 +179,9 @@ t.test('refuses a corrective action whose incident is missing, deleted or anothe
   const live = await mustCreate('incident', incidentPayload())
   const ok = await mustCreate('corrective-action', action(live.id))
   t.equal(ok.payload.incident, live.id, 'a live incident of the tenant is accepted')
-  const repoint = await server.request('PATCH', `/api/v1/records/${ok.id}`, { body: { payload: { incident: foreign.id } } })
+  const repoint = await server.request('PATCH', `/api/v1/records/${ok.id}`, {
+    body: { payload: { incident: foreign.id } }
+  })
   assertInvalid(t, repoint, 'payload.incident')
 })
 
@@ -178,13 +199,31 @@ t.test('validates each item of an inspection checklist', async (t) => {
   assertInvalid(t, res, 'payload.checklist.2.item')
   t.match(assertInvalid(t, res, 'payload.checklist.2.severity').detail, 'low, medium, high')
   assertInvalid(t, res, 'payload.checklist.3.colour')
-  t.notOk(res.body.errors.some((e: { field: string }) => e.field.startsWith('payload.checklist.0')), 'the valid item is not named')
-  assertInvalid(t, await post('inspection', inspection({ checklist: { item: 'x', result: 'pass' } })), 'payload.checklist')
+  t.notOk(
+    res.body.errors.some((e: { field: string }) => e.field.startsWith('payload.checklist.0')),
+    'the valid item is not named'
+  )
+  assertInvalid(
+    t,
+    await post('inspection', inspection({ checklist: { item: 'x', result: 'pass' } })),
+    'payload.checklist'
+  )
   await assertNothingWritten(t)
 
-  const ok = await mustCreate('inspection', inspection({ checklist: [checklist[0], { item: 'Extinguisher tagged', result: 'fail', severity: 'high', photoTaken: true }] }))
+  const ok = await mustCreate(
+    'inspection',
+    inspection({
+      checklist: [checklist[0], { item: 'Extinguisher tagged', result: 'fail', severity: 'high', photoTaken: true }]
+    })
+  )
   t.equal(ok.payload.checklist.length, 2)
-  t.same(ok.activity[0].changes.map((c: { field: string }) => c.field).sort(), ['checklist', 'kind', 'scheduledFor', 'site', 'title'])
+  t.same(ok.activity[0].changes.map((c: { field: string }) => c.field).sort(), [
+    'checklist',
+    'kind',
+    'scheduledFor',
+    'site',
+    'title'
+  ])
 })
 
 t.test('refused creates use no record numbers', async (t) => {
@@ -195,6 +234,10 @@ t.test('refused creates use no record numbers', async (t) => {
   const seq = (n: string) => Number(n.split('-').pop())
   t.equal(seq(after.number), seq(before.number) + 1, 'the next number follows without a gap')
   const feed = await server.request('GET', '/api/v1/audit-log?moduleKey=incident&action=created&limit=200')
-  t.equal(feed.body.items.length, created.incident.length + 1, 'one created entry per successful create, including the deleted one')
+  t.equal(
+    feed.body.items.length,
+    created.incident.length + 1,
+    'one created entry per successful create, including the deleted one'
+  )
   await assertNothingWritten(t)
 })

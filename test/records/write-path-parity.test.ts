@@ -31,7 +31,8 @@ function row(line: any): Outcome {
 const users: Record<string, TestUser> = {}
 async function tokenOf(who: string): Promise<string> {
   if (who === 'key') return server.keys.acme
-  if (who === 'read-only-scopes') users[who] ??= await userWithToken(server, 'acme', ['safety-manager'], { scopes: ['records:read', 'bulk:write'] })
+  if (who === 'read-only-scopes')
+    users[who] ??= await userWithToken(server, 'acme', ['safety-manager'], { scopes: ['records:read', 'bulk:write'] })
   else users[who] ??= await userWithToken(server, 'acme', [who])
   return users[who].token
 }
@@ -53,12 +54,42 @@ interface CreateCase {
 
 const creates: CreateCase[] = [
   { name: 'a valid record', who: 'key', payload: () => incidentPayload(), expect: { result: 'created', status: 201 } },
-  { name: 'a choice outside its options', who: 'key', payload: () => incidentPayload({ severity: 'catastrophic' }), expect: { result: 'error', status: 400, code: 'field.invalid' } },
-  { name: 'a field the module does not have', who: 'key', payload: () => incidentPayload({ colour: 'red' }), expect: { result: 'error', status: 400, code: 'field.invalid' } },
-  { name: 'a required field missing', who: 'key', payload: () => ({ ...incidentPayload(), title: undefined }), expect: { result: 'error', status: 400, code: 'field.invalid' } },
-  { name: 'a field the role may not write', who: 'safety-manager', payload: () => incidentPayload({ medicalDetails: 'Fractured wrist' }), expect: { result: 'error', status: 403, code: 'field.forbidden' } },
-  { name: 'a role without the create right', who: 'auditor', payload: () => incidentPayload(), expect: { result: 'error', status: 403, code: 'permission.denied' } },
-  { name: 'a token without the write scope', who: 'read-only-scopes', payload: () => incidentPayload(), expect: { result: 'error', status: 403, code: 'scope.missing' } },
+  {
+    name: 'a choice outside its options',
+    who: 'key',
+    payload: () => incidentPayload({ severity: 'catastrophic' }),
+    expect: { result: 'error', status: 400, code: 'field.invalid' }
+  },
+  {
+    name: 'a field the module does not have',
+    who: 'key',
+    payload: () => incidentPayload({ colour: 'red' }),
+    expect: { result: 'error', status: 400, code: 'field.invalid' }
+  },
+  {
+    name: 'a required field missing',
+    who: 'key',
+    payload: () => ({ ...incidentPayload(), title: undefined }),
+    expect: { result: 'error', status: 400, code: 'field.invalid' }
+  },
+  {
+    name: 'a field the role may not write',
+    who: 'safety-manager',
+    payload: () => incidentPayload({ medicalDetails: 'Fractured wrist' }),
+    expect: { result: 'error', status: 403, code: 'field.forbidden' }
+  },
+  {
+    name: 'a role without the create right',
+    who: 'auditor',
+    payload: () => incidentPayload(),
+    expect: { result: 'error', status: 403, code: 'permission.denied' }
+  },
+  {
+    name: 'a token without the write scope',
+    who: 'read-only-scopes',
+    payload: () => incidentPayload(),
+    expect: { result: 'error', status: 403, code: 'scope.missing' }
+  },
   {
     name: 'a reference to a record that does not exist',
     who: 'key',
@@ -91,11 +122,37 @@ interface UpdateCase {
 
 const updates: UpdateCase[] = [
   { name: 'a changed title', who: 'key', patch: { title: 'Renamed' }, expect: { result: 'updated', status: 200 } },
-  { name: 'the values it already has', who: 'key', patch: { title: 'Forklift clipped racking', site: 'Leeds DC' }, expect: { result: 'unchanged', status: 200 } },
-  { name: 'a choice outside its options', who: 'key', patch: { severity: 'catastrophic' }, expect: { result: 'error', status: 400, code: 'field.invalid' } },
-  { name: 'a required field removed (null)', who: 'key', patch: { title: null }, expect: { result: 'error', status: 400, code: 'field.invalid' } },
-  { name: 'a field the role may not write', who: 'safety-manager', patch: { medicalDetails: 'Fractured wrist' }, expect: { result: 'error', status: 403, code: 'field.forbidden' } },
-  { name: 'a role without the update right, on its own record', who: 'reporter', owner: 'reporter', patch: { title: 'Mine' }, expect: { result: 'error', status: 403, code: 'permission.denied' } }
+  {
+    name: 'the values it already has',
+    who: 'key',
+    patch: { title: 'Forklift clipped racking', site: 'Leeds DC' },
+    expect: { result: 'unchanged', status: 200 }
+  },
+  {
+    name: 'a choice outside its options',
+    who: 'key',
+    patch: { severity: 'catastrophic' },
+    expect: { result: 'error', status: 400, code: 'field.invalid' }
+  },
+  {
+    name: 'a required field removed (null)',
+    who: 'key',
+    patch: { title: null },
+    expect: { result: 'error', status: 400, code: 'field.invalid' }
+  },
+  {
+    name: 'a field the role may not write',
+    who: 'safety-manager',
+    patch: { medicalDetails: 'Fractured wrist' },
+    expect: { result: 'error', status: 403, code: 'field.forbidden' }
+  },
+  {
+    name: 'a role without the update right, on its own record',
+    who: 'reporter',
+    owner: 'reporter',
+    patch: { title: 'Mine' },
+    expect: { result: 'error', status: 403, code: 'permission.denied' }
+  }
 ]
 
 for (const c of updates) {
@@ -104,9 +161,23 @@ for (const c of updates) {
     const ownerToken = await tokenOf(c.owner ?? 'key')
     // Two equal records, one per path, each with its own externalRef.
     const refs = [ref(), ref()]
-    const made = await Promise.all(refs.map((externalRef) => server.request('POST', '/api/v1/records', { token: ownerToken, body: { moduleKey: 'incident', payload: incidentPayload(), externalRef } })))
-    t.same(made.map((m) => m.status), [201, 201], 'set-up')
-    const one = single(await server.request('PATCH', `/api/v1/records/${made[0].body.id}`, { token, body: { payload: c.patch } }), made[0].body.version)
+    const made = await Promise.all(
+      refs.map((externalRef) =>
+        server.request('POST', '/api/v1/records', {
+          token: ownerToken,
+          body: { moduleKey: 'incident', payload: incidentPayload(), externalRef }
+        })
+      )
+    )
+    t.same(
+      made.map((m) => m.status),
+      [201, 201],
+      'set-up'
+    )
+    const one = single(
+      await server.request('PATCH', `/api/v1/records/${made[0].body.id}`, { token, body: { payload: c.patch } }),
+      made[0].body.version
+    )
     const many = await viaBulk('incident', token, { payload: c.patch, externalRef: refs[1] })
     t.same(one, c.expect, 'PATCH')
     t.same(many, c.expect, 'bulk upsert')

@@ -11,7 +11,10 @@ import { chooseRuntime } from '../../bin/runtime.js'
 // What `npm start` runs here: the build when current (CI's `npm ci` made it; `npm test` brings it
 // up to date first), else the sources. test/runtime/build.test.ts is about the build itself.
 const runtime = chooseRuntime()
-const runtimeLine = runtime.from === 'build' ? /"msg":"running from the build \(dist\/\)"/ : /"msg":"running from the TypeScript sources \(tsx\)"/
+const runtimeLine =
+  runtime.from === 'build'
+    ? /"msg":"running from the build \(dist\/\)"/
+    : /"msg":"running from the TypeScript sources \(tsx\)"/
 
 const projectNode = realpathSync(join(projectRoot, 'node_modules/.bin/node'))
 
@@ -33,7 +36,10 @@ async function npmStart(t: Test, options: { detached?: boolean } = {}): Promise<
       DATABASE_URL: db.url,
       PORT: '0',
       // npm's own PATH lookup must not find this test's node first: npm puts node_modules/.bin there itself.
-      PATH: process.env.PATH!.split(':').filter((dir) => !dir.endsWith('node_modules/.bin')).join(':')
+      PATH: process.env
+        .PATH!.split(':')
+        .filter((dir) => !dir.endsWith('node_modules/.bin'))
+        .join(':')
     },
     stdio: ['ignore', 'pipe', 'pipe'],
     // A process group of its own, as a terminal gives the command it runs in the foreground.
@@ -72,7 +78,8 @@ function childrenOf(pid: number): number[] {
 }
 
 /** Gone, or a zombie waiting for whoever inherited it to reap it. */
-const gone = (pid: number) => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].startsWith('Z')
+const gone = (pid: number) =>
+  !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].startsWith('Z')
 
 const portClosed = (url: string) =>
   new Promise<boolean>((resolve) => {
@@ -83,7 +90,8 @@ const portClosed = (url: string) =>
   })
 
 async function until(what: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 200))) if (await what()) return true
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 200)))
+    if (await what()) return true
   return what()
 }
 
@@ -92,51 +100,77 @@ async function serviceOf(t: Test, s: Started): Promise<number> {
   const children = childrenOf(s.npm.pid!)
   t.equal(children.length, 1, 'npm has one child')
   const node = children[0]
-  t.equal(readlinkSync(`/proc/${node}/exe`), projectNode, "the child is the project's Node (node_modules/.bin/node), not a shell")
-  t.strictSame(readFileSync(`/proc/${node}/cmdline`, 'utf8').split('\0').slice(1, 3), ['--max-old-space-size=1024', 'bin/start.js'], 'running bin/start.js')
+  t.equal(
+    readlinkSync(`/proc/${node}/exe`),
+    projectNode,
+    "the child is the project's Node (node_modules/.bin/node), not a shell"
+  )
+  t.strictSame(
+    readFileSync(`/proc/${node}/cmdline`, 'utf8').split('\0').slice(1, 3),
+    ['--max-old-space-size=1024', 'bin/start.js'],
+    'running bin/start.js'
+  )
   // Logged once the service listens (bin/start.js).
-  t.ok(await until(() => runtimeLine.test(s.out()), 10_000), `from ${runtime.from === 'build' ? 'the build' : 'the sources'} (${runtime.why})`)
+  t.ok(
+    await until(() => runtimeLine.test(s.out()), 10_000),
+    `from ${runtime.from === 'build' ? 'the build' : 'the sources'} (${runtime.why})`
+  )
   return node
 }
 
-t.test('SIGTERM to the process `npm start` runs stops the service: no node left serving, the port closed, npm exits after it', async (t) => {
-  const s = await npmStart(t)
-  const res = await fetch(`${s.url}/api/v1/modules`)
-  t.equal(res.status, 401, 'the service answers')
-  const node = await serviceOf(t, s)
-  s.npm.kill('SIGTERM')
-  await s.exited
-  t.ok(gone(node), 'node had stopped when npm exited')
-  t.ok(await portClosed(s.url), 'nothing listens on the port')
-  t.match(s.out(), /received SIGTERM/, 'npm forwarded the signal to the service, which shut down')
-})
+t.test(
+  'SIGTERM to the process `npm start` runs stops the service: no node left serving, the port closed, npm exits after it',
+  async (t) => {
+    const s = await npmStart(t)
+    const res = await fetch(`${s.url}/api/v1/modules`)
+    t.equal(res.status, 401, 'the service answers')
+    const node = await serviceOf(t, s)
+    s.npm.kill('SIGTERM')
+    await s.exited
+    t.ok(gone(node), 'node had stopped when npm exited')
+    t.ok(await portClosed(s.url), 'nothing listens on the port')
+    t.match(s.out(), /received SIGTERM/, 'npm forwarded the signal to the service, which shut down')
+  }
+)
 
-t.test('SIGKILL to npm (nothing forwarded): the service sees its parent gone and stops itself as on SIGTERM', async (t) => {
-  // bin/start.js follows npm with followParent(); shown here under a shell that stays its parent
-  // (\`; true\` keeps sh from exec'ing), without a whole service start.
-  const script = `import { followParent } from ${JSON.stringify(join(projectRoot, 'bin/runtime.js'))}
+t.test(
+  'SIGKILL to npm (nothing forwarded): the service sees its parent gone and stops itself as on SIGTERM',
+  async (t) => {
+    // bin/start.js follows npm with followParent(); shown here under a shell that stays its parent
+    // (\`; true\` keeps sh from exec'ing), without a whole service start.
+    const script = `import { followParent } from ${JSON.stringify(join(projectRoot, 'bin/runtime.js'))}
 followParent()
 process.on('SIGTERM', () => { console.log('SIGTERM'); process.exit(0) })
 console.log('ready', process.pid)
 setInterval(() => {}, 1000)`
-  const parent = spawn('sh', ['-c', '"$0" --input-type=module -e "$1"; true', process.execPath, script], { stdio: ['ignore', 'pipe', 'inherit'] })
-  let out = ''
-  parent.stdout!.on('data', (c: Buffer) => (out += c))
-  t.ok(await until(() => /^ready \d+/m.test(out), 20_000), 'the child runs')
-  const child = Number(/^ready (\d+)/m.exec(out)![1])
-  parent.kill('SIGKILL')
-  t.ok(await until(() => gone(child), 10_000), 'the child stopped')
-  t.match(out, /^SIGTERM$/m, 'through its SIGTERM handler (the service shuts down)')
-})
+    const parent = spawn('sh', ['-c', '"$0" --input-type=module -e "$1"; true', process.execPath, script], {
+      stdio: ['ignore', 'pipe', 'inherit']
+    })
+    let out = ''
+    parent.stdout!.on('data', (c: Buffer) => (out += c))
+    t.ok(await until(() => /^ready \d+/m.test(out), 20_000), 'the child runs')
+    const child = Number(/^ready (\d+)/m.exec(out)![1])
+    parent.kill('SIGKILL')
+    t.ok(await until(() => gone(child), 10_000), 'the child stopped')
+    t.match(out, /^SIGTERM$/m, 'through its SIGTERM handler (the service shuts down)')
+  }
+)
 
-t.test('Ctrl-C in a terminal (SIGINT to npm and node, which npm forwards again) shuts the service down once, cleanly', async (t) => {
-  const s = await npmStart(t, { detached: true })
-  const node = await serviceOf(t, s)
-  // What a terminal does on Ctrl-C: the signal to every process of the foreground group.
-  process.kill(-s.npm.pid!, 'SIGINT')
-  await s.exited
-  t.ok(await until(() => gone(node), 20_000), 'node stopped')
-  t.ok(await portClosed(s.url), 'nothing listens on the port')
-  t.match(s.out(), /received SIGINT/, 'the service shut down on the signal')
-  t.notMatch(s.out(), /SIGINT again|exiting now/, "npm's forwarded copy of the same Ctrl-C is not taken for a second, impatient one")
-})
+t.test(
+  'Ctrl-C in a terminal (SIGINT to npm and node, which npm forwards again) shuts the service down once, cleanly',
+  async (t) => {
+    const s = await npmStart(t, { detached: true })
+    const node = await serviceOf(t, s)
+    // What a terminal does on Ctrl-C: the signal to every process of the foreground group.
+    process.kill(-s.npm.pid!, 'SIGINT')
+    await s.exited
+    t.ok(await until(() => gone(node), 20_000), 'node stopped')
+    t.ok(await portClosed(s.url), 'nothing listens on the port')
+    t.match(s.out(), /received SIGINT/, 'the service shut down on the signal')
+    t.notMatch(
+      s.out(),
+      /SIGINT again|exiting now/,
+      "npm's forwarded copy of the same Ctrl-C is not taken for a second, impatient one"
+    )
+  }
+)

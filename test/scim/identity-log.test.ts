@@ -10,7 +10,9 @@ const databaseUrl = server.platform.config.database.url!
 
 /** An identity event written by hand in a transaction of the caller's (as the directory writes them, with its change). */
 const insertEvent = (c: pg.Client) =>
-  c.query(`INSERT INTO events (tenant_id, type, actor, subject_id, data) VALUES ('acme', 'user.updated', '{"type":"system"}', gen_random_uuid(), '{}') RETURNING id::text`)
+  c.query(
+    `INSERT INTO events (tenant_id, type, actor, subject_id, data) VALUES ('acme', 'user.updated', '{"type":"system"}', gen_random_uuid(), '{}') RETURNING id::text`
+  )
 
 const log = async (query: string) => {
   const res = await server.request('GET', `/api/v1/identity-log?type=user.updated&${query}`, { token })
@@ -47,11 +49,14 @@ t.test('a change that took a lower position and commits after a page read past i
   await w.query('COMMIT')
   // The first page, read while X is still open: W (the oldest transaction), with a cursor to go on.
   const first = await log('limit=1')
-  t.same(first.items.map((e) => e.id), [wId])
+  t.same(
+    first.items.map((e) => e.id),
+    [wId]
+  )
   t.ok(first.nextCursor, 'more to come')
   await x.query('COMMIT')
   const rest: string[] = []
-  for (let cursor = first.nextCursor; cursor; ) {
+  for (let cursor = first.nextCursor; cursor;) {
     const page = await log(`limit=1&cursor=${encodeURIComponent(cursor)}`)
     rest.push(...page.items.map((e) => e.id))
     cursor = page.nextCursor
@@ -64,11 +69,23 @@ t.test('a cursor issued before pages followed transaction order still goes on af
   const ids = await all()
   t.ok(ids.length >= 3)
   const { rows } = await server.platform.db.pool.query('SELECT position FROM events WHERE id = $1', [ids[0]])
-  const legacy = server.platform.cursors.encode(JSON.stringify(['identity-log', 'acme', null, 'user.updated']), [Number(rows[0].position)])
+  const legacy = server.platform.cursors.encode(JSON.stringify(['identity-log', 'acme', null, 'user.updated']), [
+    Number(rows[0].position)
+  ])
   const page = await log(`limit=50&cursor=${encodeURIComponent(legacy)}`)
-  t.same(page.items.map((e) => e.id), ids.slice(1))
-  const bad = server.platform.cursors.encode(JSON.stringify(['identity-log', 'acme', null, 'user.updated']), [987654321])
-  const refused = await server.request('GET', `/api/v1/identity-log?type=user.updated&cursor=${encodeURIComponent(bad)}`, { token })
+  t.same(
+    page.items.map((e) => e.id),
+    ids.slice(1)
+  )
+  const bad = server.platform.cursors.encode(
+    JSON.stringify(['identity-log', 'acme', null, 'user.updated']),
+    [987654321]
+  )
+  const refused = await server.request(
+    'GET',
+    `/api/v1/identity-log?type=user.updated&cursor=${encodeURIComponent(bad)}`,
+    { token }
+  )
   t.equal(refused.status, 400)
   t.equal(refused.body.code, 'cursor.invalid')
 })

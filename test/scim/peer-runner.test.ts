@@ -27,7 +27,12 @@ async function serve(answer: (req: Seen, res: ServerResponse) => void) {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
-      const one = { method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }
+      const one = {
+        method: req.method!,
+        url: req.url!,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8')
+      }
       seen.push(one)
       answer(one, res)
     })
@@ -43,7 +48,11 @@ const json = (res: ServerResponse, status: number, body: unknown, headers: Recor
 }
 
 const listUrn = 'urn:ietf:params:scim:api:messages:2.0:ListResponse'
-const headers = { Authorization: ['{{auth}}'], 'User-Agent': ['OKTA SCIM Integration'], Accept: ['application/scim+json'] }
+const headers = {
+  Authorization: ['{{auth}}'],
+  'User-Agent': ['OKTA SCIM Integration'],
+  Accept: ['application/scim+json']
+}
 
 /** Four steps and a pause; the comments give each assertion's expected outcome. */
 const scripted: RunscopeExport = {
@@ -84,7 +93,9 @@ const scripted: RunscopeExport = {
       url: '{{base}}/Users/{{userId}}',
       headers,
       assertions: [{ source: 'response_json', comparison: 'equal', property: 'id', value: '{{userId}}' }], // pass
-      scripts: ['var data = JSON.parse(response.body);\nassert.equal(data.id, variables.get("userId"), "same id");\nvariables.set("fromScript", data.id + "!");\nlog("seen", data.id);'] // 1 pass
+      scripts: [
+        'var data = JSON.parse(response.body);\nassert.equal(data.id, variables.get("userId"), "same id");\nvariables.set("fromScript", data.id + "!");\nlog("seen", data.id);'
+      ] // 1 pass
     },
     {
       step_type: 'request',
@@ -94,7 +105,9 @@ const scripted: RunscopeExport = {
       headers: { ...headers, 'Content-Type': ['application/scim+json'] },
       body: '{"userName":"{{name}}","trace":"{{trace}}"}',
       assertions: [{ source: 'response_json', comparison: 'equal', property: 'userName', value: '{{name}}' }], // pass
-      scripts: ['assert.ok(true, "first");\nassert.strictEqual(response.status, 200, "wants 200");\nassert.ok(true, "never reached");'] // 1 pass, 1 FAIL, then stops
+      scripts: [
+        'assert.ok(true, "first");\nassert.strictEqual(response.status, 200, "wants 200");\nassert.ok(true, "never reached");'
+      ] // 1 pass, 1 FAIL, then stops
     },
     {
       step_type: 'request',
@@ -116,7 +129,26 @@ t.test('the Runscope runner counts assertions, takes variables from responses an
     const path = new URL(req.url, 'http://x')
     if (req.headers.authorization !== 'Bearer secret') return json(res, 401, { status: '401' })
     if (path.pathname === '/scim/Users' && req.method === 'GET') {
-      return json(res, 200, { schemas: [listUrn], totalResults: 1, itemsPerPage: 1, startIndex: 1, Resources: [{ id: 'u-1', userName: 'ada@example.com', name: { givenName: 'Ada' }, active: false, emails: [{ value: 'ada@example.com' }] }] }, { 'X-Trace': 'abc' })
+      return json(
+        res,
+        200,
+        {
+          schemas: [listUrn],
+          totalResults: 1,
+          itemsPerPage: 1,
+          startIndex: 1,
+          Resources: [
+            {
+              id: 'u-1',
+              userName: 'ada@example.com',
+              name: { givenName: 'Ada' },
+              active: false,
+              emails: [{ value: 'ada@example.com' }]
+            }
+          ]
+        },
+        { 'X-Trace': 'abc' }
+      )
     }
     if (path.pathname === '/scim/Users/u-1') return json(res, 200, { id: 'u-1' })
     if (path.pathname === '/scim/Users' && req.method === 'POST') return json(res, 201, JSON.parse(req.body))
@@ -131,7 +163,11 @@ t.test('the Runscope runner counts assertions, takes variables from responses an
   const outcome = await runRunscope(scripted, { variables, say: (l) => lines.push(l) })
 
   t.equal(outcome.passed, 9 + 2 + 2 + 1, 'every passing assertion, script assertions included')
-  t.equal(outcome.failed, 1 + 0 + 1 + 2, 'the wrong given name, the failed script assert, the non-JSON body and the script error')
+  t.equal(
+    outcome.failed,
+    1 + 0 + 1 + 2,
+    'the wrong given name, the failed script assert, the non-JSON body and the script error'
+  )
   t.same(
     outcome.failures.map((f) => [f.where, f.assertion]),
     [
@@ -151,17 +187,30 @@ t.test('the Runscope runner counts assertions, takes variables from responses an
   t.notOk(variables.has('missing'), 'a value that is not there leaves its variable unset')
 
   t.equal(server.seen.length, 4)
-  t.equal(new URL(server.seen[0].url, 'http://x').searchParams.get('filter'), 'userName eq "ada@example.com"', 'the filter arrives as written, encoded')
-  t.equal(server.seen[0].headers['user-agent'], 'OKTA SCIM Integration', 'the headers are the step\'s own')
+  t.equal(
+    new URL(server.seen[0].url, 'http://x').searchParams.get('filter'),
+    'userName eq "ada@example.com"',
+    'the filter arrives as written, encoded'
+  )
+  t.equal(server.seen[0].headers['user-agent'], 'OKTA SCIM Integration', "the headers are the step's own")
   t.equal(server.seen[1].url, '/scim/Users/u-1', 'the extracted id is used by the next step')
   t.same(JSON.parse(server.seen[2].body), { userName: 'ada@example.com', trace: 'abc' }, 'the body is filled in')
-  t.ok(lines.includes('    log: seen u-1'), 'a script\'s log lines are shown')
-  t.ok(lines.some((l) => l.startsWith('[2] pause 5 s: not waited')), 'pauses are skipped unless asked for')
+  t.ok(lines.includes('    log: seen u-1'), "a script's log lines are shown")
+  t.ok(
+    lines.some((l) => l.startsWith('[2] pause 5 s: not waited')),
+    'pauses are skipped unless asked for'
+  )
 })
 
 t.test('against a server that only answers 404, every assertion fails and the run completes', async (t) => {
   const server = await serve((_req, res) => void res.writeHead(404, { 'content-type': 'text/plain' }).end('Not Found'))
-  const outcome = await runRunscope(scripted, { variables: new Map([['base', server.url], ['auth', 'Bearer x'], ['name', 'n']]) })
+  const outcome = await runRunscope(scripted, {
+    variables: new Map([
+      ['base', server.url],
+      ['auth', 'Bearer x'],
+      ['name', 'n']
+    ])
+  })
   // Only response_time and the script's assert.ok(true) hold; the rest are about a 200 JSON answer.
   t.equal(outcome.passed, 2)
   t.equal(outcome.failed, 9 + 2 + 2 + 3)
@@ -174,31 +223,57 @@ t.test('against a port nobody listens on, each request is a failure with the rea
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
   const deadPort = (probe.address() as AddressInfo).port
   await new Promise<void>((resolve) => probe.close(() => resolve()))
-  const outcome = await runRunscope(scripted, { variables: new Map([['base', `http://127.0.0.1:${deadPort}`], ['auth', 'Bearer x'], ['name', 'n']]) })
+  const outcome = await runRunscope(scripted, {
+    variables: new Map([
+      ['base', `http://127.0.0.1:${deadPort}`],
+      ['auth', 'Bearer x'],
+      ['name', 'n']
+    ])
+  })
   t.equal(outcome.passed, 0)
   t.equal(outcome.failed, 10 + 2 + 2 + 3, 'each assertion, and each script, which is not run')
   t.ok(outcome.failures.every((f) => f.detail.includes('no response (ECONNREFUSED)')))
 })
 
-t.test('an export using a step type, source or comparison the runner lacks is refused before any request', async (t) => {
-  const odd: RunscopeExport = {
-    steps: [
-      { step_type: 'condition' },
-      { step_type: 'request', method: 'GET', url: 'http://127.0.0.1:1/', assertions: [{ source: 'response_xml', comparison: 'equal', value: 'x' }, { source: 'response_json', comparison: 'is_greater_than_the_moon', property: 'a' }] },
-      { step_type: 'request', method: 'POST', url: 'http://127.0.0.1:1/', multipart_form: [{ name: 'f' }], auth: { auth_type: 'basic' } }
-    ]
+t.test(
+  'an export using a step type, source or comparison the runner lacks is refused before any request',
+  async (t) => {
+    const odd: RunscopeExport = {
+      steps: [
+        { step_type: 'condition' },
+        {
+          step_type: 'request',
+          method: 'GET',
+          url: 'http://127.0.0.1:1/',
+          assertions: [
+            { source: 'response_xml', comparison: 'equal', value: 'x' },
+            { source: 'response_json', comparison: 'is_greater_than_the_moon', property: 'a' }
+          ]
+        },
+        {
+          step_type: 'request',
+          method: 'POST',
+          url: 'http://127.0.0.1:1/',
+          multipart_form: [{ name: 'f' }],
+          auth: { auth_type: 'basic' }
+        }
+      ]
+    }
+    t.same(unsupported(odd), [
+      'step 1: step type "condition"',
+      'step 2: assertion source "response_xml"',
+      'step 2: assertion comparison "is_greater_than_the_moon"',
+      'step 3: Runscope auth helper {"auth_type":"basic"}',
+      'step 3: a multipart form body'
+    ])
+    await t.rejects(
+      runRunscope(odd, { variables: new Map() }),
+      /does not implement:\n {2}step 1: step type "condition"/
+    )
   }
-  t.same(unsupported(odd), [
-    'step 1: step type "condition"',
-    'step 2: assertion source "response_xml"',
-    'step 2: assertion comparison "is_greater_than_the_moon"',
-    'step 3: Runscope auth helper {"auth_type":"basic"}',
-    'step 3: a multipart form body'
-  ])
-  await t.rejects(runRunscope(odd, { variables: new Map() }), /does not implement:\n {2}step 1: step type "condition"/)
-})
+)
 
-t.test('comparisons, properties and templates behave as Runscope\'s did', async (t) => {
+t.test("comparisons, properties and templates behave as Runscope's did", async (t) => {
   t.same(parseProperty('Resources[0].name.familyName'), ['Resources', 0, 'name', 'familyName'])
   t.same(parseProperty('$.emails[1]["work value"]'), ['emails', 1, 'work value'])
   t.same(parseProperty(''), [])
@@ -220,7 +295,17 @@ t.test('comparisons, properties and templates behave as Runscope\'s did', async 
   t.ok(comparisons.is_less_than(599, '600'))
   t.notOk(comparisons.is_greater_than(undefined, '1'))
   const unresolved = new Set<string>()
-  t.equal(substitute('{{a}}-{{ b }}-{{c}}', new Map([['a', '1'], ['b', '2']]), unresolved), '1-2-{{c}}')
+  t.equal(
+    substitute(
+      '{{a}}-{{ b }}-{{c}}',
+      new Map([
+        ['a', '1'],
+        ['b', '2']
+      ]),
+      unresolved
+    ),
+    '1-2-{{c}}'
+  )
   t.same([...unresolved], ['c'])
   t.match(substitute('{{random_string(8)}} {{timestamp}}', new Map()), /^[A-Za-z0-9]{8} \d{10}$/)
 })
@@ -228,45 +313,101 @@ t.test('comparisons, properties and templates behave as Runscope\'s did', async 
 t.test('a script calling an assert method the runner lacks fails loudly', async (t) => {
   const outcome = runScript('assert.closeTo(1, 1, 0)', new Map())
   t.match(outcome.error, 'assert.closeTo is not implemented')
-  const chai = runScript('assert("nogroups", "truthy message"); assert.isArray([]); assert.include("abc", "b")', new Map())
-  t.same(chai.assertions.map((a) => a.passed), [true, true, true])
+  const chai = runScript(
+    'assert("nogroups", "truthy message"); assert.isArray([]); assert.include("abc", "b")',
+    new Map()
+  )
+  t.same(
+    chai.assertions.map((a) => a.passed),
+    [true, true, true]
+  )
 })
 
-t.test('the Microsoft runner maps /serviceConfiguration, sends the token and counts test and script failures', async (t) => {
-  const server = await serve((_req, res) => void res.writeHead(404, { 'content-type': 'text/plain' }).end('Not Found'))
-  const dir = mkdtempSync(join(tmpdir(), 'scim-peers-test-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const item = (name: string, path: string[], exec: string[]) => ({
-    name,
-    event: [{ listen: 'test', script: { type: 'text/javascript', exec } }],
-    request: { auth: { type: 'bearer', bearer: [{ key: 'token', value: '{{token}}', type: 'string' }] }, method: 'GET', header: [], url: { raw: `{{Protocol}}://{{Server}}{{Port}}/${path.join('/')}`, protocol: '{{Protocol}}', host: ['{{Server}}{{Port}}'], path } }
-  })
-  const collection = {
-    info: { name: 'tiny', schema: 'https://schema.getpostman.com/json/collection/v2.1.0/collection.json' },
-    item: [
-      { name: 'Get Token', item: [item('Get Token', ['{{Api}}', 'Token'], ['pm.test("never run", function () { pm.response.to.have.status(200); });'])] },
-      {
-        name: 'Endpoint tests',
-        item: [
-          item('Get ServiceProviderConfig', ['{{Api}}', 'serviceConfiguration'], ['pm.test("Status code is 200", function () { pm.response.to.have.status(200); });', 'pm.test("Body says Not Found", function () { pm.expect(pm.response.text()).to.include("Not Found"); });']),
-          item('Post User', ['{{Api}}', 'Users'], ['var jsonData = pm.response.json();', 'pm.environment.set("id1", jsonData.id);'])
-        ]
+t.test(
+  'the Microsoft runner maps /serviceConfiguration, sends the token and counts test and script failures',
+  async (t) => {
+    const server = await serve(
+      (_req, res) => void res.writeHead(404, { 'content-type': 'text/plain' }).end('Not Found')
+    )
+    const dir = mkdtempSync(join(tmpdir(), 'scim-peers-test-'))
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+    const item = (name: string, path: string[], exec: string[]) => ({
+      name,
+      event: [{ listen: 'test', script: { type: 'text/javascript', exec } }],
+      request: {
+        auth: { type: 'bearer', bearer: [{ key: 'token', value: '{{token}}', type: 'string' }] },
+        method: 'GET',
+        header: [],
+        url: {
+          raw: `{{Protocol}}://{{Server}}{{Port}}/${path.join('/')}`,
+          protocol: '{{Protocol}}',
+          host: ['{{Server}}{{Port}}'],
+          path
+        }
       }
-    ]
-  }
-  const file = join(dir, 'tiny.postman_collection.json')
-  writeFileSync(file, JSON.stringify(collection))
-  const lines: string[] = []
-  const result = await runMicrosoft({ file, scimBaseUrl: `${server.url}/api/scim/v2`, token: 'sa_secret', say: (l) => lines.push(l) })
+    })
+    const collection = {
+      info: { name: 'tiny', schema: 'https://schema.getpostman.com/json/collection/v2.1.0/collection.json' },
+      item: [
+        {
+          name: 'Get Token',
+          item: [
+            item(
+              'Get Token',
+              ['{{Api}}', 'Token'],
+              ['pm.test("never run", function () { pm.response.to.have.status(200); });']
+            )
+          ]
+        },
+        {
+          name: 'Endpoint tests',
+          item: [
+            item(
+              'Get ServiceProviderConfig',
+              ['{{Api}}', 'serviceConfiguration'],
+              [
+                'pm.test("Status code is 200", function () { pm.response.to.have.status(200); });',
+                'pm.test("Body says Not Found", function () { pm.expect(pm.response.text()).to.include("Not Found"); });'
+              ]
+            ),
+            item(
+              'Post User',
+              ['{{Api}}', 'Users'],
+              ['var jsonData = pm.response.json();', 'pm.environment.set("id1", jsonData.id);']
+            )
+          ]
+        }
+      ]
+    }
+    const file = join(dir, 'tiny.postman_collection.json')
+    writeFileSync(file, JSON.stringify(collection))
+    const lines: string[] = []
+    const result = await runMicrosoft({
+      file,
+      scimBaseUrl: `${server.url}/api/scim/v2`,
+      token: 'sa_secret',
+      say: (l) => lines.push(l)
+    })
 
-  t.same(server.seen.map((s) => s.url), ['/api/scim/v2/ServiceProviderConfig', '/api/scim/v2/Users'], 'Get Token left out, the path mapped')
-  t.ok(server.seen.every((s) => s.headers.authorization === 'Bearer sa_secret'), 'the token goes with every request')
-  t.equal(result.passed, 1)
-  t.equal(result.failed, 2)
-  t.same(result.failures.map((f) => [f.where, f.assertion]), [
-    ['Endpoint tests / Get ServiceProviderConfig', 'Status code is 200'],
-    ['Endpoint tests / Post User', 'test script error']
-  ])
-  t.match(result.failures[0].response, 'GET /api/scim/v2/ServiceProviderConfig → 404 text/plain Not Found')
-  t.ok(lines.some((l) => l.includes('mapped: /serviceConfiguration → /ServiceProviderConfig (1 request)')))
-})
+    t.same(
+      server.seen.map((s) => s.url),
+      ['/api/scim/v2/ServiceProviderConfig', '/api/scim/v2/Users'],
+      'Get Token left out, the path mapped'
+    )
+    t.ok(
+      server.seen.every((s) => s.headers.authorization === 'Bearer sa_secret'),
+      'the token goes with every request'
+    )
+    t.equal(result.passed, 1)
+    t.equal(result.failed, 2)
+    t.same(
+      result.failures.map((f) => [f.where, f.assertion]),
+      [
+        ['Endpoint tests / Get ServiceProviderConfig', 'Status code is 200'],
+        ['Endpoint tests / Post User', 'test script error']
+      ]
+    )
+    t.match(result.failures[0].response, 'GET /api/scim/v2/ServiceProviderConfig → 404 text/plain Not Found')
+    t.ok(lines.some((l) => l.includes('mapped: /serviceConfiguration → /ServiceProviderConfig (1 request)')))
+  }
+)

@@ -32,7 +32,11 @@ t.test('filters naming JavaScript object members are 400 invalidFilter on Users 
     t.equal(r.status, 400, f)
     t.match(r.body, { schemas: [errorUrn], status: '400', scimType: 'invalidFilter' }, f)
   }
-  for (const f of ['constructor pr', 'members[constructor eq "x"]', 'urn:qehs:params:scim:schemas:extension:records:2.0:Group:constructor pr']) {
+  for (const f of [
+    'constructor pr',
+    'members[constructor eq "x"]',
+    'urn:qehs:params:scim:schemas:extension:records:2.0:Group:constructor pr'
+  ]) {
     const r = await s('GET', `/Groups?filter=${enc(f)}`)
     t.equal(r.status, 400, f)
     t.equal(r.body.scimType, 'invalidFilter', f)
@@ -52,7 +56,11 @@ t.test('a NUL character is refused at the edge: in a filter, a body, a PATCH val
   t.equal(created.status, 400)
   t.match(created.body, { schemas: [errorUrn], status: '400', detail: /NUL/ })
   const u = await s('POST', '/Users', oktaUser('plain.user'))
-  const patched = await s('PATCH', `/Users/${u.body.id}`, patch({ op: 'replace', path: 'displayName', value: 'a\u0000b' }))
+  const patched = await s(
+    'PATCH',
+    `/Users/${u.body.id}`,
+    patch({ op: 'replace', path: 'displayName', value: 'a\u0000b' })
+  )
   t.equal(patched.status, 400)
   t.match(patched.body, { schemas: [errorUrn], status: '400', detail: /NUL/ })
   const title = await s('PATCH', `/Users/${u.body.id}`, patch({ op: 'replace', path: 'title', value: 'a\u0000b' }))

@@ -36,7 +36,9 @@ for (let i = 0; i < userCount; i += 25) {
   ids.push(...batch.map((u) => u.id))
 }
 // Creation order as stored (a batch's users are made at the same millisecond, told apart by microseconds and then id).
-const ordered: string[] = (await server.platform.db.pool.query("SELECT id::text FROM users WHERE tenant_id = 'scale' ORDER BY created_at, id")).rows.map((r) => r.id)
+const ordered: string[] = (
+  await server.platform.db.pool.query("SELECT id::text FROM users WHERE tenant_id = 'scale' ORDER BY created_at, id")
+).rows.map((r) => r.id)
 /** Users by their number n, in creation order. */
 const inOrder = (keep: (n: number) => boolean) => {
   const wanted = new Set(ids.filter((_id, n) => keep(n)))
@@ -45,7 +47,14 @@ const inOrder = (keep: (n: number) => boolean) => {
 const groupIds: string[] = []
 for (let g = 0; g < 50; g++) {
   const members = Array.from({ length: 20 }, (_x, k) => ({ value: ids[g * 20 + k] }))
-  const r = await s('POST', '/Groups', { schemas: [groupUrn], displayName: g < 5 ? ['reporter', 'auditor', 'investigator', 'inspector', 'health-officer'][g] : `Scale group ${String(g).padStart(2, '0')}`, members })
+  const r = await s('POST', '/Groups', {
+    schemas: [groupUrn],
+    displayName:
+      g < 5
+        ? ['reporter', 'auditor', 'investigator', 'inspector', 'health-officer'][g]
+        : `Scale group ${String(g).padStart(2, '0')}`,
+    members
+  })
   if (r.status !== 201) throw new Error(`setup: group ${g}: ${r.status} ${r.text}`)
   groupIds.push(r.body.id)
 }
@@ -76,7 +85,10 @@ t.test('1,000 users page through in creation order, each once, 100 and 200 at a 
 
 t.test('users made while a client pages come after the pages it has seen: nothing skipped or repeated', async (t) => {
   const first = await s('GET', '/Users?startIndex=1&count=200&attributes=id')
-  const late = await s('POST', '/Users', { userName: 'late.comer@example.com', name: { givenName: 'Late', familyName: 'Comer' } })
+  const late = await s('POST', '/Users', {
+    userName: 'late.comer@example.com',
+    name: { givenName: 'Late', familyName: 'Comer' }
+  })
   const rest = await pages('/Users?attributes=id', 200).then((p) => p.ids.slice(200))
   const seen = [...first.body.Resources.map((x: { id: string }) => x.id), ...rest]
   t.same(seen, [...ordered, late.body.id])
@@ -86,15 +98,33 @@ t.test('users made while a client pages come after the pages it has seen: nothin
 t.test('filters over 1,000 users: on userName, a value path, a boolean and a group, with paging', async (t) => {
   const sw = await pages(`/Users?filter=${enc('userName sw "SCALE.USER01"')}`, 30)
   t.equal(sw.total, 100)
-  t.same(sw.ids, inOrder((n) => n >= 100 && n < 200))
+  t.same(
+    sw.ids,
+    inOrder((n) => n >= 100 && n < 200)
+  )
   const site = await pages(`/Users?filter=${enc('emails[type eq "work"].value ew "@site3.example.com"')}`, 40)
-  t.same(site.ids, inOrder((n) => n % 10 === 3))
+  t.same(
+    site.ids,
+    inOrder((n) => n % 10 === 3)
+  )
   const inactive = await pages(`/Users?filter=${enc('active eq false and title eq "supervisor"')}`, 50)
-  t.same(inactive.ids, inOrder((n) => n % 7 === 0 && n % 2 === 0))
+  t.same(
+    inactive.ids,
+    inOrder((n) => n % 7 === 0 && n % 2 === 0)
+  )
   const inGroup = await pages(`/Users?filter=${enc('groups[display eq "Scale group 07"]')}`, 7)
-  t.same(inGroup.ids, inOrder((n) => n >= 140 && n < 160))
-  const either = await s('GET', `/Users?filter=${enc('userName eq "scale.user0005@example.com" or name.familyName eq "user999"')}`)
-  t.same(either.body.Resources.map((u: { id: string }) => u.id), inOrder((n) => n === 5 || n === 999))
+  t.same(
+    inGroup.ids,
+    inOrder((n) => n >= 140 && n < 160)
+  )
+  const either = await s(
+    'GET',
+    `/Users?filter=${enc('userName eq "scale.user0005@example.com" or name.familyName eq "user999"')}`
+  )
+  t.same(
+    either.body.Resources.map((u: { id: string }) => u.id),
+    inOrder((n) => n === 5 || n === 999)
+  )
 })
 
 t.test('50 groups page through, members left out when asked, and filter by name and member', async (t) => {
@@ -107,8 +137,14 @@ t.test('50 groups page through, members left out when asked, and filter by name 
   const byName = await pages(`/Groups?filter=${enc('displayName sw "scale group 1"')}&excludedAttributes=members`, 3)
   t.same(byName.ids, groupIds.slice(10, 20))
   const byMember = await s('GET', `/Groups?filter=${enc(`members[value eq "${ids[333]}"]`)}&attributes=displayName`)
-  t.same(byMember.body.Resources, [{ schemas: byMember.body.Resources[0].schemas, id: groupIds[16], displayName: 'Scale group 16' }])
+  t.same(byMember.body.Resources, [
+    { schemas: byMember.body.Resources[0].schemas, id: groupIds[16], displayName: 'Scale group 16' }
+  ])
   const user = await s('GET', `/Users/${ids[45]}?attributes=groups`)
-  t.same(user.body.groups.map((g: { value: string }) => g.value), [groupIds[2]], 'a user shows its groups')
+  t.same(
+    user.body.groups.map((g: { value: string }) => g.value),
+    [groupIds[2]],
+    'a user shows its groups'
+  )
   t.comment(`done in ${((Date.now() - started) / 1000).toFixed(1)} s in all`)
 })

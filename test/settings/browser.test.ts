@@ -32,9 +32,11 @@ async function browserTests() {
     if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text())
   })
   const shot = async (p: Page, name: string) => {
-    if (process.env.SCREENSHOT_DIR) await p.screenshot({ path: `${process.env.SCREENSHOT_DIR}/${name}.png`, fullPage: true })
+    if (process.env.SCREENSHOT_DIR)
+      await p.screenshot({ path: `${process.env.SCREENSHOT_DIR}/${name}.png`, fullPage: true })
   }
-  const bearer = (token: string, path: string) => fetch(server.url + path, { headers: { authorization: `Bearer ${token}` } })
+  const bearer = (token: string, path: string) =>
+    fetch(server.url + path, { headers: { authorization: `Bearer ${token}` } })
   let token = ''
 
   await t.test('a visitor without a session is sent to sign in, and signing in brings them back', async (t) => {
@@ -81,26 +83,37 @@ async function browserTests() {
     t.equal((await bearer(token, '/api/v1/records?moduleKey=incident')).status, 200, 'records:read lists incidents')
   })
 
-  await t.test('the list shows only the token’s prefix, also after a reload, and Back does not show the token again', async (t) => {
-    await page.getByRole('link', { name: 'Back to API keys and tokens' }).click()
-    await page.getByRole('heading', { name: 'API keys and tokens' }).waitFor()
-    const prefix = token.slice(0, 12)
-    for (const when of ['after creation', 'after a reload']) {
-      const htmlNow = await page.content()
-      t.notMatch(htmlNow, token, `${when}: the full token is nowhere in the page`)
-      t.match(htmlNow, `${prefix}…`, `${when}: its prefix is`)
-      if (when === 'after creation') await page.reload()
+  await t.test(
+    'the list shows only the token’s prefix, also after a reload, and Back does not show the token again',
+    async (t) => {
+      await page.getByRole('link', { name: 'Back to API keys and tokens' }).click()
+      await page.getByRole('heading', { name: 'API keys and tokens' }).waitFor()
+      const prefix = token.slice(0, 12)
+      for (const when of ['after creation', 'after a reload']) {
+        const htmlNow = await page.content()
+        t.notMatch(htmlNow, token, `${when}: the full token is nowhere in the page`)
+        t.match(htmlNow, `${prefix}…`, `${when}: its prefix is`)
+        if (when === 'after creation') await page.reload()
+      }
+      await shot(page, 'list')
+      await page.goBack()
+      t.notMatch(
+        await page.content(),
+        token,
+        'going back in history does not bring the creation page back with the token'
+      )
+      await page.goto('/settings/api-keys')
     }
-    await shot(page, 'list')
-    await page.goBack()
-    t.notMatch(await page.content(), token, 'going back in history does not bring the creation page back with the token')
-    await page.goto('/settings/api-keys')
-  })
+  )
 
   await t.test('revoking with the button makes the next call with the token fail with auth.revoked', async (t) => {
     await page.getByRole('button', { name: 'Revoke browser token' }).click()
     await page.getByText('The token was revoked').waitFor()
-    t.equal(await page.getByRole('button', { name: 'Revoke browser token' }).count(), 0, 'no revoke button for it any more')
+    t.equal(
+      await page.getByRole('button', { name: 'Revoke browser token' }).count(),
+      0,
+      'no revoke button for it any more'
+    )
     const me = await bearer(token, '/api/v1/me')
     t.equal(me.status, 401)
     t.equal((await me.json()).code, 'auth.revoked')
@@ -109,7 +122,11 @@ async function browserTests() {
   await t.test('signing out ends the session in the browser', async (t) => {
     await page.getByRole('button', { name: 'Sign out' }).click()
     await page.waitForURL('**/sign-in')
-    t.equal((await context.cookies()).find((c) => c.name === 'records_session'), undefined, 'the cookie is gone')
+    t.equal(
+      (await context.cookies()).find((c) => c.name === 'records_session'),
+      undefined,
+      'the cookie is gone'
+    )
     await page.goto('/settings/api-keys')
     t.match(page.url(), /\/sign-in\?next=\/settings\/api-keys$/)
   })

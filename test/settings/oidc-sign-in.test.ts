@@ -20,17 +20,30 @@ import { startTestServer } from '../helpers/server.ts'
  */
 
 t.test('the oidc block of a tenant is checked at start, each problem naming the tenant and the setting', async (t) => {
-  const tenant = (oidc: Record<string, unknown>) => ({ tenants: { acme: { modules: [], oidc: { clientId: 'c', match: 'sub', ...oidc } } } }) as unknown as AppConfig
+  const tenant = (oidc: Record<string, unknown>) =>
+    ({ tenants: { acme: { modules: [], oidc: { clientId: 'c', match: 'sub', ...oidc } } } }) as unknown as AppConfig
   t.same(oidcConfigProblems(tenant({ issuer: 'https://login.example.com/t/v2.0', clientSecret: 's' })), [])
-  t.same(oidcConfigProblems(tenant({ issuer: 'http://127.0.0.1:9000', clientSecret: 's' })), [], 'plain http on this machine')
-  t.same(oidcConfigProblems(tenant({ issuer: 'http://idp.example.com', clientSecret: 's' })), ['/tenants/acme/oidc/issuer must use https (plain http only on localhost): "http://idp.example.com"'])
-  t.same(oidcConfigProblems(tenant({ issuer: 'https://idp.example.com', clientSecret: 's', clientSecretEnv: 'X' })), ['/tenants/acme/oidc must have exactly one of clientSecret and clientSecretEnv'])
-  t.same(oidcConfigProblems(tenant({ issuer: 'https://idp.example.com', clientSecretEnv: 'RECORDS_TEST_UNSET_SECRET' }), {}), [
-    '/tenants/acme/oidc/clientSecretEnv names the environment variable RECORDS_TEST_UNSET_SECRET, which is not set'
+  t.same(
+    oidcConfigProblems(tenant({ issuer: 'http://127.0.0.1:9000', clientSecret: 's' })),
+    [],
+    'plain http on this machine'
+  )
+  t.same(oidcConfigProblems(tenant({ issuer: 'http://idp.example.com', clientSecret: 's' })), [
+    '/tenants/acme/oidc/issuer must use https (plain http only on localhost): "http://idp.example.com"'
   ])
-  t.same(oidcConfigProblems(tenant({ issuer: 'https://idp.example.com', clientSecret: 's', match: 'email', scopes: 'openid profile' })), [
-    '/tenants/acme/oidc/scopes must include email when match is email: "openid profile"'
+  t.same(oidcConfigProblems(tenant({ issuer: 'https://idp.example.com', clientSecret: 's', clientSecretEnv: 'X' })), [
+    '/tenants/acme/oidc must have exactly one of clientSecret and clientSecretEnv'
   ])
+  t.same(
+    oidcConfigProblems(tenant({ issuer: 'https://idp.example.com', clientSecretEnv: 'RECORDS_TEST_UNSET_SECRET' }), {}),
+    ['/tenants/acme/oidc/clientSecretEnv names the environment variable RECORDS_TEST_UNSET_SECRET, which is not set']
+  )
+  t.same(
+    oidcConfigProblems(
+      tenant({ issuer: 'https://idp.example.com', clientSecret: 's', match: 'email', scopes: 'openid profile' })
+    ),
+    ['/tenants/acme/oidc/scopes must include email when match is email: "openid profile"']
+  )
 })
 
 const skip = chromiumMissing((m) => t.fail(m))
@@ -48,8 +61,28 @@ async function browserTests() {
   const modules = ['incident', 'corrective-action', 'inspection']
   const server = await startTestServer({
     tenants: {
-      acme: { name: 'Acme Chemicals', modules, oidc: { issuer, clientId: 'records-acme', clientSecretEnv: 'RECORDS_TEST_OIDC_ACME_SECRET', match: 'sub', label: 'Sign in with Acme Okta' } },
-      globex: { name: 'Globex Logistics', modules, oidc: { issuer, clientId: 'records-globex', clientSecret: globexSecret, tokenEndpointAuthMethod: 'client_secret_post', match: 'email' } }
+      acme: {
+        name: 'Acme Chemicals',
+        modules,
+        oidc: {
+          issuer,
+          clientId: 'records-acme',
+          clientSecretEnv: 'RECORDS_TEST_OIDC_ACME_SECRET',
+          match: 'sub',
+          label: 'Sign in with Acme Okta'
+        }
+      },
+      globex: {
+        name: 'Globex Logistics',
+        modules,
+        oidc: {
+          issuer,
+          clientId: 'records-globex',
+          clientSecret: globexSecret,
+          tokenEndpointAuthMethod: 'client_secret_post',
+          match: 'email'
+        }
+      }
     }
   } as any)
 
@@ -62,12 +95,26 @@ async function browserTests() {
   const jwk = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' })
   const provider = new Provider(issuer, {
     clients: [
-      { client_id: 'records-acme', client_secret: process.env.RECORDS_TEST_OIDC_ACME_SECRET, redirect_uris: [`${server.url}/sign-in/oidc/acme/callback`], response_types: ['code'], grant_types: ['authorization_code'] },
-      { client_id: 'records-globex', client_secret: globexSecret, token_endpoint_auth_method: 'client_secret_post', redirect_uris: [`${server.url}/sign-in/oidc/globex/callback`], response_types: ['code'], grant_types: ['authorization_code'] }
+      {
+        client_id: 'records-acme',
+        client_secret: process.env.RECORDS_TEST_OIDC_ACME_SECRET,
+        redirect_uris: [`${server.url}/sign-in/oidc/acme/callback`],
+        response_types: ['code'],
+        grant_types: ['authorization_code']
+      },
+      {
+        client_id: 'records-globex',
+        client_secret: globexSecret,
+        token_endpoint_auth_method: 'client_secret_post',
+        redirect_uris: [`${server.url}/sign-in/oidc/globex/callback`],
+        response_types: ['code'],
+        grant_types: ['authorization_code']
+      }
     ],
     pkce: { required: () => true },
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
-    findAccount: async (_ctx, id) => (idpAccounts[id] ? { accountId: id, claims: async () => ({ sub: id, ...idpAccounts[id] }) } : undefined),
+    findAccount: async (_ctx, id) =>
+      idpAccounts[id] ? { accountId: id, claims: async () => ({ sub: id, ...idpAccounts[id] }) } : undefined,
     jwks: { keys: [jwk as any] },
     cookies: { keys: ['oidc-provider-test-cookie-key'] },
     features: { devInteractions: { enabled: true } }
@@ -76,7 +123,11 @@ async function browserTests() {
 
   // Sam is provisioned as Okta does it, through SCIM (no password), and made a safety manager by a group.
   const scim = async (method: string, path: string, body: unknown) => {
-    const r = await server.request(method, `/api/scim/v2/${path}`, { token: server.keys.acme, raw: JSON.stringify(body), headers: { 'content-type': 'application/scim+json' } })
+    const r = await server.request(method, `/api/scim/v2/${path}`, {
+      token: server.keys.acme,
+      raw: JSON.stringify(body),
+      headers: { 'content-type': 'application/scim+json' }
+    })
     if (r.status >= 300) throw new Error(`setup: SCIM ${method} ${path} answered ${r.status} ${r.text}`)
     return r.body
   }
@@ -89,8 +140,18 @@ async function browserTests() {
     emails: [{ value: 'sam@acme.test', type: 'work', primary: true }],
     active: true
   })
-  await scim('POST', 'Groups', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'safety-manager', members: [{ value: sam.id }] })
-  const dana = await server.platform.users.create('globex', { userName: 'dana', displayName: 'Dana Reyes', email: 'Dana@Globex.test', externalId: 'e2c1', roles: ['admin'] })
+  await scim('POST', 'Groups', {
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'],
+    displayName: 'safety-manager',
+    members: [{ value: sam.id }]
+  })
+  const dana = await server.platform.users.create('globex', {
+    userName: 'dana',
+    displayName: 'Dana Reyes',
+    email: 'Dana@Globex.test',
+    externalId: 'e2c1',
+    roles: ['admin']
+  })
 
   let browser: Browser | undefined
   t.teardown(async () => {
@@ -116,50 +177,75 @@ async function browserTests() {
     await page.getByRole('button', { name: 'Continue' }).click()
   }
   const shot = async (page: Page, name: string) => {
-    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/${name}.png`, fullPage: true })
+    if (process.env.SCREENSHOT_DIR)
+      await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/${name}.png`, fullPage: true })
   }
   const cookie = async (context: BrowserContext, name: string) => (await context.cookies()).find((c) => c.name === name)
-  const sessionsOf = async (tenantId: string) => Number((await server.platform.db.pool.query('SELECT count(*) FROM sessions WHERE tenant_id = $1', [tenantId])).rows[0].count)
+  const sessionsOf = async (tenantId: string) =>
+    Number(
+      (await server.platform.db.pool.query('SELECT count(*) FROM sessions WHERE tenant_id = $1', [tenantId])).rows[0]
+        .count
+    )
   /** Follows a sign-in at the IdP to the callback's own answer (before any redirect it gives). */
-  const callbackAnswer = (page: Page, tenantId: string) => page.waitForResponse((res) => res.url().startsWith(`${server.url}/sign-in/oidc/${tenantId}/callback`))
+  const callbackAnswer = (page: Page, tenantId: string) =>
+    page.waitForResponse((res) => res.url().startsWith(`${server.url}/sign-in/oidc/${tenantId}/callback`))
 
   const first = await freshPage()
 
-  await t.test('a provisioned user without a password signs in through the IdP and lands on the page they came for', async (t) => {
-    const { context, page } = first
-    await page.goto('/settings/api-keys')
-    t.equal(new URL(page.url()).pathname + new URL(page.url()).search, '/sign-in?next=/settings/api-keys')
-    await shot(page, 'oidc-sign-in-any')
-    await page.getByLabel('Organisation').fill('acme')
-    await page.getByRole('button', { name: 'Use single sign-on' }).click()
-    await page.waitForURL('**/sign-in?tenant=acme&next=/settings/api-keys')
-    await shot(page, 'oidc-sign-in-acme')
-    const authorize = page.waitForRequest((req) => req.url().startsWith(`${issuer}/auth?`))
-    await page.getByRole('link', { name: 'Sign in with Acme Okta' }).click()
-    const request = new URL((await authorize).url())
-    t.match(Object.fromEntries(request.searchParams), {
-      client_id: 'records-acme',
-      response_type: 'code',
-      redirect_uri: `${server.url}/sign-in/oidc/acme/callback`,
-      scope: 'openid email profile',
-      code_challenge_method: 'S256',
-      code_challenge: /^[A-Za-z0-9_-]{43}$/,
-      state: /^[A-Za-z0-9_-]{20,}$/,
-      nonce: /^[A-Za-z0-9_-]{20,}$/
-    }, 'authorization code with PKCE (S256), state and nonce')
-    const flow = await cookie(context, 'records_oidc')
-    t.match(flow, { httpOnly: true, secure: true, sameSite: 'Lax', path: '/sign-in/oidc' }, 'the flow waits in a sealed HttpOnly cookie')
-    t.notMatch(flow?.value ?? '', request.searchParams.get('state')!, 'which does not show its state')
-    await atProvider(page, 'okta-sam')
-    await page.waitForURL('**/settings/api-keys')
-    await page.getByRole('heading', { name: 'API keys and tokens' }).waitFor()
-    t.match(await page.locator('header .who').innerText(), 'Signed in as Sam Taylor · Acme Chemicals')
-    t.match(await cookie(context, 'records_session'), { httpOnly: true, secure: true, sameSite: 'Lax', path: '/' }, 'the same session cookie as a password sign-in')
-    t.equal(await cookie(context, 'records_oidc'), undefined, 'the flow cookie is spent')
-    const me = await (await context.request.get('/api/v1/me')).json()
-    t.match(me, { tenantId: 'acme', actor: { type: 'user', id: sam.id }, roles: ['safety-manager'] }, 'the API sees the provisioned user, with the role its SCIM group grants')
-    t.ok((await server.platform.users.get('acme', sam.id))?.lastSignInAt, 'the sign-in is recorded')
-  })
+  await t.test(
+    'a provisioned user without a password signs in through the IdP and lands on the page they came for',
+    async (t) => {
+      const { context, page } = first
+      await page.goto('/settings/api-keys')
+      t.equal(new URL(page.url()).pathname + new URL(page.url()).search, '/sign-in?next=/settings/api-keys')
+      await shot(page, 'oidc-sign-in-any')
+      await page.getByLabel('Organisation').fill('acme')
+      await page.getByRole('button', { name: 'Use single sign-on' }).click()
+      await page.waitForURL('**/sign-in?tenant=acme&next=/settings/api-keys')
+      await shot(page, 'oidc-sign-in-acme')
+      const authorize = page.waitForRequest((req) => req.url().startsWith(`${issuer}/auth?`))
+      await page.getByRole('link', { name: 'Sign in with Acme Okta' }).click()
+      const request = new URL((await authorize).url())
+      t.match(
+        Object.fromEntries(request.searchParams),
+        {
+          client_id: 'records-acme',
+          response_type: 'code',
+          redirect_uri: `${server.url}/sign-in/oidc/acme/callback`,
+          scope: 'openid email profile',
+          code_challenge_method: 'S256',
+          code_challenge: /^[A-Za-z0-9_-]{43}$/,
+          state: /^[A-Za-z0-9_-]{20,}$/,
+          nonce: /^[A-Za-z0-9_-]{20,}$/
+        },
+        'authorization code with PKCE (S256), state and nonce'
+      )
+      const flow = await cookie(context, 'records_oidc')
+      t.match(
+        flow,
+        { httpOnly: true, secure: true, sameSite: 'Lax', path: '/sign-in/oidc' },
+        'the flow waits in a sealed HttpOnly cookie'
+      )
+      t.notMatch(flow?.value ?? '', request.searchParams.get('state')!, 'which does not show its state')
+      await atProvider(page, 'okta-sam')
+      await page.waitForURL('**/settings/api-keys')
+      await page.getByRole('heading', { name: 'API keys and tokens' }).waitFor()
+      t.match(await page.locator('header .who').innerText(), 'Signed in as Sam Taylor · Acme Chemicals')
+      t.match(
+        await cookie(context, 'records_session'),
+        { httpOnly: true, secure: true, sameSite: 'Lax', path: '/' },
+        'the same session cookie as a password sign-in'
+      )
+      t.equal(await cookie(context, 'records_oidc'), undefined, 'the flow cookie is spent')
+      const me = await (await context.request.get('/api/v1/me')).json()
+      t.match(
+        me,
+        { tenantId: 'acme', actor: { type: 'user', id: sam.id }, roles: ['safety-manager'] },
+        'the API sees the provisioned user, with the role its SCIM group grants'
+      )
+      t.ok((await server.platform.users.get('acme', sam.id))?.lastSignInAt, 'the sign-in is recorded')
+    }
+  )
 
   await t.test('a user matched by email (from UserInfo, in any case) is sent to the page named in next', async (t) => {
     const { context, page } = await freshPage()
@@ -196,40 +282,58 @@ async function browserTests() {
     await context.close()
   })
 
-  await t.test('an IdP account with no user here gets a page telling them to ask their administrator, and the refusal is logged with its reason', async (t) => {
-    const { context, page } = await freshPage()
-    const before = await sessionsOf('acme')
-    const logged: string[] = []
-    const write = process.stderr.write
-    process.stderr.write = ((chunk: string | Uint8Array, ...rest: any[]) => (String(chunk).includes('oidc sign-in refused') ? (logged.push(String(chunk)), true) : write.call(process.stderr, chunk, ...rest))) as typeof write
-    logger.setLevel('warn')
-    try {
-      await page.goto('/sign-in/oidc/acme')
-      const answer = callbackAnswer(page, 'acme')
-      await atProvider(page, 'okta-nobody')
-      t.equal((await answer).status(), 403)
-    } finally {
-      logger.setLevel('error')
-      process.stderr.write = write
+  await t.test(
+    'an IdP account with no user here gets a page telling them to ask their administrator, and the refusal is logged with its reason',
+    async (t) => {
+      const { context, page } = await freshPage()
+      const before = await sessionsOf('acme')
+      const logged: string[] = []
+      const write = process.stderr.write
+      process.stderr.write = ((chunk: string | Uint8Array, ...rest: any[]) =>
+        String(chunk).includes('oidc sign-in refused')
+          ? (logged.push(String(chunk)), true)
+          : write.call(process.stderr, chunk, ...rest)) as typeof write
+      logger.setLevel('warn')
+      try {
+        await page.goto('/sign-in/oidc/acme')
+        const answer = callbackAnswer(page, 'acme')
+        await atProvider(page, 'okta-nobody')
+        t.equal((await answer).status(), 403)
+      } finally {
+        logger.setLevel('error')
+        process.stderr.write = write
+      }
+      await page.getByRole('heading', { name: 'No account here for you' }).waitFor()
+      await shot(page, 'oidc-unknown-user')
+      const alert = await page.getByRole('alert').innerText()
+      t.match(alert, 'You signed in at your identity provider (account okta-nobody)', 'naming the IdP account')
+      t.match(alert, 'Ask your administrator to assign you the Records app in Entra ID or Okta')
+      t.equal(await cookie(context, 'records_session'), undefined, 'no session cookie')
+      t.equal(await sessionsOf('acme'), before, 'no session')
+      t.match(JSON.parse(logged[0] ?? '{}'), {
+        msg: 'oidc sign-in refused',
+        tenantId: 'acme',
+        reason: 'unknown-user',
+        sub: 'okta-nobody'
+      })
+      await page.getByRole('link', { name: 'Back to sign in' }).click()
+      await page.getByRole('link', { name: 'Sign in with Acme Okta' }).waitFor()
+      await context.close()
     }
-    await page.getByRole('heading', { name: 'No account here for you' }).waitFor()
-    await shot(page, 'oidc-unknown-user')
-    const alert = await page.getByRole('alert').innerText()
-    t.match(alert, 'You signed in at your identity provider (account okta-nobody)', 'naming the IdP account')
-    t.match(alert, 'Ask your administrator to assign you the Records app in Entra ID or Okta')
-    t.equal(await cookie(context, 'records_session'), undefined, 'no session cookie')
-    t.equal(await sessionsOf('acme'), before, 'no session')
-    t.match(JSON.parse(logged[0] ?? '{}'), { msg: 'oidc sign-in refused', tenantId: 'acme', reason: 'unknown-user', sub: 'okta-nobody' })
-    await page.getByRole('link', { name: 'Back to sign in' }).click()
-    await page.getByRole('link', { name: 'Sign in with Acme Okta' }).waitFor()
-    await context.close()
-  })
+  )
 
   await t.test('a deactivated user is refused with a page saying so, and their open session has ended', async (t) => {
     // As Entra deactivates: a PATCH with a capitalised op and a string boolean.
-    await scim('PATCH', `Users/${sam.id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] })
+    await scim('PATCH', `Users/${sam.id}`, {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+      Operations: [{ op: 'Replace', path: 'active', value: 'False' }]
+    })
     await first.page.goto('/settings/api-keys')
-    t.match(first.page.url(), /\/sign-in\?next=\/settings\/api-keys$/, 'the session of the first sign-in no longer works')
+    t.match(
+      first.page.url(),
+      /\/sign-in\?next=\/settings\/api-keys$/,
+      'the session of the first sign-in no longer works'
+    )
     const { context, page } = await freshPage()
     await page.goto('/sign-in/oidc/acme')
     const answer = callbackAnswer(page, 'acme')
@@ -243,12 +347,15 @@ async function browserTests() {
     await context.close()
   })
 
-  await t.test('an organisation without single sign-on gets no button and a page saying so at its start address', async (t) => {
-    const res = await fetch(`${server.url}/sign-in/oidc/initech`, { redirect: 'manual' })
-    t.equal(res.status, 404)
-    t.match(await res.text(), 'does not sign in through an identity provider here')
-    const page = await (await fetch(`${server.url}/sign-in?tenant=initech`)).text()
-    t.notMatch(page, 'Sign in with', 'no single sign-on button')
-    t.match(page, 'Use single sign-on', 'but the way to look one up')
-  })
+  await t.test(
+    'an organisation without single sign-on gets no button and a page saying so at its start address',
+    async (t) => {
+      const res = await fetch(`${server.url}/sign-in/oidc/initech`, { redirect: 'manual' })
+      t.equal(res.status, 404)
+      t.match(await res.text(), 'does not sign in through an identity provider here')
+      const page = await (await fetch(`${server.url}/sign-in?tenant=initech`)).text()
+      t.notMatch(page, 'Sign in with', 'no single sign-on button')
+      t.match(page, 'Use single sign-on', 'but the way to look one up')
+    }
+  )
 }

@@ -19,11 +19,20 @@ export const secretsFile = join(logsDir, 'secrets.txt')
 export function prepareLogs(): NodeJS.ProcessEnv {
   rmSync(logsDir, { recursive: true, force: true })
   mkdirSync(logsDir, { recursive: true })
-  return { LOG_FILE: join(logsDir, '{pid}.ndjson'), LOG_FILE_LEVEL: 'debug', LOG_FILE_MAX_BYTES: String(256 * 1024 * 1024), RECORDS_TEST_SECRETS: secretsFile }
+  return {
+    LOG_FILE: join(logsDir, '{pid}.ndjson'),
+    LOG_FILE_LEVEL: 'debug',
+    LOG_FILE_MAX_BYTES: String(256 * 1024 * 1024),
+    RECORDS_TEST_SECRETS: secretsFile
+  }
 }
 
 /** Shapes of secrets, as grep -E reads them (what core/log-redaction.ts replaces must never be left). */
-const shapes = ['(^|[^A-Za-z0-9])(svc_k_|svc_p_|sa_)[0-9A-Za-z]{40}', 'whsec_[A-Za-z0-9+/]{40,}', '[?&](sig|signature|X-Amz-Signature)=[^[&#" \\\\]{8,}']
+const shapes = [
+  '(^|[^A-Za-z0-9])(svc_k_|svc_p_|sa_)[0-9A-Za-z]{40}',
+  'whsec_[A-Za-z0-9+/]{40,}',
+  '[?&](sig|signature|X-Amz-Signature)=[^[&#" \\\\]{8,}'
+]
 
 export interface LogCheck {
   files: number
@@ -64,8 +73,11 @@ export function checkLogs(): LogCheck {
       findings.push(`${at(hit)}: holds the secret on line ${which.join(', ')} of ${relative(projectRoot, secretsFile)}`)
     }
   }
-  for (const hit of grepLines(['-E', '-i', '-e', shapes.join('|')], files)) findings.push(`${at(hit)}: holds a token, webhook secret or URL signature (by its shape)`)
-  const counted = files.length ? spawnSync('grep', ['-c', '-H', '-F', '"msg":"request"', '--', ...files], { encoding: 'utf8' }).stdout : ''
+  for (const hit of grepLines(['-E', '-i', '-e', shapes.join('|')], files))
+    findings.push(`${at(hit)}: holds a token, webhook secret or URL signature (by its shape)`)
+  const counted = files.length
+    ? spawnSync('grep', ['-c', '-H', '-F', '"msg":"request"', '--', ...files], { encoding: 'utf8' }).stdout
+    : ''
   const requestLines = counted.split('\n').reduce((n, l) => n + (Number(/:(\d+)$/.exec(l)?.[1]) || 0), 0)
   return {
     files: files.length,

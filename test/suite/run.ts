@@ -46,7 +46,10 @@ function suiteFiles(): string[] {
       continue
     }
     const group = join('test', '.groups', `${area.replaceAll('/', '-')}.test.ts`)
-    writeFileSync(join(projectRoot, group), `import { runFiles } from '../suite/grouped.ts'\n\nawait runFiles(${JSON.stringify(members, null, 2)})\n`)
+    writeFileSync(
+      join(projectRoot, group),
+      `import { runFiles } from '../suite/grouped.ts'\n\nawait runFiles(${JSON.stringify(members, null, 2)})\n`
+    )
     files.push(group)
   }
   return [...files, ...own]
@@ -59,13 +62,24 @@ const tap = join(dirname(createRequire(import.meta.url).resolve('tap/package.jso
 const args = process.argv.slice(2)
 // Every server's log goes to test/.logs, and every secret the tests create to its secrets.txt: checked below.
 const logEnv = prepareLogs()
-const child = spawn(process.execPath, [tap, ...(args.length ? args : suiteFiles())], { stdio: 'inherit', cwd: projectRoot, env: { ...process.env, ...logEnv } })
+const child = spawn(process.execPath, [tap, ...(args.length ? args : suiteFiles())], {
+  stdio: 'inherit',
+  cwd: projectRoot,
+  env: { ...process.env, ...logEnv }
+})
 // An interrupted run (Ctrl-C reaches tap too, being in the same process group) still stops the cluster below.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => child.kill(signal))
 // Killed by a signal: the shell's convention, 128 + its number.
-const code = await new Promise<number>((resolve) => child.on('exit', (c, s) => resolve(c ?? 128 + (s ? (constants.signals[s] ?? 1) : 1))))
+const code = await new Promise<number>((resolve) =>
+  child.on('exit', (c, s) => resolve(c ?? 128 + (s ? (constants.signals[s] ?? 1) : 1)))
+)
 
-if (embedded && (await stopEmbedded(testCluster.dataDir).catch((err) => (console.error(`could not stop the embedded test PostgreSQL: ${err.message}`), false)))) {
+if (
+  embedded &&
+  (await stopEmbedded(testCluster.dataDir).catch(
+    (err) => (console.error(`could not stop the embedded test PostgreSQL: ${err.message}`), false)
+  ))
+) {
   console.log('# stopped the embedded test PostgreSQL')
 }
 if (!args.length) rmSync(groupsDir, { recursive: true, force: true })
@@ -82,13 +96,23 @@ function logsClean(): boolean {
   let clean = true
   if (r.findings.length) {
     clean = false
-    console.error(`# log check FAILED: secrets in the logs (${summary}):\n${r.findings.slice(0, 50).map((f) => `#   ${f}`).join('\n')}`)
+    console.error(
+      `# log check FAILED: secrets in the logs (${summary}):\n${r.findings
+        .slice(0, 50)
+        .map((f) => `#   ${f}`)
+        .join('\n')}`
+    )
   }
   if (r.requestLines < minRequestLines) {
     clean = false
-    console.error(`# log check FAILED: ${r.requestLines} request lines in test/.logs, fewer than the ${minRequestLines} a whole run writes: the logs were not captured`)
+    console.error(
+      `# log check FAILED: ${r.requestLines} request lines in test/.logs, fewer than the ${minRequestLines} a whole run writes: the logs were not captured`
+    )
   }
-  if (r.rotated.length) console.error(`# log check: ${r.rotated.join(', ')} reached the cap; only the last part of those processes' logs was checked`)
+  if (r.rotated.length)
+    console.error(
+      `# log check: ${r.rotated.join(', ')} reached the cap; only the last part of those processes' logs was checked`
+    )
   if (clean) console.log(`# log check: no secret in the logs (${summary})`)
   return clean
 }

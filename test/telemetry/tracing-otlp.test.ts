@@ -28,24 +28,42 @@ Object.assign(process.env, {
 const c = await cluster({ tenants: { acme: { name: 'Acme Chemicals', modules: ['incident'] } } })
 t.teardown(() => c.close())
 
-t.test('an instance started with OTEL_TRACES_EXPORTER=otlp sends its spans over OTLP, the last ones at shutdown', async (t) => {
-  const a = await c.start('a')
-  t.ok(await a.waitForLine((l) => l.json?.msg === 'tracing started'), 'tracing started')
-  const { token } = await c.key('acme')
-  const missing = await a.request('GET', '/api/v1/records/00000000-0000-4000-8000-000000000000', { token })
-  t.equal(missing.status, 404)
-  const traceId = missing.headers.get('x-trace-id')
-  t.equal(missing.body.traceId, traceId)
-  t.same(posts, [], 'nothing sent before the batch is due')
-  a.process.kill('SIGTERM')
-  t.equal(await a.exited, 0)
-  const spans = posts
-    .filter((p) => p.path === '/v1/traces')
-    .flatMap((p) => p.body.resourceSpans.flatMap((r: any) => r.scopeSpans.flatMap((s: any) => s.spans.map((span: any) => ({ ...span, resource: r.resource, scope: s.scope.name })))))
-  const mine = spans.filter((s) => s.traceId === traceId)
-  t.ok(mine.some((s) => s.scope === '@opentelemetry/instrumentation-http'), "the request's HTTP span")
-  t.ok(mine.some((s) => s.name === 'records.get'), 'its service call')
-  t.ok(mine.some((s) => s.scope === '@opentelemetry/instrumentation-pg'), 'its statements')
-  const service = mine[0]?.resource.attributes.find((a: any) => a.key === 'service.name')?.value.stringValue
-  t.equal(service, 'records-under-test', 'the resource from OTEL_SERVICE_NAME')
-})
+t.test(
+  'an instance started with OTEL_TRACES_EXPORTER=otlp sends its spans over OTLP, the last ones at shutdown',
+  async (t) => {
+    const a = await c.start('a')
+    t.ok(await a.waitForLine((l) => l.json?.msg === 'tracing started'), 'tracing started')
+    const { token } = await c.key('acme')
+    const missing = await a.request('GET', '/api/v1/records/00000000-0000-4000-8000-000000000000', { token })
+    t.equal(missing.status, 404)
+    const traceId = missing.headers.get('x-trace-id')
+    t.equal(missing.body.traceId, traceId)
+    t.same(posts, [], 'nothing sent before the batch is due')
+    a.process.kill('SIGTERM')
+    t.equal(await a.exited, 0)
+    const spans = posts
+      .filter((p) => p.path === '/v1/traces')
+      .flatMap((p) =>
+        p.body.resourceSpans.flatMap((r: any) =>
+          r.scopeSpans.flatMap((s: any) =>
+            s.spans.map((span: any) => ({ ...span, resource: r.resource, scope: s.scope.name }))
+          )
+        )
+      )
+    const mine = spans.filter((s) => s.traceId === traceId)
+    t.ok(
+      mine.some((s) => s.scope === '@opentelemetry/instrumentation-http'),
+      "the request's HTTP span"
+    )
+    t.ok(
+      mine.some((s) => s.name === 'records.get'),
+      'its service call'
+    )
+    t.ok(
+      mine.some((s) => s.scope === '@opentelemetry/instrumentation-pg'),
+      'its statements'
+    )
+    const service = mine[0]?.resource.attributes.find((a: any) => a.key === 'service.name')?.value.stringValue
+    t.equal(service, 'records-under-test', 'the resource from OTEL_SERVICE_NAME')
+  }
+)

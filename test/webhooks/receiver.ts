@@ -13,7 +13,10 @@ export interface Received {
  * status `answer` gives for the n-th request (0-based), 200 by default; 0 holds the request
  * open without an answer (a receiver that hangs).
  */
-export async function startReceiver(answer: (n: number, r: Received) => number = () => 200, options: { delayMs?: number; body?: (n: number) => string; headers?: Record<string, string> } = {}) {
+export async function startReceiver(
+  answer: (n: number, r: Received) => number = () => 200,
+  options: { delayMs?: number; body?: (n: number) => string; headers?: Record<string, string> } = {}
+) {
   const received: Received[] = []
   let waiters: Array<() => void> = []
   const server = http.createServer((req, res) => {
@@ -31,7 +34,10 @@ export async function startReceiver(answer: (n: number, r: Received) => number =
       const n = received.length
       const status = answer(n, r)
       received.push(r)
-      const reply = () => res.writeHead(status, { 'content-type': 'text/plain', ...options.headers }).end(options.body?.(n) ?? `answered ${status}`)
+      const reply = () =>
+        res
+          .writeHead(status, { 'content-type': 'text/plain', ...options.headers })
+          .end(options.body?.(n) ?? `answered ${status}`)
       if (status) setTimeout(reply, options.delayMs ?? 0)
       const w = waiters
       waiters = []
@@ -54,14 +60,23 @@ export async function startReceiver(answer: (n: number, r: Received) => number =
         })
       }
     },
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections()
-      server.close(() => resolve())
-    })
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
   }
 }
 
 /** Config for tests: plain http and loopback allowed explicitly, a compressed retry schedule. */
 export const webhookTestConfig = (more: Record<string, unknown> = {}) => ({
-  webhooks: { allowHttp: true, allowedCidrs: ['127.0.0.1/32'], retryScheduleMs: [0, 100, 200, 400, 700, 1100, 1600, 2200], retryJitter: 0, pollMs: 200, timeoutMs: 2000, ...more }
+  webhooks: {
+    allowHttp: true,
+    allowedCidrs: ['127.0.0.1/32'],
+    retryScheduleMs: [0, 100, 200, 400, 700, 1100, 1600, 2200],
+    retryJitter: 0,
+    pollMs: 200,
+    timeoutMs: 2000,
+    ...more
+  }
 })

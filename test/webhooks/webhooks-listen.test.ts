@@ -15,25 +15,39 @@ t.teardown(async () => {
 })
 
 const listeners = async () =>
-  (await admin.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN records_events'`)).rows.map((r) => r.pid as number)
+  (
+    await admin.query(
+      `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN records_events'`
+    )
+  ).rows.map((r) => r.pid as number)
 
-t.test("the dispatcher listens again after its connection is cut, on one connection, and a new event is delivered at once", async (t) => {
-  const receiver = await startReceiver()
-  t.teardown(() => receiver.close())
-  const sub = await server.request('POST', '/api/v1/webhooks', { body: { url: receiver.url, kinds: ['record.created'] } })
-  t.equal(sub.status, 201)
-  t.ok(await eventually(async () => (await listeners()).length === 1, 10_000), 'one connection listens')
-  for (let round = 1; round <= 3; round++) {
-    const [pid] = await listeners()
-    await admin.query('SELECT pg_terminate_backend($1)', [pid])
-    t.ok(await eventually(async () => {
-      const now = await listeners()
-      return now.length === 1 && now[0] !== pid
-    }, 15_000), `round ${round}: listening again, on one new connection`)
-    await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: incidentPayload({ title: `after cut ${round}` }) } })
-    await receiver.waitFor(round, 15_000)
-    t.pass(`round ${round}: the next event is delivered (the poll would have waited ten minutes)`)
+t.test(
+  'the dispatcher listens again after its connection is cut, on one connection, and a new event is delivered at once',
+  async (t) => {
+    const receiver = await startReceiver()
+    t.teardown(() => receiver.close())
+    const sub = await server.request('POST', '/api/v1/webhooks', {
+      body: { url: receiver.url, kinds: ['record.created'] }
+    })
+    t.equal(sub.status, 201)
+    t.ok(await eventually(async () => (await listeners()).length === 1, 10_000), 'one connection listens')
+    for (let round = 1; round <= 3; round++) {
+      const [pid] = await listeners()
+      await admin.query('SELECT pg_terminate_backend($1)', [pid])
+      t.ok(
+        await eventually(async () => {
+          const now = await listeners()
+          return now.length === 1 && now[0] !== pid
+        }, 15_000),
+        `round ${round}: listening again, on one new connection`
+      )
+      await server.request('POST', '/api/v1/records', {
+        body: { moduleKey: 'incident', payload: incidentPayload({ title: `after cut ${round}` }) }
+      })
+      await receiver.waitFor(round, 15_000)
+      t.pass(`round ${round}: the next event is delivered (the poll would have waited ten minutes)`)
+    }
+    const { totalCount } = server.platform.db.pool
+    t.ok(totalCount <= server.platform.config.database.poolSize, `the pool holds ${totalCount} connections`)
   }
-  const { totalCount } = server.platform.db.pool
-  t.ok(totalCount <= server.platform.config.database.poolSize, `the pool holds ${totalCount} connections`)
-})
+)

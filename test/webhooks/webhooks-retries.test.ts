@@ -11,7 +11,9 @@ t.teardown(() => server.close())
 async function run(t: any, answer: (n: number) => number) {
   const receiver = await startReceiver(answer)
   t.teardown(() => receiver.close())
-  const sub = (await server.request('POST', '/api/v1/webhooks', { body: { url: receiver.url, kinds: ['record.created'] } })).body
+  const sub = (
+    await server.request('POST', '/api/v1/webhooks', { body: { url: receiver.url, kinds: ['record.created'] } })
+  ).body
   await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: incidentPayload() } })
   await receiver.waitFor(8)
   // Time for a ninth, were one to come (twice the last gap).
@@ -25,12 +27,21 @@ t.test('retries a receiver that fails 7 times at the scheduled offsets, 8 attemp
   const first = receiver.received[0].at
   receiver.received.forEach((r, i) => {
     const offset = r.at - first
-    t.ok(offset >= schedule[i] - 15 && offset < schedule[i] + 250, `attempt ${i + 1} at ${offset} ms, scheduled ${schedule[i]} ms`)
+    t.ok(
+      offset >= schedule[i] - 15 && offset < schedule[i] + 250,
+      `attempt ${i + 1} at ${offset} ms, scheduled ${schedule[i]} ms`
+    )
   })
   t.equal(new Set(receiver.received.map((r) => r.headers['webhook-id'])).size, 1, 'one webhook-id on every retry')
   const log = (await server.request('GET', `/api/v1/webhooks/${sub.id}/deliveries`)).body.items.reverse()
-  t.same(log.map((l: any) => l.attempt), [1, 2, 3, 4, 5, 6, 7, 8])
-  t.same(log.map((l: any) => l.outcome), [...Array(7).fill('retrying'), 'succeeded'])
+  t.same(
+    log.map((l: any) => l.attempt),
+    [1, 2, 3, 4, 5, 6, 7, 8]
+  )
+  t.same(
+    log.map((l: any) => l.outcome),
+    [...Array(7).fill('retrying'), 'succeeded']
+  )
   const got = (await server.request('GET', `/api/v1/webhooks/${sub.id}`)).body
   t.equal(got.enabled, true)
   t.equal(got.failingSince, null, 'a success ends the failing streak')
@@ -40,7 +51,10 @@ t.test('gives up after 8 failed attempts and sends no ninth', async (t) => {
   const { receiver, sub } = await run(t, () => 503)
   t.equal(receiver.received.length, 8)
   const log = (await server.request('GET', `/api/v1/webhooks/${sub.id}/deliveries`)).body.items.reverse()
-  t.same(log.map((l: any) => l.outcome), [...Array(7).fill('retrying'), 'failed'])
+  t.same(
+    log.map((l: any) => l.outcome),
+    [...Array(7).fill('retrying'), 'failed']
+  )
   t.equal(log[7].statusCode, 503)
   const got = (await server.request('GET', `/api/v1/webhooks/${sub.id}`)).body
   t.ok(got.failingSince, 'the subscription is failing')
@@ -54,8 +68,12 @@ t.test('retries a refused connection like a failed status', async (t) => {
   const sub = (await server.request('POST', '/api/v1/webhooks', { body: { url, kinds: ['record.created'] } })).body
   await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: incidentPayload() } })
   // The first retry is due 100 ms after the refusal; read the log until it shows (a fixed 600 ms wait failed under load).
-  const deliveries = async () => (await server.request('GET', `/api/v1/webhooks/${sub.id}/deliveries`)).body.items as any[]
-  t.ok(await eventually(async () => (await deliveries()).length >= 2, 20_000), 'a second attempt followed the refused one')
+  const deliveries = async () =>
+    (await server.request('GET', `/api/v1/webhooks/${sub.id}/deliveries`)).body.items as any[]
+  t.ok(
+    await eventually(async () => (await deliveries()).length >= 2, 20_000),
+    'a second attempt followed the refused one'
+  )
   t.match((await deliveries()).at(-1), { attempt: 1, statusCode: null, outcome: 'retrying', error: /ECONNREFUSED/ })
   await server.request('DELETE', `/api/v1/webhooks/${sub.id}`)
 })
@@ -63,13 +81,21 @@ t.test('retries a refused connection like a failed status', async (t) => {
 t.test('disables a subscription failing for longer than the configured time, saying why', async (t) => {
   const receiver = await startReceiver(() => 500)
   t.teardown(() => receiver.close())
-  const sub = (await server.request('POST', '/api/v1/webhooks', { body: { url: receiver.url, kinds: ['record.created'] } })).body
+  const sub = (
+    await server.request('POST', '/api/v1/webhooks', { body: { url: receiver.url, kinds: ['record.created'] } })
+  ).body
   // As if it had been failing for four days.
-  await server.platform.db.pool.query(`UPDATE webhook_subscriptions SET failing_since = now() - interval '4 days' WHERE id = $1`, [sub.id])
+  await server.platform.db.pool.query(
+    `UPDATE webhook_subscriptions SET failing_since = now() - interval '4 days' WHERE id = $1`,
+    [sub.id]
+  )
   await server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload: incidentPayload() } })
   await receiver.waitFor(1)
   const subscription = async () => (await server.request('GET', `/api/v1/webhooks/${sub.id}`)).body
-  t.ok(await eventually(async () => (await subscription()).enabled === false, 20_000), 'disabled once its attempt is recorded')
+  t.ok(
+    await eventually(async () => (await subscription()).enabled === false, 20_000),
+    'disabled once its attempt is recorded'
+  )
   const got = await subscription()
   t.equal(got.enabled, false)
   t.match(got.disabledReason, /failed since .*status 500/)

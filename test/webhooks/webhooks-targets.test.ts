@@ -82,17 +82,28 @@ const table: Array<[string, boolean, string]> = [
   ['64:ff9b::808:808', false, 'NAT64 of public']
 ]
 
-t.test('the target classifier refuses every special-purpose address, IPv4 carried in IPv6 judged as IPv4', async (t) => {
-  const none = new BlockList()
-  for (const [address, refused, what] of table) {
-    const why = addressRefusal(address, none)
-    t.equal(why !== undefined, refused, `${address} (${what})${why ? `: ${why}` : ''}`)
+t.test(
+  'the target classifier refuses every special-purpose address, IPv4 carried in IPv6 judged as IPv4',
+  async (t) => {
+    const none = new BlockList()
+    for (const [address, refused, what] of table) {
+      const why = addressRefusal(address, none)
+      t.equal(why !== undefined, refused, `${address} (${what})${why ? `: ${why}` : ''}`)
+    }
   }
-})
+)
 
 t.test('the allow-list admits a range, also in the IPv6 forms that carry it', async (t) => {
   const allowed = allowList(['127.0.0.1/32', 'fd00::/8'])
-  for (const [address, refused] of [['127.0.0.1', false], ['::ffff:127.0.0.1', false], ['2002:7f00:1::', false], ['127.0.0.2', true], ['::ffff:7f00:2', true], ['fd00::5', false], ['fc00::5', true]] as const) {
+  for (const [address, refused] of [
+    ['127.0.0.1', false],
+    ['::ffff:127.0.0.1', false],
+    ['2002:7f00:1::', false],
+    ['127.0.0.2', true],
+    ['::ffff:7f00:2', true],
+    ['fd00::5', false],
+    ['fc00::5', true]
+  ] as const) {
     t.equal(addressRefusal(address, allowed) !== undefined, refused, address)
   }
 })
@@ -100,12 +111,28 @@ t.test('the allow-list admits a range, also in the IPv6 forms that carry it', as
 t.test('refuses targets at IPv6 literals that reach internal addresses, saying which and why', async (t) => {
   const server = await startTestServer({ webhooks: { allowHttp: true, allowedCidrs: [] } })
   t.teardown(() => server.close())
-  for (const host of ['[::127.0.0.1]', '[::ffff:0:7f00:1]', '[2002:7f00:1::]', '[2001::7f00:1]', '[fec0::1]', '[100::1]', '[64:ff9b::a9fe:a9fe]', '[3fff::1]', '198.18.0.1', '192.0.2.1', '255.255.255.255']) {
-    const res = await server.request('POST', '/api/v1/webhooks', { body: { url: `http://${host}/hook`, kinds: ['record.created'] } })
+  for (const host of [
+    '[::127.0.0.1]',
+    '[::ffff:0:7f00:1]',
+    '[2002:7f00:1::]',
+    '[2001::7f00:1]',
+    '[fec0::1]',
+    '[100::1]',
+    '[64:ff9b::a9fe:a9fe]',
+    '[3fff::1]',
+    '198.18.0.1',
+    '192.0.2.1',
+    '255.255.255.255'
+  ]) {
+    const res = await server.request('POST', '/api/v1/webhooks', {
+      body: { url: `http://${host}/hook`, kinds: ['record.created'] }
+    })
     t.equal(res.status, 422, host)
     t.equal(res.body.code, 'webhook.target_refused', host)
     t.match(res.body.detail, /internal address/, host)
   }
-  const teredo = await server.request('POST', '/api/v1/webhooks', { body: { url: 'http://[2001::7f00:1]/hook', kinds: ['record.created'] } })
+  const teredo = await server.request('POST', '/api/v1/webhooks', {
+    body: { url: 'http://[2001::7f00:1]/hook', kinds: ['record.created'] }
+  })
   t.match(teredo.body.detail, /Teredo form of 0\.0\.0\.0/, 'the detail names the form and the address it carries')
 })

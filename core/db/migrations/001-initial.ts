@@ -87,9 +87,15 @@ export async function up(knex: Knex) {
     t.unique(['tenant_id', 'number'])
   })
   await knex.raw('CREATE INDEX records_live_seq ON records (tenant_id, module_key, seq) WHERE deleted_at IS NULL')
-  await knex.raw('CREATE INDEX records_live_state ON records (tenant_id, module_key, state, seq) WHERE deleted_at IS NULL')
-  await knex.raw('CREATE INDEX records_live_updated ON records (tenant_id, module_key, updated_at, seq) WHERE deleted_at IS NULL')
-  await knex.raw('CREATE INDEX records_deleted ON records (tenant_id, module_key, deleted_at) WHERE deleted_at IS NOT NULL')
+  await knex.raw(
+    'CREATE INDEX records_live_state ON records (tenant_id, module_key, state, seq) WHERE deleted_at IS NULL'
+  )
+  await knex.raw(
+    'CREATE INDEX records_live_updated ON records (tenant_id, module_key, updated_at, seq) WHERE deleted_at IS NULL'
+  )
+  await knex.raw(
+    'CREATE INDEX records_deleted ON records (tenant_id, module_key, deleted_at) WHERE deleted_at IS NOT NULL'
+  )
 
   await knex.schema.createTable('record_activity', (t) => {
     t.text('tenant_id').notNullable()
@@ -131,7 +137,17 @@ export async function up(knex: Knex) {
 }
 
 export async function down(knex: Knex) {
-  for (const table of ['platform_secrets', 'idempotency_keys', 'record_activity', 'records', 'record_sequences', 'credentials', 'users', 'tenant_modules', 'tenants']) {
+  for (const table of [
+    'platform_secrets',
+    'idempotency_keys',
+    'record_activity',
+    'records',
+    'record_sequences',
+    'credentials',
+    'users',
+    'tenant_modules',
+    'tenants'
+  ]) {
     await knex.schema.dropTableIfExists(table)
   }
 }

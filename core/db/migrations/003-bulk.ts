@@ -9,7 +9,9 @@ export async function up(knex: Knex) {
   await knex.schema.alterTable('records', (t) => {
     t.text('external_ref')
   })
-  await knex.raw('CREATE UNIQUE INDEX records_live_external_ref ON records (tenant_id, module_key, external_ref) WHERE deleted_at IS NULL AND external_ref IS NOT NULL')
+  await knex.raw(
+    'CREATE UNIQUE INDEX records_live_external_ref ON records (tenant_id, module_key, external_ref) WHERE deleted_at IS NULL AND external_ref IS NOT NULL'
+  )
 
   await knex.schema.createTable('bulk_outcomes', (t) => {
     t.text('tenant_id').notNullable()
@@ -20,7 +22,10 @@ export async function up(knex: Knex) {
     t.binary('line_hash').notNullable()
     t.json('outcome').notNullable()
     t.primary(['tenant_id', 'credential_id', 'key', 'line'])
-    t.foreign(['tenant_id', 'credential_id', 'key']).references(['tenant_id', 'credential_id', 'key']).inTable('idempotency_keys').onDelete('CASCADE')
+    t.foreign(['tenant_id', 'credential_id', 'key'])
+      .references(['tenant_id', 'credential_id', 'key'])
+      .inTable('idempotency_keys')
+      .onDelete('CASCADE')
   })
 }
 

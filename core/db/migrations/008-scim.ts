@@ -29,9 +29,13 @@ export async function up(knex: Knex) {
     t.timestamp('deleted_at', { useTz: true })
   })
   // Existing e-mail addresses become the user's one (primary) SCIM email.
-  await knex.raw(`UPDATE users SET emails = jsonb_build_array(jsonb_build_object('value', email, 'primary', true)) WHERE email IS NOT NULL`)
+  await knex.raw(
+    `UPDATE users SET emails = jsonb_build_array(jsonb_build_object('value', email, 'primary', true)) WHERE email IS NOT NULL`
+  )
   await knex.schema.alterTable('users', (t) => t.dropUnique(['tenant_id', 'user_name']))
-  await knex.raw('CREATE UNIQUE INDEX users_user_name_live ON users (tenant_id, lower(user_name)) WHERE deleted_at IS NULL')
+  await knex.raw(
+    'CREATE UNIQUE INDEX users_user_name_live ON users (tenant_id, lower(user_name)) WHERE deleted_at IS NULL'
+  )
   await knex.raw('CREATE INDEX users_external_id ON users (tenant_id, external_id) WHERE external_id IS NOT NULL')
   // SCIM lists page in creation order.
   await knex.raw('CREATE INDEX users_created ON users (tenant_id, created_at, id)')
@@ -63,6 +67,7 @@ export async function down(knex: Knex) {
   await knex.raw('DELETE FROM users WHERE deleted_at IS NOT NULL')
   await knex.schema.alterTable('users', (t) => t.unique(['tenant_id', 'user_name']))
   await knex.schema.alterTable('users', (t) => {
-    for (const c of ['name', 'emails', 'phone_numbers', 'enterprise', 'attributes', 'version', 'deleted_at']) t.dropColumn(c)
+    for (const c of ['name', 'emails', 'phone_numbers', 'enterprise', 'attributes', 'version', 'deleted_at'])
+      t.dropColumn(c)
   })
 }

@@ -59,7 +59,9 @@ export async function up(knex: Knex) {
     FOREIGN KEY (tenant_id, subscription_id) REFERENCES webhook_subscriptions (tenant_id, id) ON DELETE CASCADE
   )`)
   // What the dispatcher scans: only pending deliveries, few at any time.
-  await knex.raw(`CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (tenant_id, subscription_id, event_position) WHERE status = 'pending'`)
+  await knex.raw(
+    `CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (tenant_id, subscription_id, event_position) WHERE status = 'pending'`
+  )
   await knex.raw(`CREATE TABLE webhook_attempts (
     tenant_id text NOT NULL,
     subscription_id uuid NOT NULL,
@@ -78,11 +80,14 @@ export async function up(knex: Knex) {
   )`)
   await knex.raw(`CREATE FUNCTION events_notify() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN PERFORM pg_notify('records_events', ''); RETURN NULL; END $$`)
-  await knex.raw('CREATE TRIGGER events_notify AFTER INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION events_notify()')
+  await knex.raw(
+    'CREATE TRIGGER events_notify AFTER INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION events_notify()'
+  )
 }
 
 export async function down(knex: Knex) {
   await knex.raw('DROP TRIGGER IF EXISTS events_notify ON events')
   await knex.raw('DROP FUNCTION IF EXISTS events_notify()')
-  for (const t of ['webhook_attempts', 'webhook_deliveries', 'webhook_cursors', 'webhook_subscriptions']) await knex.schema.dropTableIfExists(t)
+  for (const t of ['webhook_attempts', 'webhook_deliveries', 'webhook_cursors', 'webhook_subscriptions'])
+    await knex.schema.dropTableIfExists(t)
 }

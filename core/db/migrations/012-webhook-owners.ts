@@ -13,7 +13,9 @@ import type { Knex } from 'knex'
  *   the attempt's outcome then queues it again instead of ending it.
  */
 export async function up(knex: Knex) {
-  await knex.raw(`ALTER TABLE webhook_subscriptions ADD COLUMN owner_kind text, ADD COLUMN owner_id text, ADD COLUMN previous_secrets jsonb NOT NULL DEFAULT '[]'`)
+  await knex.raw(
+    `ALTER TABLE webhook_subscriptions ADD COLUMN owner_kind text, ADD COLUMN owner_id text, ADD COLUMN previous_secrets jsonb NOT NULL DEFAULT '[]'`
+  )
   await knex.raw(`UPDATE webhook_subscriptions SET
       owner_kind = CASE created_by->>'type' WHEN 'api-key' THEN 'api_key' WHEN 'service-account' THEN 'service_account' WHEN 'user' THEN 'session' ELSE 'system' END,
       owner_id = coalesce(created_by->>'id', 'migration'),
@@ -26,7 +28,13 @@ export async function up(knex: Knex) {
 
 export async function down(knex: Knex) {
   await knex.raw(`ALTER TABLE webhook_deliveries DROP COLUMN replay_pending`)
-  await knex.raw(`ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret bytea, ADD COLUMN previous_secret_until timestamptz`)
-  await knex.raw(`UPDATE webhook_subscriptions SET previous_secret = decode(previous_secrets->0->>'secret', 'hex'), previous_secret_until = (previous_secrets->0->>'until')::timestamptz`)
-  await knex.raw(`ALTER TABLE webhook_subscriptions DROP COLUMN owner_kind, DROP COLUMN owner_id, DROP COLUMN previous_secrets`)
+  await knex.raw(
+    `ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret bytea, ADD COLUMN previous_secret_until timestamptz`
+  )
+  await knex.raw(
+    `UPDATE webhook_subscriptions SET previous_secret = decode(previous_secrets->0->>'secret', 'hex'), previous_secret_until = (previous_secrets->0->>'until')::timestamptz`
+  )
+  await knex.raw(
+    `ALTER TABLE webhook_subscriptions DROP COLUMN owner_kind, DROP COLUMN owner_id, DROP COLUMN previous_secrets`
+  )
 }

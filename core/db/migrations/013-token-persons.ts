@@ -16,12 +16,14 @@ const personOf = (c: string) => `CASE WHEN ${c}.created_by->>'type' = 'user'
     THEN jsonb_build_object('userId', ${c}.created_by->>'id', 'name', coalesce(${c}.created_by->>'name', ''))
     ELSE ${c}.created_by->'onBehalfOf' END`
 
-const lacksPerson = (x: string) => `${x}.created_by->>'type' IN ('service-account', 'api-key') AND ${x}.created_by->'onBehalfOf' IS NULL`
+const lacksPerson = (x: string) =>
+  `${x}.created_by->>'type' IN ('service-account', 'api-key') AND ${x}.created_by->'onBehalfOf' IS NULL`
 
 export async function up(knex: Knex) {
   // Each round settles one more link of a chain; a chain is at most as long as the tokens of its tenant.
   for (;;) {
-    const { rowCount } = await knex.raw(`UPDATE credentials t SET created_by = t.created_by || jsonb_build_object('onBehalfOf', ${personOf('c')})
+    const { rowCount } =
+      await knex.raw(`UPDATE credentials t SET created_by = t.created_by || jsonb_build_object('onBehalfOf', ${personOf('c')})
         FROM credentials c
        WHERE ${lacksPerson('t')} AND c.tenant_id = t.tenant_id AND c.id::text = t.created_by->>'id' AND ${personOf('c')} IS NOT NULL`)
     if (!rowCount) break

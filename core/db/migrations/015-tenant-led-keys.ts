@@ -17,7 +17,9 @@ import type { Knex } from 'knex'
  * tenants loses nothing in practice; the lookups treat two matching rows as none.
  */
 export async function up(knex: Knex) {
-  await knex.raw('ALTER TABLE credentials ADD CONSTRAINT credentials_tenant_id_secret_hash_unique UNIQUE (tenant_id, secret_hash)')
+  await knex.raw(
+    'ALTER TABLE credentials ADD CONSTRAINT credentials_tenant_id_secret_hash_unique UNIQUE (tenant_id, secret_hash)'
+  )
   await knex.raw('CREATE INDEX credentials_by_hash ON credentials (secret_hash)')
   await knex.raw('ALTER TABLE credentials DROP CONSTRAINT credentials_secret_hash_unique')
   await knex.raw('DROP INDEX sessions_by_id')

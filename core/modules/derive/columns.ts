@@ -157,7 +157,9 @@ export const fieldToColumn: Record<FieldType, (f: FieldDefinition, o?: ColumnOpt
   singleChoice: (f, o = {}) => col(f, 'text', 16, choiceWording(f, o)),
   multipleChoice: (f, o = {}) => {
     const word = choiceWording(f, o)
-    return col(f, 'text', 30, (v) => (Array.isArray(v) ? (v.length ? v.map((x) => word(x) ?? '').join(', ') : null) : word(v)))
+    return col(f, 'text', 30, (v) =>
+      Array.isArray(v) ? (v.length ? v.map((x) => word(x) ?? '').join(', ') : null) : word(v)
+    )
   },
   user: (f, o = {}) => col(f, 'text', o.userName ? 24 : 38, (v) => userText(v, o)),
   recordRef: (f) => col(f, 'text', 38, asText),
@@ -177,21 +179,60 @@ const unsummarised = new Set<FieldType>(['longText', 'group', 'location', 'multi
 export function summaryColumns(module: RegisteredModule): string[] {
   const declared = module.definition.summaryColumns
   if (declared?.length) return [...declared]
-  return module.definition.fields.filter((f) => !unsummarised.has(f.type)).slice(0, 4).map((f) => f.key)
+  return module.definition.fields
+    .filter((f) => !unsummarised.has(f.type))
+    .slice(0, 4)
+    .map((f) => f.key)
 }
 
 /** Number, state, timestamps, actors and the source-system reference, worded per `o`. */
 function systemColumns(module: RegisteredModule, o: ColumnOptions): ExportColumn[] {
   const stateLabels = new Map([...module.states.values()].map((s) => [s.key, s.label ?? s.key]))
-  const state = o.values === 'labels' ? (v: unknown) => (typeof v === 'string' ? (stateLabels.get(v) ?? v) : asText(v)) : asText
+  const state =
+    o.values === 'labels' ? (v: unknown) => (typeof v === 'string' ? (stateLabels.get(v) ?? v) : asText(v)) : asText
   return [
     { key: 'number', header: 'Number', kind: 'text', width: 18, value: asText, get: (r) => asText(r.number) },
     { key: 'state', header: 'State', kind: 'text', width: 16, value: state, get: (r) => state(r.state) },
-    { key: 'createdAt', header: 'Created', kind: 'datetime', width: 20, value: asDateTime, get: (r) => asDateTime(r.createdAt) },
-    { key: 'updatedAt', header: 'Updated', kind: 'datetime', width: 20, value: asDateTime, get: (r) => asDateTime(r.updatedAt) },
-    { key: 'createdBy', header: 'Created by', kind: 'text', width: 24, value: asText, get: (r) => asText(r.createdBy?.name) },
-    { key: 'updatedBy', header: 'Updated by', kind: 'text', width: 24, value: asText, get: (r) => asText(r.updatedBy?.name) },
-    { key: 'externalRef', header: 'External ref', kind: 'text', width: 24, value: asText, get: (r) => asText(r.externalRef) }
+    {
+      key: 'createdAt',
+      header: 'Created',
+      kind: 'datetime',
+      width: 20,
+      value: asDateTime,
+      get: (r) => asDateTime(r.createdAt)
+    },
+    {
+      key: 'updatedAt',
+      header: 'Updated',
+      kind: 'datetime',
+      width: 20,
+      value: asDateTime,
+      get: (r) => asDateTime(r.updatedAt)
+    },
+    {
+      key: 'createdBy',
+      header: 'Created by',
+      kind: 'text',
+      width: 24,
+      value: asText,
+      get: (r) => asText(r.createdBy?.name)
+    },
+    {
+      key: 'updatedBy',
+      header: 'Updated by',
+      kind: 'text',
+      width: 24,
+      value: asText,
+      get: (r) => asText(r.updatedBy?.name)
+    },
+    {
+      key: 'externalRef',
+      header: 'External ref',
+      kind: 'text',
+      width: 24,
+      value: asText,
+      get: (r) => asText(r.externalRef)
+    }
   ]
 }
 
@@ -205,7 +246,10 @@ function userIdColumn(f: FieldDefinition): ExportColumn {
  * Export columns of a module: system columns, then visible top-level fields, each user field
  * followed by its id; `only` picks and orders them.
  */
-export function exportColumns(module: RegisteredModule, options: { hidden: ReadonlySet<string>; only?: string[] } & ColumnOptions): ExportColumn[] {
+export function exportColumns(
+  module: RegisteredModule,
+  options: { hidden: ReadonlySet<string>; only?: string[] } & ColumnOptions
+): ExportColumn[] {
   const fieldColumns: ExportColumn[] = module.definition.fields
     .filter((f) => !options.hidden.has(f.key))
     .flatMap((f) => {
@@ -222,14 +266,24 @@ export function exportColumns(module: RegisteredModule, options: { hidden: Reado
   const requested = [...new Set(options.only)].filter((k) => !options.hidden.has(k.replace(/\.id$/, '')))
   const unknown = requested.filter((k) => !byKey.has(k))
   if (unknown.length) {
-    throw new ExportColumnsError(`Unknown export column${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `"${k}"`).join(', ')}; allowed: ${allowed.join(', ')}`, unknown, allowed)
+    throw new ExportColumnsError(
+      `Unknown export column${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `"${k}"`).join(', ')}; allowed: ${allowed.join(', ')}`,
+      unknown,
+      allowed
+    )
   }
-  if (!requested.length) throw new ExportColumnsError(`No exportable column was selected; allowed: ${allowed.join(', ')}`, [], allowed)
+  if (!requested.length)
+    throw new ExportColumnsError(`No exportable column was selected; allowed: ${allowed.join(', ')}`, [], allowed)
   return requested.map((k) => byKey.get(k)!)
 }
 
 /** The PDF default: Number, State, the visible summary columns, then Created as a short date. */
-export function summaryExportColumns(module: RegisteredModule, options: { hidden: ReadonlySet<string> } & ColumnOptions): ExportColumn[] {
+export function summaryExportColumns(
+  module: RegisteredModule,
+  options: { hidden: ReadonlySet<string> } & ColumnOptions
+): ExportColumn[] {
   const keys = ['number', 'state', ...summaryColumns(module).filter((k) => !options.hidden.has(k)), 'createdAt']
-  return exportColumns(module, { ...options, only: keys }).map((c) => (c.key === 'createdAt' ? { ...c, kind: 'date', width: 10, value: asDate, get: (r) => asDateTime(r.createdAt) } : c))
+  return exportColumns(module, { ...options, only: keys }).map((c) =>
+    c.key === 'createdAt' ? { ...c, kind: 'date', width: 10, value: asDate, get: (r) => asDateTime(r.createdAt) } : c
+  )
 }

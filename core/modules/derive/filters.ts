@@ -16,11 +16,14 @@ const ordered: readonly Operator[] = ['eq', 'ne', 'in', 'gt', 'gte', 'lt', 'lte'
 const text = (key: string) => `(payload->>'${key}')`
 
 const asText: FilterSpec['parse'] = (raw) => ({ value: raw })
-const asNumber = (integer: boolean): FilterSpec['parse'] => (raw) => {
-  const n = Number(raw)
-  if (raw.trim() === '' || !Number.isFinite(n) || (integer && !Number.isInteger(n))) return { error: `must be ${integer ? 'an integer' : 'a number'}` }
-  return { value: n }
-}
+const asNumber =
+  (integer: boolean): FilterSpec['parse'] =>
+  (raw) => {
+    const n = Number(raw)
+    if (raw.trim() === '' || !Number.isFinite(n) || (integer && !Number.isInteger(n)))
+      return { error: `must be ${integer ? 'an integer' : 'a number'}` }
+    return { value: n }
+  }
 
 /** One row per field type; null marks a type that cannot be filtered on (groups, lists, objects, long text). */
 export const fieldToFilter: { [T in FieldType]: FilterSpec | null } = {
@@ -31,7 +34,10 @@ export const fieldToFilter: { [T in FieldType]: FilterSpec | null } = {
   boolean: {
     operators: ['eq', 'ne'],
     expr: (k) => `(payload->>'${k}')::boolean`,
-    parse: (raw) => (raw === 'true' || raw === 'false' ? { value: raw === 'true' } : { error: 'must be true or false', allowed: [true, false] })
+    parse: (raw) =>
+      raw === 'true' || raw === 'false'
+        ? { value: raw === 'true' }
+        : { error: 'must be true or false', allowed: [true, false] }
   },
   date: {
     operators: ordered,
@@ -41,7 +47,8 @@ export const fieldToFilter: { [T in FieldType]: FilterSpec | null } = {
   datetime: {
     operators: ordered,
     expr: (k) => `(payload->>'${k}')::timestamptz`,
-    parse: (raw) => (isFormat('date-time', raw) ? { value: raw } : { error: 'must be an ISO 8601 date-time with a timezone' })
+    parse: (raw) =>
+      isFormat('date-time', raw) ? { value: raw } : { error: 'must be an ISO 8601 date-time with a timezone' }
   },
   singleChoice: {
     operators: equality,
@@ -52,10 +59,25 @@ export const fieldToFilter: { [T in FieldType]: FilterSpec | null } = {
     }
   },
   multipleChoice: null,
-  user: { operators: equality, expr: text, parse: (raw) => (isUuid(raw) ? { value: raw.toLowerCase() } : { error: 'must be a user id (UUID)' }) },
-  recordRef: { operators: equality, expr: text, parse: (raw) => (isUuid(raw) ? { value: raw.toLowerCase() } : { error: 'must be a record id (UUID)' }) },
+  user: {
+    operators: equality,
+    expr: text,
+    parse: (raw) => (isUuid(raw) ? { value: raw.toLowerCase() } : { error: 'must be a user id (UUID)' })
+  },
+  recordRef: {
+    operators: equality,
+    expr: text,
+    parse: (raw) => (isUuid(raw) ? { value: raw.toLowerCase() } : { error: 'must be a record id (UUID)' })
+  },
   group: null,
   location: null
 }
 
-export const sqlOperators: Record<Exclude<Operator, 'in'>, string> = { eq: '=', ne: 'IS DISTINCT FROM', gt: '>', gte: '>=', lt: '<', lte: '<=' }
+export const sqlOperators: Record<Exclude<Operator, 'in'>, string> = {
+  eq: '=',
+  ne: 'IS DISTINCT FROM',
+  gt: '>',
+  gte: '>=',
+  lt: '<',
+  lte: '<='
+}

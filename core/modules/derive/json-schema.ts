@@ -2,15 +2,29 @@ import { Type, type TSchema, type TObject } from '@feathersjs/typebox'
 import type { FieldDefinition, FieldType, ModuleDefinition } from '../types.ts'
 
 type Of<T extends FieldType> = Extract<FieldDefinition, { type: T }>
-const optionValues = (f: { options: Array<string | { value: string }> }) => f.options.map((o) => (typeof o === 'string' ? o : o.value))
-const meta = (f: FieldDefinition) => ({ title: f.label ?? f.key, ...(f.description ? { description: f.description } : {}) })
+const optionValues = (f: { options: Array<string | { value: string }> }) =>
+  f.options.map((o) => (typeof o === 'string' ? o : o.value))
+const meta = (f: FieldDefinition) => ({
+  title: f.label ?? f.key,
+  ...(f.description ? { description: f.description } : {})
+})
 
 /** One row per field type: the TypeBox (JSON Schema) of a payload value. */
 export const fieldToSchema: { [T in FieldType]: (f: Of<T>) => TSchema } = {
   text: (f) => Type.String({ ...meta(f), maxLength: f.maxLength ?? 500, ...(f.pattern ? { pattern: f.pattern } : {}) }),
   longText: (f) => Type.String({ ...meta(f), maxLength: f.maxLength ?? 20000 }),
-  number: (f) => Type.Number({ ...meta(f), ...(f.minimum !== undefined ? { minimum: f.minimum } : {}), ...(f.maximum !== undefined ? { maximum: f.maximum } : {}) }),
-  integer: (f) => Type.Integer({ ...meta(f), ...(f.minimum !== undefined ? { minimum: f.minimum } : {}), ...(f.maximum !== undefined ? { maximum: f.maximum } : {}) }),
+  number: (f) =>
+    Type.Number({
+      ...meta(f),
+      ...(f.minimum !== undefined ? { minimum: f.minimum } : {}),
+      ...(f.maximum !== undefined ? { maximum: f.maximum } : {})
+    }),
+  integer: (f) =>
+    Type.Integer({
+      ...meta(f),
+      ...(f.minimum !== undefined ? { minimum: f.minimum } : {}),
+      ...(f.maximum !== undefined ? { maximum: f.maximum } : {})
+    }),
   boolean: (f) => Type.Boolean(meta(f)),
   date: (f) => Type.String({ ...meta(f), format: 'date' }),
   datetime: (f) => Type.String({ ...meta(f), format: 'date-time' }),
@@ -59,4 +73,3 @@ export function payloadSchema(def: ModuleDefinition): TObject {
     additionalProperties: false
   })
 }
-

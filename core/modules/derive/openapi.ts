@@ -30,7 +30,12 @@ const exampleId = '0b7e6f3a-5c2d-4e1f-8a9b-7c6d5e4f3a2b'
  */
 function loosen(schema: JsonSchema, nullable: boolean): JsonSchema {
   const { required: _required, additionalProperties: _additional, properties = {}, ...rest } = schema
-  return { ...rest, properties: Object.fromEntries(Object.entries(properties as JsonSchema).map(([p, s]) => [p, nullable ? { anyOf: [s, { type: 'null' }] } : s])) }
+  return {
+    ...rest,
+    properties: Object.fromEntries(
+      Object.entries(properties as JsonSchema).map(([p, s]) => [p, nullable ? { anyOf: [s, { type: 'null' }] } : s])
+    )
+  }
 }
 
 /**
@@ -53,7 +58,14 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
   const d = m.definition
   const name = pascal(d.key)
   const payloadSchema = toDocumentSchema(m.schema)
-  const payload = ctx.ref({ ...payloadSchema, title: `${d.title} payload`, description: `The payload of a ${d.title} record (module \`${d.key}\` ${d.version}), as create validates it.` }, `${name}Payload`)
+  const payload = ctx.ref(
+    {
+      ...payloadSchema,
+      title: `${d.title} payload`,
+      description: `The payload of a ${d.title} record (module \`${d.key}\` ${d.version}), as create validates it.`
+    },
+    `${name}Payload`
+  )
   // Other keys are refused by the whole-payload check, but for `null` on a key kept from an earlier module
   // version. `{ type: 'null' }` would say exactly that, but openapi-typescript then intersects every field with
   // `null`, and a generated client can no longer set one: the description says it instead.
@@ -63,16 +75,34 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
       type: 'object',
       additionalProperties: false,
       title: `${d.title} payload changes`,
-      description: 'JSON merge patch of the payload: the keys sent replace the stored ones, `null` removes one; the result is validated as a whole. (A key the module no longer defines, kept by a record from an earlier version, can also be removed with `null`.)'
+      description:
+        'JSON merge patch of the payload: the keys sent replace the stored ones, `null` removes one; the result is validated as a whole. (A key the module no longer defines, kept by a record from an earlier version, can also be removed with `null`.)'
     },
     `${name}PayloadPatch`
   )
   const payloadOut = ctx.ref(
-    { ...loosen(payloadSchema, false), type: 'object', title: `${d.title} payload (read)`, description: 'The stored payload. Fields the caller may not read are left out, and a record stored under an earlier module version may lack newer fields.' },
+    {
+      ...loosen(payloadSchema, false),
+      type: 'object',
+      title: `${d.title} payload (read)`,
+      description:
+        'The stored payload. Fields the caller may not read are left out, and a record stored under an earlier module version may lack newer fields.'
+    },
     `${name}PayloadRead`
   )
   const state = ctx.ref(
-    { type: 'string', title: `${d.title} state`, enum: d.workflow.states.map((s) => s.key), description: d.workflow.states.map((s) => `\`${s.key}\`${s.label ? ` (${s.label})` : ''}${s.final ? ', final' : ''}${s.requires?.length ? `, requires ${s.requires.join(', ')}` : ''}`).join('; ') + `. Initial: \`${d.workflow.initial}\`.` },
+    {
+      type: 'string',
+      title: `${d.title} state`,
+      enum: d.workflow.states.map((s) => s.key),
+      description:
+        d.workflow.states
+          .map(
+            (s) =>
+              `\`${s.key}\`${s.label ? ` (${s.label})` : ''}${s.final ? ', final' : ''}${s.requires?.length ? `, requires ${s.requires.join(', ')}` : ''}`
+          )
+          .join('; ') + `. Initial: \`${d.workflow.initial}\`.`
+    },
     `${name}State`
   )
   const transition = ctx.ref(
@@ -80,7 +110,12 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
       type: 'string',
       title: `${d.title} transition`,
       enum: d.workflow.transitions.map((t) => t.key),
-      description: d.workflow.transitions.map((t) => `\`${t.key}\`: ${t.from.join(' | ')} → ${t.to}${t.roles?.length ? ` (roles: ${t.roles.join(', ')})` : ''}${t.forbidSelf ? ', not by the record\'s creator' : ''}`).join('; ')
+      description: d.workflow.transitions
+        .map(
+          (t) =>
+            `\`${t.key}\`: ${t.from.join(' | ')} → ${t.to}${t.roles?.length ? ` (roles: ${t.roles.join(', ')})` : ''}${t.forbidSelf ? ", not by the record's creator" : ''}`
+        )
+        .join('; ')
     },
     `${name}Transition`
   )
@@ -106,6 +141,11 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
   // an example of a module that references nothing is valid as sent on a fresh tenant.
   const sample: SampleContext = { recordIds: {}, userId: exampleId, placeholderId: exampleId }
   const example = samplePayload(d.fields, sample, false)
-  const examples = { example, needs: sampleReferences(d.fields, false), patchExample: samplePatch(d.fields, example, sample), transitionExample: sampleTransition(d, example, sample) }
+  const examples = {
+    example,
+    needs: sampleReferences(d.fields, false),
+    patchExample: samplePatch(d.fields, example, sample),
+    transitionExample: sampleTransition(d, example, sample)
+  }
   return { key: d.key, name, title: d.title, payload, payloadPatch, state, transition, record, ...examples }
 }

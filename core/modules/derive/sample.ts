@@ -34,10 +34,15 @@ export const fieldToSample: { [T in FieldType]: (f: Of<T>, ctx: SampleContext) =
   location: () => ({ latitude: 53.7997, longitude: -1.5492, label: 'Gate 3' })
 }
 
-const sampleOf = (f: FieldDefinition, ctx: SampleContext) => (fieldToSample[f.type] as (f: FieldDefinition, c: SampleContext) => unknown)(f, ctx)
+const sampleOf = (f: FieldDefinition, ctx: SampleContext) =>
+  (fieldToSample[f.type] as (f: FieldDefinition, c: SampleContext) => unknown)(f, ctx)
 
 /** A payload with every field (or only the required ones) filled with a valid example. */
-export function samplePayload(fields: readonly FieldDefinition[], ctx: SampleContext, all: boolean): Record<string, unknown> {
+export function samplePayload(
+  fields: readonly FieldDefinition[],
+  ctx: SampleContext,
+  all: boolean
+): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const f of fields) {
     if (!all && !f.required) continue
@@ -61,13 +66,18 @@ export function sampleReferences(fields: readonly FieldDefinition[], all: boolea
 }
 
 /** A field whose sample stands alone: no reference to another record or a user, no role needed to write it. */
-const standalone = (f: FieldDefinition) => f.type !== 'recordRef' && f.type !== 'user' && !f.access && sampleReferences([f], true).length === 0
+const standalone = (f: FieldDefinition) =>
+  f.type !== 'recordRef' && f.type !== 'user' && !f.access && sampleReferences([f], true).length === 0
 
 /**
  * A merge patch for a record made from `example`: the first optional field that stands alone,
  * filled in (else the first field of the example, unchanged).
  */
-export function samplePatch(fields: readonly FieldDefinition[], example: Record<string, unknown>, ctx: SampleContext): Record<string, unknown> {
+export function samplePatch(
+  fields: readonly FieldDefinition[],
+  example: Record<string, unknown>,
+  ctx: SampleContext
+): Record<string, unknown> {
   for (const f of fields) {
     const v = f.key in example || !standalone(f) ? undefined : sampleOf(f, ctx)
     if (v !== undefined) return { [f.key]: v }
@@ -81,7 +91,11 @@ export function samplePatch(fields: readonly FieldDefinition[], example: Record<
  * its creator, with the fields its target needs either in the example or standing alone (then
  * sent along as `payload`). Falls back to the first transition from the initial state.
  */
-export function sampleTransition(def: ModuleDefinition, example: Record<string, unknown>, ctx: SampleContext): { transition: string; payload?: Record<string, unknown> } | undefined {
+export function sampleTransition(
+  def: ModuleDefinition,
+  example: Record<string, unknown>,
+  ctx: SampleContext
+): { transition: string; payload?: Record<string, unknown> } | undefined {
   const fields = new Map(def.fields.map((f) => [f.key, f]))
   const fromStart = def.workflow.transitions.filter((t) => t.from.includes(def.workflow.initial))
   next: for (const t of fromStart) {

@@ -22,17 +22,30 @@ export async function createListTransition(baseUrl: string, token: string) {
   const created = await client.POST('/api/v1/records', { body: { moduleKey: 'incident', payload } })
   if (!created.data) throw new Error(`create failed: ${created.response.status}`)
   const id: string = created.data.id
-  const listed = await client.GET('/api/v1/records', { params: { query: { moduleKey: 'incident', limit: 10, state: 'reported' } } })
+  const listed = await client.GET('/api/v1/records', {
+    params: { query: { moduleKey: 'incident', limit: 10, state: 'reported' } }
+  })
   if (!listed.data) throw new Error(`list failed: ${listed.response.status}`)
   const moved = await client.POST('/api/v1/records/{id}:transition', {
     params: { path: { id } },
-    body: { transition: 'dismiss', comment: 'Not an incident: no load was lost.', payload: { closureNote: 'Checked on site; the pallet stayed on the beam.' } }
+    body: {
+      transition: 'dismiss',
+      comment: 'Not an incident: no load was lost.',
+      payload: { closureNote: 'Checked on site; the pallet stayed on the beam.' }
+    }
   })
   if (!moved.data) throw new Error(`transition failed: ${moved.response.status} ${JSON.stringify(moved.error)}`)
-  const refused = await client.POST('/api/v1/records/{id}:transition', { params: { path: { id } }, body: { transition: 'close' } })
+  const refused = await client.POST('/api/v1/records/{id}:transition', {
+    params: { path: { id } },
+    body: { transition: 'close' }
+  })
   return {
     created: { status: created.response.status, number: created.data.number, state: created.data.state },
-    listed: { status: listed.response.status, numbers: listed.data.items.map((r) => r.number), nextCursor: listed.data.nextCursor },
+    listed: {
+      status: listed.response.status,
+      numbers: listed.data.items.map((r) => r.number),
+      nextCursor: listed.data.nextCursor
+    },
     moved: { status: moved.response.status, state: moved.data.state },
     // Problems are typed too: `code` is a member of the documented Problem schema.
     refused: { status: refused.response.status, code: refused.error?.code }
