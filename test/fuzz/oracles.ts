@@ -192,7 +192,7 @@ export class PayloadCheck {
   private readonly ajv = new Ajv2020({ strict: false, allErrors: false })
   private readonly byModule = new Map<string, ValidateFunction>()
 
-  constructor(private readonly doc: Schema) {
+  constructor(doc: Schema) {
     addFormats(this.ajv)
     this.ajv.addSchema(doc, 'doc')
   }

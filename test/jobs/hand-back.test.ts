@@ -56,8 +56,7 @@ t.test(
       ],
       { process: true, processEverySeconds: 1 }
     )
-    const job = await a.now('test.hand-back', { id: 1 })
-    const id = String(job.attrs._id)
+    await a.now('test.hand-back', { id: 1 })
     const context = await started.promise
     t.equal(context.signal.aborted, false, 'the signal is quiet while the instance runs')
     t.equal(jobsRunning(a), true)

@@ -13,7 +13,6 @@ t.teardown(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-const pdf = { accept: 'application/pdf' }
 let files = 0
 /** The report's text as pdftotext lays it out, and its page count. */
 function pdfText(bytes: Buffer): { text: string; pages: number } {

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from '../helpers/tap.ts'
 import { sendPage } from '../helpers/pages.ts'
-import { incidentPayload, startTestServer, type TestServer } from '../helpers/server.ts'
+import { incidentPayload, startTestServer } from '../helpers/server.ts'
 import { startReceiver, webhookTestConfig } from '../webhooks/receiver.ts'
 
 /**
