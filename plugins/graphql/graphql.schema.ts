@@ -542,16 +542,14 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
       description: `Creates ${article(d.title)} in its initial state (POST /api/v1/records).`,
       args: { payload: `${T}PayloadInput!`, externalRef: 'String' },
       resolve: ((_s, args, ctx) =>
-        ctx.app
-          .service(recordsPath)
-          .create(
-            {
-              moduleKey: d.key,
-              payload: args.payload,
-              ...(args.externalRef !== undefined && args.externalRef !== null ? { externalRef: args.externalRef } : {})
-            },
-            callParams(ctx, { idempotencyKey: ctx.idempotencyKey })
-          )) as Resolver
+        ctx.app.service(recordsPath).create(
+          {
+            moduleKey: d.key,
+            payload: args.payload,
+            ...(args.externalRef !== undefined && args.externalRef !== null ? { externalRef: args.externalRef } : {})
+          },
+          callParams(ctx, { idempotencyKey: ctx.idempotencyKey })
+        )) as Resolver
     }
     mutationFields[`update${T}`] = {
       type: T,
@@ -579,21 +577,19 @@ export function buildSchema(platform: Platform, principal: Principal, modules: R
         expectedVersion: version
       },
       resolve: ((_s, args, ctx) =>
-        ctx.app
-          .service(recordsPath)
-          .transition(
-            {
-              transition: args.transition,
-              ...(args.comment !== undefined && args.comment !== null ? { comment: args.comment } : {}),
-              ...(args.payload ? { payload: args.payload } : {})
-            },
-            callParams(ctx, {
-              ...only,
-              id: args.id,
-              ifMatch: expected(args.expectedVersion),
-              idempotencyKey: ctx.idempotencyKey
-            })
-          )) as Resolver
+        ctx.app.service(recordsPath).transition(
+          {
+            transition: args.transition,
+            ...(args.comment !== undefined && args.comment !== null ? { comment: args.comment } : {}),
+            ...(args.payload ? { payload: args.payload } : {})
+          },
+          callParams(ctx, {
+            ...only,
+            id: args.id,
+            ifMatch: expected(args.expectedVersion),
+            idempotencyKey: ctx.idempotencyKey
+          })
+        )) as Resolver
     }
   }
 

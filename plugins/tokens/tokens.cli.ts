@@ -25,18 +25,16 @@ export const tokensCli: CliCommand[] = [
         principal = { ...principal, userId: u.id }
       }
       // Through the app: the tokens service with its hooks, as REST and the settings pages call it.
-      const token = await c.app
-        .service(tokensPath)
-        .create(
-          {
-            type,
-            name: c.required('name'),
-            scopes: c.list('scopes'),
-            roles: c.list('roles'),
-            expiresAt: expires ? new Date(expires).toISOString() : undefined
-          },
-          { principal }
-        )
+      const token = await c.app.service(tokensPath).create(
+        {
+          type,
+          name: c.required('name'),
+          scopes: c.list('scopes'),
+          roles: c.list('roles'),
+          expiresAt: expires ? new Date(expires).toISOString() : undefined
+        },
+        { principal }
+      )
       const narrowed = [
         token.scopes ? `scopes ${token.scopes.join(', ')}` : '',
         token.roles ? `roles ${token.roles.join(', ')}` : ''

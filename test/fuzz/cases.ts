@@ -179,16 +179,14 @@ function otherMutations(base: Base): Array<{ weight: number; arbitrary: fc.Arbit
   const names = Object.keys(headerValues).flatMap((n) =>
     base.headers.includes(n) || (n === 'Content-Type' && base.body) ? [n, n, n] : [n]
   )
-  const header = fc
-    .constantFrom(...names)
-    .chain((name) =>
-      fc.record({
-        at: fc.constant('header' as const),
-        how: fc.constantFrom('set' as const, 'twice' as const),
-        name: fc.constant(name),
-        value: nat(headerValues[name].length)
-      })
-    )
+  const header = fc.constantFrom(...names).chain((name) =>
+    fc.record({
+      at: fc.constant('header' as const),
+      how: fc.constantFrom('set' as const, 'twice' as const),
+      name: fc.constant(name),
+      value: nat(headerValues[name].length)
+    })
+  )
   out.push({ weight: 3, arbitrary: header })
   return out
 }
