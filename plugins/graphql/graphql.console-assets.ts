@@ -52,7 +52,7 @@ const urlOf = (name: string) => `${consoleAssetsPrefix}${name}?v=${encodeURIComp
 
 /** The <link> and <script> tags of the console page; each carries the response's CSP nonce, the only way the page's policy lets them load. */
 export function consoleAssetTags(nonce: string): SafeHtml {
-  return html`${stylesheets.map((n) => html`<link rel="stylesheet" href="${urlOf(n)}" nonce="${nonce}" /> `)}${scripts.map((n) => html`<script defer src="${urlOf(n)}" nonce="${nonce}"></script> `)}`
+  return html`${stylesheets.map((n) => html`<link rel="stylesheet" href="${urlOf(n)}" nonce="${nonce}">\n`)}${scripts.map((n) => html`<script defer src="${urlOf(n)}" nonce="${nonce}"></script>\n`)}`
 }
 
 /** Read on first request and kept (1.5 MB in all): the packages do not change while the service runs. */

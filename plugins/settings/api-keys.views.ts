@@ -60,92 +60,55 @@ function scopesCell(scopes: string[] | null): SafeHtml {
 
 function tokenRow(t: TokenOut, csrfToken: string, admin: boolean): SafeHtml {
   return html`<tr>
-    <td>${t.name}</td>
-    <td>${typeLabels[t.type]}</td>
-    <td><code>${t.prefix}…</code></td>
-    <td>${scopesCell(t.scopes)}</td>
-    <td>${when(t.createdAt, '')}</td>
-    ${admin ? html`<td>${(t.createdBy as { name?: string } | null)?.name ?? ''}</td>` : ''}
-    <td>${when(t.lastUsedAt, 'never')}</td>
-    <td>${when(t.expiresAt, 'never')}</td>
-    <td class="state-${t.state}">${t.state}</td>
-    <td>
-      ${
-        t.state === 'active'
-          ? html`<form method="post" action="/settings/api-keys/${t.id}/revoke">
-              <input type="hidden" name="csrf" value="${csrfToken}" /><button
-                type="submit"
-                class="danger"
-                aria-label="Revoke ${t.name}"
-              >
-                Revoke
-              </button>
-            </form>`
-          : ''
-      }
-    </td>
-  </tr>`
+<td>${t.name}</td>
+<td>${typeLabels[t.type]}</td>
+<td><code>${t.prefix}…</code></td>
+<td>${scopesCell(t.scopes)}</td>
+<td>${when(t.createdAt, '')}</td>
+${admin ? html`<td>${(t.createdBy as { name?: string } | null)?.name ?? ''}</td>` : ''}
+<td>${when(t.lastUsedAt, 'never')}</td>
+<td>${when(t.expiresAt, 'never')}</td>
+<td class="state-${t.state}">${t.state}</td>
+<td>${
+    t.state === 'active'
+      ? html`<form method="post" action="/settings/api-keys/${t.id}/revoke"><input type="hidden" name="csrf" value="${csrfToken}"><button type="submit" class="danger" aria-label="Revoke ${t.name}">Revoke</button></form>`
+      : ''
+  }</td>
+</tr>`
 }
 
 function tokenTable(v: ListView, csrfToken: string): SafeHtml {
   if (!v.tokens.length) return html`<p class="hint">No tokens yet.</p>`
   return html`<table>
-    <caption class="visually-hidden">
-      ${v.admin ? 'Tokens of the organisation' : 'Your tokens'}
-    </caption>
-    <thead>
-      <tr>
-        <th scope="col">Name</th>
-        <th scope="col">Type</th>
-        <th scope="col">Token</th>
-        <th scope="col">Scopes</th>
-        <th scope="col">Created</th>
-        ${v.admin ? html`<th scope="col">Created by</th>` : ''}
-        <th scope="col">Last used</th>
-        <th scope="col">Expires</th>
-        <th scope="col">State</th>
-        <th scope="col"><span class="visually-hidden">Actions</span></th>
-      </tr>
-    </thead>
-    <tbody>
-      ${v.tokens.map((t) => tokenRow(t, csrfToken, v.admin))}
-    </tbody>
-  </table>`
+<caption class="visually-hidden">${v.admin ? 'Tokens of the organisation' : 'Your tokens'}</caption>
+<thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Token</th><th scope="col">Scopes</th><th scope="col">Created</th>${v.admin ? html`<th scope="col">Created by</th>` : ''}<th scope="col">Last used</th><th scope="col">Expires</th><th scope="col">State</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+<tbody>${v.tokens.map((t) => tokenRow(t, csrfToken, v.admin))}</tbody>
+</table>`
 }
 
 function createForm(v: ListView, csrfToken: string): SafeHtml {
   const f = v.form
   const types = v.types
   return html`<form class="card" method="post" action="/settings/api-keys" novalidate>
-    <input type="hidden" name="csrf" value="${csrfToken}" />
-    ${alertList(v.errors)}
-    <label for="name">Name</label>
-    <input type="text" id="name" name="name" value="${f.name}" required maxlength="100" aria-describedby="name-hint" />
-    <p class="hint" id="name-hint">What the token is for, e.g. “Nightly export to the data warehouse”.</p>
-    <label for="type">Type</label>
-    <select id="type" name="type">
-      ${types.map((t) => html`<option value="${t}" ${f.type === t ? html` selected` : ''}>${typeLabels[t]}: ${typeHints[t]}</option>`)}
-    </select>
-    <fieldset>
-      <legend>Scopes</legend>
-      <p class="hint">Leave all unticked for a personal token that may do whatever your roles allow.</p>
-      ${Object.entries(scopeCatalogue).map(
-        ([scope, s]) =>
-          html`<label
-            ><input type="checkbox" name="scopes" value="${scope}" ${f.scopes.includes(scope) ? html` checked` : ''} />
-            <span><code>${scope}</code> ${s.description}</span></label
-          >`
-      )}
-    </fieldset>
-    <fieldset>
-      <legend>Expires</legend>
-      ${expiryChoices.map((c) => html`<label><input type="radio" name="expires" value="${c}" ${f.expires === c ? html` checked` : ''} /> ${expiryLabels[c]}</label>`)}
-      <label for="expiresOn" class="visually-hidden">Expiry date</label>
-      <input type="date" id="expiresOn" name="expiresOn" value="${f.expiresOn}" aria-describedby="expiresOn-hint" />
-      <p class="hint" id="expiresOn-hint">With “On a date”: the token stops working at the end of that day (UTC).</p>
-    </fieldset>
-    <div class="actions"><button type="submit">Create token</button></div>
-  </form>`
+<input type="hidden" name="csrf" value="${csrfToken}">
+${alertList(v.errors)}
+<label for="name">Name</label>
+<input type="text" id="name" name="name" value="${f.name}" required maxlength="100" aria-describedby="name-hint">
+<p class="hint" id="name-hint">What the token is for, e.g. “Nightly export to the data warehouse”.</p>
+<label for="type">Type</label>
+<select id="type" name="type">${types.map((t) => html`<option value="${t}"${f.type === t ? html` selected` : ''}>${typeLabels[t]}: ${typeHints[t]}</option>`)}</select>
+<fieldset><legend>Scopes</legend>
+<p class="hint">Leave all unticked for a personal token that may do whatever your roles allow.</p>
+${Object.entries(scopeCatalogue).map(([scope, s]) => html`<label><input type="checkbox" name="scopes" value="${scope}"${f.scopes.includes(scope) ? html` checked` : ''}> <span><code>${scope}</code> ${s.description}</span></label>`)}
+</fieldset>
+<fieldset><legend>Expires</legend>
+${expiryChoices.map((c) => html`<label><input type="radio" name="expires" value="${c}"${f.expires === c ? html` checked` : ''}> ${expiryLabels[c]}</label>`)}
+<label for="expiresOn" class="visually-hidden">Expiry date</label>
+<input type="date" id="expiresOn" name="expiresOn" value="${f.expiresOn}" aria-describedby="expiresOn-hint">
+<p class="hint" id="expiresOn-hint">With “On a date”: the token stops working at the end of that day (UTC).</p>
+</fieldset>
+<div class="actions"><button type="submit">Create token</button></div>
+</form>`
 }
 
 /** The list of tokens and the create form. Never shows a full token: only its prefix. */
@@ -155,26 +118,31 @@ export function listPage(v: ListView): string {
     ...v.frame,
     title: 'API keys and tokens',
     main: html`<main>
-      <h1>API keys and tokens</h1>
-      ${v.notice ? html`<div class="alert ok" role="status">${v.notice}</div>` : ''}
-      <p>
-        Programs call the API with <code>Authorization: Bearer &lt;token&gt;</code>. A token is shown in full only once,
-        when it is created; afterwards only its first characters identify it.
-      </p>
-      <h2>${v.admin ? 'Tokens of the organisation' : 'Your tokens'}</h2>
-      ${tokenTable(v, csrfToken)}
-      <h2 id="create">Create a token</h2>
-      ${createForm(v, csrfToken)}
-    </main>`
+<h1>API keys and tokens</h1>
+${v.notice ? html`<div class="alert ok" role="status">${v.notice}</div>` : ''}
+<p>Programs call the API with <code>Authorization: Bearer &lt;token&gt;</code>. A token is shown in full only once, when it is created; afterwards only its first characters identify it.</p>
+<h2>${v.admin ? 'Tokens of the organisation' : 'Your tokens'}</h2>
+${tokenTable(v, csrfToken)}
+<h2 id="create">Create a token</h2>
+${createForm(v, csrfToken)}
+</main>`
   })
 }
 
-const copyScript = html`const field = document.getElementById('token') const status =
-document.getElementById('copy-status') field.addEventListener('focus', () => field.select()) // Shown once: a page kept
-in the back/forward cache must not bring the token back. addEventListener('pagehide', () => { field.value = '' })
-document.getElementById('copy').addEventListener('click', async () => { try { await
-navigator.clipboard.writeText(field.value) status.textContent = 'Copied to the clipboard.' } catch { field.focus()
-status.textContent = 'Could not copy automatically: the token is selected, press Ctrl+C (⌘C on a Mac).' } })`
+const copyScript = html`const field = document.getElementById('token')
+const status = document.getElementById('copy-status')
+field.addEventListener('focus', () => field.select())
+// Shown once: a page kept in the back/forward cache must not bring the token back.
+addEventListener('pagehide', () => { field.value = '' })
+document.getElementById('copy').addEventListener('click', async () => {
+  try {
+    await navigator.clipboard.writeText(field.value)
+    status.textContent = 'Copied to the clipboard.'
+  } catch {
+    field.focus()
+    status.textContent = 'Could not copy automatically: the token is selected, press Ctrl+C (⌘C on a Mac).'
+  }
+})`
 
 /** Shown once, straight in the response to the create form: the only page with the full token. */
 export function createdPage(frame: ListView['frame'], t: TokenOut): string {
@@ -183,28 +151,15 @@ export function createdPage(frame: ListView['frame'], t: TokenOut): string {
     title: 'Token created',
     script: copyScript,
     main: html`<main>
-      <h1>Token created</h1>
-      <div class="alert warn" role="alert" id="once">
-        Copy this token now. It will not be shown again: the service keeps only a hash of it. If you lose it, revoke it
-        and create a new one.
-      </div>
-      <div class="card">
-        <label for="token">${typeLabels[t.type]} “${t.name}”</label>
-        <div class="secret">
-          <input
-            type="text"
-            id="token"
-            value="${t.token ?? ''}"
-            readonly
-            autocomplete="off"
-            spellcheck="false"
-            aria-describedby="once"
-          /><button type="button" id="copy" class="secondary">Copy</button>
-        </div>
-        <p class="hint" id="copy-status" role="status" aria-live="polite"></p>
-        <p>Scopes: ${scopesCell(t.scopes)}. Expires: ${when(t.expiresAt, 'never')}.</p>
-      </div>
-      <p><a href="/settings/api-keys">Back to API keys and tokens</a></p>
-    </main>`
+<h1>Token created</h1>
+<div class="alert warn" role="alert" id="once">Copy this token now. It will not be shown again: the service keeps only a hash of it. If you lose it, revoke it and create a new one.</div>
+<div class="card">
+<label for="token">${typeLabels[t.type]} “${t.name}”</label>
+<div class="secret"><input type="text" id="token" value="${t.token ?? ''}" readonly autocomplete="off" spellcheck="false" aria-describedby="once"><button type="button" id="copy" class="secondary">Copy</button></div>
+<p class="hint" id="copy-status" role="status" aria-live="polite"></p>
+<p>Scopes: ${scopesCell(t.scopes)}. Expires: ${when(t.expiresAt, 'never')}.</p>
+</div>
+<p><a href="/settings/api-keys">Back to API keys and tokens</a></p>
+</main>`
   })
 }

@@ -66,54 +66,34 @@ const styles = new SafeHtml(css)
 /** The frame around every settings page. */
 export function layout(p: PageFrame): string {
   return html`<!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>${p.title} · Records</title>
-        <style nonce="${p.nonce}">
-          ${styles}
-        </style>
-        ${p.head ?? ''}
-      </head>
-      <body>
-        <header>
-          <div class="bar">
-            <a class="brand" href="/settings/api-keys">Records</a>
-            ${
-              p.account && p.nav?.length
-                ? html`<nav aria-label="Settings">
-                    ${p.nav.map((l) => html`<a href="${l.href}" ${l.current ? html` aria-current="page"` : ''}>${l.label}</a>`)}
-                  </nav>`
-                : ''
-            }
-            ${
-              p.account
-                ? html`<div class="who">
-                    <span>Signed in as <strong>${p.account.name}</strong> · ${p.account.tenantName}</span>
-                    <form method="post" action="/sign-out">
-                      <input type="hidden" name="csrf" value="${p.account.csrfToken}" /><button
-                        type="submit"
-                        class="link"
-                      >
-                        Sign out
-                      </button>
-                    </form>
-                  </div>`
-                : ''
-            }
-          </div>
-        </header>
-        ${p.main}
-        ${
-          p.script
-            ? html`<script nonce="${p.nonce}">
-                ${p.script}
-              </script>`
-            : ''
-        }
-      </body>
-    </html> `.value
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${p.title} · Records</title>
+<style nonce="${p.nonce}">${styles}</style>
+${p.head ?? ''}
+</head>
+<body>
+<header><div class="bar">
+<a class="brand" href="/settings/api-keys">Records</a>
+${
+  p.account && p.nav?.length
+    ? html`<nav aria-label="Settings">${p.nav.map((l) => html`<a href="${l.href}"${l.current ? html` aria-current="page"` : ''}>${l.label}</a>`)}</nav>`
+    : ''
+}
+${
+  p.account
+    ? html`<div class="who"><span>Signed in as <strong>${p.account.name}</strong> · ${p.account.tenantName}</span>
+<form method="post" action="/sign-out"><input type="hidden" name="csrf" value="${p.account.csrfToken}"><button type="submit" class="link">Sign out</button></form></div>`
+    : ''
+}
+</div></header>
+${p.main}
+${p.script ? html`<script nonce="${p.nonce}">${p.script}</script>` : ''}
+</body>
+</html>
+`.value
 }
 
 /** A short page that explains a refusal or failure, with a way on. */
@@ -124,11 +104,7 @@ export function messagePage(
 ): string {
   return layout({
     ...frame,
-    main: html`<main class="narrow">
-      <h1>${frame.title}</h1>
-      <div class="alert error" role="alert">${message}</div>
-      <p><a href="${link.href}">${link.text}</a></p>
-    </main>`
+    main: html`<main class="narrow"><h1>${frame.title}</h1><div class="alert error" role="alert">${message}</div><p><a href="${link.href}">${link.text}</a></p></main>`
   })
 }
 
@@ -136,10 +112,5 @@ export function messagePage(
 export function alertList(messages: string[]): SafeHtml {
   if (!messages.length) return html``
   if (messages.length === 1) return html`<div class="alert error" role="alert">${messages[0]}</div>`
-  return html`<div class="alert error" role="alert">
-    Please correct these problems:
-    <ul>
-      ${messages.map((m) => html`<li>${m}</li>`)}
-    </ul>
-  </div>`
+  return html`<div class="alert error" role="alert">Please correct these problems:<ul>${messages.map((m) => html`<li>${m}</li>`)}</ul></div>`
 }

@@ -45,9 +45,7 @@ const codes = (values: string[]) => html`${values.map((v, i) => html`${i ? ', ' 
 function state(w: WebhookOut): SafeHtml {
   if (w.enabled) return html`<span class="state-enabled">Enabled</span>`
   const reason = w.disabledReason ?? 'Disabled through the API (enabled: false).'
-  return html`<span class="state-disabled">Disabled</span>${w.disabledAt ? html` since ${when(w.disabledAt)}` : ''}
-    <p class="hint">${reason}</p>
-    <p class="hint">Events are not queued while it is disabled.</p>`
+  return html`<span class="state-disabled">Disabled</span>${w.disabledAt ? html` since ${when(w.disabledAt)}` : ''}<p class="hint">${reason}</p><p class="hint">Events are not queued while it is disabled.</p>`
 }
 
 function answer(a: DeliveryAttempt): SafeHtml {
@@ -56,108 +54,63 @@ function answer(a: DeliveryAttempt): SafeHtml {
     a.error ? html`<span>${a.error}</span>` : undefined
   ].filter((p) => p !== undefined)
   if (!parts.length) return html`<span class="hint">no answer</span>`
-  return html`${parts.map((p, i) => html`${i ? html`<br />` : ''}${p}`)}`
+  return html`${parts.map((p, i) => html`${i ? html`<br>` : ''}${p}`)}`
 }
 
 function attemptsTable(w: WebhookOut, attempts: DeliveryAttempt[]): SafeHtml {
   if (!attempts.length) return html`<p class="hint">No delivery attempts yet.</p>`
   return html`<table>
-    <caption class="visually-hidden">
-      The last ${attemptsShown} delivery attempts to ${w.url}, newest first
-    </caption>
-    <thead>
-      <tr>
-        <th scope="col">Time</th>
-        <th scope="col">Event type</th>
-        <th scope="col">Event id</th>
-        <th scope="col">Attempt</th>
-        <th scope="col">Answer</th>
-        <th scope="col">Latency</th>
-        <th scope="col">Outcome</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${attempts.map(
-        (a) =>
-          html`<tr>
-            <td>${when(a.at)}</td>
-            <td><code>${a.type}</code></td>
-            <td><code>${a.eventId}</code></td>
-            <td>${a.attempt}</td>
-            <td>${answer(a)}</td>
-            <td>${a.latencyMs} ms</td>
-            <td class="outcome-${a.outcome}">${a.outcome}</td>
-          </tr>`
-      )}
-    </tbody>
-  </table>`
+<caption class="visually-hidden">The last ${attemptsShown} delivery attempts to ${w.url}, newest first</caption>
+<thead><tr><th scope="col">Time</th><th scope="col">Event type</th><th scope="col">Event id</th><th scope="col">Attempt</th><th scope="col">Answer</th><th scope="col">Latency</th><th scope="col">Outcome</th></tr></thead>
+<tbody>${attempts.map(
+    (a) => html`<tr>
+<td>${when(a.at)}</td>
+<td><code>${a.type}</code></td>
+<td><code>${a.eventId}</code></td>
+<td>${a.attempt}</td>
+<td>${answer(a)}</td>
+<td>${a.latencyMs} ms</td>
+<td class="outcome-${a.outcome}">${a.outcome}</td>
+</tr>`
+  )}</tbody>
+</table>`
 }
 
 function actions(w: WebhookOut, csrfToken: string): SafeHtml {
   const label = w.description ?? w.url
   const form = (action: string, button: string, aria: string, secondary: boolean) =>
-    html`<form method="post" action="${webhooksPagePath}/${w.id}/${action}">
-      <input type="hidden" name="csrf" value="${csrfToken}" /><button
-        type="submit"
-        ${secondary ? html` class="secondary"` : ''}
-        aria-label="${aria}"
-      >
-        ${button}
-      </button>
-    </form>`
+    html`<form method="post" action="${webhooksPagePath}/${w.id}/${action}"><input type="hidden" name="csrf" value="${csrfToken}"><button type="submit"${secondary ? html` class="secondary"` : ''} aria-label="${aria}">${button}</button></form>`
   // Only an enabled subscription is sent a test now; a disabled one first needs resuming.
-  return html`<div class="actions">
-    ${w.enabled ? form('test', 'Send test event', `Send a test event to ${label}`, true) : form('resume', 'Resume', `Resume ${label}`, false)}
-  </div>`
+  return html`<div class="actions">${w.enabled ? form('test', 'Send test event', `Send a test event to ${label}`, true) : form('resume', 'Resume', `Resume ${label}`, false)}</div>`
 }
 
 function subscriptionCard(v: WebhooksView, w: WebhookOut, attempts: DeliveryAttempt[], csrfToken: string): SafeHtml {
   const by = (w.createdBy as { name?: string } | null)?.name
   return html`<section class="card webhook" id="webhook-${w.id}" aria-labelledby="webhook-${w.id}-url">
-    <h2 id="webhook-${w.id}-url"><code>${w.url}</code></h2>
-    ${w.description ? html`<p>${w.description}</p>` : html`<p class="hint">No description.</p>`}
-    <dl class="facts">
-      <dt>State</dt>
-      <dd>${state(w)}</dd>
-      ${
-        w.failingSince
-          ? html`<dt>Failing since</dt>
-              <dd>
-                ${when(w.failingSince)}: every attempt since then
-                failed.${w.enabled ? ` The service disables the subscription after ${v.disableAfterFailingHours} hours of failures.` : ''}
-              </dd>`
-          : ''
-      }
-      <dt>Kinds</dt>
-      <dd>${codes(w.kinds)}</dd>
-      <dt>Modules</dt>
-      <dd>${w.modules ? codes(w.modules) : html`<span class="hint">every module</span>`}</dd>
-      ${
-        w.previousSecretExpiresAt
-          ? html`<dt>Previous secret</dt>
-              <dd>signs beside the current one until ${when(w.previousSecretExpiresAt)}</dd>`
-          : ''
-      }
-      <dt>Created</dt>
-      <dd>${when(w.createdAt)}${by ? html` by ${by}` : ''}</dd>
-      <dt>Id</dt>
-      <dd><code>${w.id}</code></dd>
-    </dl>
-    ${actions(w, csrfToken)}
-    <h3>Recent deliveries</h3>
-    ${attemptsTable(w, attempts)}
-  </section>`
+<h2 id="webhook-${w.id}-url"><code>${w.url}</code></h2>
+${w.description ? html`<p>${w.description}</p>` : html`<p class="hint">No description.</p>`}
+<dl class="facts">
+<dt>State</dt><dd>${state(w)}</dd>
+${
+  w.failingSince
+    ? html`<dt>Failing since</dt><dd>${when(w.failingSince)}: every attempt since then failed.${w.enabled ? ` The service disables the subscription after ${v.disableAfterFailingHours} hours of failures.` : ''}</dd>`
+    : ''
+}
+<dt>Kinds</dt><dd>${codes(w.kinds)}</dd>
+<dt>Modules</dt><dd>${w.modules ? codes(w.modules) : html`<span class="hint">every module</span>`}</dd>
+${w.previousSecretExpiresAt ? html`<dt>Previous secret</dt><dd>signs beside the current one until ${when(w.previousSecretExpiresAt)}</dd>` : ''}
+<dt>Created</dt><dd>${when(w.createdAt)}${by ? html` by ${by}` : ''}</dd>
+<dt>Id</dt><dd><code>${w.id}</code></dd>
+</dl>
+${actions(w, csrfToken)}
+<h3>Recent deliveries</h3>
+${attemptsTable(w, attempts)}
+</section>`
 }
 
 const emptyState = html`<div class="card">
-  <p><strong>No webhook subscriptions yet.</strong></p>
-  <p>
-    Create one through the API: <code>POST /${webhooksPath}</code> with a body such as
-    <code>{"url": "https://example.com/records-hook", "kinds": ["record.created", "record.transitioned"]}</code>, sent
-    by a tenant admin’s token that holds the <code>webhooks:write</code> scope (create one under
-    <a href="/settings/api-keys">API keys and tokens</a>). The response holds the signing secret, shown that once. The
-    <a href="/api/docs">API reference</a> describes every field.
-  </p>
+<p><strong>No webhook subscriptions yet.</strong></p>
+<p>Create one through the API: <code>POST /${webhooksPath}</code> with a body such as <code>{"url": "https://example.com/records-hook", "kinds": ["record.created", "record.transitioned"]}</code>, sent by a tenant admin’s token that holds the <code>webhooks:write</code> scope (create one under <a href="/settings/api-keys">API keys and tokens</a>). The response holds the signing secret, shown that once. The <a href="/api/docs">API reference</a> describes every field.</p>
 </div>`
 
 /** The tenant's subscriptions with their recent delivery attempts. Never the signing secret: the service does not return it here. */
@@ -166,19 +119,12 @@ export function webhooksPage(v: WebhooksView): string {
   return layout({
     ...v.frame,
     title: 'Webhooks',
-    head: html`<style nonce="${v.frame.nonce}">
-      ${styles}
-    </style>`,
+    head: html`<style nonce="${v.frame.nonce}">${styles}</style>`,
     main: html`<main>
-      <h1>Webhooks</h1>
-      ${v.notice ? html`<div class="alert ok" role="status">${notices[v.notice]}</div>` : ''}
-      <p>
-        Webhook subscriptions send the organisation’s events to a URL as signed requests. They are created and changed
-        through the API (<code>/${webhooksPath}</code>); here you see them and what their receivers answered, send a
-        test event, and resume a subscription the service disabled. Signing secrets are never shown after creation:
-        rotate one through the API if it is lost.
-      </p>
-      ${v.subscriptions.length ? v.subscriptions.map((s) => subscriptionCard(v, s.webhook, s.attempts, csrfToken)) : emptyState}
-    </main>`
+<h1>Webhooks</h1>
+${v.notice ? html`<div class="alert ok" role="status">${notices[v.notice]}</div>` : ''}
+<p>Webhook subscriptions send the organisation’s events to a URL as signed requests. They are created and changed through the API (<code>/${webhooksPath}</code>); here you see them and what their receivers answered, send a test event, and resume a subscription the service disabled. Signing secrets are never shown after creation: rotate one through the API if it is lost.</p>
+${v.subscriptions.length ? v.subscriptions.map((s) => subscriptionCard(v, s.webhook, s.attempts, csrfToken)) : emptyState}
+</main>`
   })
 }

@@ -34,34 +34,14 @@ const operations = /* GraphQL */ `
         state
         version
         createdAt
-        payload {
-          title
-          site
-          occurredAt
-          severity
-          category
-          injuredPeople
-          regulatorNotified
-        }
+        payload { title site occurredAt severity category injuredPeople regulatorNotified }
       }
-      pageInfo {
-        hasNextPage
-        endCursor
-      }
+      pageInfo { hasNextPage endCursor }
     }
   }
 
   mutation CreateIncident($payload: IncidentPayloadInput!) {
-    createIncident(payload: $payload) {
-      id
-      number
-      state
-      version
-      payload {
-        title
-        severity
-      }
-    }
+    createIncident(payload: $payload) { id number state version payload { title severity } }
   }
 `
 
