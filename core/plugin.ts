@@ -1,10 +1,8 @@
 import type { App, Platform } from './declarations.ts'
+import type { Migration } from './db/migrate.ts'
 import type { JobDefinition } from './jobs/index.ts'
 import type { Describe } from './openapi/builder.ts'
 import type { ProblemBody } from './errors/index.ts'
-import type { Migration } from './db/migrate.ts'
-
-export type { Migration } from './db/migrate.ts'
 
 /**
  * What a CLI command is handed: the platform, the app (its services with their hooks, as
@@ -35,6 +33,8 @@ export interface CliCommand {
   action: string
   run(context: CliContext): Promise<void>
 }
+
+export type { Migration } from './db/migrate.ts'
 
 /**
  * One feature, declared in one object: core receives the list (plugins/index.ts) and
@@ -88,11 +88,6 @@ export interface ProblemFormat {
   render(problem: ProblemBody): unknown
 }
 
-/** The OpenAPI descriptions of `plugins`, in their order. */
-export function descriptionsOf(plugins: readonly Plugin[]): Describe[] {
-  return plugins.flatMap((p) => (p.describe ? [p.describe] : []))
-}
-
 /**
  * Refuses a plugin list that cannot start: a name listed twice (or `core`, which owns core's
  * migrations), or a declared dependency missing from the list or listed after its dependant.
@@ -118,4 +113,9 @@ export function checkDependencies(plugins: readonly Plugin[]): void {
           `Plugin "${p.name}" depends on plugin "${needed}", which comes after it in the plugin list (plugins/index.ts): list "${needed}" first.`
         )
     }
+}
+
+/** The OpenAPI descriptions of `plugins`, in their order. */
+export function descriptionsOf(plugins: readonly Plugin[]): Describe[] {
+  return plugins.flatMap((p) => (p.describe ? [p.describe] : []))
 }

@@ -50,7 +50,7 @@ t.test('every plugin declares the plugins whose files it imports (through their 
 })
 
 t.test('start-up refuses a plugin listed before one it depends on, naming both', async (t) => {
-  const config = loadConfig({ port: 0, logLevel: 'error' } as any)
+  const config = loadConfig({ port: 0, logLevel: 'error' })
   const late = movedFirst('record-report')
   const message = /Plugin "record-report" depends on plugin "records", which comes after it in the plugin list/
   await t.rejects(createPlatform(config, late), message, 'before the database is touched')
