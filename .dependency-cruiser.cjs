@@ -3,7 +3,9 @@
  * `npm run lint:layers` (test/layers/layers.test.ts runs it in `npm test`):
  * - core imports nothing from plugins/ (it receives the plugin list);
  * - a plugin imports another plugin only through that plugin's `*.shared.ts`, its public face;
- * - a module package (tenant-modules/) imports only core/modules.
+ * - a module package (tenant-modules/) imports only core/modules;
+ * - a migration (core/db/migrations/, plugins/<name>/migrations/) imports no code of the service:
+ *   it must do tomorrow what it did when it was released.
  * Composition roots (bin/, plugins/index.ts) and tests and benchmarks may import anything.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -22,6 +24,17 @@ module.exports = {
       severity: 'error',
       from: { path: '^plugins/([^/]+)/' },
       to: { path: '^plugins/[^/]+/', pathNot: ['^plugins/$1/', '^plugins/[^/]+/[^/]+\\.shared\\.ts$'] }
+    },
+    {
+      name: 'migrations-stand-alone',
+      comment:
+        "A migration runs as released forever: it imports no code of the service that may change (only its list's types).",
+      severity: 'error',
+      from: { path: '^(core/db|plugins/[^/]+)/migrations/' },
+      to: {
+        path: '^(core|plugins)/',
+        pathNot: ['^$1/migrations/', '^core/plugin\\.ts$', '^core/db/migrate\\.ts$']
+      }
     },
     {
       name: 'modules-import-only-the-module-api',

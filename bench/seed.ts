@@ -138,6 +138,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   if (!url) throw new Error('seed: set DATABASE_URL')
   const tenantId = values.tenant ?? defaultTenant
   const { createPlatform } = await import('../core/app.ts')
+  const { plugins } = await import('../plugins/index.ts')
   // Migrate and create the tenant with its modules, exactly as the service start does.
   const platform = await createPlatform(
     loadConfig({
@@ -146,6 +147,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
       tenants: { [tenantId]: { name: 'Bench', modules: benchModules } },
       database: { url }
     }),
+    plugins,
     { limiter: false }
   )
   await platform.db.close()

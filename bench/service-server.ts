@@ -77,7 +77,7 @@ const config = loadConfig({
   },
   database: { url }
 })
-const platform = await createPlatform(config)
+const platform = await createPlatform(config, plugins)
 const running = await startServer(platform, plugins)
 const { token } = await platform.credentials.create({ tenantId, kind: 'api_key', name: 'benchmark key' })
 const otherToken = args['other-tenant']

@@ -40,24 +40,27 @@ import { health, type ReadinessCheck } from './http/health.ts'
 import { closeListener, Shutdown } from './shutdown.ts'
 import { withTraceContext } from './jobs/trace.ts'
 import { logger } from './logger.ts'
-import { descriptionsOf, type Plugin } from './plugin.ts'
+import { checkDependencies, descriptionsOf, type Plugin } from './plugin.ts'
 import { loadModules } from './modules/registry.ts'
 import { CursorCodec } from './pagination/cursor.ts'
 import { syncTenants, TenantDirectory } from './tenancy/tenants.ts'
 
 /**
  * Everything the HTTP app and the CLI share: module registry (a malformed module
- * stops here), database (migrated), tenants synced from config, credentials.
+ * stops here), database (migrated: core's tables and those of `plugins`, whose list is
+ * checked first), tenants synced from config, credentials.
  * Returns `createdTenants`: tenants this start-up created.
  */
 export async function createPlatform(
   config: AppConfig,
+  plugins: readonly Plugin[],
   options: { limiter?: boolean } = {}
 ): Promise<Platform & { createdTenants: string[] }> {
+  checkDependencies(plugins)
   logger.setLevel(config.logLevel)
   logger.setFile(config.log)
   const registry = await loadModules(config.modules)
-  const db = await openDatabase(config)
+  const db = await openDatabase(config, plugins)
   try {
     const createdTenants = await syncTenants(db.pool, config, registry)
     const tenants = new TenantDirectory(db.pool, registry)
@@ -120,6 +123,7 @@ function readinessChecks(platform: Platform): Map<string, ReadinessCheck> {
 
 /** The Feathers app on Koa with `plugins` configured in order; the middleware order is made explicit here. */
 export function createApp(platform: Platform, plugins: readonly Plugin[], options: AppOptions = {}): App {
+  checkDependencies(plugins)
   const streaming = plugins.flatMap((p) => p.streamingPaths ?? [])
   const app = koa(feathers()) as unknown as App
   fastQuery(app.request)

@@ -11,7 +11,7 @@ export async function serve(plugins: readonly Plugin[]) {
   const config = loadConfig()
   // Heard from here on: a signal during start-up shuts down once started (README, "Health and shutdown").
   const stopSignals = exitOnStopSignals(config.shutdown)
-  const platform = await createPlatform(config)
+  const platform = await createPlatform(config, plugins)
   // However the process ends (a failed start, a second signal, the deadline, a fatal error), the embedded
   // PostgreSQL it started stops with it: synchronously (pg_ctl), and not again after a clean close.
   process.once('exit', () => void platform.db.embedded?.stop())

@@ -1,4 +1,5 @@
 import type { App, Platform } from './declarations.ts'
+import type { Migration } from './db/migrate.ts'
 import type { JobDefinition } from './jobs/index.ts'
 import type { Describe } from './openapi/builder.ts'
 import type { ProblemBody } from './errors/index.ts'
@@ -33,13 +34,27 @@ export interface CliCommand {
   run(context: CliContext): Promise<void>
 }
 
+export type { Migration } from './db/migrate.ts'
+
 /**
  * One feature, declared in one object: core receives the list (plugins/index.ts) and
  * names no plugin. Everything core must know of a feature before or beside its services
  * is said here.
  */
 export interface Plugin {
+  /** Unique in the list; names its migrations (`<name>/<migration>`) and what depends on it. */
   name: string
+  /**
+   * The plugins this one needs before it: those whose `*.shared.ts` it imports, and those whose
+   * tables its own refer to or read. Start-up stops when one is missing from the list or comes
+   * after this one (checkDependencies); test/plugins/dependencies.test.ts checks the imports.
+   */
+  dependsOn?: readonly string[]
+  /**
+   * The feature's tables, in order: run at start-up after core's and those of the plugins
+   * before it, each once per database (core/db/migrate.ts). Files in `plugins/<name>/migrations/`.
+   */
+  migrations?: readonly Migration[]
   /** Registers the feature's services, hooks and Koa middleware. */
   configure(app: App): void
   /** Service paths whose items take `POST <path>/<id>:<method>` (Feathers custom methods). */
@@ -71,6 +86,33 @@ export interface ProblemFormat {
   paths: RegExp
   contentType: string
   render(problem: ProblemBody): unknown
+}
+
+/**
+ * Refuses a plugin list that cannot start: a name listed twice (or `core`, which owns core's
+ * migrations), or a declared dependency missing from the list or listed after its dependant.
+ * The list is the order things happen in (migrations, configuration, the OpenAPI document),
+ * so it is checked, not sorted.
+ */
+export function checkDependencies(plugins: readonly Plugin[]): void {
+  const position = new Map<string, number>()
+  for (const [i, p] of plugins.entries()) {
+    if (p.name === 'core' || position.has(p.name))
+      throw new Error(`Plugin "${p.name}" is listed twice, or takes core's name (plugins/index.ts).`)
+    position.set(p.name, i)
+  }
+  for (const [i, p] of plugins.entries())
+    for (const needed of p.dependsOn ?? []) {
+      const at = position.get(needed)
+      if (at === undefined)
+        throw new Error(
+          `Plugin "${p.name}" depends on plugin "${needed}", which is not in the plugin list (plugins/index.ts).`
+        )
+      if (at > i)
+        throw new Error(
+          `Plugin "${p.name}" depends on plugin "${needed}", which comes after it in the plugin list (plugins/index.ts): list "${needed}" first.`
+        )
+    }
 }
 
 /** The OpenAPI descriptions of `plugins`, in their order. */

@@ -21,6 +21,7 @@ import { auditServer, type AuditResult } from 'graphql-http'
 import { createPlatform } from '../core/app.ts'
 import { loadConfig } from '../core/config.ts'
 import { graphqlPath } from '../plugins/graphql/graphql.shared.ts'
+import { plugins } from '../plugins/index.ts'
 import { freshDatabase } from '../test/helpers/database.ts'
 import { startCheckedServer } from '../test/helpers/server.ts'
 import { testCluster } from '../test/suite/cluster.ts'
@@ -76,7 +77,7 @@ async function main(): Promise<number> {
     attachments: { local: { dir: attachmentsDir } },
     database: { url: db.url }
   })
-  const platform = await createPlatform(config)
+  const platform = await createPlatform(config, plugins)
   // The tests' server: every response checked against the service's OpenAPI document too.
   const running = await startCheckedServer(platform).catch(async (err) => {
     await platform.db.close()

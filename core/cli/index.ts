@@ -5,7 +5,7 @@ import type { App, Platform } from '../declarations.ts'
 import { migrateLatest } from '../db/migrate.ts'
 import { openDatabase } from '../db/index.ts'
 import { ModuleDefinitionError } from '../modules/validate.ts'
-import type { CliContext, Plugin } from '../plugin.ts'
+import { checkDependencies, type CliContext, type Plugin } from '../plugin.ts'
 import { describeError, identityCommand } from './identity.ts'
 
 const usage = `records: admin CLI of the records platform (works with or without the server running)
@@ -61,11 +61,12 @@ function fail(message: string): never {
   throw new CliUsageError(message)
 }
 
-async function withPlatform<T>(io: CliIo, fn: (p: Platform) => Promise<T>): Promise<T> {
+async function withPlatform<T>(io: CliIo, plugins: readonly Plugin[], fn: (p: Platform) => Promise<T>): Promise<T> {
   const platform = await createPlatform(
     loadConfig({ logLevel: process.env.LOG_LEVEL ? undefined : 'warn', ...io.config } as Parameters<
       typeof loadConfig
     >[0]),
+    plugins,
     { limiter: false }
   )
   try {
@@ -120,16 +121,17 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
   if (values.help || !area) return out(usage)
   if (area === 'migrate') {
     const config = loadConfig(io.config as Parameters<typeof loadConfig>[0])
-    const db = await openDatabase(config, { migrate: false })
+    checkDependencies(plugins)
+    const db = await openDatabase(config, plugins, { migrate: false })
     try {
-      const ran = await migrateLatest(db.url)
+      const ran = await migrateLatest(db.url, plugins)
       return out(ran.length ? `Ran migrations: ${ran.join(', ')}` : 'Schema is up to date.')
     } finally {
       await db.close()
     }
   }
   if (area === 'tenant' && action === 'list') {
-    return withPlatform(io, async (p) => {
+    return withPlatform(io, plugins, async (p) => {
       for (const t of p.tenants.list()) out(`${t.id}\t${t.name}\t${[...t.modules.keys()].join(',') || '-'}`)
     })
   }
@@ -167,9 +169,9 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
       input: async () => (await io.input()).replace(/\r?\n$/, '')
     }
   }
-  if (command) return withPlatform(io, (platform) => command.run(context(platform)))
+  if (command) return withPlatform(io, plugins, (platform) => command.run(context(platform)))
   if (['user', 'role', 'group', 'scopes'].includes(area)) {
-    const done = await withPlatform(io, (p) => identityCommand(context(p), area, action))
+    const done = await withPlatform(io, plugins, (p) => identityCommand(context(p), area, action))
     if (done) return
   }
   fail(`unknown command "${positionals.join(' ')}"\n\n${usage}`)

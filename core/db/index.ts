@@ -4,7 +4,7 @@ import pg from 'pg'
 import type { AppConfig } from '../config.ts'
 import { logger } from '../logger.ts'
 import { startEmbedded, type EmbeddedServer } from './embedded.ts'
-import { migrateLatest } from './migrate.ts'
+import { migrateLatest, type MigrationOwner } from './migrate.ts'
 
 // Bigint counters (sequence values, activity ids) as numbers; they stay far below 2^53.
 // Timestamps are left as Date: Agenda shares this pool and expects them; API SQL formats its own.
@@ -53,15 +53,19 @@ export async function transaction<T>(
   }
 }
 
-/** Connects to DATABASE_URL, or starts the embedded cluster, then migrates. */
-export async function openDatabase(config: AppConfig, options: { migrate?: boolean } = {}): Promise<Database> {
+/** Connects to DATABASE_URL, or starts the embedded cluster, then migrates core and the plugins' tables. */
+export async function openDatabase(
+  config: AppConfig,
+  plugins: readonly MigrationOwner[],
+  options: { migrate?: boolean } = {}
+): Promise<Database> {
   let embedded: EmbeddedServer | undefined
   let url = config.database.url
   if (!url) {
     embedded = await startEmbedded({ dataDir: config.database.embedded.dataDir, port: config.database.embedded.port })
     url = embedded.url
   }
-  const migrated = options.migrate === false ? [] : await migrateLatest(url)
+  const migrated = options.migrate === false ? [] : await migrateLatest(url, plugins)
   if (migrated.length) logger.info('database migrated', { migrations: migrated })
   const pool = new pg.Pool({ connectionString: url, max: config.database.poolSize, options: '-c TimeZone=UTC' })
   pool.on('error', (err) => logger.error('idle database client failed', { error: err.message }))

@@ -88,4 +88,9 @@ export function apiDocs(app: App) {
   )
 }
 
-export const apiDocsPlugin: Plugin = { name: 'api-docs', configure: apiDocs, describe: describeApiDocs }
+export const apiDocsPlugin: Plugin = {
+  name: 'api-docs',
+  dependsOn: ['me'],
+  configure: apiDocs,
+  describe: describeApiDocs
+}

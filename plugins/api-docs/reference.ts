@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path'
 import type { Middleware, ParameterizedContext } from 'koa'
 import { problems } from '../../core/errors/index.ts'
 import { setHtmlSecurityHeaders } from '../../core/http/security-headers.ts'
-import { toPostmanCollection } from '../../core/openapi/postman.ts'
+import { toPostmanCollection } from './postman.ts'
 import { mePath } from '../me/me.shared.ts'
 
 const base = '/api/docs'

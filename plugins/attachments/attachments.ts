@@ -69,6 +69,7 @@ export async function purgePendingAttachments(platform: Platform): Promise<numbe
 /** Attachments: `POST /api/v1/attachments/{id}:complete`, and the hourly purge of uploads never completed. */
 export const attachmentsPlugin: Plugin = {
   name: 'attachments',
+  dependsOn: ['records', 'idempotency'],
   configure: attachments,
   colonMethods: [attachmentsPath],
   jobs: (app) => [

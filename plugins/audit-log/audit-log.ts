@@ -29,4 +29,9 @@ export function auditLog(app: App) {
   )
 }
 
-export const auditLogPlugin: Plugin = { name: 'audit-log', configure: auditLog, describe: describeAuditLog }
+export const auditLogPlugin: Plugin = {
+  name: 'audit-log',
+  dependsOn: ['records', 'attachments'],
+  configure: auditLog,
+  describe: describeAuditLog
+}

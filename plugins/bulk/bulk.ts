@@ -3,6 +3,7 @@ import type { App } from '../../core/declarations.ts'
 import { BulkService } from './bulk.class.ts'
 import { bulkMethods, bulkPath } from './bulk.shared.ts'
 import type { Plugin } from '../../core/plugin.ts'
+import { bulkMigrations } from './migrations/index.ts'
 import { bulkPathPattern } from './bulk.shared.ts'
 import { describeBulk } from './bulk.openapi.ts'
 
@@ -52,6 +53,8 @@ export function bulk(app: App) {
 /** Bulk loads read their NDJSON bodies themselves, as a stream. */
 export const bulkPlugin: Plugin = {
   name: 'bulk',
+  dependsOn: ['records', 'idempotency'],
+  migrations: bulkMigrations,
   configure: bulk,
   streamingPaths: [bulkPathPattern],
   describe: describeBulk

@@ -1,5 +1,6 @@
 import type { App } from '../../core/declarations.ts'
 import type { Plugin } from '../../core/plugin.ts'
+import { eventsFeedMigrations } from './migrations/index.ts'
 import { EventsFeedService } from './events-feed.class.ts'
 import { describeEventsFeed } from './events-feed.openapi.ts'
 import { purgeOldEvents } from './events-feed.repository.ts'
@@ -31,6 +32,8 @@ export function configureEventsFeed(app: App) {
 /** The events feed (GET /api/v1/events) and the hourly events.purge job that applies `events.retentionDays`. */
 export const eventsFeedPlugin: Plugin = {
   name: 'events-feed',
+  dependsOn: ['records'],
+  migrations: eventsFeedMigrations,
   configure: configureEventsFeed,
   jobs: (app) => [
     {

@@ -7,6 +7,7 @@ import { ExportsService } from './exports.class.ts'
 import { purgeExpiredExports, renderExport } from './exports.job.ts'
 import { exportsMethods, exportsPath } from './exports.shared.ts'
 import type { Plugin } from '../../core/plugin.ts'
+import { exportsMigrations } from './migrations/index.ts'
 import { describeExports } from './exports.openapi.ts'
 
 declare module '../../core/declarations.ts' {
@@ -54,6 +55,8 @@ export function exportJobs(app: App, platform: Platform): JobDefinition[] {
 /** Exports, with their render and purge jobs. */
 export const exportsPlugin: Plugin = {
   name: 'exports',
+  dependsOn: ['records', 'idempotency', 'attachments'],
+  migrations: exportsMigrations,
   configure: configureExports,
   jobs: (app) => exportJobs(app, app.get('platform')),
   describe: describeExports

@@ -408,6 +408,7 @@ export function graphql(app: App) {
  */
 export const graphqlPlugin: Plugin = {
   name: 'graphql',
+  dependsOn: ['records', 'attachments', 'exports', 'me', 'modules', 'settings'],
   configure: graphql,
   streamingPaths: [new RegExp(`^/${graphqlPath}$`)],
   describe: describeGraphQL

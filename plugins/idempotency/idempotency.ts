@@ -5,6 +5,7 @@ import { ApiError, problems, toProblem, type ProblemBody } from '../../core/erro
 import type { App } from '../../core/declarations.ts'
 import { logger } from '../../core/logger.ts'
 import type { Plugin } from '../../core/plugin.ts'
+import { idempotencyMigrations } from './migrations/index.ts'
 import type { CallParams } from '../../core/hooks/call-params.ts'
 import { assertIdempotencyKey } from '../../core/http/idempotency-key.ts'
 
@@ -170,6 +171,7 @@ export async function purgeExpiredKeys(pool: pg.Pool): Promise<number> {
 /** Idempotency keys: the hook is used by the writes of other plugins; this plugin brings the hourly purge. */
 export const idempotencyPlugin: Plugin = {
   name: 'idempotency',
+  migrations: idempotencyMigrations,
   configure: () => undefined,
   jobs: (app) => [
     {

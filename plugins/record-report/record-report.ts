@@ -67,6 +67,7 @@ export function recordReportHook(app: App) {
 /** `GET /api/v1/records/{id}` with `Accept: application/pdf`: the record report. */
 export const recordReportPlugin: Plugin = {
   name: 'record-report',
+  dependsOn: ['records'],
   configure(app) {
     app.service(recordsPath).hooks({ around: { get: [recordReportHook(app)] } })
   },

@@ -27,5 +27,5 @@ export {
   type RecordRow
 } from './records.repository.ts'
 export { referenceProblems } from './records.checks.ts'
-export type { RecordInclude, RecordParams } from './records.class.ts'
+export type { RecordInclude } from './records.class.ts'
 export type { RecordOut } from './records.schema.ts'

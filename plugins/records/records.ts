@@ -5,6 +5,7 @@ import { RecordsService } from './records.class.ts'
 import type { RecordOut } from './records.schema.ts'
 import { recordsMethods, recordsPath, recordsWriteMethods } from './records.shared.ts'
 import type { Plugin } from '../../core/plugin.ts'
+import { recordsMigrations } from './migrations/index.ts'
 import { describeRecords } from './records.openapi.ts'
 
 declare module '../../core/declarations.ts' {
@@ -51,6 +52,8 @@ export function records(app: App) {
 /** Records: a colon method per item (`POST /api/v1/records/{id}:transition`). */
 export const recordsPlugin: Plugin = {
   name: 'records',
+  dependsOn: ['idempotency'],
+  migrations: recordsMigrations,
   configure: records,
   colonMethods: [recordsPath],
   describe: describeRecords

@@ -15,4 +15,4 @@ export function settings(app: App) {
   app.use(pageRouter(app, { routes, nav: [{ href: apiKeysPath, label: 'API keys and tokens' }] }))
 }
 
-export const settingsPlugin: Plugin = { name: 'settings', configure: settings }
+export const settingsPlugin: Plugin = { name: 'settings', dependsOn: ['tokens'], configure: settings }

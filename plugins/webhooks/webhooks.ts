@@ -1,6 +1,7 @@
 import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { App } from '../../core/declarations.ts'
 import type { Plugin } from '../../core/plugin.ts'
+import { webhooksMigrations } from './migrations/index.ts'
 import { WebhookDeliveriesService } from './webhooks.deliveries.ts'
 import { Dispatcher } from './webhooks.dispatcher.ts'
 import { WebhooksService } from './webhooks.class.ts'
@@ -79,6 +80,8 @@ export function configureWebhooks(app: App) {
 /** Webhooks: subscriptions with colon methods (`:rotate-secret`, `:test`, `:replay`), their delivery log, the dispatcher and the settings page. */
 export const webhooksPlugin: Plugin = {
   name: 'webhooks',
+  dependsOn: ['settings'],
+  migrations: webhooksMigrations,
   configure: configureWebhooks,
   colonMethods: [webhooksPath],
   describe: describeWebhooks

@@ -3,6 +3,7 @@ import t, { type Test } from '../helpers/tap.ts'
 import { createPlatform } from '../../core/app.ts'
 import { loadConfig } from '../../core/config.ts'
 import { createLimiter } from '../../core/limits/limiter.ts'
+import { plugins } from '../../plugins/index.ts'
 import { assertContract, startCheckedServer, startTestServer, type Reply, type TestServer } from '../helpers/server.ts'
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -114,7 +115,7 @@ t.test(
     t.teardown(() => first.close())
     t.equal(first.platform.limiter?.backend, 'redis')
     // A second instance: its own process state, the same database and the same Redis.
-    const platform = await createPlatform(loadConfig({ ...first.platform.config, port: 0 } as any))
+    const platform = await createPlatform(loadConfig({ ...first.platform.config, port: 0 } as any), plugins)
     const second = await startCheckedServer(platform)
     t.teardown(async () => {
       await second.close()

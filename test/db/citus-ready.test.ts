@@ -3,6 +3,7 @@ import pg from 'pg'
 import t from '../helpers/tap.ts'
 import { freshDatabase } from '../helpers/database.ts'
 import { migrateLatest } from '../../core/db/migrate.ts'
+import { plugins } from '../../plugins/index.ts'
 import { startJobs } from '../../core/jobs/index.ts'
 import { CredentialStore } from '../../core/auth/credentials.ts'
 import { SessionStore } from '../../core/auth/sessions.ts'
@@ -36,7 +37,7 @@ interface Table {
 
 const db = await freshDatabase()
 t.teardown(() => db.drop())
-await migrateLatest(db.url)
+await migrateLatest(db.url, plugins)
 const pool = new pg.Pool({ connectionString: db.url, max: 2 })
 const agenda = await startJobs(pool, [], { process: false })
 await agenda.stop()

@@ -2,12 +2,17 @@ import pg from 'pg'
 import t from '../helpers/tap.ts'
 import { startJobs } from '../../core/jobs/index.ts'
 import { migrateLatest } from '../../core/db/migrate.ts'
+import { plugins } from '../../plugins/index.ts'
 import { freshDatabase } from '../helpers/database.ts'
 
 t.test('instances starting together on a new database migrate it once, and none fails', async (t) => {
   const db = await freshDatabase()
   t.teardown(() => db.drop())
-  const results = await Promise.allSettled([migrateLatest(db.url), migrateLatest(db.url), migrateLatest(db.url)])
+  const results = await Promise.allSettled([
+    migrateLatest(db.url, plugins),
+    migrateLatest(db.url, plugins),
+    migrateLatest(db.url, plugins)
+  ])
   t.same(
     results.map((r) => r.status),
     ['fulfilled', 'fulfilled', 'fulfilled'],
@@ -23,7 +28,7 @@ t.test(
   async (t) => {
     const db = await freshDatabase()
     t.teardown(() => db.drop())
-    await migrateLatest(db.url)
+    await migrateLatest(db.url, plugins)
     const pools = [0, 1, 2].map(() => new pg.Pool({ connectionString: db.url, max: 3 }))
     t.teardown(() => Promise.all(pools.map((p) => p.end())))
     const started = await Promise.allSettled(pools.map((pool) => startJobs(pool, [], { process: false })))

@@ -420,7 +420,8 @@ t.test('an export survives the death of the process running it and finishes once
         logLevel: 'error',
         jobs: { enabled: true, processEverySeconds: 1 },
         database: { url: api.platform.db.url }
-      } as any)
+      } as any),
+      plugins
     ),
     plugins
   )

@@ -99,7 +99,7 @@ export async function startTestServer(
     },
     database: { url: db.url, ...(overrides.database ?? {}) }
   } as any)
-  const platform = await createPlatform(config)
+  const platform = await createPlatform(config, plugins)
   const running = await startCheckedServer(platform)
   const { violations } = running
   const keys: Record<string, string> = {}

@@ -5,7 +5,8 @@ import t from '../helpers/tap.ts'
 
 /**
  * The layering of the plugin contract (.dependency-cruiser.cjs): core imports no plugin,
- * plugins meet only through `*.shared.ts`, module packages use only the module API. The
+ * plugins meet only through `*.shared.ts`, module packages use only the module API, migrations
+ * import no code of the service. The
  * project must pass; a fixture that breaks each rule once shows that the rules bite.
  */
 t.setTimeout(120_000)
@@ -42,6 +43,8 @@ t.test('each rule refuses the import it forbids and lets the allowed one pass', 
   const { violations } = await cruise(join(root, 'test', 'layers', 'fixture'), ['core', 'plugins', 'tenant-modules'])
   t.same(violations, [
     'core-imports-no-plugin: core/app.ts -> plugins/alpha/alpha.ts',
+    'migrations-stand-alone: core/db/migrations/001-core.ts -> core/app.ts',
+    'migrations-stand-alone: plugins/beta/migrations/001-tables.ts -> plugins/beta/beta.shared.ts',
     'modules-import-only-the-module-api: tenant-modules/gamma/module.ts -> plugins/beta/beta.shared.ts',
     'plugins-meet-through-shared: plugins/alpha/alpha.ts -> plugins/beta/beta.class.ts'
   ])

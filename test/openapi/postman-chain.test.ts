@@ -1,5 +1,5 @@
 import t from '../helpers/tap.ts'
-import { toPostmanCollection, type PostmanRequestItem } from '../../core/openapi/postman.ts'
+import { toPostmanCollection, type PostmanRequestItem } from '../../plugins/api-docs/postman.ts'
 
 /**
  * How the collection chains requests, on a small document shaped like the service's: a

@@ -4,7 +4,7 @@ import {
   toPostmanCollection,
   type PostmanCollection,
   type PostmanRequestItem
-} from '../../core/openapi/postman.ts'
+} from '../../plugins/api-docs/postman.ts'
 
 const recordId = '3f6c1c9e-2b1d-4c8e-9f0a-1b2c3d4e5f60'
 const idParam = {

@@ -75,7 +75,8 @@ t.test(
           logLevel: 'error',
           jobs: { enabled: false },
           database: { url: base.platform.db.url }
-        } as any)
+        } as any),
+        plugins
       ),
       plugins
     )

@@ -4,6 +4,12 @@ import type { Knex } from 'knex'
  * Every tenant-owned table has tenant_id leading its primary key and indexes, so a
  * tenant-sharded PostgreSQL (e.g. Citus) can distribute it. The one exception is the
  * credential hash index: a bearer token is the only thing that names its tenant.
+ *
+ * Core's tables: tenants and their modules, identity, platform secrets, and the records
+ * themselves (core's row rules compile to SQL over them: core/auth/access.ts,
+ * core/events/rights.ts). Record numbering and activity moved into plugins/records, the
+ * idempotency keys into plugins/idempotency; a database migrated before has this name
+ * recorded, and their migrations replace it (core/db/migrate.ts).
  */
 export async function up(knex: Knex) {
   await knex.schema.createTable('tenants', (t) => {
@@ -59,14 +65,6 @@ export async function up(knex: Knex) {
     t.index(['tenant_id', 'user_id'])
   })
 
-  await knex.schema.createTable('record_sequences', (t) => {
-    t.text('tenant_id').notNullable().references('tenants.id').onDelete('CASCADE')
-    t.text('module_key').notNullable()
-    t.text('scope').notNullable()
-    t.bigInteger('value').notNullable()
-    t.primary(['tenant_id', 'module_key', 'scope'])
-  })
-
   await knex.schema.createTable('records', (t) => {
     t.text('tenant_id').notNullable().references('tenants.id').onDelete('CASCADE')
     t.uuid('id').notNullable().defaultTo(knex.raw('gen_random_uuid()'))
@@ -97,38 +95,6 @@ export async function up(knex: Knex) {
     'CREATE INDEX records_deleted ON records (tenant_id, module_key, deleted_at) WHERE deleted_at IS NOT NULL'
   )
 
-  await knex.schema.createTable('record_activity', (t) => {
-    t.text('tenant_id').notNullable()
-    t.uuid('record_id').notNullable()
-    t.specificType('id', 'bigint generated always as identity').notNullable()
-    t.timestamp('at', { useTz: true }).notNullable().defaultTo(knex.fn.now())
-    t.jsonb('actor').notNullable()
-    t.text('action').notNullable()
-    t.jsonb('changes').notNullable().defaultTo('[]')
-    t.jsonb('transition')
-    t.text('comment')
-    t.primary(['tenant_id', 'record_id', 'id'])
-    t.foreign(['tenant_id', 'record_id']).references(['tenant_id', 'id']).inTable('records').onDelete('CASCADE')
-    t.index(['tenant_id', 'id'], 'record_activity_feed')
-  })
-
-  await knex.schema.createTable('idempotency_keys', (t) => {
-    t.text('tenant_id').notNullable().references('tenants.id').onDelete('CASCADE')
-    t.uuid('credential_id').notNullable()
-    t.text('key').notNullable()
-    t.text('fingerprint').notNullable()
-    t.text('state').notNullable().checkIn(['in_flight', 'done'])
-    t.integer('status')
-    // json, not jsonb: a replay must send the body with its keys in their first order.
-    t.json('body')
-    t.jsonb('headers')
-    t.timestamp('locked_until', { useTz: true })
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now())
-    t.timestamp('expires_at', { useTz: true }).notNullable()
-    t.primary(['tenant_id', 'credential_id', 'key'])
-    t.index(['tenant_id', 'expires_at'])
-  })
-
   await knex.schema.createTable('platform_secrets', (t) => {
     t.text('name').primary()
     t.binary('value').notNullable()
@@ -137,17 +103,7 @@ export async function up(knex: Knex) {
 }
 
 export async function down(knex: Knex) {
-  for (const table of [
-    'platform_secrets',
-    'idempotency_keys',
-    'record_activity',
-    'records',
-    'record_sequences',
-    'credentials',
-    'users',
-    'tenant_modules',
-    'tenants'
-  ]) {
+  for (const table of ['platform_secrets', 'records', 'credentials', 'users', 'tenant_modules', 'tenants']) {
     await knex.schema.dropTableIfExists(table)
   }
 }

@@ -5,7 +5,7 @@
  * every request, deletes in a last "Clean up" folder. A pure function of the document, so
  * the same document always gives the same JSON (no generated ids, no clock).
  */
-import { resolveLocal } from './builder.ts'
+import { resolveLocal } from '../../core/openapi/builder.ts'
 
 type Json = Record<string, any>
 

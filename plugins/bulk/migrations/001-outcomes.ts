@@ -1,18 +1,11 @@
 import type { Knex } from 'knex'
 
 /**
- * Bulk loading: a record may carry the source system's reference (upserts match on it,
- * unique among a module's live records), and each row outcome of a bulk call made with
- * an Idempotency-Key is kept with its key, so a retry replays it row by row.
+ * Each row outcome of a bulk call made with an Idempotency-Key is kept with its key, so a
+ * retry replays it row by row (the key's table is plugins/idempotency's; this was part of
+ * core's 003-bulk).
  */
 export async function up(knex: Knex) {
-  await knex.schema.alterTable('records', (t) => {
-    t.text('external_ref')
-  })
-  await knex.raw(
-    'CREATE UNIQUE INDEX records_live_external_ref ON records (tenant_id, module_key, external_ref) WHERE deleted_at IS NULL AND external_ref IS NOT NULL'
-  )
-
   await knex.schema.createTable('bulk_outcomes', (t) => {
     t.text('tenant_id').notNullable()
     t.uuid('credential_id').notNullable()
@@ -31,6 +24,4 @@ export async function up(knex: Knex) {
 
 export async function down(knex: Knex) {
   await knex.schema.dropTableIfExists('bulk_outcomes')
-  await knex.raw('DROP INDEX IF EXISTS records_live_external_ref')
-  await knex.schema.alterTable('records', (t) => t.dropColumn('external_ref'))
 }

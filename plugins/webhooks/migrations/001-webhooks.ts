@@ -8,8 +8,8 @@ import type { Knex } from 'knex'
  *   under the platform secret `webhook-secrets` (they must be readable to sign, so not hashed);
  *   the previous one signs alongside until previous_secret_until (rotation grace).
  * - webhook_cursors: per tenant, the last event fanned out into deliveries, as (txid, position):
- *   events are read in that order under pg_snapshot_xmin (as the events feed pages, migration
- *   009), where every transaction has ended, so an event committed late is never skipped.
+ *   events are read in that order under pg_snapshot_xmin (as the events feed pages, core's
+ *   009-event-order-index), where every transaction has ended, so an event committed late is never skipped.
  * - webhook_deliveries: primary key (tenant, subscription, event), so an event is queued once per
  *   subscription whichever instance fans it out; `lease_until` is the claim of the instance sending it.
  * - events_notify: a statement-level trigger that NOTIFYs `records_events` when events are

@@ -3,6 +3,11 @@ import type { Knex } from 'knex'
 /**
  * Attachments: metadata only (the bytes live in the storage driver). An attachment is
  * `pending` from the signed upload URL until its upload is verified, then `ready`.
+ *
+ * Here and not in plugins/attachments because the records plugin reads the table: a record's
+ * envelope lists its ready attachments (records.repository.ts `attachmentsJson`), and
+ * attachments depends on records, not the other way round. It moves there once the envelope
+ * takes its attachments from the attachments plugin. (Core's 004-attachments before.)
  */
 export async function up(knex: Knex) {
   await knex.schema.createTable('attachments', (t) => {

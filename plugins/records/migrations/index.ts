@@ -1,0 +1,9 @@
+import type { Migration } from '../../../core/plugin.ts'
+import * as numberingAndActivity from './001-numbering-and-activity.ts'
+import * as attachments from './002-attachments.ts'
+
+/** The records plugin's tables, in order (core/db/migrate.ts runs and records them as `records/<name>`). */
+export const recordsMigrations: readonly Migration[] = [
+  { name: '001-numbering-and-activity', replaces: '001-initial', ...numberingAndActivity },
+  { name: '002-attachments', replaces: '004-attachments', ...attachments }
+]
