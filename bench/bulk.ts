@@ -236,7 +236,7 @@ async function main() {
     }
     const memAfterLoad = await service.mem()
 
-    log(`first-outcome latency (1 row, 1 s pause, 99 rows), ${settings.latencyTries} tries:`)
+    if (!opt['skip-extras']) log(`first-outcome latency (1 row, 1 s pause, 99 rows), ${settings.latencyTries} tries:`)
     const latencies: number[] = []
     for (let i = 0; i < (opt['skip-extras'] ? 0 : settings.latencyTries); i++) {
       latencies.push(await firstOutcomeMs(target, `lat${i}`))
@@ -247,7 +247,7 @@ async function main() {
     await compare?.stop()
     compare = undefined
 
-    log(`peak RSS of a fresh service per call size, ${settings.rssRows} rows each:`)
+    if (!opt['skip-extras']) log(`peak RSS of a fresh service per call size, ${settings.rssRows} rows each:`)
     const rss = []
     if (!opt['skip-extras'])
       for (const perCall of settings.rssPerCall) rss.push(await rssAt(db.url, perCall, settings.rssRows))
