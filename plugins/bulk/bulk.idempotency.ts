@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import type pg from 'pg'
+import { transaction } from '../../core/db/index.ts'
 import { claimKey, storeAnswer, unlockKey, type KeyRef } from '../idempotency/idempotency.shared.ts'
 
 /**
@@ -31,22 +32,24 @@ export async function claimBulkKey(
   call: { moduleKey: string; firstLine: number },
   o: { retentionHours: number; inFlightTimeoutSeconds: number }
 ) {
-  const claim = await claimKey(pool, id, bulkFingerprint(call), {
-    ...o,
-    reopenDone: true,
-    say: {
-      reused:
-        'This Idempotency-Key was already used with a different request (another module or firstLine). Use a new key for a new bulk call.',
-      inFlight: 'A bulk call with this Idempotency-Key is still running; retry after it ends.'
-    }
+  await transaction(pool, async (client) => {
+    const claim = await claimKey(client, id, bulkFingerprint(call), {
+      ...o,
+      reopenDone: true,
+      say: {
+        reused:
+          'This Idempotency-Key was already used with a different request (another module or firstLine). Use a new key for a new bulk call.',
+        inFlight: 'A bulk call with this Idempotency-Key is still running; retry after it ends.'
+      }
+    })
+    // An expired key starts afresh, and the outcomes kept under it go with the same commit.
+    if (claim.claimed && claim.fresh)
+      await client.query('DELETE FROM bulk_outcomes WHERE tenant_id = $1 AND credential_id = $2 AND key = $3', [
+        id.tenantId,
+        id.credentialId,
+        id.key
+      ])
   })
-  // An expired key starts afresh, and the outcomes kept under it go too.
-  if (claim.claimed && claim.fresh)
-    await pool.query('DELETE FROM bulk_outcomes WHERE tenant_id = $1 AND credential_id = $2 AND key = $3', [
-      id.tenantId,
-      id.credentialId,
-      id.key
-    ])
 }
 
 /** Ends the claim: `done` with the summary when the whole body was read, otherwise let go for a retry to continue. */

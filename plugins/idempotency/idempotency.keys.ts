@@ -55,12 +55,18 @@ const ids = (k: KeyRef) => [k.tenantId, k.credentialId, k.key]
 /**
  * Claims a key for a request with this fingerprint, in one statement (two concurrent first
  * claims: the second waits for the first's row and then sees it held). Throws the 400, 409
- * or 422 problem of a key it may not take.
+ * or 422 problem of a key it may not take. `db` may be a transaction's client, for an
+ * extension that changes its own rows with the claim (bulk drops an expired key's outcomes).
  */
-export async function claimKey(pool: pg.Pool, k: KeyRef, fingerprint: string, o: ClaimOptions): Promise<Claim> {
+export async function claimKey(
+  db: pg.Pool | pg.PoolClient,
+  k: KeyRef,
+  fingerprint: string,
+  o: ClaimOptions
+): Promise<Claim> {
   assertIdempotencyKey(k.key)
   // created_at is kept when a key is taken over, so `fresh` says whether the row started afresh.
-  const claim = await pool.query(
+  const claim = await db.query(
     `INSERT INTO idempotency_keys (tenant_id, credential_id, key, fingerprint, state, locked_until, expires_at)
      VALUES ($1, $2, $3, $4, 'in_flight', now() + make_interval(secs => $5), now() + make_interval(hours => $6))
      ON CONFLICT (tenant_id, credential_id, key) DO UPDATE
@@ -78,7 +84,7 @@ export async function claimKey(pool: pg.Pool, k: KeyRef, fingerprint: string, o:
     [...ids(k), fingerprint, o.inFlightTimeoutSeconds, o.retentionHours, o.reopenDone === true]
   )
   if (claim.rowCount) return { claimed: true, fresh: claim.rows[0].fresh }
-  const { rows } = await pool.query(
+  const { rows } = await db.query(
     'SELECT fingerprint, state, status, body, headers FROM idempotency_keys WHERE tenant_id = $1 AND credential_id = $2 AND key = $3',
     ids(k)
   )
