@@ -24,11 +24,8 @@ export {
   changeRecords,
   createRecords,
   reserveNumbers,
-  type CreatedKey,
-  type CreateOptions,
   type NewRecordOp,
   type RecordChangeOp,
-  type WriteModule,
   type Writer
 } from './records.write.ts'
 export { referenceProblems } from './records.checks.ts'
