@@ -21,7 +21,7 @@ const lastPosition = async () =>
   Number((await pool.query("SELECT coalesce(max(position), 0) AS p FROM events WHERE tenant_id = 'acme'")).rows[0].p)
 /** The events of these records after a position, once every transaction still running on the server (other test files share it) has ended. */
 async function eventsOf(ids: string[], after: number, count: number) {
-  const deadline = Date.now() + 10_000
+  const deadline = Date.now() + 30_000
   for (;;) {
     const found = (await eventsAfter(pool, 'acme', after, 1000)).filter((e) => ids.includes(e.subjectId!))
     if (found.length >= count || Date.now() > deadline) return found
