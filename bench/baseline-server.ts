@@ -7,8 +7,8 @@
  *   GET  /api/v1/records?moduleKey=<key>&limit=<n>    live rows of the module by seq (LIMIT n + 1, as the service)
  *   POST /api/v1/records                              Ajv (the module's compiled payload schema) + the insert CTE
  *
- * The GET and create statements are the repository's own functions (selectLive,
- * insertRecord), so the two servers cannot drift apart; the list statement is the text
+ * The GET and create statements are the records plugin's own functions (selectLive,
+ * createRecordRows of the write path), so the two servers cannot drift apart; the list statement is the text
  * knex builds for the service (same columns, filters, order and LIMIT n + 1), prepared
  * once here under a name.
  *
@@ -23,13 +23,8 @@ import pg from 'pg'
 import { loadConfig } from '../core/config.ts'
 import { loadModules } from '../core/modules/registry.ts'
 import { diffPayload } from '../plugins/records/records.payload.ts'
-import {
-  insertRecord,
-  recordColumns,
-  selectLive,
-  toRecord,
-  type RecordRow
-} from '../plugins/records/records.repository.ts'
+import { recordColumns, selectLive, toRecord, type RecordRow } from '../plugins/records/records.repository.ts'
+import { createRecordRows } from '../plugins/records/records.write.ts'
 import { serveAsChild } from './common.ts'
 
 // Same type parsing as core/db/index.ts (bigint counters as numbers).
@@ -117,20 +112,9 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
     const payload = body.payload ?? {}
     if (!module.validatePayload(payload))
       return send(res, 400, { code: 'field.invalid', errors: module.validatePayload.errors })
-    const { prefix: numberPrefix, suffix, width } = module.numberPattern.render(new Date())
-    const row = await insertRecord(pool, {
-      tenantId,
-      moduleKey: module.definition.key,
-      moduleVersion: module.definition.version,
-      numberScope: `${numberPrefix}{seq}${suffix}`,
-      numberPrefix,
-      numberSuffix: suffix,
-      numberWidth: width,
-      state: module.definition.workflow.initial,
-      payload,
-      actor,
-      changes: diffPayload({}, payload)
-    })
+    const [row] = await createRecordRows(pool, { tenantId, actor }, module, [
+      { payload, changes: diffPayload({}, payload) }
+    ])
     return send(res, 201, toRecord(row))
   }
 

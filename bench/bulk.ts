@@ -15,11 +15,14 @@
  *
  * Options: --quick (20,000 rows, 1 repeat, 3 latency tries, 20,000 rows per RSS setting),
  * --rows N, --per-call N, --repeats N, --latency-tries N, --rss-rows N, --cpu-prof
- * (profiles the measured service into bench/results/profiles/), --keep-db.
+ * (profiles the measured service into bench/results/profiles/), --keep-db,
+ * --compare DIR (the service of another checkout, e.g. the tree before a change, loaded in
+ * the same repeats on the same database, taking turns with the service and COPY).
+ * --skip-extras leaves out the latency and RSS phases (for --compare runs).
  */
 import { cpus, loadavg } from 'node:os'
 import { writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { loadConfig } from '../core/config.ts'
@@ -50,7 +53,9 @@ const { values: opt } = parseArgs({
     'latency-tries': { type: 'string' },
     'rss-rows': { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
-    'keep-db': { type: 'boolean', default: false }
+    'keep-db': { type: 'boolean', default: false },
+    compare: { type: 'string' },
+    'skip-extras': { type: 'boolean', default: false }
   }
 })
 
@@ -72,19 +77,19 @@ const log = (line: string) => process.stderr.write(line + '\n')
 const stamp = new Date().toISOString().replace(/[:.]/g, '-')
 const mib = (kib: number) => `${fmt(kib / 1024)} MiB`
 
-function startService(url: string, profile = false): Promise<ChildServer> {
-  const cpuProfDir = profile ? join(resultsDir, 'profiles', `${stamp}-bulk-service`) : undefined
+function startService(url: string, profile = false, root = projectRoot, name = 'service'): Promise<ChildServer> {
+  const cpuProfDir = profile ? join(resultsDir, 'profiles', `${stamp}-bulk-${name}`) : undefined
   return startChild(
-    'service',
-    join(projectRoot, 'bench', 'service-server.ts'),
+    name,
+    join(root, 'bench', 'service-server.ts'),
     ['--database-url', url, '--tenant', defaultTenant],
-    projectRoot,
+    root,
     { cpuProfDir }
   )
 }
 
 interface Run {
-  side: 'service' | 'copy'
+  side: 'service' | 'copy' | 'compare'
   repeat: number
   rows: number
   ms: number
@@ -161,6 +166,7 @@ async function main() {
 
   const db = await benchDatabase()
   let service: ChildServer | undefined
+  let compare: ChildServer | undefined
   let copyClient: pg.Client | undefined
   try {
     log(`database: ${db.name} on ${db.where === 'embedded' ? 'the embedded cluster (data/bench)' : 'DATABASE_URL'}`)
@@ -169,6 +175,11 @@ async function main() {
     const memAtStart = await service.mem()
     log(`service: ${service.url} (RSS ${mib(memAtStart.rss)})`)
     const target: Target = { url: service.url, token: service.token!, moduleKey }
+    if (opt.compare) {
+      compare = await startService(db.url, false, resolve(opt.compare), 'compare')
+      log(`compare: ${compare.url} (the service of ${resolve(opt.compare)})`)
+    }
+    const compareTarget: Target | undefined = compare && { url: compare.url, token: compare.token!, moduleKey }
 
     // Warm-up of both sides (JIT, connections, plans); its first record tells COPY the actor the service writes.
     const warm = await bulkLoad(target, 'warm', settings.warmupRows, settings.perCall)
@@ -188,6 +199,7 @@ async function main() {
       actor: actorRows[0].actor
     }
     await copyLoad(copyClient, copyRows, 'warm', settings.warmupRows, settings.perCall)
+    if (compareTarget) await bulkLoad(compareTarget, 'cwarm', settings.warmupRows, settings.perCall)
     log(
       `warm-up: ${settings.warmupRows} rows each (service ${fmt((warm.rows * 1000) / warm.ms)} rows/s); COPY as ${copyRows.actor}`
     )
@@ -195,12 +207,23 @@ async function main() {
     const runs: Run[] = []
     for (let rep = 0; rep < settings.repeats; rep++) {
       // Alternate who goes first: the table and its indexes grow with every load.
-      const sides: Run['side'][] = rep % 2 === 0 ? ['copy', 'service'] : ['service', 'copy']
+      const order: Run['side'][] = compare ? ['copy', 'service', 'compare'] : ['copy', 'service']
+      const sides = compare
+        ? order.map((_, i) => order[(i + rep) % order.length])
+        : rep % 2 === 0
+          ? order
+          : [...order].reverse()
       for (const side of sides) {
         if (side === 'service')
           runs.push(
             await measured('service', rep, db.name, service, () =>
               bulkLoad(target, `r${rep}`, settings.rows, settings.perCall)
+            )
+          )
+        else if (side === 'compare')
+          runs.push(
+            await measured('compare', rep, db.name, compare, () =>
+              bulkLoad(compareTarget!, `c${rep}`, settings.rows, settings.perCall)
             )
           )
         else
@@ -213,18 +236,21 @@ async function main() {
     }
     const memAfterLoad = await service.mem()
 
-    log(`first-outcome latency (1 row, 1 s pause, 99 rows), ${settings.latencyTries} tries:`)
+    if (!opt['skip-extras']) log(`first-outcome latency (1 row, 1 s pause, 99 rows), ${settings.latencyTries} tries:`)
     const latencies: number[] = []
-    for (let i = 0; i < settings.latencyTries; i++) {
+    for (let i = 0; i < (opt['skip-extras'] ? 0 : settings.latencyTries); i++) {
       latencies.push(await firstOutcomeMs(target, `lat${i}`))
       log(`  #${i + 1} ${fmt(latencies[i], 1)} ms`)
     }
     await service.stop()
     service = undefined
+    await compare?.stop()
+    compare = undefined
 
-    log(`peak RSS of a fresh service per call size, ${settings.rssRows} rows each:`)
+    if (!opt['skip-extras']) log(`peak RSS of a fresh service per call size, ${settings.rssRows} rows each:`)
     const rss = []
-    for (const perCall of settings.rssPerCall) rss.push(await rssAt(db.url, perCall, settings.rssRows))
+    if (!opt['skip-extras'])
+      for (const perCall of settings.rssPerCall) rss.push(await rssAt(db.url, perCall, settings.rssRows))
 
     const { rows: counts } = await copyClient.query(
       `SELECT (SELECT count(*) FROM records WHERE tenant_id = $1 AND number LIKE 'CPY-%')::int AS copied,
@@ -248,6 +274,14 @@ async function main() {
     const svc = side('service')
     const copy = side('copy')
     const ratio = svc.rowsPerSec / copy.rowsPerSec
+    // Each repeat's own ratio to that repeat's COPY: the load other work puts on the machine moves both alike.
+    const paired = (name: Run['side']) =>
+      median(
+        runs
+          .filter((x) => x.side === name)
+          .map((x) => x.rowsPerSec / runs.find((c) => c.side === 'copy' && c.repeat === x.repeat)!.rowsPerSec)
+      )
+    const cmp = compare || opt.compare ? { ...side('compare'), pairedRatio: paired('compare') } : undefined
     const latency = {
       medianMs: median(latencies),
       minMs: Math.min(...latencies),
@@ -259,6 +293,8 @@ async function main() {
       service: svc,
       copy,
       ratio,
+      pairedRatio: paired('service'),
+      ...(cmp ? { compare: { ...cmp, ratio: cmp.rowsPerSec / copy.rowsPerSec, root: resolve(opt.compare!) } } : {}),
       ratioTarget: settings.ratioTarget,
       latency,
       rss,
@@ -287,7 +323,22 @@ async function main() {
         `${fmt(svc.pgCpuUsPerRow)} µs`,
         `${fmt(copy.pgCpuUsPerRow)} µs`,
         `${fmt(svc.clientCpuUsPerRow)} | ${fmt(copy.clientCpuUsPerRow)} µs`
-      ]
+      ],
+      ...(cmp
+        ? [
+            [
+              `compare (${opt.compare}), same runs`,
+              fmt(cmp.rowsPerSec),
+              fmt(copy.rowsPerSec),
+              fmt(cmp.rowsPerSec / copy.rowsPerSec, 2),
+              '',
+              `${fmt(cmp.serverCpuUsPerRow)} µs`,
+              `${fmt(cmp.pgCpuUsPerRow)} µs`,
+              `${fmt(copy.pgCpuUsPerRow)} µs`,
+              `${fmt(cmp.clientCpuUsPerRow)} | ${fmt(copy.clientCpuUsPerRow)} µs`
+            ]
+          ]
+        : [])
     ]
     const environment = {
       node: process.version,
@@ -301,8 +352,12 @@ async function main() {
     process.stdout.write(
       `\nmedian of ${settings.repeats} run(s) each; ${environment.cpus} CPU(s), node ${environment.node}, PostgreSQL ${pgVersion} (${environment.database})\n\n` +
         table(rows) +
-        `\n\nfirst outcome (1 row written, 1 s before the rest): median ${fmt(latency.medianMs, 1)} ms of ${latencies.length} (min ${fmt(latency.minMs, 1)}, max ${fmt(latency.maxMs, 1)})  ` +
-        `target <= ${settings.latencyTargetMs} ms ${latency.medianMs <= settings.latencyTargetMs ? 'ok' : 'above'}\n` +
+        `\n\npaired ratio to COPY (median of each repeat's service rows/s over that repeat's COPY rows/s): service ${fmt(paired('service'), 2)}` +
+        (cmp ? `, compare ${fmt(cmp.pairedRatio, 2)}` : '') +
+        (latencies.length
+          ? `\nfirst outcome (1 row written, 1 s before the rest): median ${fmt(latency.medianMs, 1)} ms of ${latencies.length} (min ${fmt(latency.minMs, 1)}, max ${fmt(latency.maxMs, 1)})  ` +
+            `target <= ${settings.latencyTargetMs} ms ${latency.medianMs <= settings.latencyTargetMs ? 'ok' : 'above'}\n`
+          : '\n') +
         rss
           .map(
             (r) =>
@@ -337,6 +392,7 @@ async function main() {
   } finally {
     await copyClient?.end().catch(() => undefined)
     await service?.stop().catch(() => undefined)
+    await compare?.stop().catch(() => undefined)
     await db.close({ keep: opt['keep-db'], log })
   }
 }

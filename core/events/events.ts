@@ -56,10 +56,11 @@ export interface EventSql {
 /**
  * `INSERT INTO events … SELECT … FROM <from>`: the tail of a data-modifying CTE, so the
  * event is written by the same statement as the change and exists exactly when it commits.
+ * `orderBy` keeps the events of a batch in its order (an UPDATE returns rows in no set order).
  */
-export function insertEvents(e: EventSql, from: string): string {
+export function insertEvents(e: EventSql, from: string, orderBy?: string): string {
   return `INSERT INTO events (tenant_id, type, actor, module_key, subject_id, data)
-    SELECT ${e.tenantId}, ${e.type}, ${e.actor}, ${e.moduleKey}, ${e.subjectId}, ${e.data} FROM ${from}`
+    SELECT ${e.tenantId}, ${e.type}, ${e.actor}, ${e.moduleKey}, ${e.subjectId}, ${e.data} FROM ${from}${orderBy ? ` ORDER BY ${orderBy}` : ''}`
 }
 
 /** A SQL string literal of an event type, checked against the kinds. */

@@ -1,6 +1,7 @@
 /**
  * Record numbers such as `INC-{YYYY}-{seq:5}`. The text around `{seq}` is rendered
- * in JS; it also names the counter, so a pattern with {YYYY} restarts each year.
+ * in JS; it also names the counter, so a pattern with {YYYY} restarts each year. The
+ * counter and the padding are SQL of the records write path (plugins/records/records.write.ts).
  */
 export interface NumberParts {
   prefix: string
@@ -13,10 +14,6 @@ export interface NumberPattern {
   /** Whether `text` has the shape of a number of this pattern (any date; the counter at least its width). */
   matches(text: string): boolean
 }
-
-/** The number of counter value `value` (bulk reserves many values at once; a single create numbers in its SQL statement, records.repository insertRecord). */
-export const formatNumber = (parts: NumberParts, value: number) =>
-  `${parts.prefix}${String(value).padStart(parts.width, '0')}${parts.suffix}`
 
 const token = /\{(YYYY|YY|MM|DD|seq(?::(\d{1,2}))?)\}/g
 

@@ -9,23 +9,27 @@ import { ApiError, problemFields, problems } from '../../core/errors/index.ts'
 import type { Lease } from '../../core/limits/limiter.ts'
 import { logger } from '../../core/logger.ts'
 import { span } from '../../core/telemetry/tracing.ts'
-import { formatNumber } from '../../core/modules/record-number.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { jsonDataProblems, textProblem } from '../../core/json-data.ts'
 import { jsonTextProblem } from '../../core/json-text.ts'
 import { validationError, validationProblems } from '../../core/validation.ts'
+import { renewKey } from '../idempotency/idempotency.shared.ts'
 import {
   canonicalExternalRef,
+  changeRecords,
+  createRecords,
   createRules,
   isExternalRefClash,
   referenceProblems,
-  updateRecord,
+  reserveNumbers,
   updateRules,
   type FieldChange,
-  type RecordRow
+  type RecordChangeOp,
+  type RecordRow,
+  type Writer
 } from '../records/records.shared.ts'
-import { endBulkKey, lineHash, renewBulkKey, type BulkKey } from './bulk.idempotency.ts'
+import { endBulkKey, lineHash, type BulkKey } from './bulk.idempotency.ts'
 import { holdsSeveralObjects, newlinesMissingDetail, type RawLine } from './bulk.lines.ts'
 import * as repo from './bulk.repository.ts'
 import { bulkLineValidator, type BulkOutcomeLine, type BulkRowProblem, type Outcome } from './bulk.schema.ts'
@@ -59,8 +63,8 @@ interface Row {
   hash?: Buffer
   externalRef?: string
   payload?: Record<string, unknown>
-  /** The row checked as a new record while earlier batches are in the database: its problem, or its JSON ready to insert. */
-  asNew?: { problem: BulkRowProblem } | { payloadJson: string; changesJson: string }
+  /** The row checked as a new record while earlier batches are in the database: its problem, or its created entry's diff. */
+  asNew?: { problem: BulkRowProblem } | { changes: FieldChange[] }
   outcome?: Outcome
 }
 
@@ -125,6 +129,8 @@ export class BulkRun {
   private readonly tally: BulkTally
   /** The budget of the request this call runs for. */
   private readonly budget = currentBudget()
+  /** Who the records are written by, for the write path (records.write.ts). */
+  private readonly writer: Writer
 
   constructor(
     private readonly o: BulkOptions,
@@ -137,6 +143,7 @@ export class BulkRun {
     private readonly firstLine = 1
   ) {
     this.tally = new BulkTally(firstLine)
+    this.writer = { tenantId: principal.tenantId, actor: principal.actor }
     // Koa destroys the response body when the client goes away: stop reading then.
     this.out.on('close', () => (this.stopped = true))
   }
@@ -307,8 +314,7 @@ export class BulkRun {
   /** Everything a create needs that does not depend on the database: rights, field rules, schema, the activity diff. */
   private checkAsNew(payload: Record<string, unknown>): Row['asNew'] {
     try {
-      const changes = createRules(this.principal, this.module, payload)
-      return { payloadJson: JSON.stringify(payload), changesJson: JSON.stringify(changes) }
+      return { changes: createRules(this.principal, this.module, payload) }
     } catch (err) {
       return { problem: rowProblem(err) }
     }
@@ -422,7 +428,7 @@ export class BulkRun {
   private async storeBatch(client: pg.PoolClient, rows: Row[]) {
     if (!this.key) return
     await repo.storeOutcomes(client, this.key, this.toStore(rows))
-    await renewBulkKey(client, this.key, this.o.inFlightTimeoutSeconds)
+    await renewKey(client, this.key, this.o.inFlightTimeoutSeconds)
   }
 
   /**
@@ -486,22 +492,22 @@ export class BulkRun {
       return false
     })
     if (!ok.length) return []
-    const parts = module.numberPattern.render(new Date())
-    const first = await repo.reserveNumbers(
-      this.o.pool,
-      principal.tenantId,
-      module.definition.key,
-      `${parts.prefix}{seq}${parts.suffix}`,
-      ok.length
-    )
-    return ok.map((row, i) => ({ row, number: formatNumber(parts, first + i) }))
+    const numbers = await reserveNumbers(this.o.pool, this.writer, module, ok.length)
+    return ok.map((row, i) => ({ row, number: numbers[i] }))
   }
 
   private async writeCreates(rows: Row[], numbered: Array<{ row: Row; number: string }>): Promise<Outcome[]> {
     await this.rowByRowOnRefusal(rows, (isolate) =>
       transaction(this.o.pool, async (client) => {
-        if (isolate) for (const one of numbered) await this.isolated(client, one.row, () => this.insert(client, [one]))
-        else if (numbered.length) await this.insert(client, numbered)
+        if (isolate)
+          for (const one of numbered)
+            await this.isolated(client, one.row, () => this.insert(client, [one.row], [one.number]))
+        else if (numbered.length)
+          await this.insert(
+            client,
+            numbered.map((n) => n.row),
+            numbered.map((n) => n.number)
+          )
         await this.storeBatch(client, rows)
       })
     )
@@ -509,24 +515,18 @@ export class BulkRun {
     return rows.map((r) => this.count(r.outcome!))
   }
 
-  /** Inserts numbered new records (JSON prepared per row in checkAsNew) and sets their outcomes. */
-  private async insert(client: pg.PoolClient, numbered: Array<{ row: Row; number: string }>) {
-    const { principal, module } = this
-    const inserted = await repo.insertMany(client, {
-      tenantId: principal.tenantId,
-      moduleKey: module.definition.key,
-      moduleVersion: module.definition.version,
-      state: module.definition.workflow.initial,
-      actor: principal.actor,
-      rowsJson: `[${numbered
-        .map(({ row, number }) => {
-          const ready = row.asNew as { payloadJson: string; changesJson: string }
-          return `{"number":${JSON.stringify(number)},"payload":${ready.payloadJson},"external_ref":${JSON.stringify(row.externalRef ?? null)},"changes":${ready.changesJson}}`
-        })
-        .join(',')}]`
-    })
-    const ids = new Map(inserted.map((r) => [r.number, r.id]))
-    for (const { row, number } of numbered) row.outcome = this.done(row, 'created', ids.get(number)!, number, 1)
+  /**
+   * Creates records through the one write path (records.write.ts) and sets their outcomes:
+   * with the numbers reserved for a create-only batch, or numbered by the statement itself.
+   */
+  private async insert(client: pg.PoolClient, rows: Row[], numbers?: string[]) {
+    const ops = rows.map((row) => ({
+      payload: row.payload!,
+      changes: (row.asNew as { changes: FieldChange[] }).changes,
+      externalRef: row.externalRef ?? null
+    }))
+    const created = await createRecords(client, this.writer, this.module, ops, { numbers })
+    rows.forEach((row, i) => (row.outcome = this.done(row, 'created', created[i].id, created[i].number, 1)))
   }
 
   private count(o: Outcome): Outcome {
@@ -568,7 +568,6 @@ export class BulkRun {
           existing.set(rec.external_ref!, rec)
     }
     const rule = rowRule(principal, module)
-    type Plan = { row: Row; payload: Record<string, unknown>; current?: RecordRow; changes?: FieldChange[] }
     const plans: Plan[] = []
     for (const row of rows) {
       const current = row.externalRef !== undefined ? existing.get(row.externalRef) : undefined
@@ -603,45 +602,41 @@ export class BulkRun {
       return false
     })
 
-    for (const p of ok.filter((p) => p.current)) {
+    // Updates of matched records: one statement for the segment, or each on its own savepoint.
+    const updates = ok.filter((p) => p.current)
+    const changing = updates.filter((p) => p.changes!.length)
+    const changeOf = (p: Plan): RecordChangeOp => ({
+      id: p.current!.id,
+      payload: p.payload,
+      state: p.current!.state,
+      action: 'updated',
+      changes: p.changes!
+    })
+    const updated = (p: Plan) => {
+      const changed = p.changes!.length > 0
       const current = p.current!
-      const changes = p.changes!
-      const update = async () => {
-        if (changes.length)
-          await updateRecord(client, {
-            tenantId: principal.tenantId,
-            id: current.id,
-            payload: p.payload,
-            state: current.state,
-            actor: principal.actor,
-            action: 'updated',
-            changes
-          })
-        p.row.outcome = this.done(
-          p.row,
-          changes.length ? 'updated' : 'unchanged',
-          current.id,
-          current.number,
-          current.version + (changes.length ? 1 : 0)
-        )
-      }
-      await (isolate ? this.isolated(client, p.row, update) : update())
+      p.row.outcome = this.done(
+        p.row,
+        changed ? 'updated' : 'unchanged',
+        current.id,
+        current.number,
+        current.version + (changed ? 1 : 0)
+      )
     }
+    if (!isolate) {
+      await changeRecords(client, this.writer, changing.map(changeOf))
+      updates.forEach(updated)
+    } else
+      for (const p of updates)
+        await this.isolated(client, p.row, async () => {
+          if (p.changes!.length) await changeRecords(client, this.writer, [changeOf(p)])
+          updated(p)
+        })
 
-    const creates = ok.filter((p) => !p.current)
-    if (!creates.length) return
-    const parts = module.numberPattern.render(new Date())
-    const first = await repo.reserveNumbers(
-      client,
-      principal.tenantId,
-      key,
-      `${parts.prefix}{seq}${parts.suffix}`,
-      creates.length
-    )
-    const numbered = creates.map((p, i) => ({ row: p.row, number: formatNumber(parts, first + i) }))
-    if (!isolate) return this.insert(client, numbered)
-    // A refused row leaves a gap in the numbers, as a failed batch does.
-    for (const one of numbered) await this.isolated(client, one.row, () => this.insert(client, [one]))
+    // New records, numbered by the statement (inside this transaction: upserts run one batch at a time).
+    const creates = ok.filter((p) => !p.current).map((p) => p.row)
+    if (!isolate) return this.insert(client, creates)
+    for (const row of creates) await this.isolated(client, row, () => this.insert(client, [row]))
   }
 
   private done(
@@ -703,6 +698,9 @@ const notLoaded = (why: string) => ({
   code: 'bulk.not_loaded',
   detail: `${why} The row was not loaded: send it again (with the same Idempotency-Key, a retry continues where this call stopped).`
 })
+
+/** A row of an upsert segment, checked: a create, or an update of the matched record. */
+type Plan = { row: Row; payload: Record<string, unknown>; current?: RecordRow; changes?: FieldChange[] }
 
 /** Splits rows into runs in which no external reference repeats, keeping order. */
 function segments(rows: Row[]): Row[][] {

@@ -1,16 +1,17 @@
 import { createHash } from 'node:crypto'
 import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type pg from 'pg'
-import { ApiError, problems, toProblem, type ProblemBody } from '../../core/errors/index.ts'
+import { ApiError, toProblem, type ProblemBody } from '../../core/errors/index.ts'
 import type { App } from '../../core/declarations.ts'
 import { logger } from '../../core/logger.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { idempotencyMigrations } from './migrations/index.ts'
 import type { CallParams } from '../../core/hooks/call-params.ts'
-import { assertIdempotencyKey } from '../../core/http/idempotency-key.ts'
+import { claimKey, releaseKey, storeAnswer } from './idempotency.keys.ts'
 
 /**
- * Idempotency-Key for writes, as one around hook so every transport gets it. The key
+ * Idempotency-Key for writes, as one around hook so every transport gets it, on the one
+ * state machine of keys (idempotency.keys.ts). The key
  * is scoped to tenant + credential. The first request claims the key (`in_flight`);
  * a write stores its response inside its own transaction, so a crash can never leave
  * a committed write without its stored response. Retries within the retention
@@ -50,7 +51,6 @@ export function idempotency(o: IdempotencyOptions) {
     const params = context.params as CallParams & { idempotency?: unknown; traceId?: string }
     const key = params.idempotencyKey
     if (key === undefined || !params.principal) return next()
-    assertIdempotencyKey(key)
     const { tenantId, credentialId } = params.principal
     const fingerprint = createHash('sha256')
       .update(
@@ -63,41 +63,18 @@ export function idempotency(o: IdempotencyOptions) {
         ])
       )
       .digest('hex')
-    const ids = [tenantId, credentialId, key]
-
-    const claim = await o.pool.query(
-      `INSERT INTO idempotency_keys (tenant_id, credential_id, key, fingerprint, state, locked_until, expires_at)
-       VALUES ($1, $2, $3, $4, 'in_flight', now() + make_interval(secs => $5), now() + make_interval(hours => $6))
-       ON CONFLICT (tenant_id, credential_id, key) DO UPDATE
-         SET fingerprint = excluded.fingerprint, state = 'in_flight', status = NULL, body = NULL, headers = NULL,
-             locked_until = excluded.locked_until, created_at = now(), expires_at = excluded.expires_at
-         WHERE idempotency_keys.expires_at <= now()
-            OR (idempotency_keys.state = 'in_flight' AND idempotency_keys.locked_until <= now() AND idempotency_keys.fingerprint = excluded.fingerprint)
-       RETURNING key`,
-      [...ids, fingerprint, o.inFlightTimeoutSeconds, o.retentionHours]
-    )
-    if (!claim.rowCount) {
-      const { rows } = await o.pool.query(
-        'SELECT fingerprint, state, status, body, headers FROM idempotency_keys WHERE tenant_id = $1 AND credential_id = $2 AND key = $3',
-        ids
-      )
-      const stored = rows[0]
-      if (!stored)
-        throw problems.conflict(
-          'idempotency.in_flight',
-          'A request with this Idempotency-Key is being processed; retry shortly.'
-        )
-      if (stored.fingerprint !== fingerprint) {
-        throw problems.unprocessable(
-          'idempotency.key_reused',
-          'This Idempotency-Key was already used with a different request (method, path or body). Use a new key for a new request.'
-        )
+    const id = { tenantId, credentialId, key }
+    const claim = await claimKey(o.pool, id, fingerprint, {
+      retentionHours: o.retentionHours,
+      inFlightTimeoutSeconds: o.inFlightTimeoutSeconds,
+      say: {
+        reused:
+          'This Idempotency-Key was already used with a different request (method, path or body). Use a new key for a new request.',
+        inFlight: 'The first request with this Idempotency-Key is still being processed; retry after it completes.'
       }
-      if (stored.state === 'in_flight')
-        throw problems.conflict(
-          'idempotency.in_flight',
-          'The first request with this Idempotency-Key is still being processed; retry after it completes.'
-        )
+    })
+    if (!claim.claimed) {
+      const { stored } = claim
       if (stored.status >= 400) throw new StoredProblem(stored.body)
       context.result = stored.body
       context.http = { status: stored.status, headers: { ...stored.headers, 'Idempotent-Replayed': 'true' } }
@@ -111,10 +88,7 @@ export function idempotency(o: IdempotencyOptions) {
       body: unknown,
       headers: Record<string, string>
     ) => {
-      await db.query(
-        `UPDATE idempotency_keys SET state = 'done', status = $4, body = $5, headers = $6, locked_until = NULL WHERE tenant_id = $1 AND credential_id = $2 AND key = $3`,
-        [...ids, status, JSON.stringify(body), headers]
-      )
+      await storeAnswer(db, id, { status, body, headers })
       completed = true
     }
     params.idempotency = {
@@ -128,9 +102,7 @@ export function idempotency(o: IdempotencyOptions) {
     } catch (err) {
       const { body, internal } = toProblem(err, params.traceId ?? 'unknown', o.errorsUrl())
       if (internal || body.status >= 500) {
-        await o.pool
-          .query('DELETE FROM idempotency_keys WHERE tenant_id = $1 AND credential_id = $2 AND key = $3', ids)
-          .catch(() => undefined)
+        await releaseKey(o.pool, id).catch(() => undefined)
       } else {
         await store(o.pool, body.status, body, {}).catch((e) =>
           logger.error('could not store idempotent error response', { error: e.message })

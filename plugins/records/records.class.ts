@@ -14,6 +14,7 @@ import { referenceProblems } from './records.checks.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
 import { hasValue } from './records.payload.ts'
 import { createRules, deleteRules, transitionRules, updateRules } from './records.rules.ts'
+import { changeRecords, createRecordRows, type RecordChangeOp } from './records.write.ts'
 import {
   recordCreateValidator,
   recordPatchValidator,
@@ -63,7 +64,8 @@ export interface RecordsOptions {
 
 /**
  * The records service: REST, the CLI and later transports call it. Its write rules are
- * records.rules.ts, which bulk loads apply to many rows per statement (plugins/bulk).
+ * records.rules.ts and its writes records.write.ts, which bulk loads use for many rows
+ * per statement (plugins/bulk): each write here is a batch of one.
  */
 export class RecordsService {
   private readonly validateQuery
@@ -380,26 +382,14 @@ export class RecordsService {
     const changes = createRules(principal, module, payload)
     const externalRef = data.externalRef === undefined ? null : canonicalExternalRef(data.externalRef)
     await this.checkReferences(principal, module, payload, this.o.pool)
-    const { prefix, suffix, width } = module.numberPattern.render(new Date())
-    const input: repo.NewRecord = {
-      tenantId: principal.tenantId,
-      moduleKey: module.definition.key,
-      moduleVersion: module.definition.version,
-      numberScope: `${prefix}{seq}${suffix}`,
-      numberPrefix: prefix,
-      numberSuffix: suffix,
-      numberWidth: width,
-      state: module.definition.workflow.initial,
-      payload,
-      externalRef,
-      actor: principal.actor,
-      changes
-    }
+    // A single create is a batch of one through the write path bulk uses (records.write.ts).
+    const writer = { tenantId: principal.tenantId, actor: principal.actor }
+    const op = { payload, changes, externalRef }
     const idem = params.idempotency
     try {
-      if (!idem) return this.present(principal, module, await repo.insertRecord(this.o.pool, input))
+      if (!idem) return this.present(principal, module, (await createRecordRows(this.o.pool, writer, module, [op]))[0])
       return await transaction(this.o.pool, async (client) => {
-        const result = this.present(principal, module, await repo.insertRecord(client, input))
+        const result = this.present(principal, module, (await createRecordRows(client, writer, module, [op]))[0])
         await idem.complete(client, result)
         return result
       })
@@ -423,7 +413,7 @@ export class RecordsService {
       module: RegisteredModule,
       principal: Principal,
       client: pg.PoolClient
-    ) => Promise<Omit<repo.RecordChange, 'tenantId' | 'id' | 'actor'> | null>
+    ) => Promise<Omit<RecordChangeOp, 'id'> | null>
   ): Promise<RecordOut> {
     const principal = this.principal(params)
     if (!isUuid(id)) throw this.notFound(String(id), principal.tenantId)
@@ -441,11 +431,13 @@ export class RecordsService {
         }
       }
       const c = await change(row!, module, principal, client)
-      if (c) await repo.updateRecord(client, { ...c, tenantId: principal.tenantId, id, actor: principal.actor })
-      const current = c?.delete
+      // A single change is a batch of one through the write path bulk uses (records.write.ts).
+      if (c) await changeRecords(client, { tenantId: principal.tenantId, actor: principal.actor }, [{ ...c, id }])
+      const deleted = c?.action === 'deleted'
+      const current = deleted
         ? await repo.selectAny(client, principal.tenantId, id)
         : await repo.selectLive(client, principal.tenantId, id)
-      const result = c?.delete ? view(principal, module, current!) : this.present(principal, module, current!)
+      const result = deleted ? view(principal, module, current!) : this.present(principal, module, current!)
       await params.idempotency?.complete(client, result)
       return result
     })
@@ -498,7 +490,7 @@ export class RecordsService {
       throw problems.badRequest('record.id_required', 'DELETE needs a record id: DELETE /api/v1/records/{id}.')
     return this.change(String(id), params, async (row, module, principal) => {
       deleteRules(principal, module)
-      return { payload: row.payload, state: row.state, action: 'deleted', changes: [], delete: true }
+      return { payload: row.payload, state: row.state, action: 'deleted', changes: [] }
     })
   }
 }

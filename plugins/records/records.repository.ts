@@ -1,11 +1,9 @@
 import type pg from 'pg'
 import type { Actor } from '../../core/auth/principal.ts'
 import { isoUtc as iso, type Queryable } from '../../core/db/index.ts'
-import { eventType, insertEvents, type EventType } from '../../core/events/events.ts'
-import type { FieldChange } from './records.payload.ts'
 import type { RecordOut } from './records.schema.ts'
 
-/** SQL of the records service. Hot statements are named so PostgreSQL keeps their plans. */
+/** SQL of the records service's reads and locks (writes: records.write.ts). Hot statements are named so PostgreSQL keeps their plans. */
 
 export const recordColumns = `r.id, r.module_key, r.module_version, r.number, r.state, r.version, r.payload,
   ${iso('r.created_at')} AS created_at, ${iso('r.updated_at')} AS updated_at, r.created_by, r.updated_by,
@@ -109,134 +107,9 @@ export async function lockLive(client: pg.PoolClient, tenantId: string, id: stri
   return rows[0]
 }
 
-export interface NewRecord {
-  tenantId: string
-  moduleKey: string
-  moduleVersion: string
-  numberScope: string
-  numberPrefix: string
-  numberSuffix: string
-  numberWidth: number
-  state: string
-  payload: Record<string, unknown>
-  externalRef?: string | null
-  actor: Actor
-  changes: FieldChange[]
-}
-
-/** The record.created event of each row of a CTE `r` of inserted records (single creates and bulk batches). */
-export const createdEvent = (actor: string) => ({
-  tenantId: 'r.tenant_id',
-  type: eventType('record.created'),
-  actor,
-  moduleKey: 'r.module_key',
-  subjectId: 'r.id',
-  data: "jsonb_build_object('number', r.number, 'version', r.version)"
-})
-
-/**
- * Numbers, inserts, logs and announces a record in one statement: the counter row is locked only
- * for the duration of this statement, so concurrent creates do not queue behind
- * whole transactions.
- */
-export async function insertRecord(db: Queryable, r: NewRecord): Promise<RecordRow> {
-  const { rows } = await db.query({
-    name: 'records-insert',
-    text: `WITH seq AS (
-        INSERT INTO record_sequences (tenant_id, module_key, scope, value) VALUES ($1, $2, $3, 1)
-        ON CONFLICT (tenant_id, module_key, scope) DO UPDATE SET value = record_sequences.value + 1
-        RETURNING value::text AS v),
-      r AS (
-        INSERT INTO records (tenant_id, module_key, module_version, number, state, payload, created_by, updated_by, external_ref)
-        SELECT $1, $2, $4, $5 || CASE WHEN length(seq.v) >= $6 THEN seq.v ELSE lpad(seq.v, $6, '0') END || $7, $8, $9, $10, $10, $12 FROM seq
-        RETURNING *),
-      a AS (
-        INSERT INTO record_activity (tenant_id, record_id, actor, action, changes)
-        SELECT r.tenant_id, r.id, $10, 'created', $11 FROM r
-        RETURNING id, at, actor, action, changes, transition, comment),
-      e AS (${insertEvents(createdEvent('$10'), 'r')})
-      SELECT ${recordColumns},
-        json_build_array(json_build_object('id', 1, 'at', ${iso('a.at')}, 'actor', a.actor, 'action', a.action,
-          'changes', a.changes, 'transition', a.transition, 'comment', a.comment)) AS activity
-      FROM r, a`,
-    values: [
-      r.tenantId,
-      r.moduleKey,
-      r.numberScope,
-      r.moduleVersion,
-      r.numberPrefix,
-      r.numberWidth,
-      r.numberSuffix,
-      r.state,
-      r.payload,
-      r.actor,
-      JSON.stringify(r.changes),
-      r.externalRef ?? null
-    ]
-  })
-  return rows[0]
-}
-
 /** Whether a database error is the clash of two live records of a module on one external reference. */
 export const isExternalRefClash = (err: unknown) =>
   (err as { constraint?: string }).constraint === 'records_live_external_ref'
-
-export interface RecordChange {
-  tenantId: string
-  id: string
-  payload: Record<string, unknown>
-  state: string
-  actor: Actor
-  action: 'updated' | 'transitioned' | 'deleted'
-  changes: FieldChange[]
-  transition?: { key: string; from: string; to: string }
-  comment?: string
-  delete?: boolean
-}
-
-/** Applies a change to a locked record, appends its activity entry and writes its event (record.<action>), in one statement. */
-export async function updateRecord(client: pg.PoolClient, c: RecordChange): Promise<void> {
-  const type: EventType = `record.${c.action}`
-  const data: Record<string, unknown> = {}
-  if (c.action !== 'deleted') data.changedFields = c.changes.map((x) => x.field)
-  if (c.transition) data.transition = c.transition
-  await client.query({
-    name: 'records-update',
-    text: `WITH r AS (
-        UPDATE records SET payload = $3, state = $4, version = version + 1, updated_at = now(), updated_by = $5,
-          deleted_at = CASE WHEN $9::boolean THEN now() ELSE deleted_at END,
-          deleted_by = CASE WHEN $9::boolean THEN $5 ELSE deleted_by END
-        WHERE tenant_id = $1 AND id = $2 RETURNING tenant_id, id, module_key, number, version),
-      a AS (
-        INSERT INTO record_activity (tenant_id, record_id, actor, action, changes, transition, comment)
-        SELECT r.tenant_id, r.id, $5, $6, $7, $8, $10 FROM r)
-      ${insertEvents(
-        {
-          tenantId: 'r.tenant_id',
-          type: '$12',
-          actor: '$5',
-          moduleKey: 'r.module_key',
-          subjectId: 'r.id',
-          data: "jsonb_build_object('number', r.number, 'version', r.version) || $11::jsonb"
-        },
-        'r'
-      )}`,
-    values: [
-      c.tenantId,
-      c.id,
-      c.payload,
-      c.state,
-      c.actor,
-      c.action,
-      JSON.stringify(c.changes),
-      c.transition ?? null,
-      !!c.delete,
-      c.comment ?? null,
-      JSON.stringify(data),
-      type
-    ]
-  })
-}
 
 /** Ids among `ids` that are live records of `moduleKey` for the tenant. */
 export async function existingRefs(

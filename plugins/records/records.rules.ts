@@ -9,8 +9,8 @@ import { diffPayload, hasValue, mergePatch, type FieldChange } from './records.p
  * The rules of a record write, in one place for every caller: the records service
  * (one record per call, from REST, the CLI and later transports) and bulk loads (many
  * rows per statement) both call these, then check references in one round trip
- * (records.checks.ts) and write through records.repository.ts / bulk.repository.ts, whose
- * statements also log the activity and write the event. Each rule throws the problem the
+ * (records.checks.ts) and write through the one write path (records.write.ts), whose
+ * statements also number, log the activity and write the event. Each rule throws the problem the
  * caller answers with; bulk turns it into that row's outcome.
  */
 

@@ -4,7 +4,8 @@ export const recordsMethods = ['find', 'get', 'create', 'patch', 'remove', 'tran
 export const recordsWriteMethods = ['create', 'patch', 'remove', 'transition'] as const
 
 // What other plugins use of records (the one door the layering rules allow, .dependency-cruiser.cjs).
-// Bulk applies the same write rules (records.rules.ts) to many rows and writes them with its own batch statements.
+// Bulk applies the same write rules (records.rules.ts) to many rows and writes them through the same write path
+// (records.write.ts), a batch per statement; module migrations and scheduled jobs are to use that API too.
 export type { RecordPage } from './records.class.ts'
 export { view } from './records.class.ts'
 export {
@@ -18,14 +19,15 @@ export {
 export { canonicalExternalRef } from './records.external-ref.ts'
 export type { FieldChange } from './records.payload.ts'
 export { createRules, updateRules } from './records.rules.ts'
+export { isExternalRefClash, recordColumns, selectAny, type RecordRow } from './records.repository.ts'
 export {
-  createdEvent,
-  isExternalRefClash,
-  recordColumns,
-  selectAny,
-  updateRecord,
-  type RecordRow
-} from './records.repository.ts'
+  changeRecords,
+  createRecords,
+  reserveNumbers,
+  type NewRecordOp,
+  type RecordChangeOp,
+  type Writer
+} from './records.write.ts'
 export { referenceProblems } from './records.checks.ts'
 export type { RecordInclude } from './records.class.ts'
 export type { RecordOut } from './records.schema.ts'
