@@ -19,6 +19,7 @@ import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { loadConfig } from '../core/config.ts'
 import { migrateLatest } from '../core/db/migrate.ts'
+import { plugins } from '../plugins/index.ts'
 import { loadModules } from '../core/modules/registry.ts'
 import { diffPayload } from '../plugins/records/records.payload.ts'
 import { createRecords, reserveNumbers } from '../plugins/records/records.write.ts'
@@ -35,7 +36,7 @@ const size = Number(opt.batch ?? 1000)
 
 const db = await benchDatabase()
 try {
-  await migrateLatest(db.url)
+  await migrateLatest(db.url, plugins)
   const pool = new pg.Pool({ connectionString: db.url, max: 1 })
   const client = await pool.connect()
   const tenantId = 'bench'
