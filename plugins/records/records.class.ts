@@ -4,6 +4,7 @@ import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { sql, transaction } from '../../core/db/index.ts'
 import { ShapedQuery } from '../../core/db/shaped-query.ts'
 import { problems } from '../../core/errors/index.ts'
+import { entityTag, ifMatchPasses } from '../../core/http/entity-tag.ts'
 import { fieldToFilter, sqlOperators, type Operator } from '../../core/modules/derive/filters.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
@@ -430,15 +431,11 @@ export class RecordsService {
     return transaction(this.o.pool, async (client) => {
       const row = await repo.lockLive(client, principal.tenantId, id)
       const module = this.moduleOf(principal, row, id, params.moduleKey)
-      const ifMatch = params.ifMatch
-      if (ifMatch !== undefined && ifMatch.trim() !== '*') {
-        const wanted = ifMatch.split(',').map((v) => v.trim().replace(/^W\//, '').replace(/"/g, ''))
-        if (!wanted.includes(String(row!.version))) {
-          throw problems.preconditionFailed(
-            `If-Match names version ${wanted.join(', ')}, but the record is at version ${row!.version}.`,
-            { currentVersion: row!.version }
-          )
-        }
+      if (!ifMatchPasses(params.ifMatch, entityTag(row!.version))) {
+        throw problems.preconditionFailed(
+          `If-Match names ${params.ifMatch}, but the record's ETag is ${entityTag(row!.version)}.${params.ifMatch!.includes('W/') ? ' A weak tag (W/) never matches a change: send the ETag as it came.' : ''}`,
+          { currentVersion: row!.version }
+        )
       }
       const c = await change(row!, module, principal, client)
       if (c) await repo.updateRecord(client, { ...c, tenantId: principal.tenantId, id, actor: principal.actor })
