@@ -53,6 +53,6 @@ export function bulk(app: App) {
 export const bulkPlugin: Plugin = {
   name: 'bulk',
   configure: bulk,
-  streamingPaths: [bulkPathPattern],
+  bodies: [{ paths: bulkPathPattern, stream: true }],
   describe: describeBulk
 }

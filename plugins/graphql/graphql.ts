@@ -410,6 +410,6 @@ export function graphql(app: App) {
 export const graphqlPlugin: Plugin = {
   name: 'graphql',
   configure: graphql,
-  streamingPaths: [new RegExp(`^/${graphqlPath}$`)],
+  ownRoutes: [new RegExp(`^/${graphqlPath}$`)],
   describe: describeGraphQL
 }
