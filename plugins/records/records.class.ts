@@ -11,6 +11,7 @@ import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, isUuid, validationError } from '../../core/validation.ts'
 import * as repo from './records.repository.ts'
+import { readableModule } from './records.access.ts'
 import { referenceProblems } from './records.checks.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
 import { hasValue } from './records.payload.ts'
@@ -112,13 +113,11 @@ export class RecordsService {
     moduleKey?: string
   ): RegisteredModule {
     const m = row && this.o.tenants.get(principal.tenantId)?.modules.get(row.module_key)
-    if (!m) throw this.notFound(id)
-    if (moduleKey !== undefined && m.definition.key !== moduleKey)
+    if (m && moduleKey !== undefined && m.definition.key !== moduleKey)
       throw problems.notFound('record.not_found', `No live ${moduleKey} record ${id} for this tenant.`)
-    assertCan(principal, m, 'read')
-    // A record outside the caller's row-level rule does not exist for it.
-    if (rowRule(principal, m)?.test(row) === false) throw this.notFound(id)
-    return m
+    const readable = readableModule(this.o.tenants, principal, row)
+    if (!readable) throw this.notFound(id)
+    return readable
   }
 
   private present(

@@ -27,5 +27,6 @@ export {
   type RecordRow
 } from './records.repository.ts'
 export { referenceProblems } from './records.checks.ts'
+export { readableRecord } from './records.access.ts'
 export type { RecordInclude, RecordParams } from './records.class.ts'
 export type { RecordOut } from './records.schema.ts'
