@@ -124,7 +124,8 @@ function readinessChecks(platform: Platform): Map<string, ReadinessCheck> {
 /** The Feathers app on Koa with `plugins` configured in order; the middleware order is made explicit here. */
 export function createApp(platform: Platform, plugins: readonly Plugin[], options: AppOptions = {}): App {
   checkDependencies(plugins)
-  const streaming = plugins.flatMap((p) => p.streamingPaths ?? [])
+  const bodies = plugins.flatMap((p) => p.bodies ?? [])
+  const ownRoutes = plugins.flatMap((p) => p.ownRoutes ?? [])
   const app = koa(feathers()) as unknown as App
   fastQuery(app.request)
   app.on('error', logAppError)
@@ -141,7 +142,7 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   for (const m of options.outermost?.(app) ?? []) app.use(m)
   app.set('platform', platform)
   app.set('describes', descriptionsOf(plugins))
-  app.set('streamingPaths', streaming)
+  app.set('ownRoutes', ownRoutes)
   app.set(
     'errorsUrl',
     platform.config.errors.baseUrl ??
@@ -171,9 +172,9 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   // Routes first: a request to a path or method that does not exist is refused before its body is read.
   app.use(canonicalPaths(plugins.flatMap((p) => (p.canonicalPath ? [p.canonicalPath] : []))))
   app.use(colonMethods(plugins.flatMap((p) => p.colonMethods ?? [])))
-  app.use(routeGuard(app, streaming))
-  app.use(jsonBody(platform.config.http.maxJsonBytes, streaming))
-  app.use(passBodyStream(streaming))
+  app.use(routeGuard(app, ownRoutes))
+  app.use(jsonBody(platform.config.http.maxJsonBytes, { bodies, ownRoutes }))
+  app.use(passBodyStream(bodies))
   app.configure(rest())
   app.hooks({
     around: { all: [...tracingHooks(), fromHttp, meterCalls, authenticate(platform.credentials), acceptJsonData] }

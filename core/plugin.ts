@@ -59,8 +59,14 @@ export interface Plugin {
   configure(app: App): void
   /** Service paths whose items take `POST <path>/<id>:<method>` (Feathers custom methods). */
   colonMethods?: readonly string[]
-  /** Paths whose request bodies the feature reads itself as a stream, not as JSON. */
-  streamingPaths?: readonly RegExp[]
+  /** Paths whose request bodies are not the app's plain JSON: another JSON media type, or a stream (see BodyRule). */
+  bodies?: readonly BodyRule[]
+  /**
+   * Paths the feature routes itself, in its own spelling (SCIM's `/Users/`, the GraphQL endpoint):
+   * the route guard refuses none of them, the JSON reader reads their bodies only as `bodies`
+   * says, and metrics name them by the pattern.
+   */
+  ownRoutes?: readonly RegExp[]
   /**
    * The canonical spelling of a path the feature serves under others (SCIM's endpoint names in
    * any case: Microsoft's collection asks for `/users`), or undefined. Applied before routing;
@@ -80,6 +86,13 @@ export interface Plugin {
   /** Its part of the OpenAPI document (tag, paths, schemas); the document lists them in plugin order. */
   describe?: Describe
 }
+
+/**
+ * How the request bodies on some paths are read (Plugin.bodies): as JSON of these media types
+ * by the app's reader (refusals in the path's problem format), or handed unread to the
+ * service as `params.bodyStream` (bulk's NDJSON).
+ */
+export type BodyRule = { paths: RegExp; mediaTypes: readonly string[] } | { paths: RegExp; stream: true }
 
 /** How refusals on some paths are written (see Plugin.problemFormats). */
 export interface ProblemFormat {

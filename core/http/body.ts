@@ -3,13 +3,14 @@ import { ApiError, problems } from '../errors/index.ts'
 import { readCapped } from './read-capped.ts'
 import { jsonTextProblem } from '../json-text.ts'
 import { validationError } from '../validation.ts'
+import type { BodyRule } from '../plugin.ts'
 
 const jsonTypes = ['application/json', 'application/merge-patch+json', 'application/problem+json']
 
 /**
  * A request body as text, at most `maxBytes`: a larger one is 413 (the rest discarded
  * unread, the connection closed after the answer), a client hanging up mid-body 400. For
- * the JSON reader below and the features that read their own bodies (GraphQL, SCIM).
+ * the JSON reader below and the features that read their own bodies (GraphQL).
  */
 export async function readBodyText(ctx: Parameters<Middleware>[0], maxBytes: number): Promise<string> {
   const length = Number(ctx.get('content-length') || 0)
@@ -31,33 +32,40 @@ export async function readBodyText(ctx: Parameters<Middleware>[0], maxBytes: num
   return body.toString('utf8')
 }
 
+/** What the app's reader knows of the plugins' paths: their body rules and the routes they own. */
+export interface BodyPaths {
+  bodies: readonly BodyRule[]
+  ownRoutes: readonly RegExp[]
+}
+
 /**
- * Reads JSON bodies of POST/PATCH/PUT with a size cap. A body with another media type
- * is refused with 415; a streaming route (bulk) declares itself and reads its own body,
- * and the browser pages (outside /api/) read their own form bodies.
+ * Reads JSON bodies of POST/PATCH/PUT under /api/ with a size cap, for every feature: a path
+ * a plugin's body rule names is read as that rule says (SCIM's application/scim+json; bulk's
+ * stream is left unread), a path a plugin routes itself and names in no rule is left to it
+ * (GraphQL), any other takes the JSON media types. A body of another media type is 415.
+ * Refusals are thrown, so a path with its own problem format (SCIM's errors) gets them in it.
+ * The browser pages (outside /api/) read their own form bodies.
  */
 export const jsonBody =
-  (maxBytes: number, streamingPaths: RegExp[] = []): Middleware =>
+  (maxBytes: number, paths: BodyPaths = { bodies: [], ownRoutes: [] }): Middleware =>
   async (ctx, next) => {
-    // Only the API takes JSON; the browser pages read their own form bodies.
-    if (
-      !['POST', 'PATCH', 'PUT'].includes(ctx.method) ||
-      !ctx.path.startsWith('/api/') ||
-      streamingPaths.some((p) => p.test(ctx.path))
-    )
-      return next()
+    if (!['POST', 'PATCH', 'PUT'].includes(ctx.method) || !ctx.path.startsWith('/api/')) return next()
+    const rule = paths.bodies.find((r) => r.paths.test(ctx.path))
+    if (rule ? 'stream' in rule : paths.ownRoutes.some((p) => p.test(ctx.path))) return next()
     const length = Number(ctx.get('content-length') || 0)
     const chunked = ctx.get('transfer-encoding') !== ''
     if (!length && !chunked) {
       ctx.request.body = undefined
       return next()
     }
+    const accepted = rule && 'mediaTypes' in rule ? rule.mediaTypes : jsonTypes
     const type = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase()
-    if (!jsonTypes.includes(type)) {
+    if (!accepted.includes(type)) {
       throw new ApiError(
         'unsupported-media-type',
         'request.unsupported_media_type',
-        `Send the body as application/json (got ${type || 'no Content-Type'}).`
+        // The app's own list names application/json only: the others are its spellings.
+        `Send the body as ${(rule ? accepted : accepted.slice(0, 1)).join(' or ')} (got ${type || 'no Content-Type'}).`
       )
     }
     const text = await readBodyText(ctx, maxBytes)
@@ -76,11 +84,11 @@ export const jsonBody =
     return next()
   }
 
-/** Hands the unread request body of a streaming route to its service as `params.bodyStream`. */
+/** Hands the unread request body of a streaming route (a `stream` body rule) to its service as `params.bodyStream`. */
 export const passBodyStream =
-  (streamingPaths: RegExp[]): Middleware =>
+  (bodies: readonly BodyRule[]): Middleware =>
   async (ctx, next) => {
-    if (ctx.method === 'POST' && streamingPaths.some((p) => p.test(ctx.path)))
+    if (ctx.method === 'POST' && bodies.some((r) => 'stream' in r && r.paths.test(ctx.path)))
       ctx.feathers = { ...ctx.feathers, bodyStream: ctx.req } as typeof ctx.feathers
     return next()
   }

@@ -45,10 +45,10 @@ const changingVerbs = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
  * Just before the Feathers router, answers the requests it would get wrong:
  * - a path segment naming a member of Object.prototype (`constructor`, `__proto__`,
  *   `toString`…): the router keeps its children in a plain object and throws on them (a 500);
- * - an `/api/` path ending in a slash: no route has one (a streaming route may take one: SCIM's);
+ * - an `/api/` path ending in a slash: no route has one (a plugin's own route may take one: SCIM's);
  * - POST on an item URL, which Feathers runs as `create` with the id ignored, and PATCH,
  *   PUT or DELETE on a collection, which it runs on every record: 405 with `Allow`.
- * - POST, PUT, PATCH or DELETE on an `/api/` path no service or streaming route serves:
+ * - POST, PUT, PATCH or DELETE on an `/api/` path no service or plugin's own route serves:
  *   a 404 before the body is read (it was a 415 about the body's media type), naming
  *   the path meant when the same path with or without `/v1` exists.
  * - a verb a plugin's own route does not serve (declareRoutes: the API reference, the GraphQL
@@ -56,12 +56,12 @@ const changingVerbs = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
  * Colon methods (`/{id}:transition`) are rewritten before this, so they pass.
  */
 export const routeGuard =
-  (app: App, streamingPaths: readonly RegExp[] = []): Middleware =>
+  (app: App, ownRoutes: readonly RegExp[] = []): Middleware =>
   async (ctx, next) => {
     const segments = ctx.path.split('/').slice(1)
-    // A feature that reads its own requests (streamingPaths) also owns the spelling of its paths: SCIM clients send `/Users/`.
+    // A feature that routes its own paths (Plugin.ownRoutes) owns their spelling too: SCIM clients send `/Users/`.
     const trailingSlash =
-      ctx.path.startsWith('/api/') && ctx.path.endsWith('/') && !streamingPaths.some((p) => p.test(ctx.path))
+      ctx.path.startsWith('/api/') && ctx.path.endsWith('/') && !ownRoutes.some((p) => p.test(ctx.path))
     if (segments.some((s) => Object.hasOwn(Object.prototype, decodeSegment(s))) || trailingSlash) {
       throw problems.notFound(
         'route.not_found',
@@ -81,8 +81,8 @@ export const routeGuard =
       )
     }
     const found = ctx.path.startsWith('/api/') ? app.lookup(ctx.path) : null
-    if (!found && ctx.path.startsWith('/api/') && !streamingPaths.some((p) => p.test(ctx.path))) {
-      const meant = nearbyRoute(app, streamingPaths, ctx.path)
+    if (!found && ctx.path.startsWith('/api/') && !ownRoutes.some((p) => p.test(ctx.path))) {
+      const meant = nearbyRoute(app, ownRoutes, ctx.path)
       if (meant) ctx.state.routeHint = ` Did you mean ${meant}?`
       if (changingVerbs.has(ctx.method))
         throw problems.notFound('route.not_found', `No route ${ctx.method} ${ctx.path}.${ctx.state.routeHint ?? ''}`)
@@ -105,10 +105,10 @@ export const routeGuard =
     return next()
   }
 
-/** The same path with `/v1` added or removed after `/api`, when a service or streaming route serves it. */
-function nearbyRoute(app: App, streamingPaths: readonly RegExp[], path: string): string | undefined {
+/** The same path with `/v1` added or removed after `/api`, when a service or a plugin's own route serves it. */
+function nearbyRoute(app: App, ownRoutes: readonly RegExp[], path: string): string | undefined {
   const other = path.startsWith('/api/v1/')
     ? `/api/${path.slice('/api/v1/'.length)}`
     : `/api/v1/${path.slice('/api/'.length)}`
-  return app.lookup(other) || streamingPaths.some((p) => p.test(other)) ? other : undefined
+  return app.lookup(other) || ownRoutes.some((p) => p.test(other)) ? other : undefined
 }

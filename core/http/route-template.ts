@@ -4,8 +4,8 @@ import type { App } from '../declarations.ts'
 
 declare module '../declarations.ts' {
   interface Settings {
-    /** Paths features read as streams (Plugin.streamingPaths): routes of their own, named by routeTemplate. */
-    streamingPaths?: readonly RegExp[]
+    /** Paths plugins route themselves (Plugin.ownRoutes), named by routeTemplate. */
+    ownRoutes?: readonly RegExp[]
   }
 }
 
@@ -72,7 +72,7 @@ function lookup(ctx: ParameterizedContext, app: App): { service: unknown; params
  * The label of metrics and the request log (core/telemetry/http-metrics.ts; the logs' request
  * line reuses it): never a raw id, so the number of distinct values is the number of routes.
  * In order: what the feature named (setRouteTemplate); the Feathers service the path resolves
- * to (also for a request refused before it got there: 401, 429); a declared or streaming route;
+ * to (also for a request refused before it got there: 401, 429); a declared route or a plugin's own;
  * else `unmatched` for a 404/405 and `other` for anything else answered.
  */
 export function routeTemplate(ctx: ParameterizedContext, status = ctx.status): string {
@@ -96,6 +96,6 @@ export function routeTemplate(ctx: ParameterizedContext, status = ctx.status): s
     if (typeof r.path === 'string' ? r.path === ctx.path : r.path.test(ctx.path))
       return typeof r.path === 'string' ? r.path : patternTemplate(r.path)
   }
-  for (const p of app.get('streamingPaths') ?? []) if (p.test(ctx.path)) return patternTemplate(p)
+  for (const p of app.get('ownRoutes') ?? []) if (p.test(ctx.path)) return patternTemplate(p)
   return status === 404 || status === 405 ? unmatchedRoute : otherRoute
 }

@@ -79,7 +79,7 @@ function components(o: DocumentOptions): Json {
         in: 'header',
         required: false,
         description:
-          'The record `ETag` (its version) the change is based on, or several separated by commas; a newer version answers 412.',
+          'The record `ETag` (its version) the change is based on, or several separated by commas; a newer version answers 412. Compared strongly: a weak tag (`W/"3"`) never matches. A value that is no list of ETags is 400 `request.malformed_if_match`.',
         schema: { type: 'string', minLength: 1, maxLength: headValueMax },
         example: '"3"'
       }

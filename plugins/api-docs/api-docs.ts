@@ -5,6 +5,7 @@ import type { App, Platform } from '../../core/declarations.ts'
 import type { Json } from '../../core/openapi/builder.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { buildDocument, type OpenApiDocuments } from '../../core/openapi/document.ts'
+import { ifNoneMatchHits } from '../../core/http/entity-tag.ts'
 import { declareRoutes } from '../../core/http/route-guard.ts'
 import { describeApiDocs } from './api-docs.openapi.ts'
 import { referenceRoutes, referencePaths } from './reference.ts'
@@ -62,7 +63,7 @@ function specRoute(documents: OpenApiDocuments): Middleware {
     if (ctx.path !== specPath || !['GET', 'HEAD'].includes(ctx.method)) return next()
     const { document, etag } = documents.forPrincipal(ctx.state.principal)
     ctx.set({ ETag: etag, 'Cache-Control': 'private, no-cache', Vary: 'Authorization, Cookie' })
-    if (ctx.get('if-none-match') === etag) {
+    if (ifNoneMatchHits(ctx.get('if-none-match'), etag)) {
       ctx.status = 304
       return
     }

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { Middleware, ParameterizedContext } from 'koa'
 import { problems } from '../../core/errors/index.ts'
+import { ifNoneMatchHits } from '../../core/http/entity-tag.ts'
 import { setHtmlSecurityHeaders } from '../../core/http/security-headers.ts'
 import { toPostmanCollection } from './postman.ts'
 import { mePath } from '../me/me.shared.ts'
@@ -299,8 +300,7 @@ export function referenceRoutes(options: ReferenceOptions): Middleware {
       const found = assetNamed(ctx.path.slice(assetsPrefix.length))
       if (!found) return next()
       ctx.set({ 'Cache-Control': 'public, max-age=86400', ETag: found.etag, 'X-Content-Type-Options': 'nosniff' })
-      ctx.status = 200
-      if (ctx.fresh) {
+      if (ifNoneMatchHits(ctx.get('if-none-match'), found.etag)) {
         ctx.status = 304
         return
       }

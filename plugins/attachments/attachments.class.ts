@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
-import { assertCan, assertScope, rowRule } from '../../core/auth/access.ts'
+import { assertCan, assertScope } from '../../core/auth/access.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { transaction } from '../../core/db/index.ts'
 import { ApiError, problems } from '../../core/errors/index.ts'
@@ -10,7 +10,7 @@ import { attachmentKey, type StorageDriver } from '../../core/storage/driver.ts'
 import { attachmentsPath } from './attachments.shared.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, isUuid, validationError } from '../../core/validation.ts'
-import { selectAny } from '../records/records.shared.ts'
+import { readableRecord } from '../records/records.shared.ts'
 import * as repo from './attachments.repository.ts'
 import { attachmentDataValidator, type AttachmentData, type AttachmentOut } from './attachments.schema.ts'
 import type { CallParams } from '../../core/hooks/call-params.ts'
@@ -52,20 +52,16 @@ export class AttachmentsService {
     return problems.notFound('attachment.not_found', `No attachment ${id} for this tenant.`)
   }
 
-  /** The live record and its module, readable by the principal (row rule included), else 404/403. */
+  /** The record and its module when the principal may see it (readableRecord), else 404; 403 without the right to `action`. */
   private async record(
     principal: Principal,
     recordId: string,
     action: 'attachments' | 'read'
   ): Promise<{ module: RegisteredModule; live: boolean }> {
-    const row = isUuid(recordId) ? await selectAny(this.o.pool, principal.tenantId, recordId) : undefined
-    const module = row && this.o.tenants.get(principal.tenantId)?.modules.get(row.module_key)
-    if (!row || !module) throw problems.notFound('record.not_found', `No record ${recordId} for this tenant.`)
-    assertCan(principal, module, 'read')
-    if (rowRule(principal, module)?.test(row) === false)
-      throw problems.notFound('record.not_found', `No record ${recordId} for this tenant.`)
-    if (action === 'attachments') assertCan(principal, module, 'attachments')
-    return { module, live: !row.deleted_at }
+    const found = await readableRecord({ db: this.o.pool, tenants: this.o.tenants }, principal, recordId)
+    if (!found) throw problems.notFound('record.not_found', `No record ${recordId} for this tenant.`)
+    if (action === 'attachments') assertCan(principal, found.module, 'attachments')
+    return { module: found.module, live: !found.row.deleted_at }
   }
 
   /** 50 signed URLs a minute per credential (configurable per tenant), on the shared limiter. */

@@ -9,7 +9,7 @@ import { isoUtc as iso } from '../../core/db/index.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
-import { view, selectAny } from '../records/records.shared.ts'
+import { readableRecord, view } from '../records/records.shared.ts'
 import { auditLogQueryValidator, type AuditLogQuery } from './audit-log.schema.ts'
 
 interface AuditParams extends Params<AuditLogQuery> {
@@ -42,13 +42,10 @@ export class AuditLogService {
     const query = { ...(params.query ?? {}) }
     assertValid<AuditLogQuery>(this.validateQuery, query)
     if (query.recordId) {
-      const row = await selectAny(this.o.pool, principal.tenantId, query.recordId)
-      const module = row && this.o.tenants.get(principal.tenantId)?.modules.get(row.module_key)
-      const notFound = () =>
-        problems.notFound('record.not_found', `No record ${query.recordId} for this tenant, live or deleted.`)
-      if (!row || !module) throw notFound()
-      assertCan(principal, module, 'read')
-      if (rowRule(principal, module)?.test(row) === false) throw notFound()
+      const found = await readableRecord({ db: this.o.pool, tenants: this.o.tenants }, principal, query.recordId)
+      if (!found)
+        throw problems.notFound('record.not_found', `No record ${query.recordId} for this tenant, live or deleted.`)
+      const { row, module } = found
       const { activity, ...record } = view(principal, module, row)
       // The audit log is where a deleted record's files stay reachable: each comes with a short-lived download URL.
       if (hasScope(principal.scopes, 'attachments:read', module.definition.key)) {

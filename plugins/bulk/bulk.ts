@@ -56,6 +56,6 @@ export const bulkPlugin: Plugin = {
   dependsOn: ['records', 'idempotency'],
   migrations: bulkMigrations,
   configure: bulk,
-  streamingPaths: [bulkPathPattern],
+  bodies: [{ paths: bulkPathPattern, stream: true }],
   describe: describeBulk
 }

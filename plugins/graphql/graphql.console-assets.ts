@@ -4,6 +4,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Middleware } from 'koa'
+import { ifNoneMatchHits } from '../../core/http/entity-tag.ts'
 import { html, type SafeHtml } from '../settings/settings.shared.ts'
 
 /** Where the console's scripts and stylesheets are served: GraphiQL and React from the installed packages (no CDN), and the console's own two files. */
@@ -68,17 +69,6 @@ function load(name: string) {
   return hit
 }
 
-/** Whether an If-None-Match header names this ETag (weak or strong, or `*`). */
-function matches(header: string, etag: string): boolean {
-  return (
-    !!header &&
-    header.split(',').some((tag) => {
-      const t = tag.trim()
-      return t === '*' || t === etag || t === `W/${etag}`
-    })
-  )
-}
-
 /**
  * `GET /settings/graphql/assets/<name>`: the files of the allow-list above, to anyone (they
  * hold nothing of a tenant). Under the URL of the current version (the page's links) they
@@ -98,9 +88,7 @@ export function consoleAssets(): Middleware {
       ETag: etag,
       'X-Content-Type-Options': 'nosniff'
     })
-    // Not ctx.fresh: it answers 200 to a conditional request that also says Cache-Control:
-    // no-cache, as fetch() sends with If-None-Match; the ETag is what revalidates.
-    if (matches(ctx.get('if-none-match'), etag)) {
+    if (ifNoneMatchHits(ctx.get('if-none-match'), etag)) {
       ctx.status = 304
       return
     }

@@ -22,6 +22,7 @@ import type { Principal } from '../../core/auth/principal.ts'
 import type { App, Platform } from '../../core/declarations.ts'
 import { ApiError, problems, toProblem } from '../../core/errors/index.ts'
 import { readBodyText } from '../../core/http/body.ts'
+import { ifNoneMatchHits } from '../../core/http/entity-tag.ts'
 import { declareRoutes } from '../../core/http/route-guard.ts'
 import { currentBudget } from '../../core/limits/budget.ts'
 import { logger } from '../../core/logger.ts'
@@ -280,7 +281,7 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
       const principal = requireCaller(ctx)
       const { text, etag } = cache.sdl(principal)
       ctx.set({ ETag: etag, 'Cache-Control': 'private, no-cache', Vary: 'Authorization, Cookie' })
-      if (ctx.get('if-none-match') === etag) {
+      if (ifNoneMatchHits(ctx.get('if-none-match'), etag)) {
         ctx.status = 304
         return
       }
@@ -410,6 +411,6 @@ export const graphqlPlugin: Plugin = {
   name: 'graphql',
   dependsOn: ['records', 'attachments', 'exports', 'me', 'modules', 'settings'],
   configure: graphql,
-  streamingPaths: [new RegExp(`^/${graphqlPath}$`)],
+  ownRoutes: [new RegExp(`^/${graphqlPath}$`)],
   describe: describeGraphQL
 }

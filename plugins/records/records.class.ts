@@ -4,12 +4,14 @@ import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { sql, transaction } from '../../core/db/index.ts'
 import { ShapedQuery } from '../../core/db/shaped-query.ts'
 import { problems } from '../../core/errors/index.ts'
-import { fieldToFilter, sqlOperators, type Operator } from '../../core/modules/derive/filters.ts'
+import { entityTag, ifMatchPasses } from '../../core/http/entity-tag.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, isUuid, validationError } from '../../core/validation.ts'
 import * as repo from './records.repository.ts'
+import { readableModule } from './records.access.ts'
+import { listFilters } from './records.filters.ts'
 import { referenceProblems } from './records.checks.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
 import { hasValue } from './records.payload.ts'
@@ -113,13 +115,11 @@ export class RecordsService {
     moduleKey?: string
   ): RegisteredModule {
     const m = row && this.o.tenants.get(principal.tenantId)?.modules.get(row.module_key)
-    if (!m) throw this.notFound(id)
-    if (moduleKey !== undefined && m.definition.key !== moduleKey)
+    if (m && moduleKey !== undefined && m.definition.key !== moduleKey)
       throw problems.notFound('record.not_found', `No live ${moduleKey} record ${id} for this tenant.`)
-    assertCan(principal, m, 'read')
-    // A record outside the caller's row-level rule does not exist for it.
-    if (rowRule(principal, m)?.test(row) === false) throw this.notFound(id)
-    return m
+    const readable = readableModule(this.o.tenants, principal, row)
+    if (!readable) throw this.notFound(id)
+    return readable
   }
 
   private present(
@@ -204,78 +204,10 @@ export class RecordsService {
     )
       .add('tenant', [principal.tenantId], (b) => b.where('r.tenant_id', principal.tenantId))
       .add('module', [module.definition.key], (b) => b.andWhere('r.module_key', module.definition.key))
-    // A cursor is bound to its tenant, module and filters.
-    const scopeParts: unknown[] = [principal.tenantId, module.definition.key]
-    if (rule) {
-      select.add(`row:${rule.key}`, rule.bindings, (b) => b.whereRaw(rule.sql, rule.bindings))
-      scopeParts.push(['row', rule.key, rule.bindings])
-    }
-    // Sync clients ask for deleted records too, so that deletions reach them.
-    if (q.includeDeleted) scopeParts.push('includeDeleted')
-    else select.add('live', [], (b) => b.whereNull('r.deleted_at'))
-    if (q.state) {
-      const states = q.state.split(',').map((s) => s.trim())
-      const unknown = states.filter((s) => !module.states.has(s))
-      if (unknown.length) {
-        const allowed = [...module.states.keys()]
-        throw validationError([
-          {
-            pointer: '/state',
-            field: 'state',
-            code: 'enum',
-            detail: `must be one of: ${allowed.join(', ')} (got ${unknown.join(', ')})`,
-            allowed
-          }
-        ])
-      }
-      select.add(`state:${states.length}`, states, (b) => b.whereIn('r.state', states))
-      scopeParts.push(['state', states])
-    }
-    if (q.id) {
-      const ids = q.id.split(',').map((s) => s.trim().toLowerCase())
-      const bad = ids.filter((s) => !isUuid(s))
-      if (bad.length || ids.length > limit) {
-        const detail = bad.length
-          ? `must be record ids (UUIDs) separated by commas (got ${bad
-              .slice(0, 3)
-              .map((b) => JSON.stringify(b))
-              .join(', ')})`
-          : `names ${ids.length} records; at most the page limit (${limit}) per call`
-        throw validationError([{ pointer: '/id', field: 'id', code: bad.length ? 'format' : 'maxItems', detail }])
-      }
-      select.add(`id:${ids.length}`, ids, (b) => b.whereIn('r.id', ids))
-      scopeParts.push(['id', ids])
-    }
-    if (q.externalRef) {
-      const ref = canonicalExternalRef(q.externalRef)
-      select.add('externalRef', [ref], (b) => b.where('r.external_ref', ref))
-      scopeParts.push(['externalRef', ref])
-    }
-    if (q.number) {
-      const number = q.number
-      select.add('number', [number], (b) => b.where('r.number', number))
-      scopeParts.push(['number', number])
-    }
-    if (q.updatedSince) {
-      const since = q.updatedSince
-      select.add('updatedSince', [since], (b) => b.where('r.updated_at', '>=', since))
-      scopeParts.push(['updatedSince', since])
-    }
-    for (const [key, condition] of Object.entries(q.payload ?? {})) {
-      // Filtering on a field one may not read would reveal it a bit at a time.
-      if (hidden.has(key)) {
-        const roles = module.fields.get(key)?.access?.read ?? []
-        throw problems.forbidden(
-          'field.forbidden',
-          `This credential may not read field "${key}" of module "${module.definition.key}", so it cannot filter on it; reading it needs one of the roles ${roles.join(', ')}.`,
-          { field: key }
-        )
-      }
-      for (const c of this.payloadFilter(module, key, condition))
-        select.add(c.sql, c.bindings, (b) => b.whereRaw(c.sql, c.bindings as any[]))
-      scopeParts.push(['payload', key, condition])
-    }
-    const scope = JSON.stringify(scopeParts)
+    // A cursor is bound to its tenant, module and filters: the same clauses as the SQL make its scope (records.filters.ts).
+    const filters = listFilters(principal.tenantId, { query: q, module, rule, hidden, limit })
+    for (const c of filters.clauses) select.add(c.shape, c.values, c.apply)
+    const scope = filters.scope
     if (q.cursor) {
       const pos = this.o.cursors.decode(q.cursor, scope)
       if (byUpdate)
@@ -305,65 +237,6 @@ export class RecordsService {
       return out
     })
     return { items, nextCursor, limit, ...(params.itemCursors ? { cursors: page.map(after) } : {}) }
-  }
-
-  private payloadFilter(
-    module: RegisteredModule,
-    key: string,
-    condition: unknown
-  ): Array<{ sql: string; bindings: unknown[] }> {
-    const field = module.fields.get(key)
-    const spec = field && fieldToFilter[field.type]
-    if (!field || !spec) {
-      const allowed = module.definition.fields.filter((f) => fieldToFilter[f.type]).map((f) => f.key)
-      throw validationError([
-        {
-          pointer: `/payload/${key}`,
-          field: `payload.${key}`,
-          code: 'filter',
-          detail: `cannot be filtered on; filterable fields: ${allowed.join(', ')}`,
-          allowed
-        }
-      ])
-    }
-    const ops: Array<[Operator, string | string[]]> =
-      typeof condition === 'string'
-        ? [['eq', condition]]
-        : Object.entries(condition as Record<string, string | string[]>).map(([op, v]) => [op as Operator, v])
-    const out: Array<{ sql: string; bindings: unknown[] }> = []
-    for (const [op, raw] of ops) {
-      const pointer = `/payload/${key}${typeof condition === 'string' ? '' : `/${op}`}`
-      if (!spec.operators.includes(op)) {
-        throw validationError([
-          {
-            pointer,
-            field: `payload.${key}`,
-            code: 'operator',
-            detail: `does not support operator "${op}"; allowed: ${spec.operators.join(', ')}`,
-            allowed: [...spec.operators]
-          }
-        ])
-      }
-      const values = Array.isArray(raw) ? raw.map(String) : [String(raw)]
-      const parsed = values.map((v) => {
-        const r = spec.parse(v, field)
-        if ('error' in r)
-          throw validationError([
-            {
-              pointer,
-              field: `payload.${key}`,
-              code: 'filter',
-              detail: r.error,
-              ...(r.allowed ? { allowed: r.allowed } : {})
-            }
-          ])
-        return r.value
-      })
-      const expr = spec.expr(key)
-      if (op === 'in') out.push({ sql: `${expr} IN (${parsed.map(() => '?').join(', ')})`, bindings: parsed })
-      else out.push({ sql: `${expr} ${sqlOperators[op]} ?`, bindings: parsed })
-    }
-    return out
   }
 
   async get(id: string, params: RecordParams): Promise<RecordOut> {
@@ -420,15 +293,11 @@ export class RecordsService {
     return transaction(this.o.pool, async (client) => {
       const row = await repo.lockLive(client, principal.tenantId, id)
       const module = this.moduleOf(principal, row, id, params.moduleKey)
-      const ifMatch = params.ifMatch
-      if (ifMatch !== undefined && ifMatch.trim() !== '*') {
-        const wanted = ifMatch.split(',').map((v) => v.trim().replace(/^W\//, '').replace(/"/g, ''))
-        if (!wanted.includes(String(row!.version))) {
-          throw problems.preconditionFailed(
-            `If-Match names version ${wanted.join(', ')}, but the record is at version ${row!.version}.`,
-            { currentVersion: row!.version }
-          )
-        }
+      if (!ifMatchPasses(params.ifMatch, entityTag(row!.version))) {
+        throw problems.preconditionFailed(
+          `If-Match names ${params.ifMatch}, but the record's ETag is ${entityTag(row!.version)}.${params.ifMatch!.includes('W/') ? ' A weak tag (W/) never matches a change: send the ETag as it came.' : ''}`,
+          { currentVersion: row!.version }
+        )
       }
       const c = await change(row!, module, principal, client)
       // A single change is a batch of one through the write path bulk uses (records.write.ts).

@@ -29,5 +29,6 @@ export {
   type Writer
 } from './records.write.ts'
 export { referenceProblems } from './records.checks.ts'
+export { readableRecord } from './records.access.ts'
 export type { RecordInclude } from './records.class.ts'
 export type { RecordOut } from './records.schema.ts'

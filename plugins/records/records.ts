@@ -1,5 +1,6 @@
 import type { HookContext, NextFunction } from '@feathersjs/feathers'
 import type { App } from '../../core/declarations.ts'
+import { entityTag } from '../../core/http/entity-tag.ts'
 import { idempotencyFor } from '../idempotency/idempotency.shared.ts'
 import { RecordsService } from './records.class.ts'
 import type { RecordOut } from './records.schema.ts'
@@ -17,7 +18,7 @@ declare module '../../core/declarations.ts' {
 /** Status and headers of a records response: ETag carries the version for If-Match; create answers 201 with Location. */
 export function recordResponse(method: string, result: RecordOut): { status: number; headers: Record<string, string> } {
   const headers: Record<string, string> = {}
-  if (result && typeof result.version === 'number') headers.ETag = `"${result.version}"`
+  if (result && typeof result.version === 'number') headers.ETag = entityTag(result.version)
   if (method === 'create' && result?.id) headers.Location = `/${recordsPath}/${result.id}`
   return { status: method === 'create' ? 201 : 200, headers }
 }

@@ -4,6 +4,7 @@ import { isAdmin, requirePrincipal, type Principal } from '../../core/auth/princ
 import type { Platform } from '../../core/declarations.ts'
 import { problems } from '../../core/errors/index.ts'
 import type { CallParams } from '../../core/hooks/call-params.ts'
+import { ifMatchPasses, ifMatchTags } from '../../core/http/entity-tag.ts'
 import { scimError } from './scim.errors.ts'
 import { etagOf } from './scim.schemas.ts'
 import { scimBase, urn } from './scim.shared.ts'
@@ -83,19 +84,15 @@ export function listResponse(total: number, startIndex: number, resources: unkno
 
 /**
  * The version an `If-Match` names, for the directory to hold the change to: `*` and no header
- * name none; `W/"3"` and `"3"` name 3; a list names the current version when it is among
- * them. Anything else names no version a resource has, so the change is refused (412).
+ * name none; the current ETag (alone or in a list) names the current version; any other list
+ * names no version a resource has, so the change is refused (412), and a value that is no list
+ * of ETags is 400 (core/http/entity-tag.ts). Weak comparison: SCIM's ETags are weak (RFC 7644 §3.14),
+ * so `W/"3"` and `"3"` both name version 3.
  */
 export function ifMatchVersion(header: string | undefined, current: () => number): number | undefined {
-  if (header === undefined) return undefined
-  const tags = header.split(',').map((t) => t.trim())
-  if (tags.includes('*')) return undefined
-  const versions = tags
-    .map((t) => /^(?:W\/)?"(\d{1,9})"$/.exec(t)?.[1])
-    .filter((v): v is string => v !== undefined)
-    .map(Number)
+  if (header === undefined || ifMatchTags(header) === '*') return undefined
   const now = current()
-  return versions.includes(now) ? now : -1
+  return ifMatchPasses(header, etagOf(now), 'weak') ? now : -1
 }
 
 /** Where a shown resource keeps its ETag and location when `attributes` left meta out (not serialized). */

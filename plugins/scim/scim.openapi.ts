@@ -324,7 +324,7 @@ export function describeScim(ctx: DocContext): Fragment {
     in: 'header',
     required: false,
     description:
-      'The ETag (`meta.version`, e.g. `W/"3"`) the change is based on: a newer version answers 412. `*` or none: any.',
+      'The ETag (`meta.version`, e.g. `W/"3"`) the change is based on, or a list of them, compared weakly: a newer version answers 412. `*` or none: any. A value that is no list of ETags is 400.',
     schema: { type: 'string', maxLength: 1024 }
   }
   const projection = [

@@ -7,6 +7,7 @@ import {
   type UserInfo,
   type UserInput
 } from '../../core/auth/users.ts'
+import { entityTag } from '../../core/http/entity-tag.ts'
 import { charge } from '../../core/limits/budget.ts'
 import { scimError } from './scim.errors.ts'
 import { urn } from './scim.shared.ts'
@@ -229,7 +230,7 @@ export function userDocument(u: UserInfo): Record<string, unknown> {
   }
 }
 
-const etagOf = (version: number) => `W/"${version}"`
+const etagOf = (version: number) => entityTag(version, true)
 
 /** A user as SCIM shows it. */
 export function userResource(u: UserInfo, base: string): Record<string, unknown> {

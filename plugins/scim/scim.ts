@@ -6,9 +6,16 @@ import { requireScim, resourceHeaders, type ScimContext } from './scim.common.ts
 import { ResourceTypesService, SchemasService, ServiceProviderConfigService } from './scim.discovery.ts'
 import { scimProblemFormat } from './scim.errors.ts'
 import { ScimGroupsService } from './scim.groups.class.ts'
-import { scimHttp } from './scim.http.ts'
+import { scimBodyPaths, scimHttp } from './scim.http.ts'
 import { describeScim } from './scim.openapi.ts'
-import { canonicalScimPath, identityLogPath, scimMethods, scimPathPattern, scimPaths } from './scim.shared.ts'
+import {
+  canonicalScimPath,
+  identityLogPath,
+  scimMediaType,
+  scimMethods,
+  scimPathPattern,
+  scimPaths
+} from './scim.shared.ts'
 import { ScimUsersService } from './scim.users.class.ts'
 
 declare module '../../core/declarations.ts' {
@@ -44,7 +51,7 @@ async function scimAnswer(context: HookContext, next: NextFunction) {
 export function scim(app: App) {
   const platform = app.get('platform')
   const o: ScimContext = { platform, maxResults: platform.config.pagination.maxLimit }
-  const koa = { before: [scimHttp(platform.config.http.maxJsonBytes)] }
+  const koa = { before: [scimHttp()] }
   const resource = { methods: [...scimMethods], koa }
   app.use(scimPaths.users, new ScimUsersService(o), resource)
   app.use(scimPaths.groups, new ScimGroupsService(o), resource)
@@ -75,7 +82,8 @@ export function scim(app: App) {
 export const scimPlugin: Plugin = {
   name: 'scim',
   configure: scim,
-  streamingPaths: [scimPathPattern],
+  ownRoutes: [scimPathPattern],
+  bodies: [{ paths: scimBodyPaths, mediaTypes: [scimMediaType, 'application/json'] }],
   canonicalPath: canonicalScimPath,
   problemFormats: [scimProblemFormat],
   describe: describeScim

@@ -1,0 +1,228 @@
+import type { Knex } from 'knex'
+import type { RowRule } from '../../core/auth/access.ts'
+import { problems } from '../../core/errors/index.ts'
+import { fieldToFilter, sqlOperators, type Operator } from '../../core/modules/derive/filters.ts'
+import type { RegisteredModule } from '../../core/modules/registry.ts'
+import { isUuid, validationError } from '../../core/validation.ts'
+import { canonicalExternalRef } from './records.external-ref.ts'
+import type { RecordQuery } from './records.schema.ts'
+
+/** One SQL condition of a list: its shape (part of the prepared statement's key), its values, its knex form. */
+export interface FilterClause {
+  shape: string
+  values: unknown[]
+  apply(b: Knex.QueryBuilder): void
+}
+
+/** What a list of records is filtered by, besides its tenant and module. */
+export interface FilterInput {
+  query: RecordQuery
+  module: RegisteredModule
+  /** The caller's row-level rule, if any. */
+  rule: RowRule | undefined
+  /** Fields the caller may not read. */
+  hidden: ReadonlySet<string>
+  limit: number
+}
+
+/**
+ * One list filter, written once: `read` takes its values from the query (checked; none when the
+ * query does not use it, several for a filter that repeats), and each value yields both its SQL
+ * conditions and what it binds a cursor to. The scope entries are those cursors were sealed with
+ * before this table, so a cursor issued then still opens.
+ */
+interface RecordFilter<V> {
+  read(input: FilterInput): V[]
+  clauses(value: V): FilterClause[]
+  /** The value's entry in the cursor scope; undefined binds nothing (the default, live records only). */
+  scope(value: V): unknown
+}
+
+const clause = (shape: string, values: unknown[], apply: (b: Knex.QueryBuilder) => void): FilterClause => ({
+  shape,
+  values,
+  apply
+})
+const filter = <V>(f: RecordFilter<V>) => f as RecordFilter<unknown>
+
+const rowFilter = filter<RowRule>({
+  read: ({ rule }) => (rule ? [rule] : []),
+  clauses: (rule) => [clause(`row:${rule.key}`, rule.bindings, (b) => b.whereRaw(rule.sql, rule.bindings))],
+  scope: (rule) => ['row', rule.key, rule.bindings]
+})
+
+// Sync clients ask for deleted records too, so that deletions reach them.
+const deletedFilter = filter<'live' | 'includeDeleted'>({
+  read: ({ query }) => [query.includeDeleted ? 'includeDeleted' : 'live'],
+  clauses: (v) => (v === 'live' ? [clause('live', [], (b) => b.whereNull('r.deleted_at'))] : []),
+  scope: (v) => (v === 'live' ? undefined : v)
+})
+
+const stateFilter = filter<string[]>({
+  read: ({ query, module }) => {
+    if (!query.state) return []
+    const states = query.state.split(',').map((s) => s.trim())
+    const unknown = states.filter((s) => !module.states.has(s))
+    if (unknown.length) {
+      const allowed = [...module.states.keys()]
+      throw validationError([
+        {
+          pointer: '/state',
+          field: 'state',
+          code: 'enum',
+          detail: `must be one of: ${allowed.join(', ')} (got ${unknown.join(', ')})`,
+          allowed
+        }
+      ])
+    }
+    return [states]
+  },
+  clauses: (states) => [clause(`state:${states.length}`, states, (b) => b.whereIn('r.state', states))],
+  scope: (states) => ['state', states]
+})
+
+const idFilter = filter<string[]>({
+  read: ({ query, limit }) => {
+    if (!query.id) return []
+    const ids = query.id.split(',').map((s) => s.trim().toLowerCase())
+    const bad = ids.filter((s) => !isUuid(s))
+    if (bad.length || ids.length > limit) {
+      const detail = bad.length
+        ? `must be record ids (UUIDs) separated by commas (got ${bad
+            .slice(0, 3)
+            .map((b) => JSON.stringify(b))
+            .join(', ')})`
+        : `names ${ids.length} records; at most the page limit (${limit}) per call`
+      throw validationError([{ pointer: '/id', field: 'id', code: bad.length ? 'format' : 'maxItems', detail }])
+    }
+    return [ids]
+  },
+  clauses: (ids) => [clause(`id:${ids.length}`, ids, (b) => b.whereIn('r.id', ids))],
+  scope: (ids) => ['id', ids]
+})
+
+/** A filter on one column by equality or `>=`, its value as the query gives it (after `canonical`). */
+const columnFilter = (
+  name: 'externalRef' | 'number' | 'updatedSince',
+  column: string,
+  operator: '=' | '>=',
+  canonical: (v: string) => string = (v) => v
+) =>
+  filter<string>({
+    read: ({ query }) => (query[name] ? [canonical(query[name])] : []),
+    clauses: (v) => [clause(name, [v], (b) => b.where(column, operator, v))],
+    scope: (v) => [name, v]
+  })
+
+const payloadFilter = filter<{ key: string; condition: unknown; clauses: FilterClause[] }>({
+  read: ({ query, module, hidden }) =>
+    Object.entries(query.payload ?? {}).map(([key, condition]) => {
+      // Filtering on a field one may not read would reveal it a bit at a time.
+      if (hidden.has(key)) {
+        const roles = module.fields.get(key)?.access?.read ?? []
+        throw problems.forbidden(
+          'field.forbidden',
+          `This credential may not read field "${key}" of module "${module.definition.key}", so it cannot filter on it; reading it needs one of the roles ${roles.join(', ')}.`,
+          { field: key }
+        )
+      }
+      const clauses = payloadConditions(module, key, condition).map((c) =>
+        clause(c.sql, c.bindings, (b) => b.whereRaw(c.sql, c.bindings as Knex.RawBinding[]))
+      )
+      return { key, condition, clauses }
+    }),
+  clauses: (v) => v.clauses,
+  scope: (v) => ['payload', v.key, v.condition]
+})
+
+/**
+ * The list filters of `GET /api/v1/records`, in the order their conditions bind in the SQL and
+ * their entries stand in the cursor scope.
+ */
+const recordFilters: ReadonlyArray<RecordFilter<unknown>> = [
+  rowFilter,
+  deletedFilter,
+  stateFilter,
+  idFilter,
+  columnFilter('externalRef', 'r.external_ref', '=', canonicalExternalRef),
+  columnFilter('number', 'r.number', '='),
+  columnFilter('updatedSince', 'r.updated_at', '>='),
+  payloadFilter
+]
+
+/**
+ * The SQL conditions of a list and the cursor scope they make, from one reading of the query:
+ * a cursor opens only under the filters (and tenant and module) it was issued with.
+ */
+export function listFilters(tenantId: string, input: FilterInput): { clauses: FilterClause[]; scope: string } {
+  const clauses: FilterClause[] = []
+  const scope: unknown[] = [tenantId, input.module.definition.key]
+  for (const f of recordFilters) {
+    for (const value of f.read(input)) {
+      clauses.push(...f.clauses(value))
+      const entry = f.scope(value)
+      if (entry !== undefined) scope.push(entry)
+    }
+  }
+  return { clauses, scope: JSON.stringify(scope) }
+}
+
+/** A payload filter's SQL over `records r`: the field must be filterable and the operators its type's. */
+function payloadConditions(
+  module: RegisteredModule,
+  key: string,
+  condition: unknown
+): Array<{ sql: string; bindings: unknown[] }> {
+  const field = module.fields.get(key)
+  const spec = field && fieldToFilter[field.type]
+  if (!field || !spec) {
+    const allowed = module.definition.fields.filter((f) => fieldToFilter[f.type]).map((f) => f.key)
+    throw validationError([
+      {
+        pointer: `/payload/${key}`,
+        field: `payload.${key}`,
+        code: 'filter',
+        detail: `cannot be filtered on; filterable fields: ${allowed.join(', ')}`,
+        allowed
+      }
+    ])
+  }
+  const ops: Array<[Operator, string | string[]]> =
+    typeof condition === 'string'
+      ? [['eq', condition]]
+      : Object.entries(condition as Record<string, string | string[]>).map(([op, v]) => [op as Operator, v])
+  const out: Array<{ sql: string; bindings: unknown[] }> = []
+  for (const [op, raw] of ops) {
+    const pointer = `/payload/${key}${typeof condition === 'string' ? '' : `/${op}`}`
+    if (!spec.operators.includes(op)) {
+      throw validationError([
+        {
+          pointer,
+          field: `payload.${key}`,
+          code: 'operator',
+          detail: `does not support operator "${op}"; allowed: ${spec.operators.join(', ')}`,
+          allowed: [...spec.operators]
+        }
+      ])
+    }
+    const values = Array.isArray(raw) ? raw.map(String) : [String(raw)]
+    const parsed = values.map((v) => {
+      const r = spec.parse(v, field)
+      if ('error' in r)
+        throw validationError([
+          {
+            pointer,
+            field: `payload.${key}`,
+            code: 'filter',
+            detail: r.error,
+            ...(r.allowed ? { allowed: r.allowed } : {})
+          }
+        ])
+      return r.value
+    })
+    const expr = spec.expr(key)
+    if (op === 'in') out.push({ sql: `${expr} IN (${parsed.map(() => '?').join(', ')})`, bindings: parsed })
+    else out.push({ sql: `${expr} ${sqlOperators[op]} ?`, bindings: parsed })
+  }
+  return out
+}
