@@ -40,7 +40,7 @@ import { health, type ReadinessCheck } from './http/health.ts'
 import { closeListener, Shutdown } from './shutdown.ts'
 import { withTraceContext } from './jobs/trace.ts'
 import { logger } from './logger.ts'
-import { descriptionsOf, type Plugin } from './plugin.ts'
+import { descriptionsOf, graphqlPartsOf, type Plugin } from './plugin.ts'
 import { loadModules } from './modules/registry.ts'
 import { CursorCodec } from './pagination/cursor.ts'
 import { syncTenants, TenantDirectory } from './tenancy/tenants.ts'
@@ -137,6 +137,7 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   for (const m of options.outermost?.(app) ?? []) app.use(m)
   app.set('platform', platform)
   app.set('describes', descriptionsOf(plugins))
+  app.set('graphqlParts', graphqlPartsOf(plugins))
   app.set('streamingPaths', streaming)
   app.set(
     'errorsUrl',

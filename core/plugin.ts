@@ -2,6 +2,7 @@ import type { App, Platform } from './declarations.ts'
 import type { JobDefinition } from './jobs/index.ts'
 import type { Describe } from './openapi/builder.ts'
 import type { ProblemBody } from './errors/index.ts'
+import type { GraphQLPart } from './graphql/schema-part.ts'
 
 /**
  * What a CLI command is handed: the platform, the app (its services with their hooks, as
@@ -64,6 +65,8 @@ export interface Plugin {
   cli?: readonly CliCommand[]
   /** Its part of the OpenAPI document (tag, paths, schemas); the document lists them in plugin order. */
   describe?: Describe
+  /** Its types, queries and mutations in each caller's GraphQL schema (core/graphql/schema-part.ts), in plugin order. */
+  graphql?: GraphQLPart
 }
 
 /** How refusals on some paths are written (see Plugin.problemFormats). */
@@ -76,4 +79,9 @@ export interface ProblemFormat {
 /** The OpenAPI descriptions of `plugins`, in their order. */
 export function descriptionsOf(plugins: readonly Plugin[]): Describe[] {
   return plugins.flatMap((p) => (p.describe ? [p.describe] : []))
+}
+
+/** The GraphQL parts of `plugins`, in their order. */
+export function graphqlPartsOf(plugins: readonly Plugin[]): GraphQLPart[] {
+  return plugins.flatMap((p) => (p.graphql ? [p.graphql] : []))
 }

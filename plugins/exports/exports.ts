@@ -8,6 +8,7 @@ import { purgeExpiredExports, renderExport } from './exports.job.ts'
 import { exportsMethods, exportsPath } from './exports.shared.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { describeExports } from './exports.openapi.ts'
+import { exportsGraphQL } from './exports.graphql.ts'
 
 declare module '../../core/declarations.ts' {
   interface ServiceTypes {
@@ -56,5 +57,6 @@ export const exportsPlugin: Plugin = {
   name: 'exports',
   configure: configureExports,
   jobs: (app) => exportJobs(app, app.get('platform')),
-  describe: describeExports
+  describe: describeExports,
+  graphql: exportsGraphQL
 }

@@ -6,6 +6,7 @@ import type { RecordOut } from './records.schema.ts'
 import { recordsMethods, recordsPath, recordsWriteMethods } from './records.shared.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { describeRecords } from './records.openapi.ts'
+import { recordsGraphQL } from './records.graphql.ts'
 
 declare module '../../core/declarations.ts' {
   interface ServiceTypes {
@@ -53,5 +54,6 @@ export const recordsPlugin: Plugin = {
   name: 'records',
   configure: records,
   colonMethods: [recordsPath],
-  describe: describeRecords
+  describe: describeRecords,
+  graphql: recordsGraphQL
 }

@@ -1,0 +1,73 @@
+import { callParams, withoutNulls, type GraphQLSchemaBuild, type Resolver } from '../../core/graphql/schema-part.ts'
+import { exportFormats, exportsPath } from './exports.shared.ts'
+
+/** The exports part of the GraphQL schema (`Plugin.graphql`): an export job, and a mutation to start one, from the exports service. */
+export function exportsGraphQL({ sc, query, mutation, lookup }: GraphQLSchemaBuild) {
+  sc.createEnumTC({
+    name: 'ExportFormat',
+    values: Object.fromEntries(exportFormats.map((f) => [f.toUpperCase(), { value: f }]))
+  })
+  sc.createEnumTC({
+    name: 'ExportValues',
+    values: {
+      KEYS: { value: 'keys', description: 'States and choices by key' },
+      LABELS: { value: 'labels', description: 'By label, users by name' }
+    }
+  })
+  sc.createObjectTC({
+    name: 'Export',
+    fields: {
+      id: 'ID!',
+      moduleKey: 'String!',
+      format: 'ExportFormat!',
+      status: { type: 'String!', description: 'queued, running, succeeded or failed' },
+      filters: 'JSON',
+      columns: '[String!]',
+      values: 'ExportValues!',
+      progress: sc.createObjectTC({ name: 'ExportProgress', fields: { rowsDone: 'Int!', rowsTotal: 'Int' } }),
+      queuePosition: 'Int',
+      attempts: 'Int!',
+      createdAt: 'DateTime!',
+      startedAt: 'DateTime',
+      finishedAt: 'DateTime',
+      expiresAt: 'DateTime',
+      file: sc.createObjectTC({
+        name: 'ExportFile',
+        fields: { name: 'String!', contentType: 'String!', size: 'Float!' }
+      }),
+      download: 'SignedRequest',
+      problem: 'JSON'
+    }
+  })
+  sc.createInputTC({
+    name: 'ExportInput',
+    fields: {
+      moduleKey: 'String!',
+      format: 'ExportFormat!',
+      filters: {
+        type: 'JSON',
+        description: 'As in POST /api/v1/exports: state, updatedSince, externalRef, includeDeleted, payload'
+      },
+      columns: '[String!]',
+      csvBom: 'Boolean',
+      values: 'ExportValues'
+    }
+  })
+  query.export = {
+    type: 'Export',
+    ...lookup,
+    description: 'An export job and, once it succeeded, its download URL (GET /api/v1/exports/{id}).',
+    args: { id: 'ID!' },
+    resolve: ((_s, { id }, ctx) => ctx.app.service(exportsPath).get(id, callParams(ctx))) as Resolver
+  }
+  mutation.startExport = {
+    type: 'Export',
+    ...lookup,
+    description: 'Starts an export job (POST /api/v1/exports); poll `export(id)` for its download.',
+    args: { input: 'ExportInput!' },
+    resolve: ((_s, { input }, ctx) =>
+      ctx.app
+        .service(exportsPath)
+        .create(withoutNulls(input), callParams(ctx, { idempotencyKey: ctx.idempotencyKey }))) as Resolver
+  }
+}
