@@ -1,7 +1,9 @@
+import { outputFields } from '../../core/graphql/from-schema.ts'
 import { callParams, withoutNulls, type GraphQLSchemaBuild, type Resolver } from '../../core/graphql/schema-part.ts'
+import { exportJobSchema } from './exports.schema.ts'
 import { exportFormats, exportsPath } from './exports.shared.ts'
 
-/** The exports part of the GraphQL schema (`Plugin.graphql`): an export job, and a mutation to start one, from the exports service. */
+/** The exports part of the GraphQL schema (`Plugin.graphql`): an export job (its REST output schema), and a mutation to start one, from the exports service. */
 export function exportsGraphQL({ sc, query, mutation, lookup }: GraphQLSchemaBuild) {
   sc.createEnumTC({
     name: 'ExportFormat',
@@ -14,30 +16,20 @@ export function exportsGraphQL({ sc, query, mutation, lookup }: GraphQLSchemaBui
       LABELS: { value: 'labels', description: 'By label, users by name' }
     }
   })
+  // The job as REST answers it (exportJobSchema), less its links.
   sc.createObjectTC({
     name: 'Export',
-    fields: {
-      id: 'ID!',
-      moduleKey: 'String!',
-      format: 'ExportFormat!',
-      status: { type: 'String!', description: 'queued, running, succeeded or failed' },
-      filters: 'JSON',
-      columns: '[String!]',
-      values: 'ExportValues!',
-      progress: sc.createObjectTC({ name: 'ExportProgress', fields: { rowsDone: 'Int!', rowsTotal: 'Int' } }),
-      queuePosition: 'Int',
-      attempts: 'Int!',
-      createdAt: 'DateTime!',
-      startedAt: 'DateTime',
-      finishedAt: 'DateTime',
-      expiresAt: 'DateTime',
-      file: sc.createObjectTC({
-        name: 'ExportFile',
-        fields: { name: 'String!', contentType: 'String!', size: 'Float!' }
-      }),
-      download: 'SignedRequest',
-      problem: 'JSON'
-    }
+    fields: outputFields(sc, exportJobSchema, {
+      types: {
+        format: 'ExportFormat',
+        values: 'ExportValues',
+        filters: 'JSON',
+        download: 'SignedRequest',
+        problem: 'JSON'
+      },
+      objects: { progress: 'ExportProgress', file: 'ExportFile' },
+      omit: ['links']
+    })
   })
   sc.createInputTC({
     name: 'ExportInput',
