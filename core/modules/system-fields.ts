@@ -66,5 +66,3 @@ export const systemFields = [
   { key: 'deletedAt', kind: 'datetime', optional: true },
   { key: 'deletedBy', kind: 'actor', optional: true }
 ] as const satisfies readonly SystemField[]
-
-export type SystemFieldKey = (typeof systemFields)[number]['key']

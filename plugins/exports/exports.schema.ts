@@ -43,7 +43,7 @@ export const exportDataSchema = Type.Object(
 export type ExportData = Static<typeof exportDataSchema>
 export const exportDataValidator = compileData(exportDataSchema)
 
-export const exportStatuses = ['queued', 'running', 'succeeded', 'failed', 'expired'] as const
+const exportStatuses = ['queued', 'running', 'succeeded', 'failed', 'expired'] as const
 
 /** The job's counters are PostgreSQL integers. */
 const int4 = 2 ** 31 - 1

@@ -15,7 +15,7 @@ import type { RecordOut } from './records.schema.ts'
 import { recordsPath } from './records.shared.ts'
 
 /** One row per system field kind (core/modules/system-fields.ts): its GraphQL type, when present on every record. */
-export const systemFieldToGraphQL: { [K in SystemFieldKind]: string } = {
+const systemFieldToGraphQL: { [K in SystemFieldKind]: string } = {
   uuid: 'ID',
   string: 'String',
   integer: 'Int',
@@ -24,7 +24,7 @@ export const systemFieldToGraphQL: { [K in SystemFieldKind]: string } = {
 }
 
 /** The system fields of every record type, derived from the one list. */
-export function systemFieldsGraphQL(): ObjectTypeComposerFieldConfigMapDefinition<RecordOut, GraphQLContext> {
+function systemFieldsGraphQL(): ObjectTypeComposerFieldConfigMapDefinition<RecordOut, GraphQLContext> {
   return Object.fromEntries(
     systemFields.map((f: SystemField) => {
       const type = `${systemFieldToGraphQL[f.kind]}${f.optional ? '' : '!'}`
