@@ -86,7 +86,12 @@ export interface GraphQLSchemaBuild {
   principal: Principal
   /** The modules this caller sees, by key. */
   modules: readonly RegisteredModule[]
-  /** Fields for `Query` and `Mutation`. Mutation fields stay nullable: one that fails is null beside those that committed. */
+  /**
+   * Fields for `Query` and `Mutation`, this part's own: a name another part adds too is refused when the
+   * schema is built. Module root fields step aside for the names in plugins/graphql/graphql.names.ts
+   * (`moduleFieldNames`); a part with a new root field a module key could spell adds it there. Mutation
+   * fields stay nullable: one that fails is null beside those that committed.
+   */
   query: RootFields
   mutation: RootFields
   /** Spread onto a field whose resolver calls a service on its own: the cost walk counts it as a lookup. */

@@ -149,10 +149,23 @@ export function buildSchema(
   commonTypes(sc)
   const query: RootFields = {}
   const mutation: RootFields = {}
-  for (const part of parts) part({ sc, platform, principal, modules, query, mutation, lookup, names: naming })
+  for (const part of parts) {
+    const own = { query: {} as RootFields, mutation: {} as RootFields }
+    part({ sc, platform, principal, modules, ...own, lookup, names: naming })
+    addOnce(query, own.query, 'Query')
+    addOnce(mutation, own.mutation, 'Mutation')
+  }
   sc.Query.addFields(query)
   // Mutation fields are nullable: mutations run one after another, and one that fails is null with its error while
   // those that committed before and after keep their results (a non-null one would null all of `data`).
   if (Object.keys(mutation).length) sc.Mutation.addFields(mutation)
   return sc.buildSchema({ keepUnusedTypes: true })
+}
+
+/** A root field two parts both add would silently be the last one's: refused when the schema is built. */
+function addOnce(into: RootFields, fields: RootFields, root: string) {
+  for (const [name, field] of Object.entries(fields)) {
+    if (name in into) throw new Error(`Two GraphQL parts add ${root}.${name}; a plugin's root fields must be its own.`)
+    into[name] = field
+  }
 }

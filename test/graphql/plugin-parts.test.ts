@@ -121,6 +121,11 @@ t.test(
   }
 )
 
+t.test('a part that adds a root field another part has is refused when the schema is built', async (t) => {
+  const again: Plugin = { name: 'again', configure: () => {}, graphql: ({ query }) => void (query.me = 'String') }
+  t.throws(() => schemaOf([...plugins, again]), /Two GraphQL parts add Query\.me/)
+})
+
 t.test('the schema is built once per caller view, not per request', async (t) => {
   const cache = new SchemaCache(server.platform, graphqlPartsOf(plugins))
   const first = cache.get(principal).schema
