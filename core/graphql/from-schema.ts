@@ -1,5 +1,9 @@
 import type { TSchema } from '@feathersjs/typebox'
-import type { ObjectTypeComposerFieldConfigMapDefinition, SchemaComposer } from 'graphql-compose'
+import type {
+  InputTypeComposerFieldConfigMapDefinition,
+  ObjectTypeComposerFieldConfigMapDefinition,
+  SchemaComposer
+} from 'graphql-compose'
 import type { GraphQLContext } from './schema-part.ts'
 
 /** How an output schema's properties become GraphQL fields (see `outputFields`), by property path (`progress.rowsTotal`). */
@@ -85,4 +89,19 @@ export function outputFields(
     out[key] = p.description ? { type, description: p.description } : type
   }
   return out
+}
+
+/**
+ * The GraphQL input fields of a TypeBox request body schema (an object): what the body may
+ * leave out is nullable; scalars as in `outputFields`; nested objects are `JSON` unless
+ * `naming.types` names an input type (the service validates them as REST does).
+ */
+export function inputFields(
+  sc: SchemaComposer<GraphQLContext>,
+  schema: TSchema,
+  naming: Omit<OutputNaming, 'objects'> = {}
+): InputTypeComposerFieldConfigMapDefinition {
+  const { types, omit } = naming
+  const fields = outputFields(sc, schema, { types, omit })
+  return fields as InputTypeComposerFieldConfigMapDefinition
 }

@@ -1,6 +1,6 @@
-import { outputFields } from '../../core/graphql/from-schema.ts'
+import { inputFields, outputFields } from '../../core/graphql/from-schema.ts'
 import { callParams, withoutNulls, type GraphQLSchemaBuild, type Resolver } from '../../core/graphql/schema-part.ts'
-import { exportJobSchema } from './exports.schema.ts'
+import { exportDataSchema, exportJobSchema } from './exports.schema.ts'
 import { exportFormats, exportsPath } from './exports.shared.ts'
 
 /** The exports part of the GraphQL schema (`Plugin.graphql`): an export job (its REST output schema), and a mutation to start one, from the exports service. */
@@ -31,19 +31,12 @@ export function exportsGraphQL({ sc, query, mutation, lookup }: GraphQLSchemaBui
       omit: ['links']
     })
   })
+  // The body of POST /api/v1/exports (exportDataSchema); the service validates it as it does REST's.
   sc.createInputTC({
     name: 'ExportInput',
-    fields: {
-      moduleKey: 'String!',
-      format: 'ExportFormat!',
-      filters: {
-        type: 'JSON',
-        description: 'As in POST /api/v1/exports: state, updatedSince, externalRef, includeDeleted, payload'
-      },
-      columns: '[String!]',
-      csvBom: 'Boolean',
-      values: 'ExportValues'
-    }
+    fields: inputFields(sc, exportDataSchema, {
+      types: { format: 'ExportFormat', values: 'ExportValues', filters: 'JSON' }
+    })
   })
   query.export = {
     type: 'Export',

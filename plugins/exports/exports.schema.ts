@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from '@feathersjs/typebox'
+import { systemFields, type SystemField } from '../../core/modules/system-fields.ts'
 import { compileData } from '../../core/validation.ts'
 import { exportContentTypes, exportFormats } from './exports.shared.ts'
 
@@ -12,6 +13,8 @@ const exportFilters = {
     Type.Record(Type.String(), Type.Union([Type.String(), Type.Record(Type.String(), Type.String())]))
   )
 }
+/** The record's system fields that have an export column, in their order. */
+const systemColumnKeys = systemFields.filter((f: SystemField) => f.column).map((f) => f.key)
 const valuesSchema = (description: string) =>
   Type.Union([Type.Literal('keys'), Type.Literal('labels')], { description })
 
@@ -27,8 +30,7 @@ export const exportDataSchema = Type.Object(
         minItems: 1,
         uniqueItems: true,
         maxItems: 200,
-        description:
-          'Column keys in order: number, state, createdAt, updatedAt, createdBy, updatedBy, externalRef, top-level fields and `<user field>.id`'
+        description: `Column keys in order: ${systemColumnKeys.join(', ')}, top-level fields and \`<user field>.id\``
       })
     ),
     csvBom: Type.Optional(Type.Boolean({ description: 'CSV only: start with a UTF-8 byte order mark (for Excel)' })),
