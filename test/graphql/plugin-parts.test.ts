@@ -1,8 +1,9 @@
-import { graphql, isObjectType, type GraphQLSchema } from 'graphql'
+import { graphql, isNonNullType, isObjectType, type GraphQLSchema } from 'graphql'
 import t from '../helpers/tap.ts'
 import { startTestServer } from '../helpers/server.ts'
 import { Loaders } from '../../core/graphql/schema-part.ts'
 import { graphqlPartsOf, type Plugin } from '../../core/plugin.ts'
+import { exportJobSchema } from '../../plugins/exports/exports.schema.ts'
 import { plugins } from '../../plugins/index.ts'
 import { SchemaCache } from '../../plugins/graphql/graphql.ts'
 
@@ -52,6 +53,31 @@ t.test('the served schema holds the types records, attachments, exports, modules
     'and its mutations'
   )
 })
+
+t.test(
+  "the Export type is the export job's REST output schema less its links: each member, nullable where REST may leave it out or null",
+  async (t) => {
+    const type = schemaOf(plugins).getType('Export')
+    if (!isObjectType(type)) throw new Error('no Export type')
+    const fields = type.getFields()
+    const required = new Set(exportJobSchema.required ?? [])
+    for (const [key, member] of Object.entries(exportJobSchema.properties)) {
+      if (key === 'links') {
+        t.notOk(fields[key], 'links is REST only')
+        continue
+      }
+      const nullable =
+        !required.has(key) ||
+        ((member as { anyOf?: Array<{ type?: string }> }).anyOf?.some((v) => v.type === 'null') ?? false)
+      t.equal(isNonNullType(fields[key]?.type), !nullable, `${key}: ${nullable ? 'nullable' : 'non-null'}`)
+    }
+    t.same(
+      Object.keys(fields),
+      Object.keys(exportJobSchema.properties).filter((k) => k !== 'links'),
+      'and nothing else'
+    )
+  }
+)
 
 t.test('without the exports plugin, the schema has no export type, query or mutation and keeps the rest', async (t) => {
   const schema = schemaOf(without('exports'))
