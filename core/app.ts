@@ -40,7 +40,7 @@ import { health, type ReadinessCheck } from './http/health.ts'
 import { closeListener, Shutdown } from './shutdown.ts'
 import { withTraceContext } from './jobs/trace.ts'
 import { logger } from './logger.ts'
-import { checkDependencies, descriptionsOf, type Plugin } from './plugin.ts'
+import { checkDependencies, descriptionsOf, graphqlPartsOf, type Plugin } from './plugin.ts'
 import { loadModules } from './modules/registry.ts'
 import { CursorCodec } from './pagination/cursor.ts'
 import { syncTenants, TenantDirectory } from './tenancy/tenants.ts'
@@ -143,6 +143,7 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.set('platform', platform)
   app.set('describes', descriptionsOf(plugins))
   app.set('ownRoutes', ownRoutes)
+  app.set('graphqlParts', graphqlPartsOf(plugins))
   app.set(
     'errorsUrl',
     platform.config.errors.baseUrl ??

@@ -9,6 +9,7 @@ import type { Database } from './db/index.ts'
 import type { ModuleRegistry } from './modules/registry.ts'
 import type { CursorCodec } from './pagination/cursor.ts'
 import type { Describe } from './openapi/builder.ts'
+import type { GraphQLPart } from './graphql/schema-part.ts'
 import type { OpenApiDocuments } from './openapi/document.ts'
 import type { TenantDirectory } from './tenancy/tenants.ts'
 import type { Metrics } from './telemetry/metrics.ts'
@@ -47,6 +48,8 @@ export interface Settings {
   errorsUrl: string
   /** Every plugin's OpenAPI description, in plugin order (core/plugin.ts); api-docs builds the document from them. */
   describes: Describe[]
+  /** Every plugin's part of the GraphQL schema, in plugin order (core/plugin.ts); plugins/graphql builds each caller's schema from them. */
+  graphqlParts: GraphQLPart[]
   /** The OpenAPI documents (plugins/api-docs), for the contract checker of the tests. */
   openapi?: OpenApiDocuments
   /** What `/readyz` checks, by name (core/http/health.ts): the database and Redis from the start, the jobs once they run. */

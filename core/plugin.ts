@@ -3,6 +3,7 @@ import type { Migration } from './db/migrate.ts'
 import type { JobDefinition } from './jobs/index.ts'
 import type { Describe } from './openapi/builder.ts'
 import type { ProblemBody } from './errors/index.ts'
+import type { GraphQLPart } from './graphql/schema-part.ts'
 
 /**
  * What a CLI command is handed: the platform, the app (its services with their hooks, as
@@ -85,6 +86,8 @@ export interface Plugin {
   cli?: readonly CliCommand[]
   /** Its part of the OpenAPI document (tag, paths, schemas); the document lists them in plugin order. */
   describe?: Describe
+  /** Its types, queries and mutations in each caller's GraphQL schema (core/graphql/schema-part.ts), in plugin order. */
+  graphql?: GraphQLPart
 }
 
 /**
@@ -131,4 +134,9 @@ export function checkDependencies(plugins: readonly Plugin[]): void {
 /** The OpenAPI descriptions of `plugins`, in their order. */
 export function descriptionsOf(plugins: readonly Plugin[]): Describe[] {
   return plugins.flatMap((p) => (p.describe ? [p.describe] : []))
+}
+
+/** The GraphQL parts of `plugins`, in their order. */
+export function graphqlPartsOf(plugins: readonly Plugin[]): GraphQLPart[] {
+  return plugins.flatMap((p) => (p.graphql ? [p.graphql] : []))
 }

@@ -9,6 +9,7 @@ import { attachmentsMethods, attachmentsPath } from './attachments.shared.ts'
 import { localStorageRoutes } from './attachments.storage-routes.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { describeAttachments } from './attachments.openapi.ts'
+import { attachmentsGraphQL } from './attachments.graphql.ts'
 
 declare module '../../core/declarations.ts' {
   interface ServiceTypes {
@@ -79,5 +80,6 @@ export const attachmentsPlugin: Plugin = {
       run: async () => ({ removed: await purgePendingAttachments(app.get('platform')) })
     }
   ],
-  describe: describeAttachments
+  describe: describeAttachments,
+  graphql: attachmentsGraphQL
 }

@@ -9,7 +9,7 @@ import { exportColumns } from '../../core/modules/derive/columns.ts'
 import { assertValid, isUuid, validationError } from '../../core/validation.ts'
 import { recordsPath } from '../records/records.shared.ts'
 import * as repo from './exports.repository.ts'
-import { exportDataValidator, type ExportData } from './exports.schema.ts'
+import { exportDataValidator, type ExportData, type ExportJob } from './exports.schema.ts'
 import { exportContentTypes, exportsPath } from './exports.shared.ts'
 
 interface ExportParams extends Params {
@@ -101,13 +101,14 @@ export class ExportsService {
     return this.present(row)
   }
 
-  private async present(row: repo.ExportRow) {
-    const out: Record<string, unknown> = {
+  /** The job as `exportJobSchema` (exports.schema.ts) describes it. */
+  private async present(row: repo.ExportRow): Promise<ExportJob> {
+    const out: ExportJob = {
       id: row.id,
       moduleKey: row.module_key,
       format: row.format,
       status: row.status,
-      filters: row.filters,
+      filters: row.filters as ExportJob['filters'],
       columns: row.columns,
       values: row.options.values ?? 'keys',
       progress: { rowsDone: row.rows_done, rowsTotal: row.rows_total },
@@ -121,16 +122,16 @@ export class ExportsService {
     }
     if (row.status === 'succeeded' && row.file_key) {
       out.file = { name: exportFileName(row), contentType: exportContentTypes[row.format], size: Number(row.file_size) }
-      out.download = await this.platform.storage.signDownload({
+      out.download = (await this.platform.storage.signDownload({
         key: row.file_key,
         contentType: exportContentTypes[row.format],
         fileName: exportFileName(row),
         expiresAt: new Date(
           Math.min(Date.now() + this.platform.config.attachments.downloadUrlSeconds * 1000, Date.parse(row.expires_at!))
         )
-      })
+      })) as ExportJob['download']
     }
-    if (row.status === 'failed') out.problem = row.problem
+    if (row.status === 'failed') out.problem = row.problem as ExportJob['problem']
     return out
   }
 }

@@ -10,11 +10,10 @@ import {
   type JsonSchema
 } from '../../core/openapi/builder.ts'
 import { signedDownload } from '../attachments/attachments.shared.ts'
-import { exportDataSchema } from './exports.schema.ts'
-import { exportContentTypes, exportFormats } from './exports.shared.ts'
+import { exportDataSchema, exportJobSchema, exportProblemSchema } from './exports.schema.ts'
+import { exportFormats } from './exports.shared.ts'
 
 const tag = 'Exports'
-const nullableTime = { type: ['string', 'null'], format: 'date-time' }
 const exampleId = '7d2e9c4a-1b3f-4e5d-8a6b-9c0d1e2f3a4b'
 /** A finished job, for examples. */
 const exampleJob = {
@@ -42,8 +41,8 @@ const exampleJob = {
   }
 }
 
-/** The job in each state: the members that state fixes, on top of `ExportJobBase`. */
-function states(ctx: DocContext, problem: JsonSchema): Record<string, JsonSchema> {
+/** The job in each state: the members that state fixes, on top of `ExportJobBase` (`exportJobSchema`). */
+function states(ctx: DocContext): Record<string, JsonSchema> {
   const o = ctx.config.exports
   return {
     queued: {
@@ -72,21 +71,7 @@ function states(ctx: DocContext, problem: JsonSchema): Record<string, JsonSchema
       properties: {
         queuePosition: { type: 'null' },
         finishedAt: { type: 'string', format: 'date-time' },
-        expiresAt: { type: 'string', format: 'date-time' },
-        file: {
-          type: 'object',
-          required: ['name', 'contentType', 'size'],
-          properties: {
-            name: {
-              type: 'string',
-              description: 'The name it downloads under, `<module>-export-<date>.<format>`.',
-              examples: ['incident-export-2026-11-22.csv']
-            },
-            contentType: { type: 'string', enum: Object.values(exportContentTypes) },
-            size: { type: 'integer', minimum: 0, description: 'Bytes.' }
-          }
-        },
-        download: signedDownload(ctx)
+        expiresAt: { type: 'string', format: 'date-time' }
       }
     },
     failed: {
@@ -95,8 +80,7 @@ function states(ctx: DocContext, problem: JsonSchema): Record<string, JsonSchema
       properties: {
         queuePosition: { type: 'null' },
         finishedAt: { type: 'string', format: 'date-time' },
-        expiresAt: { type: 'null' },
-        problem
+        expiresAt: { type: 'null' }
       }
     },
     expired: {
@@ -140,92 +124,25 @@ export function describeExports(ctx: DocContext): Fragment {
         ctx.modules.map((m, i) => [m.definition.key, perModule[i]])
       )
 
-  const problem = ctx.ref(
-    {
-      type: 'object',
-      title: 'Export problem',
-      description:
-        "Why the export failed: `status`, `code` and `detail` as a problem response would carry them (e.g. `export.failed`, `export.attempts_exhausted`, or the refusal that stopped the render), with that code's details.",
-      required: ['status', 'code', 'detail'],
-      properties: {
-        status: { type: 'integer', minimum: 400, maximum: 599 },
-        code: { type: 'string', examples: ['export.failed'] },
-        detail: { type: 'string' }
-      }
-    },
-    'ExportProblem'
-  )
+  const problem = ctx.ref(toDocumentSchema(exportProblemSchema), 'ExportProblem')
+  // The job in any state, from its TypeBox schema; the signed URL and the problem as the document names them elsewhere.
+  const any = toDocumentSchema(exportJobSchema)
   const base = ctx.ref(
     {
-      type: 'object',
-      title: 'Export job (any state)',
-      required: [
-        'id',
-        'moduleKey',
-        'format',
-        'status',
-        'filters',
-        'columns',
-        'values',
-        'progress',
-        'queuePosition',
-        'attempts',
-        'createdAt',
-        'startedAt',
-        'finishedAt',
-        'expiresAt',
-        'links'
-      ],
+      ...any,
       properties: {
-        id: { type: 'string', format: 'uuid' },
-        moduleKey: { type: 'string' },
-        format: { type: 'string', enum: [...exportFormats] },
-        status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed', 'expired'] },
-        filters: { ...data.properties.filters, description: 'The filters as asked for (`{}` for none).' },
-        columns: {
-          type: ['array', 'null'],
-          items: { type: 'string' },
-          description:
-            "The columns as asked for; null: the default (CSV and XLSX: all the requester may read; PDF: Number, State, the module's summary columns and Created)."
-        },
-        values: {
-          type: 'string',
-          enum: ['keys', 'labels'],
-          description: 'How states and choices are written: as stored (`keys`) or by their labels.'
-        },
-        progress: {
-          type: 'object',
-          required: ['rowsDone', 'rowsTotal'],
-          properties: {
-            rowsDone: { type: 'integer', minimum: 0 },
-            rowsTotal: { type: ['integer', 'null'], minimum: 0, description: 'Known once the job runs.' }
-          }
-        },
-        queuePosition: {
-          type: ['integer', 'null'],
-          minimum: 1,
-          description: "Queued jobs only: its place in the tenant's queue (1 = next)."
-        },
-        attempts: {
-          type: 'integer',
-          minimum: 0,
-          description:
-            'Times the job was started, counting neither waits for a slot nor hand-overs by an instance shutting down.'
-        },
-        createdAt: { type: 'string', format: 'date-time' },
-        startedAt: { ...nullableTime, description: 'When the first run started.' },
-        finishedAt: nullableTime,
-        expiresAt: { ...nullableTime, description: 'When the file is removed (succeeded jobs).' },
+        ...any.properties,
         links: {
-          type: 'object',
-          required: ['self'],
+          ...any.properties.links,
           properties: { self: { type: 'string', examples: [`/api/v1/exports/${exampleId}`] } }
-        }
+        },
+        download: signedDownload(ctx),
+        problem
       }
     },
     'ExportJobBase'
   )
-  const variants = Object.entries(states(ctx, problem)).map(([status, s]) => {
+  const variants = Object.entries(states(ctx)).map(([status, s]) => {
     const { description, ...rest } = s
     return [
       status,

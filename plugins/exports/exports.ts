@@ -9,6 +9,7 @@ import { exportsMethods, exportsPath } from './exports.shared.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { exportsMigrations } from './migrations/index.ts'
 import { describeExports } from './exports.openapi.ts'
+import { exportsGraphQL } from './exports.graphql.ts'
 
 declare module '../../core/declarations.ts' {
   interface ServiceTypes {
@@ -59,5 +60,6 @@ export const exportsPlugin: Plugin = {
   migrations: exportsMigrations,
   configure: configureExports,
   jobs: (app) => exportJobs(app, app.get('platform')),
-  describe: describeExports
+  describe: describeExports,
+  graphql: exportsGraphQL
 }

@@ -49,10 +49,10 @@ export interface QueryLimits {
  * records, `me`, a mutation, a download URL) costs beyond the field: about what a REST call
  * costs the server (its hooks, a statement, the answer), where a field of a loaded record is
  * a property read. Declared on the field (`extensions: { cost: lookupCost }`,
- * graphql.schema.ts) so the walk below needs no list of names. Counted here, before the
+ * `lookup` in each plugin's part, core/graphql/schema-part.ts) so the walk below needs no list of names. Counted here, before the
  * operation runs, rather than charged as each call is made: the whole operation is then
  * refused before its first lookup, and reserved on the budget at once (graphql.ts).
- * References to records and user names load in batches (graphql.context.ts) and count as
+ * References to records and user names load in batches (core/graphql/schema-part.ts `Loaders`) and count as
  * the plain fields they are.
  */
 export const lookupCost = 250

@@ -28,8 +28,8 @@ import { currentBudget } from '../../core/limits/budget.ts'
 import { logger } from '../../core/logger.ts'
 import { span, tracingEnabled } from '../../core/telemetry/tracing.ts'
 import type { Plugin } from '../../core/plugin.ts'
+import { Loaders, type GraphQLContext, type GraphQLPart } from '../../core/graphql/schema-part.ts'
 import { graphqlConsole } from './graphql.console.ts'
-import { Loaders, type GraphQLContext } from './graphql.context.ts'
 import { parseWithin, repeatProblems } from './graphql.document.ts'
 import { fragmentsOf, limitRule, rootFields, type QueryLimits } from './graphql.limits.ts'
 import { describeGraphQL } from './graphql.openapi.ts'
@@ -64,6 +64,7 @@ export class SchemaCache {
   builds = 0
   constructor(
     private readonly platform: Platform,
+    private readonly parts: readonly GraphQLPart[],
     private readonly max = 500
   ) {}
 
@@ -71,7 +72,7 @@ export class SchemaCache {
     const { key, modules } = schemaKey(this.platform, principal)
     let hit = this.built.get(key)
     if (!hit) {
-      hit = { schema: buildSchema(this.platform, principal, modules) }
+      hit = { schema: buildSchema(this.platform, principal, modules, this.parts) }
       this.builds++
       if (this.built.size >= this.max) this.built.delete(this.built.keys().next().value!)
       this.built.set(key, hit)
@@ -251,7 +252,7 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
       execute: reservedExecute as never,
       context: (req) => {
         const base = { app, principal: req.context.principal, traceId }
-        return { ...base, loaders: new Loaders(base, platform.config.pagination.maxLimit) }
+        return { ...base, loaders: new Loaders(base) }
       },
       validationRules: (req, args, specified) => [
         ...specified,
@@ -395,7 +396,7 @@ declare module '../../core/declarations.ts' {
 }
 
 export function graphql(app: App) {
-  const cache = new SchemaCache(app.get('platform'))
+  const cache = new SchemaCache(app.get('platform'), app.get('graphqlParts'))
   app.set('graphqlSchemas', cache)
   app.use(graphqlRoutes(app, cache))
   declareRoutes(app, [{ path: `/${sdlPath}`, methods: ['GET', 'HEAD'] }])

@@ -4,6 +4,7 @@ import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import type { App, Platform } from '../../core/declarations.ts'
 import { meMethods, mePath } from './me.shared.ts'
 import { describeMe } from './me.openapi.ts'
+import { meGraphQL } from './me.graphql.ts'
 import type { Plugin } from '../../core/plugin.ts'
 
 declare module '../../core/declarations.ts' {
@@ -56,4 +57,4 @@ export function me(app: App) {
   app.use(mePath, new MeService(app.get('platform')), { methods: [...meMethods] })
 }
 
-export const mePlugin: Plugin = { name: 'me', configure: me, describe: describeMe }
+export const mePlugin: Plugin = { name: 'me', configure: me, describe: describeMe, graphql: meGraphQL }

@@ -2,6 +2,7 @@ import type { App } from '../../core/declarations.ts'
 import { ModulesService } from './modules.class.ts'
 import { modulesMethods, modulesPath } from './modules.shared.ts'
 import { describeModules } from './modules.openapi.ts'
+import { modulesGraphQL } from './modules.graphql.ts'
 import type { Plugin } from '../../core/plugin.ts'
 
 declare module '../../core/declarations.ts' {
@@ -14,4 +15,9 @@ export function modules(app: App) {
   app.use(modulesPath, new ModulesService(app.get('platform').tenants), { methods: [...modulesMethods] })
 }
 
-export const modulesPlugin: Plugin = { name: 'modules', configure: modules, describe: describeModules }
+export const modulesPlugin: Plugin = {
+  name: 'modules',
+  configure: modules,
+  describe: describeModules,
+  graphql: modulesGraphQL
+}

@@ -1,4 +1,9 @@
-import { Type, type Static } from '@feathersjs/typebox'
+import { Type, type SchemaOptions, type Static, type TOptional, type TSchema } from '@feathersjs/typebox'
+import {
+  systemFields,
+  type SystemField as SystemFieldDefinition,
+  type SystemFieldKind
+} from '../../core/modules/system-fields.ts'
 import { compileData, compileQuery } from '../../core/validation.ts'
 
 export const actorSchema = Type.Object(
@@ -79,26 +84,33 @@ export const recordAttachmentSchema = Type.Object(
   { $id: 'RecordAttachment', description: 'A ready attachment; download it through `GET /api/v1/attachments/{id}`.' }
 )
 
+/** One row per system field kind: its TypeBox schema (the fields themselves: core/modules/system-fields.ts). */
+const systemFieldSchema = {
+  uuid: (o: SchemaOptions) => Type.String({ format: 'uuid', ...o }),
+  string: (o: SchemaOptions) => Type.String(o),
+  integer: (o: SchemaOptions) => Type.Integer(o),
+  datetime: (o: SchemaOptions) => Type.String({ format: 'date-time', ...o }),
+  actor: (o: SchemaOptions) => Type.Ref(actorSchema, o)
+} satisfies { [K in SystemFieldKind]: (o: SchemaOptions) => TSchema }
+type SystemField = (typeof systemFields)[number]
+type KindSchema<F extends SystemField> = ReturnType<(typeof systemFieldSchema)[F['kind']]>
+type SystemProperties = {
+  [F in SystemField as F['key']]: F extends { optional: true } ? TOptional<KindSchema<F>> : KindSchema<F>
+}
+
+function systemProperties(): SystemProperties {
+  return Object.fromEntries(
+    systemFields.map((f: SystemFieldDefinition) => {
+      const schema = systemFieldSchema[f.kind](f.description ? { description: f.description } : {})
+      return [f.key, f.optional ? Type.Optional(schema) : schema]
+    })
+  ) as SystemProperties
+}
+
 export const recordSchema = Type.Object(
   {
-    id: Type.String({ format: 'uuid' }),
-    moduleKey: Type.String(),
-    moduleVersion: Type.String(),
-    number: Type.String({ description: 'Human-readable number from the module pattern, e.g. INC-2026-00042' }),
-    state: Type.String({ description: 'Current workflow state' }),
-    version: Type.Integer({ description: 'Increments on every change; send it back in If-Match' }),
+    ...systemProperties(),
     payload: Type.Record(Type.String(), Type.Unknown()),
-    externalRef: Type.Optional(
-      Type.String({
-        description: "The source system's reference, unique among the module's live records; bulk upserts match on it"
-      })
-    ),
-    createdAt: Type.String({ format: 'date-time' }),
-    updatedAt: Type.String({ format: 'date-time' }),
-    createdBy: Type.Ref(actorSchema),
-    updatedBy: Type.Ref(actorSchema),
-    deletedAt: Type.Optional(Type.String({ format: 'date-time' })),
-    deletedBy: Type.Optional(Type.Ref(actorSchema)),
     activity: Type.Optional(Type.Array(Type.Ref(activitySchema))),
     attachments: Type.Optional(Type.Array(Type.Ref(recordAttachmentSchema))),
     availableTransitions: Type.Optional(

@@ -8,6 +8,7 @@ import { recordsMethods, recordsPath, recordsWriteMethods } from './records.shar
 import type { Plugin } from '../../core/plugin.ts'
 import { recordsMigrations } from './migrations/index.ts'
 import { describeRecords } from './records.openapi.ts'
+import { recordsGraphQL } from './records.graphql.ts'
 
 declare module '../../core/declarations.ts' {
   interface ServiceTypes {
@@ -57,5 +58,6 @@ export const recordsPlugin: Plugin = {
   migrations: recordsMigrations,
   configure: records,
   colonMethods: [recordsPath],
-  describe: describeRecords
+  describe: describeRecords,
+  graphql: recordsGraphQL
 }

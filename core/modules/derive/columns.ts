@@ -1,4 +1,5 @@
 import type { RegisteredModule } from '../registry.ts'
+import { systemFields, type SystemField, type SystemFieldKind } from '../system-fields.ts'
 import type { FieldDefinition, FieldType } from '../types.ts'
 
 /** A cell as the export renderers take it; each renderer formats it by its runtime type and the column kind. */
@@ -185,55 +186,31 @@ export function summaryColumns(module: RegisteredModule): string[] {
     .map((f) => f.key)
 }
 
-/** Number, state, timestamps, actors and the source-system reference, worded per `o`. */
+/** One row per system field kind that has a column (core/modules/system-fields.ts): its cell and column kind. */
+const systemColumnKinds = {
+  uuid: { kind: 'text', value: asText },
+  string: { kind: 'text', value: asText },
+  integer: { kind: 'integer', value: asNumber },
+  datetime: { kind: 'datetime', value: asDateTime },
+  actor: { kind: 'text', value: asText }
+} satisfies { [K in SystemFieldKind]: Pick<ColumnSpec, 'kind' | 'value'> }
+
+/** The system fields with a column (number, state, timestamps, actors, the source-system reference), worded per `o`. */
 function systemColumns(module: RegisteredModule, o: ColumnOptions): ExportColumn[] {
   const stateLabels = new Map([...module.states.values()].map((s) => [s.key, s.label ?? s.key]))
   const state =
     o.values === 'labels' ? (v: unknown) => (typeof v === 'string' ? (stateLabels.get(v) ?? v) : asText(v)) : asText
-  return [
-    { key: 'number', header: 'Number', kind: 'text', width: 18, value: asText, get: (r) => asText(r.number) },
-    { key: 'state', header: 'State', kind: 'text', width: 16, value: state, get: (r) => state(r.state) },
-    {
-      key: 'createdAt',
-      header: 'Created',
-      kind: 'datetime',
-      width: 20,
-      value: asDateTime,
-      get: (r) => asDateTime(r.createdAt)
-    },
-    {
-      key: 'updatedAt',
-      header: 'Updated',
-      kind: 'datetime',
-      width: 20,
-      value: asDateTime,
-      get: (r) => asDateTime(r.updatedAt)
-    },
-    {
-      key: 'createdBy',
-      header: 'Created by',
-      kind: 'text',
-      width: 24,
-      value: asText,
-      get: (r) => asText(r.createdBy?.name)
-    },
-    {
-      key: 'updatedBy',
-      header: 'Updated by',
-      kind: 'text',
-      width: 24,
-      value: asText,
-      get: (r) => asText(r.updatedBy?.name)
-    },
-    {
-      key: 'externalRef',
-      header: 'External ref',
-      kind: 'text',
-      width: 24,
-      value: asText,
-      get: (r) => asText(r.externalRef)
-    }
-  ]
+  return systemFields.flatMap((f: SystemField) => {
+    if (!f.column) return []
+    const { kind, value: plain } = systemColumnKinds[f.kind]
+    const value = f.column.cell === 'state' ? state : plain
+    const read = (r: ExportRecord) => (r as unknown as Record<string, unknown>)[f.key]
+    const get =
+      f.column.cell === 'actorName'
+        ? (r: ExportRecord) => value((read(r) as { name?: unknown } | undefined)?.name)
+        : (r: ExportRecord) => value(read(r))
+    return [{ key: f.key, header: f.column.header, kind, width: f.column.width, value, get }]
+  })
 }
 
 /** `<field>.id`: a user field's id beside its name, so a spreadsheet can still be joined to the source system. */

@@ -1,8 +1,8 @@
-import type { FieldDefinition, FieldType } from '../../core/modules/types.ts'
+import type { FieldDefinition, FieldType } from '../types.ts'
 
 type Of<T extends FieldType> = Extract<FieldDefinition, { type: T }>
 
-/** What the schema builder (graphql.schema.ts) offers a row of the table below: named types it creates once per schema. */
+/** What the schema builder (plugins/records/records.graphql-payload.ts) offers a row of the table below: named types it creates once per schema. */
 export interface DeriveTypes {
   /** An enum of the field's options (created once, reused by output, input and filter). */
   choiceEnum(f: Of<'singleChoice'> | Of<'multipleChoice'>): string

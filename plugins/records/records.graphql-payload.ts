@@ -1,0 +1,187 @@
+import type {
+  InputTypeComposerFieldConfigMapDefinition,
+  ObjectTypeComposerFieldConfigMapDefinition
+} from 'graphql-compose'
+import type { GraphQLContext, GraphQLSchemaBuild, Resolver } from '../../core/graphql/schema-part.ts'
+import { fieldToFilter, type Operator } from '../../core/modules/derive/filters.ts'
+import { graphQLTypesOf, type DeriveTypes } from '../../core/modules/derive/graphql.ts'
+import type { RegisteredModule } from '../../core/modules/registry.ts'
+import type { FieldDefinition } from '../../core/modules/types.ts'
+import { recordLoader, recordIncludes } from './records.graphql-selection.ts'
+
+/** `Incident` → `an Incident`, `Corrective action` → `a Corrective action`. */
+export const article = (title: string) => `${/^[aeiou]/i.test(title) ? 'an' : 'a'} ${title}`
+
+/** The operator input of a filter on values of `type` (one per type and operator set). */
+const operatorDocs: Record<Operator, string> = {
+  eq: 'Equal to',
+  ne: 'Not equal to',
+  in: 'One of',
+  gt: 'Greater than',
+  gte: 'At least',
+  lt: 'Less than',
+  lte: 'At most'
+}
+
+/** The payload filter input of a scalar, made once per schema. */
+function filterType(sc: GraphQLSchemaBuild['sc'], scalarName: string, operators: readonly Operator[]) {
+  const name = `${scalarName}Filter`
+  if (!sc.has(name)) {
+    sc.createInputTC({
+      name,
+      description: `Conditions on a ${scalarName} field; all given must hold.`,
+      fields: Object.fromEntries(
+        operators.map((op) => [
+          op,
+          { type: op === 'in' ? `[${scalarName}!]` : scalarName, description: operatorDocs[op] }
+        ])
+      )
+    })
+  }
+  return name
+}
+
+/**
+ * One module's payload types as this caller sees them (`visible`: its fields less those
+ * hidden from it): `<T>Payload` with typed fields (core/modules/derive/graphql.ts), its
+ * create and patch inputs, the state and transition enums and, when a field can be
+ * filtered, `<T>Filter`. Returns whether it has a filter.
+ */
+export function payloadTypes(
+  build: GraphQLSchemaBuild,
+  m: RegisteredModule,
+  T: string,
+  visible: readonly FieldDefinition[],
+  typeOfModule: ReadonlyMap<string, string>
+): { filterable: boolean } {
+  const { sc, names } = build
+  const d = m.definition
+  const enumOf = (name: string, options: Array<{ value: string; label?: string }>, what: string) => {
+    if (!sc.has(name)) {
+      const values = names.enumNames(options.map((o) => o.value))
+      sc.createEnumTC({
+        name,
+        description: `Values of ${what}.`,
+        values: Object.fromEntries(options.map((o, i) => [values[i], { value: o.value, description: o.label }]))
+      })
+    }
+    return name
+  }
+  const types: DeriveTypes = {
+    choiceEnum: (f) =>
+      enumOf(
+        `${T}${names.pascal(f.key)}`,
+        f.options.map((o) => (typeof o === 'string' ? { value: o } : o)),
+        f.label ?? f.key
+      ),
+    group: (f) => groupOf(`${T}${names.pascal(f.key)}Item`, f),
+    recordType: (key) => typeOfModule.get(key)
+  }
+  const groupOf = (name: string, g: Extract<FieldDefinition, { type: 'group' }>) => {
+    if (!sc.has(name)) {
+      const nested: DeriveTypes = {
+        ...types,
+        choiceEnum: (f) =>
+          enumOf(
+            `${name}${names.pascal(f.key)}`,
+            f.options.map((o) => (typeof o === 'string' ? { value: o } : o)),
+            f.label ?? f.key
+          ),
+        group: (f) => groupOf(`${name}${names.pascal(f.key)}`, f)
+      }
+      sc.createObjectTC({
+        name,
+        description: `An item of ${g.label ?? g.key}.`,
+        fields: payloadFields(g.fields, nested)
+      })
+      sc.createInputTC({
+        name: `${name}Input`,
+        description: `An item of ${g.label ?? g.key}.`,
+        fields: inputFields(g.fields, nested, 'create')
+      })
+    }
+    return { output: name, input: `${name}Input` }
+  }
+  const payloadFields = (fields: readonly FieldDefinition[], t: DeriveTypes) => {
+    const out: ObjectTypeComposerFieldConfigMapDefinition<Record<string, unknown>, GraphQLContext> = {}
+    for (const f of fields) {
+      const g = graphQLTypesOf(f, t)
+      const description = [f.label, f.description].filter(Boolean).join(': ') || undefined
+      let resolve: Resolver | undefined
+      if (g.resolve === 'user') resolve = (p) => (typeof p[f.key] === 'string' ? { id: p[f.key] } : null)
+      if (g.resolve === 'record' && f.type === 'recordRef') {
+        const target = typeOfModule.has(f.module) ? f.module : undefined
+        resolve = (p, _a, ctx, info) => {
+          const id = p[f.key]
+          if (typeof id !== 'string') return null
+          return target ? recordLoader(ctx, target, recordIncludes(info, info.fieldNodes)).load(id) : { id }
+        }
+        // The raw id stays readable (a reference the caller may not see resolves to null).
+        if (!fields.some((o) => o.key === `${f.key}Id`))
+          out[`${f.key}Id`] = {
+            type: 'ID',
+            description: `The id in ${f.key}, whether or not the caller may see that record`,
+            resolve: (p: Record<string, unknown>) => p[f.key] ?? null
+          }
+      }
+      out[f.key] = { type: g.output, description, ...(resolve ? { resolve } : {}) }
+    }
+    return out
+  }
+  const inputFields = (fields: readonly FieldDefinition[], t: DeriveTypes, mode: 'create' | 'patch') => {
+    const out: InputTypeComposerFieldConfigMapDefinition = {}
+    for (const f of fields) {
+      const g = graphQLTypesOf(f, t)
+      out[f.key] = {
+        type: mode === 'create' && f.required ? `${g.input}!` : g.input,
+        description: [f.label, f.description].filter(Boolean).join(': ') || undefined
+      }
+    }
+    return out
+  }
+
+  const payloadType = sc.createObjectTC({
+    name: `${T}Payload`,
+    description: `The fields of ${article(d.title)} record this caller may read.`,
+    fields: payloadFields(visible, types)
+  })
+  if (!visible.length)
+    payloadType.addFields({
+      _empty: { type: 'Boolean', description: 'This caller may read no field of the module.', resolve: () => null }
+    })
+  sc.createInputTC({
+    name: `${T}PayloadInput`,
+    description: `A new ${d.title}'s payload.`,
+    fields: visible.length ? inputFields(visible, types, 'create') : { _empty: 'Boolean' }
+  })
+  sc.createInputTC({
+    name: `${T}PayloadPatch`,
+    description: `Changes to ${article(d.title)}'s payload (merge semantics: fields given replace, null removes, a group is replaced whole).`,
+    fields: visible.length ? inputFields(visible, types, 'patch') : { _empty: 'Boolean' }
+  })
+  enumOf(
+    `${T}State`,
+    d.workflow.states.map((s) => ({ value: s.key, label: s.label })),
+    `${d.title} workflow states`
+  )
+  enumOf(
+    `${T}Transition`,
+    d.workflow.transitions.map((s) => ({ value: s.key, label: s.label })),
+    `${d.title} workflow transitions`
+  )
+
+  const filterable = visible.filter((f) => fieldToFilter[f.type] && graphQLTypesOf(f, types).filter)
+  if (filterable.length) {
+    sc.createInputTC({
+      name: `${T}Filter`,
+      description: `Conditions on ${d.title} payload fields, as REST's payload[field][op]=value; all must hold.`,
+      fields: Object.fromEntries(
+        filterable.map((f) => [
+          f.key,
+          filterType(sc, graphQLTypesOf(f, types).filter!, fieldToFilter[f.type]!.operators)
+        ])
+      )
+    })
+  }
+  return { filterable: filterable.length > 0 }
+}
