@@ -1116,8 +1116,25 @@ const randomOf = (values: Record<string, string>): string => {
 
 let bExports = (): Array<[string, string]> => [['finished', bDone.id]]
 
+/**
+ * Waits (up to 20 s) until every event written so far is under the visibility horizon the events
+ * feed and the identity log page by (pg_snapshot_xmin): that horizon is the whole cluster's, so an
+ * open transaction in another test file's database can hold B's last events back for a moment,
+ * and B's answers would differ for that reason, not for anything A did.
+ */
+async function eventsSettled(): Promise<void> {
+  for (const until = Date.now() + 20_000; Date.now() < until;) {
+    const { rows } = await server.platform.db.pool.query(
+      'SELECT NOT EXISTS (SELECT 1 FROM events WHERE txid >= pg_snapshot_xmin(pg_current_snapshot())) AS settled'
+    )
+    if (rows[0].settled) return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
 /** B's whole probe set: answers by name; a group's answers by name and value label. */
 async function probeAll(ids: Pool): Promise<Map<string, Answer | Record<string, Answer>>> {
+  await eventsSettled()
   const out = new Map<string, Answer | Record<string, Answer>>()
   for (const p of probes) out.set(p.name, await p.run())
   for (const g of groups) {
