@@ -72,7 +72,7 @@ function selectList(columns: BaselineColumn[]): string {
 const quote = (s: string) => (/[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s)
 const inert = (s: string) => (/^[=+\-@\t\r]/.test(s) ? `'${s}` : s)
 
-/** A cell as the service's CSV writes it (see core/exports/render-csv.ts and derive/columns.ts). */
+/** A cell as the service's CSV writes it (see plugins/exports/exports.csv.ts and derive/columns.ts). */
 function cell(v: unknown, c: BaselineColumn): string {
   if (v === null || v === undefined || v === '') return ''
   if (v instanceof Date) return v.toISOString()

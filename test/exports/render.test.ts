@@ -8,8 +8,8 @@ import ExcelJS from 'exceljs'
 import t from '../helpers/tap.ts'
 import { parseCsv } from '../helpers/csv.ts'
 import { loadConfig } from '../../core/config.ts'
-import { render, type ExportFormat, type RenderInput } from '../../core/exports/render.ts'
-import { sheetName } from '../../core/exports/render-xlsx.ts'
+import { render, type ExportFormat, type RenderInput } from '../../plugins/exports/exports.render.ts'
+import { sheetName } from '../../plugins/exports/exports.xlsx.ts'
 import {
   exportColumns,
   summaryExportColumns,

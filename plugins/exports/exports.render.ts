@@ -1,7 +1,8 @@
 import type { Writable } from 'node:stream'
-import type { ExportColumn, ExportRecord } from '../modules/derive/columns.ts'
+import type { ExportColumn, ExportRecord } from '../../core/modules/derive/columns.ts'
+import type { ExportFormat } from './exports.shared.ts'
 
-export type ExportFormat = 'csv' | 'xlsx' | 'pdf'
+export type { ExportFormat }
 
 export interface RenderInput {
   title: string
@@ -26,9 +27,9 @@ export type Renderer = (input: RenderInput, out: Writable) => Promise<{ rows: nu
  * which a service that never renders that format should not carry.
  */
 const renderers: Record<ExportFormat, () => Promise<Renderer>> = {
-  csv: async () => (await import('./render-csv.ts')).renderCsv,
-  xlsx: async () => (await import('./render-xlsx.ts')).renderXlsx,
-  pdf: async () => (await import('./render-pdf.ts')).renderPdf
+  csv: async () => (await import('./exports.csv.ts')).renderCsv,
+  xlsx: async () => (await import('./exports.xlsx.ts')).renderXlsx,
+  pdf: async () => (await import('./exports.pdf.ts')).renderPdf
 }
 
 /**

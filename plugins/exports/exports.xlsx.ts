@@ -1,9 +1,9 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import type { Writable } from 'node:stream'
 import ExcelJS from 'exceljs'
-import type { CellValue, ColumnSpec } from '../modules/derive/columns.ts'
-import { drained, inertText } from './render-csv.ts'
-import type { RenderInput } from './render.ts'
+import type { CellValue, ColumnSpec } from '../../core/modules/derive/columns.ts'
+import { drained, inertText } from './exports.csv.ts'
+import type { RenderInput } from './exports.render.ts'
 
 /** Excel refuses longer cell text. */
 const maxCellText = 32767
