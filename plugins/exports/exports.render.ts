@@ -23,7 +23,7 @@ export interface RenderInput {
 export type Renderer = (input: RenderInput, out: Writable) => Promise<{ rows: number }>
 
 /**
- * Each renderer is loaded on its first use: exceljs and pdfkit together hold some 40 MiB,
+ * Each renderer is loaded on its first use: pdfkit and its fonts hold tens of MiB,
  * which a service that never renders that format should not carry.
  */
 const renderers: Record<ExportFormat, () => Promise<Renderer>> = {
