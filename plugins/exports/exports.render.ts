@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream'
 import type { ExportColumn, ExportRecord } from '../../core/modules/derive/columns.ts'
+import { ApiError } from '../../core/errors/index.ts'
 import type { ExportFormat } from './exports.shared.ts'
 
 export type { ExportFormat }
@@ -18,6 +19,22 @@ export interface RenderInput {
   columnNote?: string
   /** CSV only: start with a UTF-8 byte order mark, which older Excel needs to read UTF-8. */
   csvBom?: boolean
+  /** PDF only: the rows it may hold (`exports.pdfMaxRows`); one more fails the render with `tooManyPdfRows`. */
+  maxRows?: number
+}
+
+/**
+ * The refusal of a PDF past `exports.pdfMaxRows`, the same when the request is checked, when the
+ * job starts and if the rows grew while it read them. A PDF renders at a few thousand rows a second
+ * into pages nobody reads to the end; CSV and XLSX stream any number of rows at tens of thousands.
+ */
+export function tooManyPdfRows(rows: number | string, maxRows: number): ApiError {
+  return new ApiError(
+    'unprocessable',
+    'export.too_many_rows',
+    `A PDF export holds at most ${maxRows} rows and these filters select ${rows}. Narrow the filters, choose fewer rows, or export CSV or XLSX, which hold any number of rows.`,
+    { maxRows }
+  )
 }
 
 export type Renderer = (input: RenderInput, out: Writable) => Promise<{ rows: number }>

@@ -369,6 +369,14 @@ t.test('PDF columns are as wide as their content: names and dates never wrap, lo
     )
 })
 
+t.test('a PDF stops at its row cap with export.too_many_rows and closes the output', async (t) => {
+  const out = createWriteStream(join(dir, 'capped.pdf'))
+  await t.rejects(render('pdf', input({ maxRows: 2 }), out), { code: 422, data: { code: 'export.too_many_rows' } })
+  t.ok(out.destroyed, 'the output is destroyed')
+  const { result } = await renderTo('pdf', 'at-cap.pdf', { maxRows: 3 })
+  t.same(result, { rows: 3 }, 'a PDF of exactly the cap is rendered')
+})
+
 t.test('a failing row source rejects the render and closes the output', async (t) => {
   async function* broken(): AsyncGenerator<ExportRecord> {
     yield records[0]
