@@ -3,11 +3,12 @@
  * `bench/seed.ts` seeds them, through `render()` into a file, for each format. It tells a
  * renderer's cost per row apart from the job's reading and chunking (`npm run bench:exports`).
  *
- *   node --import tsx bench/exports-render.ts --rows 200000 --formats csv,xlsx [--cpu-prof]
+ *   node --import tsx bench/exports-render.ts --rows 100000 --formats csv,xlsx [--repeats N]
+ *   node --cpu-prof --cpu-prof-dir DIR --import tsx bench/exports-render.ts --rows 30000 --formats xlsx
  *
- * `--cpu-prof` is node's own flag: `node --cpu-prof --cpu-prof-dir DIR --import tsx bench/exports-render.ts ...`.
+ * A PDF's line adds its page count and pages/s.
  */
-import { createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs'
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -82,10 +83,14 @@ try {
       )
       const ms = performance.now() - t0
       const cpu = process.cpuUsage(cpu0)
+      // A PDF's pages: pdfkit writes one `/Type /Page` object per page (and one `/Type /Pages`).
+      const pages = format === 'pdf' ? readFileSync(file, 'latin1').match(/\/Type \/Page\b(?!s)/g)?.length : undefined
       process.stdout.write(
         `${format} ${result.rows} rows in ${ms.toFixed(0)} ms: ${Math.round((result.rows * 1000) / ms)} rows/s, ` +
           `CPU ${((cpu.user + cpu.system) / result.rows).toFixed(1)} µs/row, ${(statSync(file).size / 1e6).toFixed(1)} MB, ` +
-          `maxRSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB\n`
+          `maxRSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB` +
+          (pages ? `, ${pages} pages: ${((pages * 1000) / ms).toFixed(1)} pages/s` : '') +
+          '\n'
       )
     }
   }
