@@ -20,7 +20,7 @@
  * XLSX and PDF run once each: they are several times slower and their figure is steady),
  * --formats csv,xlsx,pdf, --baseline-page N (5,000 rows per keyset page), --cpu-prof
  * (profiles each service child into bench/results/profiles/), --keep-db, --db-url URL (reuse a kept
- * database, topped up to --rows incidents).
+ * database, topped up to --rows incidents), --node-flags '...' (added to the service children's node flags).
  */
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -64,7 +64,8 @@ const { values: opt } = parseArgs({
     'baseline-page': { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
     'keep-db': { type: 'boolean', default: false },
-    'db-url': { type: 'string' }
+    'db-url': { type: 'string' },
+    'node-flags': { type: 'string' }
   }
 })
 
@@ -128,7 +129,12 @@ const target = (service: ChildServer): Target => ({ url: service.url, token: ser
 function startService(url: string, filesDir: string, profileAs?: string): Promise<ChildServer> {
   const cpuProfDir = profileAs ? join(resultsDir, 'profiles', `${stamp}-exports-${profileAs}`) : undefined
   const args = ['--database-url', url, '--tenant', defaultTenant, '--jobs', '--attachments-dir', filesDir]
-  return startChild('service', join(projectRoot, 'bench', 'service-server.ts'), args, projectRoot, { cpuProfDir })
+  // After npm start's own flags, so that e.g. `--node-flags=--max-old-space-size=192` overrides its heap cap.
+  const nodeFlags = opt['node-flags']?.split(' ').filter(Boolean)
+  return startChild('service', join(projectRoot, 'bench', 'service-server.ts'), args, projectRoot, {
+    cpuProfDir,
+    nodeFlags
+  })
 }
 
 interface ServiceRun extends ServiceExport {
