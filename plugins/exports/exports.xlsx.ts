@@ -28,7 +28,7 @@ const xmlSpecial = /[<>&"'\x00-\x08\x0B\x0C\x0E-\x1F\x7F]/
 const xmlSpecials = /[<>&"'\x00-\x08\x0B\x0C\x0E-\x1F\x7F]/g
 
 /** Text as XML character data: markup escaped, and the control characters XML 1.0 cannot carry dropped (as exceljs did). */
-export function xmlText(s: string): string {
+function xmlText(s: string): string {
   return xmlSpecial.test(s) ? s.replace(xmlSpecials, (c) => entities[c] ?? '') : s
 }
 
