@@ -18,7 +18,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import pg from 'pg'
 import { pgBackendCpu } from './common.ts'
 
-/** One CSV column: a system column (`number`, `state`, `createdAt`, `updatedAt`, `createdBy`) or a payload field with its field type. */
+/** One CSV column: a system column (`number`, `state`, `createdAt`, `updatedAt`, `createdBy`, `updatedBy`, `externalRef`) or a payload field with its field type. */
 export interface BaselineColumn {
   key: string
   system: boolean
@@ -54,7 +54,9 @@ const systemSql: Record<string, string> = {
   state: 'state',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
-  createdBy: "created_by->>'name'"
+  createdBy: "created_by->>'name'",
+  updatedBy: "updated_by->>'name'",
+  externalRef: 'external_ref'
 }
 // Field types whose value is a JSON array/object: selected as jsonb (parsed by pg), formatted in JS.
 const jsonTypes = new Set(['multipleChoice', 'location', 'group'])
@@ -72,7 +74,7 @@ function selectList(columns: BaselineColumn[]): string {
 const quote = (s: string) => (/[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s)
 const inert = (s: string) => (/^[=+\-@\t\r]/.test(s) ? `'${s}` : s)
 
-/** A cell as the service's CSV writes it (see core/exports/render-csv.ts and derive/columns.ts). */
+/** A cell as the service's CSV writes it (see plugins/exports/exports.csv.ts and derive/columns.ts). */
 function cell(v: unknown, c: BaselineColumn): string {
   if (v === null || v === undefined || v === '') return ''
   if (v instanceof Date) return v.toISOString()
@@ -166,11 +168,15 @@ export function baselineColumns(
     State: { key: 'state', system: true, type: 'text' },
     Created: { key: 'createdAt', system: true, type: 'datetime' },
     Updated: { key: 'updatedAt', system: true, type: 'datetime' },
-    'Created by': { key: 'createdBy', system: true, type: 'text' }
+    'Created by': { key: 'createdBy', system: true, type: 'text' },
+    'Updated by': { key: 'updatedBy', system: true, type: 'text' },
+    'External ref': { key: 'externalRef', system: true, type: 'text' }
   }
   return headerCells(header).map((label) => {
     if (system[label]) return system[label]
-    const field = fields.find((f) => (f.label ?? f.key) === label)
+    // A user field has two columns, its user's name and `<label> (id)`; the seeded records leave user fields empty,
+    // so the baseline writes the stored value for both (it has no names to look up).
+    const field = fields.find((f) => (f.label ?? f.key) === label || `${f.label ?? f.key} (id)` === label)
     if (!field) throw new Error(`service CSV header "${label}" matches no column the baseline knows`)
     return { key: field.key, system: false, type: field.type }
   })

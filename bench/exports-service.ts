@@ -96,10 +96,13 @@ export async function serviceExport(
     if (job.status === 'failed' || job.status === 'expired')
       throw new Error(`export ${id} (${format}) ${job.status}: ${JSON.stringify(job.problem)}`)
     if (job.progress.rowsDone !== lastDone) [lastDone, lastChange] = [job.progress.rowsDone, Date.now()]
-    // Progress is written every ~0.5 s while rendering; a minute without any is a stuck job.
-    if (Date.now() - lastChange > 60_000)
+    // Progress is written every ~0.5 s while reading; a minute without any is a stuck job. Once every row is read
+    // the file is rendered from the stored chunks without progress: at a million rows that alone can pass a minute.
+    const rendering = job.progress.rowsTotal !== null && job.progress.rowsDone === job.progress.rowsTotal
+    const stallMs = rendering ? 600_000 : 60_000
+    if (Date.now() - lastChange > stallMs)
       throw new Error(
-        `export ${id} (${format}) made no progress for 60 s (status ${job.status}, ${job.progress.rowsDone} rows done)`
+        `export ${id} (${format}) made no progress for ${stallMs / 1000} s (status ${job.status}, ${job.progress.rowsDone} rows done)`
       )
     await sleep(pollMs)
     job = await exportJson(target, id)

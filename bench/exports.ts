@@ -19,12 +19,14 @@
  * Options: --quick (20,000 rows), --rows N (100,000), --repeats N (CSV and baseline, 3;
  * XLSX and PDF run once each: they are several times slower and their figure is steady),
  * --formats csv,xlsx,pdf, --baseline-page N (5,000 rows per keyset page), --cpu-prof
- * (profiles each service child into bench/results/profiles/), --keep-db.
+ * (profiles each service child into bench/results/profiles/), --keep-db, --db-url URL (reuse a kept
+ * database, topped up to --rows incidents), --node-flags '...' (added to the service children's node flags).
  */
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import pg from 'pg'
 import { loadConfig } from '../core/config.ts'
 import { loadModules } from '../core/modules/registry.ts'
 import { projectRoot } from '../core/paths.ts'
@@ -61,7 +63,9 @@ const { values: opt } = parseArgs({
     formats: { type: 'string' },
     'baseline-page': { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
-    'keep-db': { type: 'boolean', default: false }
+    'keep-db': { type: 'boolean', default: false },
+    'db-url': { type: 'string' },
+    'node-flags': { type: 'string' }
   }
 })
 
@@ -91,12 +95,46 @@ async function moduleFields(url: string) {
   return module.definition.fields
 }
 
+/**
+ * `--db-url`: a database of an earlier run (`--keep-db`), kept again at the end. It is topped up to `--rows`
+ * incidents, so runs of two checkouts (or of a change) read the same rows without seeding a million each time.
+ */
+function keptDatabase(url: string) {
+  return {
+    url,
+    name: new URL(url).pathname.slice(1),
+    where: 'DATABASE_URL' as const,
+    async close(options: { keep?: boolean; log?: (line: string) => void } = {}) {
+      options.log?.(`kept database ${url}`)
+    }
+  }
+}
+
+async function incidentCount(url: string): Promise<number> {
+  const c = new pg.Client({ connectionString: url })
+  await c.connect()
+  try {
+    const { rows } = await c.query(
+      `SELECT count(*)::int AS n FROM records WHERE tenant_id = $1 AND module_key = $2 AND deleted_at IS NULL`,
+      [defaultTenant, moduleKey]
+    )
+    return rows[0].n
+  } finally {
+    await c.end()
+  }
+}
+
 const target = (service: ChildServer): Target => ({ url: service.url, token: service.token! })
 
 function startService(url: string, filesDir: string, profileAs?: string): Promise<ChildServer> {
   const cpuProfDir = profileAs ? join(resultsDir, 'profiles', `${stamp}-exports-${profileAs}`) : undefined
   const args = ['--database-url', url, '--tenant', defaultTenant, '--jobs', '--attachments-dir', filesDir]
-  return startChild('service', join(projectRoot, 'bench', 'service-server.ts'), args, projectRoot, { cpuProfDir })
+  // After npm start's own flags, so that e.g. `--node-flags=--max-old-space-size=192` overrides its heap cap.
+  const nodeFlags = opt['node-flags']?.split(' ').filter(Boolean)
+  return startChild('service', join(projectRoot, 'bench', 'service-server.ts'), args, projectRoot, {
+    cpuProfDir,
+    nodeFlags
+  })
 }
 
 interface ServiceRun extends ServiceExport {
@@ -169,7 +207,7 @@ async function main() {
   log(
     `exports benchmark: ${settings.rows} rows, formats ${settings.formats.join(', ')}; CSV and baseline ${settings.csvRepeats} repeat(s), XLSX and PDF ${settings.otherRepeats}${opt.quick ? ' (quick)' : ''}`
   )
-  const db = await benchDatabase()
+  const db = opt['db-url'] ? keptDatabase(opt['db-url']) : await benchDatabase()
   const work = mkdtempSync(join(tmpdir(), 'bench-exports-'))
   let service: ChildServer | undefined
   try {
@@ -181,7 +219,12 @@ async function main() {
     service = await startService(db.url, join(work, 'store'))
     await service.stop()
     service = undefined
-    const seeded = await seedIncidents(db.url, { tenantId: defaultTenant, count: settings.rows })
+    const have = await incidentCount(db.url)
+    if (have > settings.rows) throw new Error(`${db.name} holds ${have} incidents, more than --rows ${settings.rows}`)
+    const seeded =
+      have < settings.rows
+        ? await seedIncidents(db.url, { tenantId: defaultTenant, count: settings.rows - have })
+        : { count: 0, ms: 0 }
     log(`seeded ${seeded.count} incident records in ${seeded.ms} ms`)
 
     const serviceRuns: ServiceRun[] = []

@@ -267,7 +267,12 @@ export const configSchema = Type.Object({
       minimum: 1,
       description: "How long a running job's lock holds without renewal; after it, another instance takes the job over."
     }),
-    pageSize: Type.Integer({ minimum: 1, description: 'Rows read per page from the records service.' })
+    pageSize: Type.Integer({ minimum: 1, description: 'Rows read per page from the records service.' }),
+    pdfMaxRows: Type.Integer({
+      minimum: 1,
+      description:
+        'Rows a PDF export may hold; asking for more is refused (422 export.too_many_rows). CSV and XLSX have no cap.'
+    })
   }),
   bulk: Type.Object({
     maxRows: Type.Integer({ minimum: 1, description: 'Rows per call; rows past it get an error outcome each.' }),

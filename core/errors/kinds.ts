@@ -73,7 +73,7 @@ export const problemKinds = {
   unprocessable: {
     status: 422,
     title: 'Unprocessable request',
-    text: 'The request is well-formed but cannot be processed as sent: an Idempotency-Key reused with a different request, or (`request.too_costly`) a request that would do more work than one request may: fields resolved, rows read, lookups, array elements touched. Nothing was changed; ask for less at once (smaller pages, fewer fields, fewer operations per request).'
+    text: 'The request is well-formed but cannot be processed as sent: an Idempotency-Key reused with a different request, or (`request.too_costly`) a request that would do more work than one request may: fields resolved, rows read, lookups, array elements touched. Nothing was changed; ask for less at once (smaller pages, fewer fields, fewer operations per request). `export.too_many_rows`: a PDF export whose filters select more rows than a PDF holds (`maxRows`, the `exports.pdfMaxRows` setting); narrow the filters or export CSV or XLSX.'
   },
   'rate-limited': {
     status: 429,

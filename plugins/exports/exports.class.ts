@@ -9,6 +9,7 @@ import { exportColumns } from '../../core/modules/derive/columns.ts'
 import { assertValid, isUuid, validationError } from '../../core/validation.ts'
 import { recordsPath } from '../records/records.shared.ts'
 import * as repo from './exports.repository.ts'
+import { tooManyPdfRows } from './exports.render.ts'
 import { exportDataValidator, type ExportData, type ExportJob } from './exports.schema.ts'
 import { exportContentTypes, exportsPath } from './exports.shared.ts'
 
@@ -56,9 +57,11 @@ export class ExportsService {
       throw validationError([{ pointer: '/columns', field: 'columns', code: 'enum', detail: (err as Error).message }])
     }
     // The list endpoint validates the filters (and the row rule applies) exactly as it will for the render.
-    await this.app
+    const { total } = await this.app
       .service(recordsPath)
       .find({ principal, countOnly: true, query: { ...(data.filters ?? {}), moduleKey: module.definition.key } })
+    const { pdfMaxRows } = this.platform.config.exports
+    if (data.format === 'pdf' && (total ?? 0) > pdfMaxRows) throw tooManyPdfRows(total ?? 0, pdfMaxRows)
     const { pool } = this.platform.db
     // The stored Idempotency-Key response commits with the job's row, or neither does.
     const out = await transaction(pool, async (client) => {

@@ -8,7 +8,7 @@ import { hiddenFields } from '../../core/auth/access.ts'
 import type { App, Platform } from '../../core/declarations.ts'
 import { transaction } from '../../core/db/index.ts'
 import { ApiError, problemFields } from '../../core/errors/index.ts'
-import { render } from '../../core/exports/render.ts'
+import { render, tooManyPdfRows } from './exports.render.ts'
 import { exportKey } from '../../core/storage/driver.ts'
 import { handBack, type JobContext } from '../../core/jobs/index.ts'
 import type { Lease } from '../../core/limits/limiter.ts'
@@ -116,7 +116,10 @@ export async function renderExport(
     if (row.rows_total === null) {
       const { total } = await records.find({ principal, countOnly: true, query })
       await repo.setTotal(pool, tenantId, id, runId, total ?? 0)
+      row.rows_total = total ?? 0
     }
+    // Rows written since the request was checked can take a PDF past its cap: refused before reading any.
+    if (row.format === 'pdf' && row.rows_total > o.pdfMaxRows) throw tooManyPdfRows(row.rows_total, o.pdfMaxRows)
     const last = await repo.lastChunk(pool, tenantId, id)
     // One line per run: which instance took the export, and from which row (0: the first run).
     logger.info('export run', {
@@ -251,6 +254,7 @@ export async function renderExport(
         columns,
         rows: repo.chunkRows<ExportRecord>(pool, tenantId, id),
         csvBom: row.options.csvBom,
+        maxRows: o.pdfMaxRows,
         columnNote: summary
           ? "the module's summary columns (pass columns to choose others; the CSV and XLSX exports contain all columns)"
           : undefined

@@ -128,6 +128,20 @@ export async function lastChunk(db: pg.Pool, tenantId: string, id: string): Prom
   return rows[0]
 }
 
+const lz4Servers = new WeakMap<object, Promise<boolean>>()
+
+/** Whether the server was built with lz4 (pg_settings lists only the methods it has), asked once per connection. */
+function lz4Toast(db: pg.Pool | pg.PoolClient): Promise<boolean> {
+  let known = lz4Servers.get(db)
+  if (!known) {
+    known = db
+      .query(`SELECT 'lz4' = ANY(enumvals) AS lz4 FROM pg_settings WHERE name = 'default_toast_compression'`)
+      .then(({ rows }) => rows[0]?.lz4 === true)
+    lz4Servers.set(db, known)
+  }
+  return known
+}
+
 /**
  * Commits one chunk with the cursor after it, the progress it adds and a renewed lease, in one
  * statement; only while `runId` still holds the export. Returns rows done, or undefined when the
@@ -146,6 +160,9 @@ export async function commitChunk(
     leaseSeconds: number
   }
 ): Promise<number | undefined> {
+  // A chunk's text (~300 KB) is compressed as it is stored: lz4 takes a quarter of pglz's CPU for it (0.5 against
+  // 2.1 µs a row, bench/README.md) and the commit waits for that. Scoped to the chunk's transaction.
+  if (await lz4Toast(db)) await db.query(`SET LOCAL default_toast_compression = lz4`)
   const { rows } = await db.query(
     `WITH e AS (
        UPDATE export_jobs SET rows_done = rows_done + $6, lease_until = now() + make_interval(secs => $9)

@@ -7,3 +7,9 @@ export const exportContentTypes: Record<ExportFormat, string> = {
   xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
   pdf: 'application/pdf'
 }
+
+/**
+ * The PDF conventions every PDF of the service follows (printable text, UTC times, the "Page n of m"
+ * footer), written once here: the record report (plugins/record-report) prints its PDF with them.
+ */
+export { pageTotal, printable, rgb, utcText } from './pdf-kit.ts'

@@ -45,7 +45,7 @@ export function recordReportHook(app: App) {
       principal.tenantId,
       module.definition.fields.filter((f) => f.type === 'user' && !hidden.has(f.key)).map((f) => record.payload[f.key])
     )
-    const { renderRecordReport } = await import('../../core/exports/render-record.ts')
+    const { renderRecordReport } = await import('./record-report.render.ts')
     const pdf = await renderRecordReport({
       record,
       module,
@@ -67,7 +67,7 @@ export function recordReportHook(app: App) {
 /** `GET /api/v1/records/{id}` with `Accept: application/pdf`: the record report. */
 export const recordReportPlugin: Plugin = {
   name: 'record-report',
-  dependsOn: ['records'],
+  dependsOn: ['records', 'exports'],
   configure(app) {
     app.service(recordsPath).hooks({ around: { get: [recordReportHook(app)] } })
   },

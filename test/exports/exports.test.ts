@@ -275,6 +275,37 @@ t.test(
   }
 )
 
+t.test(
+  'a PDF export of more rows than exports.pdfMaxRows is refused when asked for; a CSV of the same rows is not',
+  async (t) => {
+    const o = server.platform.config.exports
+    const cap = o.pdfMaxRows
+    o.pdfMaxRows = 10
+    t.teardown(() => void (o.pdfMaxRows = cap))
+    const refused = await server.request('POST', '/api/v1/exports', {
+      token: server.keys.acme,
+      body: { moduleKey: 'incident', format: 'pdf' }
+    })
+    t.equal(refused.status, 422)
+    t.match(refused.headers.get('content-type'), /^application\/problem\+json/)
+    t.equal(refused.body.code, 'export.too_many_rows')
+    t.equal(refused.body.maxRows, 10)
+    t.match(refused.body.detail, /at most 10 rows and these filters select 4\d\b/)
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM export_jobs WHERE tenant_id = 'acme'`)
+    const { job } = await runExport({
+      moduleKey: 'incident',
+      format: 'pdf',
+      filters: { payload: { severity: 'high' } }
+    })
+    t.equal(job.status, 'succeeded', 'the ten high-severity incidents fit')
+    t.equal(job.progress.rowsDone, 10)
+    const csv = await runExport({ moduleKey: 'incident', format: 'csv' })
+    t.equal(csv.job.status, 'succeeded', 'CSV takes every row')
+    const after = await pool.query(`SELECT count(*)::int AS n FROM export_jobs WHERE tenant_id = 'acme'`)
+    t.equal(after.rows[0].n, rows[0].n + 2, 'the refused request left no export behind')
+  }
+)
+
 t.test('a PDF export shows the module summary columns by default and numbers its pages "Page n of m"', async (t) => {
   const module = await server.request('GET', '/api/v1/modules/incident')
   t.same(module.body.summaryColumns, ['title', 'site', 'category', 'severity', 'occurredAt'])

@@ -8,8 +8,8 @@ import ExcelJS from 'exceljs'
 import t from '../helpers/tap.ts'
 import { parseCsv } from '../helpers/csv.ts'
 import { loadConfig } from '../../core/config.ts'
-import { render, type ExportFormat, type RenderInput } from '../../core/exports/render.ts'
-import { sheetName } from '../../core/exports/render-xlsx.ts'
+import { render, type ExportFormat, type RenderInput } from '../../plugins/exports/exports.render.ts'
+import { sheetName } from '../../plugins/exports/exports.xlsx.ts'
 import {
   exportColumns,
   summaryExportColumns,
@@ -367,6 +367,14 @@ t.test('PDF columns are as wide as their content: names and dates never wrap, lo
       new RegExp(`INC-2026-\\d{5}\\s+${name}\\s+2026-01-0\\d \\d\\d:\\d\\d\\s+\\d+: Lorem`),
       `${name} on one line with its row`
     )
+})
+
+t.test('a PDF stops at its row cap with export.too_many_rows and closes the output', async (t) => {
+  const out = createWriteStream(join(dir, 'capped.pdf'))
+  await t.rejects(render('pdf', input({ maxRows: 2 }), out), { code: 422, data: { code: 'export.too_many_rows' } })
+  t.ok(out.destroyed, 'the output is destroyed')
+  const { result } = await renderTo('pdf', 'at-cap.pdf', { maxRows: 3 })
+  t.same(result, { rows: 3 }, 'a PDF of exactly the cap is rendered')
 })
 
 t.test('a failing row source rejects the render and closes the output', async (t) => {

@@ -1,7 +1,9 @@
 import type { Writable } from 'node:stream'
-import type { ExportColumn, ExportRecord } from '../modules/derive/columns.ts'
+import type { ExportColumn, ExportRecord } from '../../core/modules/derive/columns.ts'
+import { ApiError } from '../../core/errors/index.ts'
+import type { ExportFormat } from './exports.shared.ts'
 
-export type ExportFormat = 'csv' | 'xlsx' | 'pdf'
+export type { ExportFormat }
 
 export interface RenderInput {
   title: string
@@ -17,18 +19,34 @@ export interface RenderInput {
   columnNote?: string
   /** CSV only: start with a UTF-8 byte order mark, which older Excel needs to read UTF-8. */
   csvBom?: boolean
+  /** PDF only: the rows it may hold (`exports.pdfMaxRows`); one more fails the render with `tooManyPdfRows`. */
+  maxRows?: number
+}
+
+/**
+ * The refusal of a PDF past `exports.pdfMaxRows`, the same when the request is checked, when the
+ * job starts and if the rows grew while it read them. A PDF renders at a few thousand rows a second
+ * into pages nobody reads to the end; CSV and XLSX stream any number of rows at tens of thousands.
+ */
+export function tooManyPdfRows(rows: number | string, maxRows: number): ApiError {
+  return new ApiError(
+    'unprocessable',
+    'export.too_many_rows',
+    `A PDF export holds at most ${maxRows} rows and these filters select ${rows}. Narrow the filters, choose fewer rows, or export CSV or XLSX, which hold any number of rows.`,
+    { maxRows }
+  )
 }
 
 export type Renderer = (input: RenderInput, out: Writable) => Promise<{ rows: number }>
 
 /**
- * Each renderer is loaded on its first use: exceljs and pdfkit together hold some 40 MiB,
+ * Each renderer is loaded on its first use: pdfkit and its fonts hold tens of MiB,
  * which a service that never renders that format should not carry.
  */
 const renderers: Record<ExportFormat, () => Promise<Renderer>> = {
-  csv: async () => (await import('./render-csv.ts')).renderCsv,
-  xlsx: async () => (await import('./render-xlsx.ts')).renderXlsx,
-  pdf: async () => (await import('./render-pdf.ts')).renderPdf
+  csv: async () => (await import('./exports.csv.ts')).renderCsv,
+  xlsx: async () => (await import('./exports.xlsx.ts')).renderXlsx,
+  pdf: async () => (await import('./exports.pdf.ts')).renderPdf
 }
 
 /**

@@ -1,9 +1,9 @@
 import type { Writable } from 'node:stream'
 import PDFDocument from 'pdfkit'
-import type { CellValue, ColumnSpec, ExportColumn, ExportRecord } from '../modules/derive/columns.ts'
+import type { CellValue, ColumnSpec, ExportColumn, ExportRecord } from '../../core/modules/derive/columns.ts'
 import { pageTotal, printable, rgb, utcText } from './pdf-kit.ts'
-import { drained, outputFinished } from './render-csv.ts'
-import type { RenderInput } from './render.ts'
+import { drained, outputFinished } from './exports.csv.ts'
+import { tooManyPdfRows, type RenderInput } from './exports.render.ts'
 
 /** More columns than this make an unreadable A4 page; the CSV and XLSX exports carry them all. */
 export const maxPdfColumns = 8
@@ -230,6 +230,8 @@ export async function renderPdf(input: RenderInput, out: Writable): Promise<{ ro
 
   let rows = 0
   for await (const record of rowsToRender) {
+    if (input.maxRows !== undefined && rows >= input.maxRows)
+      throw tooManyPdfRows(`more than ${input.maxRows}`, input.maxRows)
     doc.font('Helvetica').fontSize(fontSize)
     const texts = layout.columns.map((c, i) => printable(cellText(c.get(record), c.kind).slice(0, clipAt[i])))
     const textHeight = Math.min(

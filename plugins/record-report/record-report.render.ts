@@ -1,8 +1,8 @@
 import PDFDocument from 'pdfkit'
-import { columnOf, type CellValue, type ColumnOptions, type ColumnSpec } from '../modules/derive/columns.ts'
-import type { RegisteredModule } from '../modules/registry.ts'
-import type { FieldDefinition } from '../modules/types.ts'
-import { pageTotal, printable, rgb, utcText } from './pdf-kit.ts'
+import { columnOf, type CellValue, type ColumnOptions, type ColumnSpec } from '../../core/modules/derive/columns.ts'
+import type { RegisteredModule } from '../../core/modules/registry.ts'
+import type { FieldDefinition } from '../../core/modules/types.ts'
+import { pageTotal, printable, rgb, utcText } from '../exports/exports.shared.ts'
 
 /** The record as the records service answered the caller: hidden fields are already gone from payload and activity. */
 export interface ReportRecord {

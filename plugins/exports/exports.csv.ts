@@ -1,6 +1,6 @@
 import type { Writable } from 'node:stream'
-import type { CellValue, ColumnSpec } from '../modules/derive/columns.ts'
-import type { RenderInput } from './render.ts'
+import type { CellValue, ColumnSpec } from '../../core/modules/derive/columns.ts'
+import type { RenderInput } from './exports.render.ts'
 
 /**
  * Text a spreadsheet would read as a formula gets a leading `'` (OWASP CSV injection guidance).
