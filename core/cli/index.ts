@@ -2,8 +2,8 @@ import { parseArgs } from 'node:util'
 import { createApp, createPlatform } from '../app.ts'
 import { loadConfig } from '../config.ts'
 import type { App, Platform } from '../declarations.ts'
-import { migrateLatest } from '../db/migrate.ts'
-import { openDatabase } from '../db/index.ts'
+import { migrate, openDatabase } from '../db/index.ts'
+import { systemScope } from '../db/tenant-scope.ts'
 import { ModuleDefinitionError } from '../modules/validate.ts'
 import type { CliContext, Plugin } from '../plugin.ts'
 import { describeError, identityCommand } from './identity.ts'
@@ -69,7 +69,8 @@ async function withPlatform<T>(io: CliIo, fn: (p: Platform) => Promise<T>): Prom
     { limiter: false }
   )
   try {
-    return await fn(platform)
+    // An operator's command acts across tenants; a service it calls with a tenant's system principal narrows to that tenant.
+    return await systemScope('cli', () => fn(platform))
   } finally {
     await platform.db.close()
   }
@@ -122,7 +123,7 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
     const config = loadConfig(io.config as Parameters<typeof loadConfig>[0])
     const db = await openDatabase(config, { migrate: false })
     try {
-      const ran = await migrateLatest(db.url)
+      const ran = await migrate(db.url, config.database.role)
       return out(ran.length ? `Ran migrations: ${ran.join(', ')}` : 'Schema is up to date.')
     } finally {
       await db.close()

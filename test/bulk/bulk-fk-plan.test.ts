@@ -9,7 +9,7 @@ import { incidentPayload, startTestServer } from '../helpers/server.ts'
  */
 const server = await startTestServer()
 t.teardown(() => server.close())
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 
 // The statement ri_triggers.c runs for record_activity → records and attachments → records.
 const probe =

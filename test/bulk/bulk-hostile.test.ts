@@ -5,7 +5,7 @@ import { incidentPayload, startTestServer } from '../helpers/server.ts'
 const server = await startTestServer({ bulk: { batchSize: 50, flushAfterMs: 25 } } as any)
 t.teardown(() => server.close())
 const key = server.keys.acme
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 const path = '/api/modules/incident/bulk'
 
 /** An NDJSON body from lines given as JSON text, so lines may hold what JSON.stringify cannot write (1e400). */

@@ -9,7 +9,7 @@ const server = await startTestServer({
 } as any)
 t.teardown(() => server.close())
 const key = server.keys.acme
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 const path = '/api/modules/incident/bulk'
 const rows = (n: number, tag: string) =>
   Array.from({ length: n }, (_, i) => ({

@@ -6,7 +6,7 @@ import { incidentPayload, startTestServer } from '../helpers/server.ts'
 
 const server = await startTestServer()
 t.teardown(() => server.close())
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 const bulkPath = '/api/modules/incident/bulk'
 
 /** Events of the tenant written since `since` (a position), oldest first. */
