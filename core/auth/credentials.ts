@@ -7,7 +7,7 @@ import { announceAccessChange, credentialsChannel } from './changes.ts'
 import { personOf, type Actor, type Principal } from './principal.ts'
 import { effectiveRolesSql } from './users.ts'
 import { generateToken, hashToken, sameHash, tokenKind, type CredentialKind } from './tokens.ts'
-import { systemScope, tenantPool } from '../db/tenant-scope.ts'
+import { systemPool, systemScope, tenantPool } from '../db/tenant-scope.ts'
 
 const cacheMs = 30_000
 const touchEveryMs = 60_000
@@ -153,7 +153,9 @@ export class CredentialStore {
 
   async revoke(id: string, tenantId?: string): Promise<CredentialInfo | undefined> {
     // Without a tenant, an operator's revocation by id (the CLI's system scope).
-    const { rows } = await (tenantId ? tenantPool(this.pool, tenantId) : this.pool).query(
+    const { rows } = await (
+      tenantId ? tenantPool(this.pool, tenantId) : systemPool(this.pool, 'credentials.revoke')
+    ).query(
       `UPDATE credentials SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 ${tenantId ? 'AND tenant_id = $2' : ''} RETURNING *`,
       tenantId ? [id, tenantId] : [id]
     )
