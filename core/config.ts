@@ -165,7 +165,7 @@ export const configSchema = Type.Object({
     role: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
       env: 'DATABASE_ROLE',
       description:
-        "Role the pool acts as (a startup option of each connection), so PostgreSQL's row-level security applies to it: made at start-up when the database user may, granted what the service needs. The URL's own user when it is already a plain role (no superuser, no BYPASSRLS); docs/operations.md, \"Tenancy in the database\"."
+        'Role the pool acts as (a startup option of each connection), so PostgreSQL\'s row-level security applies to it: made at start-up when the database user may, granted what the service needs. The URL\'s own user when it is already a plain role (no superuser, no BYPASSRLS); docs/operations.md, "Tenancy in the database".'
     }),
     embedded: Type.Object({
       dataDir: Type.String({

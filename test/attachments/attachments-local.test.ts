@@ -281,9 +281,10 @@ t.test('the purge job removes pending uploads that were never completed', async 
     [stale.id]
   )
   t.ok((await purgePendingAttachments(server.platform)) >= 1)
-  const { rows } = await db.system.query(`SELECT id FROM attachments WHERE tenant_id = 'acme' AND id = ANY($1::uuid[])`, [
-    [stale.id, fresh.id]
-  ])
+  const { rows } = await db.system.query(
+    `SELECT id FROM attachments WHERE tenant_id = 'acme' AND id = ANY($1::uuid[])`,
+    [[stale.id, fresh.id]]
+  )
   t.same(
     rows.map((r) => r.id),
     [fresh.id]

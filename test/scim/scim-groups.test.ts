@@ -335,8 +335,9 @@ t.test(
         .status,
       204
     )
-    const after = (await platform.db.system.query('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', ['acme']))
-      .rows[0].n
+    const after = (
+      await platform.db.system.query('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', ['acme'])
+    ).rows[0].n
     t.equal(after - before, 1, 'only the create wrote an event: refusals and a change to the same value write none')
 
     // The log shows a change once every transaction older than it has ended (cluster-wide): a moment after it commits.

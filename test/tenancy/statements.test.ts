@@ -37,7 +37,8 @@ const recorded = new Map<string, Statement>()
  * Not tenant data: transaction control, settings and notifications; and Agenda's queue, the
  * platform's own table, whose rows carry a job's ids only (CONVENTIONS 6), never a tenant's data.
  */
-const control = /^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET|RESET|LISTEN|UNLISTEN|COPY|DISCARD)\b|"?agenda_jobs"?/i
+const control =
+  /^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET|RESET|LISTEN|UNLISTEN|COPY|DISCARD)\b|"?agenda_jobs"?/i
 
 // Every statement a client pinned to acme sends: the pool's clients are pg Clients, and the pin is what PostgreSQL sees.
 const original = pg.Client.prototype.query
