@@ -162,6 +162,11 @@ export const configSchema = Type.Object({
       description: 'PostgreSQL connection URL; unset: the embedded PostgreSQL below.'
     }),
     poolSize: Type.Integer({ minimum: 1, description: "Connections in this instance's pool." }),
+    role: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
+      env: 'DATABASE_ROLE',
+      description:
+        'Role the pool acts as (a startup option of each connection), so PostgreSQL\'s row-level security applies to it: made at start-up when the database user may, granted what the service needs. The URL\'s own user when it is already a plain role (no superuser, no BYPASSRLS); docs/operations.md, "Tenancy in the database".'
+    }),
     embedded: Type.Object({
       dataDir: Type.String({
         env: 'RECORDS_DATA_DIR',

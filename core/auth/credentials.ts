@@ -7,6 +7,7 @@ import { announceAccessChange, credentialsChannel } from './changes.ts'
 import { personOf, type Actor, type Principal } from './principal.ts'
 import { effectiveRolesSql } from './users.ts'
 import { generateToken, hashToken, sameHash, tokenKind, type CredentialKind } from './tokens.ts'
+import { systemPool, systemScope, tenantPool } from '../db/tenant-scope.ts'
 
 const cacheMs = 30_000
 const touchEveryMs = 60_000
@@ -131,7 +132,7 @@ export class CredentialStore {
     createdBy?: unknown
   }) {
     const { token, hash, prefix } = generateToken(input.kind)
-    const { rows } = await this.pool.query(
+    const { rows } = await tenantPool(this.pool, input.tenantId).query(
       `INSERT INTO credentials (tenant_id, kind, name, prefix, secret_hash, user_id, scopes, roles, expires_at, created_by)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
       [
@@ -151,7 +152,10 @@ export class CredentialStore {
   }
 
   async revoke(id: string, tenantId?: string): Promise<CredentialInfo | undefined> {
-    const { rows } = await this.pool.query(
+    // Without a tenant, an operator's revocation by id (the CLI's system scope).
+    const { rows } = await (
+      tenantId ? tenantPool(this.pool, tenantId) : systemPool(this.pool, 'credentials.revoke')
+    ).query(
       `UPDATE credentials SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 ${tenantId ? 'AND tenant_id = $2' : ''} RETURNING *`,
       tenantId ? [id, tenantId] : [id]
     )
@@ -166,27 +170,36 @@ export class CredentialStore {
   /** A tenant's tokens, newest last; only those of one user when `userId` is given. */
   async list(tenantId: string, filter: { userId?: string } = {}): Promise<CredentialInfo[]> {
     const { rows } = filter.userId
-      ? await this.pool.query(
+      ? await tenantPool(this.pool, tenantId).query(
           'SELECT * FROM credentials WHERE tenant_id = $1 AND user_id = $2 ORDER BY created_at, id',
           [tenantId, filter.userId]
         )
-      : await this.pool.query('SELECT * FROM credentials WHERE tenant_id = $1 ORDER BY created_at, id', [tenantId])
+      : await tenantPool(this.pool, tenantId).query(
+          'SELECT * FROM credentials WHERE tenant_id = $1 ORDER BY created_at, id',
+          [tenantId]
+        )
     return rows.map(toInfo)
   }
 
   async get(tenantId: string, id: string): Promise<CredentialInfo | undefined> {
     if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined
-    const { rows } = await this.pool.query('SELECT * FROM credentials WHERE tenant_id = $1 AND id = $2', [tenantId, id])
+    const { rows } = await tenantPool(this.pool, tenantId).query(
+      'SELECT * FROM credentials WHERE tenant_id = $1 AND id = $2',
+      [tenantId, id]
+    )
     return rows[0] ? toInfo(rows[0]) : undefined
   }
 
   /** By hash alone (the token names no tenant); unique per tenant only (migration 015), so two rows authenticate nobody. */
   private async lookup(hash: Buffer): Promise<CredentialRow | null> {
-    const { rows } = await this.pool.query({
-      name: 'credential-by-hash',
-      text: `${credentialSelect} WHERE c.secret_hash = $1 LIMIT 2`,
-      values: [hash]
-    })
+    // Before the tenant is known: the token names none.
+    const { rows } = await systemScope('credentials.lookup', () =>
+      this.pool.query({
+        name: 'credential-by-hash',
+        text: `${credentialSelect} WHERE c.secret_hash = $1 LIMIT 2`,
+        values: [hash]
+      })
+    )
     return rows.length === 1 ? rows[0] : null
   }
 
@@ -228,7 +241,7 @@ export class CredentialStore {
     const last = this.touched.get(row.id) ?? 0
     if (Date.now() - last < touchEveryMs) return
     this.touched.set(row.id, Date.now())
-    this.pool
+    tenantPool(this.pool, row.tenant_id)
       .query('UPDATE credentials SET last_used_at = now() WHERE tenant_id = $1 AND id = $2', [row.tenant_id, row.id])
       .catch((err) => logger.warn('could not record token use', { error: err.message }))
   }

@@ -17,6 +17,7 @@ import {
 import { assertHoldsRoles } from './escalation.ts'
 import type { Actor, Principal } from './principal.ts'
 import type { ChangeOptions } from './users.ts'
+import { tenantPool } from '../db/tenant-scope.ts'
 
 /** The actor a change is written with: the one named, else the caller's, else the directory's. */
 export const actorOf = (o: ChangeOptions): Actor => o.by ?? o.as?.actor ?? directoryActor
@@ -95,6 +96,11 @@ export class GroupWrites {
     private readonly onAccessChange: (what: { userIds?: string[]; tenantId?: string }) => void
   ) {}
 
+  /** Every call names its tenant, and runs in that tenant's scope (core/db/tenant-scope.ts), whoever calls. */
+  private db(tenantId: string): pg.Pool {
+    return tenantPool(this.pool, tenantId)
+  }
+
   /** What a group grants: the roles it names, else the role its displayName is (any case), else none. */
   granted(tenantId: string, named: string[] | null, displayName: string): string[] {
     if (named) return [...new Set(named)]
@@ -155,7 +161,7 @@ export class GroupWrites {
     if (named) this.checkRoles(tenantId, named, '/roles')
     const roles = this.granted(tenantId, named, input.displayName)
     assertHoldsRoles(o.as, roles, 'This group would grant')
-    const { id, userIds } = await transaction(this.pool, async (client) => {
+    const { id, userIds } = await transaction(this.db(tenantId), async (client) => {
       const { rows } = await client
         .query(
           'INSERT INTO groups (tenant_id, display_name, external_id, roles, named_roles) VALUES ($1, $2, $3, $4, $5) RETURNING id::text, version',
@@ -183,13 +189,18 @@ export class GroupWrites {
 
   async get(tenantId: string, idOrName: string): Promise<GroupInfo | undefined> {
     const { rows } = uuid.test(idOrName)
-      ? await this.pool.query(`${groupSelect} WHERE g.tenant_id = $1 AND g.id = $2`, [tenantId, idOrName])
-      : await this.pool.query(`${groupSelect} WHERE g.tenant_id = $1 AND g.display_name = $2`, [tenantId, idOrName])
+      ? await this.db(tenantId).query(`${groupSelect} WHERE g.tenant_id = $1 AND g.id = $2`, [tenantId, idOrName])
+      : await this.db(tenantId).query(`${groupSelect} WHERE g.tenant_id = $1 AND g.display_name = $2`, [
+          tenantId,
+          idOrName
+        ])
     return rows[0]
   }
 
   async list(tenantId: string): Promise<GroupInfo[]> {
-    const { rows } = await this.pool.query(`${groupSelect} WHERE g.tenant_id = $1 ORDER BY g.display_name`, [tenantId])
+    const { rows } = await this.db(tenantId).query(`${groupSelect} WHERE g.tenant_id = $1 ORDER BY g.display_name`, [
+      tenantId
+    ])
     return rows
   }
 
@@ -201,12 +212,12 @@ export class GroupWrites {
   ): Promise<{ total: number; groups: GroupInfo[] }> {
     const n = where.values.length
     const condition = where.sql ? `AND (${where.sql})` : ''
-    const total = await this.pool.query<{ n: number }>(
+    const total = await this.db(tenantId).query<{ n: number }>(
       `SELECT count(*)::int AS n FROM groups g WHERE g.tenant_id = $${n + 1} ${condition}`,
       [...where.values, tenantId]
     )
     if (!limit) return { total: total.rows[0].n, groups: [] }
-    const { rows } = await this.pool.query(
+    const { rows } = await this.db(tenantId).query(
       `${groupSelect} WHERE g.tenant_id = $${n + 1} ${condition} ORDER BY g.created_at, g.id OFFSET $${n + 2} LIMIT $${n + 3}`,
       [...where.values, tenantId, offset, limit]
     )
@@ -221,7 +232,7 @@ export class GroupWrites {
   async membersOf(tenantId: string, groupIds: readonly string[]): Promise<Map<string, GroupMember[]>> {
     const out = new Map<string, GroupMember[]>(groupIds.map((id) => [id, []]))
     if (!groupIds.length) return out
-    const { rows } = await this.pool.query<GroupMember & { groupId: string }>(
+    const { rows } = await this.db(tenantId).query<GroupMember & { groupId: string }>(
       `SELECT gm.group_id::text AS "groupId", gm.user_id::text AS "userId", coalesce(gm.display, u.display_name, u.user_name) AS display
          FROM group_members gm JOIN users u ON u.tenant_id = gm.tenant_id AND u.id = gm.user_id
         WHERE gm.tenant_id = $1 AND gm.group_id = ANY($2::uuid[]) ORDER BY gm.added_at, gm.user_id`,
@@ -303,7 +314,7 @@ export class GroupWrites {
     if (c.namedRoles) this.checkRoles(tenantId, c.namedRoles, '/roles')
     this.checkLengths(c)
     const via = o.via ?? 'directory'
-    const result = await transaction(this.pool, async (client) => {
+    const result = await transaction(this.db(tenantId), async (client) => {
       const { rows } = await client.query(
         'SELECT id::text, display_name, external_id, roles, named_roles, version FROM groups WHERE tenant_id = $1 AND id = $2 FOR UPDATE',
         [tenantId, groupId]
@@ -417,7 +428,7 @@ export class GroupWrites {
   async remove(tenantId: string, groupId: string, o: ChangeOptions = {}): Promise<void> {
     const notFound = () => problems.notFound('group.not_found', `No group ${groupId} in tenant ${tenantId}.`)
     if (!uuid.test(groupId)) throw notFound()
-    const narrowed = await transaction(this.pool, async (client) => {
+    const narrowed = await transaction(this.db(tenantId), async (client) => {
       const { rows } = await client.query(
         'SELECT roles, version FROM groups WHERE tenant_id = $1 AND id = $2 FOR UPDATE',
         [tenantId, groupId]

@@ -3,6 +3,7 @@ import type pg from 'pg'
 import { isUuid } from '../validation.ts'
 import { effectiveRolesSql } from './users.ts'
 import type { Principal } from './principal.ts'
+import { systemScope, tenantPool } from '../db/tenant-scope.ts'
 
 /** The session cookie: HttpOnly, SameSite=Lax, Secure, path /. Its value is 256 random bits. */
 export const sessionCookie = 'records_session'
@@ -29,7 +30,7 @@ export class SessionStore {
   async create(tenantId: string, userId: string): Promise<{ cookieValue: string; csrfToken: string; expiresAt: Date }> {
     const cookieValue = randomBytes(32).toString('base64url')
     const csrfToken = randomBytes(32).toString('base64url')
-    const { rows } = await this.pool.query(
+    const { rows } = await tenantPool(this.pool, tenantId).query(
       `INSERT INTO sessions (tenant_id, id, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(hours => $5)) RETURNING expires_at`,
       [tenantId, hash(cookieValue), userId, csrfToken, this.o.ttlHours]
     )
@@ -39,15 +40,18 @@ export class SessionStore {
   /** The live session behind a cookie value, or undefined (unknown, expired, idle too long, user deactivated). */
   async resolve(cookieValue: string | undefined): Promise<Session | undefined> {
     if (!cookieValue || cookieValue.length > 100) return undefined
-    const { rows } = await this.pool.query({
-      name: 'session-by-id',
-      text: `UPDATE sessions s SET last_seen_at = now()
+    // Before the tenant is known: the cookie names none.
+    const { rows } = await systemScope('sessions.resolve', () =>
+      this.pool.query({
+        name: 'session-by-id',
+        text: `UPDATE sessions s SET last_seen_at = now()
                FROM users u
               WHERE s.id = $1 AND u.tenant_id = s.tenant_id AND u.id = s.user_id AND u.active
                 AND s.expires_at > now() AND s.last_seen_at > now() - make_interval(mins => $2)
           RETURNING s.tenant_id, s.user_id, s.csrf_token, s.expires_at, u.user_name, u.display_name, ${effectiveRolesSql} AS roles`,
-      values: [hash(cookieValue), this.o.idleMinutes]
-    })
+        values: [hash(cookieValue), this.o.idleMinutes]
+      })
+    )
     // The hash is unique per tenant only (migration 015): two sessions behind one cookie are none.
     const r = rows.length === 1 ? rows[0] : undefined
     if (!r) return undefined
@@ -59,14 +63,19 @@ export class SessionStore {
   }
 
   async destroy(cookieValue: string | undefined) {
-    if (cookieValue) await this.pool.query('DELETE FROM sessions WHERE id = $1', [hash(cookieValue)])
+    if (cookieValue)
+      await systemScope('sessions.destroy', () =>
+        this.pool.query('DELETE FROM sessions WHERE id = $1', [hash(cookieValue)])
+      )
   }
 
   /** Removes sessions past their end; run by the sessions.purge job. */
   async purgeExpired(): Promise<number> {
-    const { rowCount } = await this.pool.query(
-      `DELETE FROM sessions WHERE expires_at <= now() OR last_seen_at <= now() - make_interval(mins => $1)`,
-      [this.o.idleMinutes]
+    const { rowCount } = await systemScope('sessions.purge', () =>
+      this.pool.query(
+        `DELETE FROM sessions WHERE expires_at <= now() OR last_seen_at <= now() - make_interval(mins => $1)`,
+        [this.o.idleMinutes]
+      )
     )
     return rowCount ?? 0
   }

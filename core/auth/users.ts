@@ -18,6 +18,7 @@ import { actorOf, GroupWrites, type GroupInfo, type GroupInput, type GroupChange
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.ts'
 import { assertHoldsRoles, identityAttributes } from './escalation.ts'
 import { adminRole, type Actor, type Principal } from './principal.ts'
+import { tenantPool } from '../db/tenant-scope.ts'
 
 export { effectiveRolesSql } from './directory-log.ts'
 export type { GroupInfo, GroupInput, GroupChanges, GroupMember } from './groups.ts'
@@ -163,6 +164,11 @@ export class UserDirectory {
     )
   }
 
+  /** Every call names its tenant, and runs in that tenant's scope (core/db/tenant-scope.ts), whoever calls. */
+  private db(tenantId: string): pg.Pool {
+    return tenantPool(this.pool, tenantId)
+  }
+
   /** Roles a tenant can grant: `admin` plus every role its installed modules' permissions declare. */
   knownRoles(tenantId: string): string[] {
     const roles = new Set<string>([adminRole])
@@ -255,7 +261,7 @@ export class UserDirectory {
     }
     const emails = input.emails ?? (input.email ? [{ value: input.email, primary: true }] : [])
     const roles = [...new Set(input.roles ?? [])]
-    const id = await transaction(this.pool, async (client) => {
+    const id = await transaction(this.db(tenantId), async (client) => {
       const { rows } = await client
         .query(
           `INSERT INTO users (tenant_id, user_name, display_name, email, external_id, password_hash, roles, active, name, emails, phone_numbers, enterprise, attributes)
@@ -291,12 +297,12 @@ export class UserDirectory {
 
   async get(tenantId: string, id: string): Promise<UserInfo | undefined> {
     if (!uuid.test(id)) return undefined
-    const { rows } = await this.pool.query(`${userSelect} WHERE u.tenant_id = $1 AND u.id = $2`, [tenantId, id])
+    const { rows } = await this.db(tenantId).query(`${userSelect} WHERE u.tenant_id = $1 AND u.id = $2`, [tenantId, id])
     return rows[0]
   }
 
   async byUserName(tenantId: string, userName: string): Promise<UserInfo | undefined> {
-    const { rows } = await this.pool.query(`${userSelect} WHERE u.tenant_id = $1 AND u.user_name = $2`, [
+    const { rows } = await this.db(tenantId).query(`${userSelect} WHERE u.tenant_id = $1 AND u.user_name = $2`, [
       tenantId,
       userName
     ])
@@ -311,11 +317,11 @@ export class UserDirectory {
   async forSignIn(tenantId: string, by: { externalId: string } | { email: string }): Promise<UserInfo[]> {
     const { rows } =
       'externalId' in by
-        ? await this.pool.query(`${userSelect} WHERE u.tenant_id = $1 AND u.external_id = $2 LIMIT 2`, [
+        ? await this.db(tenantId).query(`${userSelect} WHERE u.tenant_id = $1 AND u.external_id = $2 LIMIT 2`, [
             tenantId,
             by.externalId
           ])
-        : await this.pool.query(
+        : await this.db(tenantId).query(
             `${userSelect} WHERE u.tenant_id = $1 AND (lower(u.email) = lower($2) OR lower(u.user_name) = lower($2)) LIMIT 2`,
             [tenantId, by.email]
           )
@@ -337,7 +343,7 @@ export class UserDirectory {
   async names(tenantId: string, values: Iterable<unknown>): Promise<Map<string, string>> {
     const ids = [...new Set([...values].filter((v): v is string => typeof v === 'string' && uuid.test(v)))]
     if (!ids.length) return new Map()
-    const { rows } = await this.pool.query<{ id: string; name: string }>(
+    const { rows } = await this.db(tenantId).query<{ id: string; name: string }>(
       'SELECT id::text AS id, coalesce(display_name, user_name) AS name FROM users WHERE tenant_id = $1 AND id = ANY($2::uuid[])',
       [tenantId, ids]
     )
@@ -345,7 +351,9 @@ export class UserDirectory {
   }
 
   async list(tenantId: string): Promise<UserInfo[]> {
-    const { rows } = await this.pool.query(`${userSelect} WHERE u.tenant_id = $1 ORDER BY u.user_name`, [tenantId])
+    const { rows } = await this.db(tenantId).query(`${userSelect} WHERE u.tenant_id = $1 ORDER BY u.user_name`, [
+      tenantId
+    ])
     return rows
   }
 
@@ -362,19 +370,19 @@ export class UserDirectory {
   ): Promise<{ total: number; users: UserInfo[] }> {
     if (where.elements)
       await chargeFilter(
-        this.pool,
+        this.db(tenantId),
         '(SELECT * FROM users WHERE deleted_at IS NULL) u WHERE u.tenant_id = $1',
         where.elements,
         tenantId
       )
     const n = where.values.length
     const condition = where.sql ? `AND (${where.sql})` : ''
-    const total = await this.pool.query<{ n: number }>(
+    const total = await this.db(tenantId).query<{ n: number }>(
       `SELECT count(*)::int AS n FROM (SELECT * FROM users WHERE deleted_at IS NULL) u WHERE u.tenant_id = $${n + 1} ${condition}`,
       [...where.values, tenantId]
     )
     if (!limit) return { total: total.rows[0].n, users: [] }
-    const { rows } = await this.pool.query(
+    const { rows } = await this.db(tenantId).query(
       `${userSelect} WHERE u.tenant_id = $${n + 1} ${condition} ORDER BY u.created_at, u.id OFFSET $${n + 2} LIMIT $${n + 3}`,
       [...where.values, tenantId, offset, limit]
     )
@@ -384,12 +392,12 @@ export class UserDirectory {
   async setPassword(tenantId: string, id: string, password: string) {
     const problem = passwordProblem(password)
     if (problem) throw validationError([{ pointer: '/password', field: 'password', code: 'password', detail: problem }])
-    await this.pool.query(
+    await this.db(tenantId).query(
       'UPDATE users SET password_hash = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL',
       [tenantId, id, await hashPassword(password)]
     )
     // A new password ends every browser session of the user.
-    await this.pool.query('DELETE FROM sessions WHERE tenant_id = $1 AND user_id = $2', [tenantId, id])
+    await this.db(tenantId).query('DELETE FROM sessions WHERE tenant_id = $1 AND user_id = $2', [tenantId, id])
   }
 
   /** Grants a role directly; returns the user as now. */
@@ -421,7 +429,7 @@ export class UserDirectory {
   ): Promise<UserInfo> {
     const notFound = () => problems.notFound('user.not_found', `No user ${id} in tenant ${tenantId}.`)
     if (!uuid.test(id)) throw notFound()
-    const announce = await transaction(this.pool, async (client) => {
+    const announce = await transaction(this.db(tenantId), async (client) => {
       const current = await this.locked(client, tenantId, id)
       if (!current) throw notFound()
       if (o.ifVersion !== undefined && o.ifVersion !== current.version)
@@ -514,7 +522,7 @@ export class UserDirectory {
   async remove(tenantId: string, id: string, o: ChangeOptions = {}): Promise<void> {
     const notFound = () => problems.notFound('user.not_found', `No user ${id} in tenant ${tenantId}.`)
     if (!uuid.test(id)) throw notFound()
-    await transaction(this.pool, async (client) => {
+    await transaction(this.db(tenantId), async (client) => {
       const current = await this.locked(client, tenantId, id)
       if (!current) throw notFound()
       if (o.ifVersion !== undefined && o.ifVersion !== current.version)
@@ -559,12 +567,15 @@ export class UserDirectory {
   }
 
   async recordSignIn(tenantId: string, id: string) {
-    await this.pool.query('UPDATE users SET last_sign_in_at = now() WHERE tenant_id = $1 AND id = $2', [tenantId, id])
+    await this.db(tenantId).query('UPDATE users SET last_sign_in_at = now() WHERE tenant_id = $1 AND id = $2', [
+      tenantId,
+      id
+    ])
   }
 
   /** The user if the password is right and the user active; the same work is done either way. */
   async checkPassword(tenantId: string, userName: string, password: string): Promise<UserInfo | undefined> {
-    const { rows } = await this.pool.query(
+    const { rows } = await this.db(tenantId).query(
       'SELECT id, password_hash, active FROM users WHERE tenant_id = $1 AND user_name = $2 AND deleted_at IS NULL',
       [tenantId, userName]
     )
@@ -593,7 +604,8 @@ export class UserDirectory {
 
   /** Groups by a WHERE condition over `g` (SCIM filters), in creation order: one page and the total (metered as `page`). */
   async groupPage(tenantId: string, where: FilterCondition, offset: number, limit: number) {
-    if (where.elements) await chargeFilter(this.pool, 'groups g WHERE g.tenant_id = $1', where.elements, tenantId)
+    if (where.elements)
+      await chargeFilter(this.db(tenantId), 'groups g WHERE g.tenant_id = $1', where.elements, tenantId)
     return this.groupWrites.page(tenantId, where, offset, limit)
   }
 

@@ -2,8 +2,8 @@ import { parseArgs } from 'node:util'
 import { createApp, createPlatform } from '../app.ts'
 import { loadConfig } from '../config.ts'
 import type { App, Platform } from '../declarations.ts'
-import { migrateLatest } from '../db/migrate.ts'
-import { openDatabase } from '../db/index.ts'
+import { migrate, openDatabase } from '../db/index.ts'
+import { systemScope } from '../db/tenant-scope.ts'
 import { ModuleDefinitionError } from '../modules/validate.ts'
 import { checkDependencies, type CliContext, type Plugin } from '../plugin.ts'
 import { describeError, identityCommand } from './identity.ts'
@@ -70,7 +70,8 @@ async function withPlatform<T>(io: CliIo, plugins: readonly Plugin[], fn: (p: Pl
     { limiter: false }
   )
   try {
-    return await fn(platform)
+    // An operator's command acts across tenants; a service it calls with a tenant's system principal narrows to that tenant.
+    return await systemScope('cli', () => fn(platform))
   } finally {
     await platform.db.close()
   }
@@ -124,7 +125,7 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
     checkDependencies(plugins)
     const db = await openDatabase(config, plugins, { migrate: false })
     try {
-      const ran = await migrateLatest(db.url, plugins)
+      const ran = await migrate(db.url, config.database.role, plugins)
       return out(ran.length ? `Ran migrations: ${ran.join(', ')}` : 'Schema is up to date.')
     } finally {
       await db.close()

@@ -5,6 +5,8 @@ import type { AppConfig } from '../config.ts'
 import { logger } from '../logger.ts'
 import { startEmbedded, type EmbeddedServer } from './embedded.ts'
 import { migrateLatest, type MigrationOwner } from './migrate.ts'
+import { secureTenantTables } from './row-security.ts'
+import { ScopedPool, systemPool } from './tenant-scope.ts'
 
 // Bigint counters (sequence values, activity ids) as numbers; they stay far below 2^53.
 // Timestamps are left as Date: Agenda shares this pool and expects them; API SQL formats its own.
@@ -17,7 +19,10 @@ export const isoUtc = (column: string) => `to_char(${column} AT TIME ZONE 'UTC',
 export const sql = knexFactory({ client: 'pg' })
 
 export interface Database {
+  /** Every checkout carries the caller's tenant scope (core/db/tenant-scope.ts); row-level security does the rest. */
   pool: pg.Pool
+  /** The same pool as a named system action that sees every tenant: for tests and tools that inspect the database. */
+  system: pg.Pool
   url: string
   /** Migrations this start-up ran; empty when the schema was already current. */
   migrated: string[]
@@ -53,6 +58,17 @@ export async function transaction<T>(
   }
 }
 
+/**
+ * The schema's latest migrations (core's, then each plugin's), then row-level security on every
+ * tenant-owned table they left (core/db/row-security.ts), so a plugin's new table is covered
+ * without its migration saying so. Returns the migrations it ran.
+ */
+export async function migrate(url: string, role: string | null, plugins: readonly MigrationOwner[]): Promise<string[]> {
+  const ran = await migrateLatest(url, plugins)
+  await secureTenantTables(url, role)
+  return ran
+}
+
 /** Connects to DATABASE_URL, or starts the embedded cluster, then migrates core and the plugins' tables. */
 export async function openDatabase(
   config: AppConfig,
@@ -65,12 +81,19 @@ export async function openDatabase(
     embedded = await startEmbedded({ dataDir: config.database.embedded.dataDir, port: config.database.embedded.port })
     url = embedded.url
   }
-  const migrated = options.migrate === false ? [] : await migrateLatest(url, plugins)
+  const { role } = config.database
+  const migrated = options.migrate === false ? [] : await migrate(url, role, plugins)
   if (migrated.length) logger.info('database migrated', { migrations: migrated })
-  const pool = new pg.Pool({ connectionString: url, max: config.database.poolSize, options: '-c TimeZone=UTC' })
+  // The role as a startup option, not a SET after connecting: a missing role fails the connection instead of leaving it a superuser's.
+  const pool = new ScopedPool({
+    connectionString: url,
+    max: config.database.poolSize,
+    options: `-c TimeZone=UTC${role ? ` -c role=${role}` : ''}`
+  })
   pool.on('error', (err) => logger.error('idle database client failed', { error: err.message }))
   return {
     pool,
+    system: systemPool(pool, 'direct database access'),
     url,
     migrated,
     embedded,

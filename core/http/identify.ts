@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa'
 import type { CredentialStore } from '../auth/credentials.ts'
 import { csrfMatches, sessionCookie, type SessionStore } from '../auth/sessions.ts'
+import { inTenant } from '../db/tenant-scope.ts'
 import { problems } from '../errors/index.ts'
 
 const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
@@ -48,7 +49,9 @@ export const identify =
         csrfToken: ctx.state.session?.csrfToken
       } as typeof ctx.feathers
     }
-    await next()
+    // From here on the database shows the caller's tenant only (row-level security, core/db/tenant-scope.ts).
+    const tenantId: string | undefined = ctx.state.principal?.tenantId
+    await (tenantId ? inTenant(tenantId, next) : next())
   }
 
 export const rejectBadCredentials: Middleware = async (ctx, next) => {

@@ -2,6 +2,7 @@ import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
 import type { Agenda } from 'agenda'
 import type pg from 'pg'
+import { inTenant, systemScope } from '../db/tenant-scope.ts'
 import { logger, type Level } from '../logger.ts'
 import { tracedJob } from './trace.ts'
 
@@ -33,7 +34,7 @@ export function handBack(reason = 'instance draining'): HandBack {
 }
 
 export interface JobDefinition {
-  /** `<area>.<action>`; data holds ids only, and the job is safe to run twice. */
+  /** `<area>.<action>`; data holds ids only, and the job is safe to run twice. A `tenantId` in data is the scope it runs in (else: every tenant's). */
   name: string
   every?: string
   /** How long a running job stays locked without a touch; after it, the job is run again (crash recovery). */
@@ -128,8 +129,13 @@ export async function startJobs(
             ...fields
           })
         let result: unknown
+        const data: Record<string, unknown> = j.attrs.data ?? {}
+        const run = () => job.run(data, { touch: () => j.touch(), signal: state.draining.signal })
         try {
-          result = await job.run(j.attrs.data ?? {}, { touch: () => j.touch(), signal: state.draining.signal })
+          // A job for one tenant sees that tenant's rows only; one without a tenant is a sweep across tenants, a named system action.
+          result = await (typeof data.tenantId === 'string'
+            ? inTenant(data.tenantId, run)
+            : systemScope(`job ${job.name}`, run))
         } catch (err) {
           if (!(err instanceof HandBack)) {
             logRun('failed', { error: (err as Error)?.stack ?? String(err) })

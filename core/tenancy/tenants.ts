@@ -2,6 +2,7 @@ import type pg from 'pg'
 import type { AppConfig } from '../config.ts'
 import { transaction } from '../db/index.ts'
 import { listenWithReconnect, type Listening } from '../db/listen.ts'
+import { systemScope } from '../db/tenant-scope.ts'
 import { problems } from '../errors/index.ts'
 import { logger } from '../logger.ts'
 import type { ModuleRegistry, RegisteredModule } from '../modules/registry.ts'
@@ -50,9 +51,11 @@ export class TenantDirectory {
 
   /** Loads what the database says is installed; modules no longer shipped are skipped with a warning. */
   async load() {
-    const { rows } = await this.pool.query(
-      `SELECT t.id, t.name, coalesce(array_agg(m.module_key ORDER BY m.module_key) FILTER (WHERE m.installed), '{}') AS modules
-         FROM tenants t LEFT JOIN tenant_modules m ON m.tenant_id = t.id GROUP BY t.id, t.name`
+    const { rows } = await systemScope('tenants.load', () =>
+      this.pool.query(
+        `SELECT t.id, t.name, coalesce(array_agg(m.module_key ORDER BY m.module_key) FILTER (WHERE m.installed), '{}') AS modules
+           FROM tenants t LEFT JOIN tenant_modules m ON m.tenant_id = t.id GROUP BY t.id, t.name`
+      )
     )
     const next = new Map<string, Tenant>()
     for (const r of rows) {
@@ -101,31 +104,33 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
         )
     }
   }
-  await transaction(pool, async (client) => {
-    // One writer at a time when several instances start together.
-    await client.query('SELECT pg_advisory_xact_lock(7301)')
-    for (const [id, t] of Object.entries(config.tenants)) {
-      const { rows } = await client.query(
-        `INSERT INTO tenants (id, name) VALUES ($1, $2)
+  await systemScope('tenants.sync', () =>
+    transaction(pool, async (client) => {
+      // One writer at a time when several instances start together.
+      await client.query('SELECT pg_advisory_xact_lock(7301)')
+      for (const [id, t] of Object.entries(config.tenants)) {
+        const { rows } = await client.query(
+          `INSERT INTO tenants (id, name) VALUES ($1, $2)
          ON CONFLICT (id) DO UPDATE SET name = excluded.name, updated_at = now() WHERE tenants.name IS DISTINCT FROM excluded.name
          RETURNING (xmax = 0) AS inserted`,
-        [id, t.name ?? id]
-      )
-      if (rows[0]?.inserted) created.push(id)
-      for (const key of t.modules) {
-        await client.query(
-          `INSERT INTO tenant_modules (tenant_id, module_key, module_version) VALUES ($1, $2, $3)
+          [id, t.name ?? id]
+        )
+        if (rows[0]?.inserted) created.push(id)
+        for (const key of t.modules) {
+          await client.query(
+            `INSERT INTO tenant_modules (tenant_id, module_key, module_version) VALUES ($1, $2, $3)
            ON CONFLICT (tenant_id, module_key) DO UPDATE SET module_version = excluded.module_version, installed = true, uninstalled_at = NULL`,
-          [id, key, registry.get(key)!.definition.version]
+            [id, key, registry.get(key)!.definition.version]
+          )
+        }
+        await client.query(
+          `UPDATE tenant_modules SET installed = false, uninstalled_at = now() WHERE tenant_id = $1 AND installed AND NOT (module_key = ANY($2))`,
+          [id, t.modules]
         )
       }
-      await client.query(
-        `UPDATE tenant_modules SET installed = false, uninstalled_at = now() WHERE tenant_id = $1 AND installed AND NOT (module_key = ANY($2))`,
-        [id, t.modules]
-      )
-    }
-    // Delivered at commit: the running instances reload what this sync installed or removed.
-    await client.query(`SELECT pg_notify($1, '')`, [tenantsChannel])
-  })
+      // Delivered at commit: the running instances reload what this sync installed or removed.
+      await client.query(`SELECT pg_notify($1, '')`, [tenantsChannel])
+    })
+  )
   return created
 }

@@ -10,6 +10,7 @@ import { setRouteTemplate } from '../../core/http/route-template.ts'
 import { attachmentDisposition } from '../../core/storage/disposition.ts'
 import type { LocalStorage } from '../../core/storage/local.ts'
 import * as repo from './attachments.repository.ts'
+import { tenantPool } from '../../core/db/tenant-scope.ts'
 
 const refusals: Record<'tampered' | 'expired' | 'wrong-method', [string, string]> = {
   tampered: ['storage.signature_invalid', 'The URL is not one this service signed, or was changed after signing.'],
@@ -50,6 +51,8 @@ export const localStorageRoutes =
     if ('refused' in checked) throw problems.forbidden(...refusals[checked.refused])
     const grant = checked.grant
     const [tenantId, , id] = key.split('/')
+    // The signed key names the tenant: its rows are the ones this URL may touch (row-level security).
+    const db = tenantPool(pool, tenantId)
 
     if (grant.method === 'GET') {
       const stat = await storage.stat(key)
@@ -66,7 +69,7 @@ export const localStorageRoutes =
       return
     }
 
-    const row = await repo.selectAttachment(pool, tenantId, id)
+    const row = await repo.selectAttachment(db, tenantId, id)
     if (!row)
       throw problems.notFound(
         'attachment.not_found',
@@ -134,7 +137,7 @@ export const localStorageRoutes =
     }
     // Another request may have completed it first: answer with the row as it is now, not as read before.
     const ready =
-      (await repo.markReady(pool, tenantId, id, row.created_by)) ?? (await repo.selectAttachment(pool, tenantId, id))
+      (await repo.markReady(db, tenantId, id, row.created_by)) ?? (await repo.selectAttachment(db, tenantId, id))
     ctx.status = 200
     ctx.body = repo.toAttachment(ready ?? row)
   }

@@ -10,6 +10,7 @@ import { localStorageRoutes } from './attachments.storage-routes.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { describeAttachments } from './attachments.openapi.ts'
 import { attachmentsGraphQL } from './attachments.graphql.ts'
+import { systemScope, tenantPool } from '../../core/db/tenant-scope.ts'
 
 declare module '../../core/declarations.ts' {
   interface ServiceTypes {
@@ -57,12 +58,14 @@ export function attachments(app: App) {
 
 /** The attachments.purge job: pending uploads older than `attachments.pendingHours` go, with any bytes stored for them. */
 export async function purgePendingAttachments(platform: Platform): Promise<number> {
-  const stale = await stalePending(platform.db.pool, platform.config.attachments.pendingHours)
+  const stale = await systemScope('attachments.purge', () =>
+    stalePending(platform.db.pool, platform.config.attachments.pendingHours)
+  )
   for (const a of stale) {
     await platform.storage
       .delete(a.storage_key)
       .catch((err) => logger.warn('could not delete a stale upload', { key: a.storage_key, error: err.message }))
-    await deleteAttachment(platform.db.pool, a.tenant_id, a.id)
+    await deleteAttachment(tenantPool(platform.db.pool, a.tenant_id), a.tenant_id, a.id)
   }
   return stale.length
 }

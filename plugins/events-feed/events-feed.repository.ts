@@ -2,6 +2,7 @@ import type pg from 'pg'
 import { isoUtc } from '../../core/db/index.ts'
 import { identityEventKinds, type LoggedEvent } from '../../core/events/events.ts'
 import { bindCondition, type EventCondition } from '../../core/events/rights.ts'
+import { tenantPool } from '../../core/db/tenant-scope.ts'
 
 /**
  * A place in a tenant's feed: the (txid, position) of the last event read, as decimal text
@@ -99,6 +100,7 @@ export async function purgeTenantEvents(pool: pg.Pool, tenantId: string, days: n
 export async function purgeOldEvents(pool: pg.Pool, days: number): Promise<number> {
   const { rows } = await pool.query('SELECT id FROM tenants')
   let removed = 0
-  for (const { id } of rows) removed += await purgeTenantEvents(pool, id, days)
+  // Tenant by tenant, each in its own scope (row-level security, core/db/tenant-scope.ts).
+  for (const { id } of rows) removed += await purgeTenantEvents(tenantPool(pool, id), id, days)
   return removed
 }

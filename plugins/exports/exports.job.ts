@@ -19,6 +19,7 @@ import { isUuid } from '../../core/validation.ts'
 import { recordsPath, type RecordPage } from '../records/records.shared.ts'
 import * as repo from './exports.repository.ts'
 import { exportContentTypes } from './exports.shared.ts'
+import { systemScope, tenantPool } from '../../core/db/tenant-scope.ts'
 
 /** The list filters as label/value pairs for the report header. */
 function describeFilters(filters: Record<string, unknown>): Array<[string, string]> {
@@ -302,10 +303,10 @@ export async function renderExport(
 
 /** `exports.purge`: finished exports past their expiry lose their file and become `expired`. */
 export async function purgeExpiredExports(platform: Platform): Promise<number> {
-  const due = await repo.expiredFiles(platform.db.pool)
+  const due = await systemScope('exports.purge', () => repo.expiredFiles(platform.db.pool))
   for (const e of due) {
     await platform.storage.delete(e.file_key)
-    await repo.markExpired(platform.db.pool, e.tenant_id, e.id)
+    await repo.markExpired(tenantPool(platform.db.pool, e.tenant_id), e.tenant_id, e.id)
   }
   return due.length
 }

@@ -8,6 +8,7 @@ import type { Plugin } from '../../core/plugin.ts'
 import { idempotencyMigrations } from './migrations/index.ts'
 import type { CallParams } from '../../core/hooks/call-params.ts'
 import { claimKey, releaseKey, storeAnswer } from './idempotency.keys.ts'
+import { tenantPool } from '../../core/db/tenant-scope.ts'
 
 /**
  * Idempotency-Key for writes, as one around hook so every transport gets it, on the one
@@ -134,7 +135,10 @@ export async function purgeExpiredKeys(pool: pg.Pool): Promise<number> {
   const { rows } = await pool.query('SELECT id FROM tenants')
   let removed = 0
   for (const { id } of rows) {
-    const r = await pool.query('DELETE FROM idempotency_keys WHERE tenant_id = $1 AND expires_at <= now()', [id])
+    const r = await tenantPool(pool, id).query(
+      'DELETE FROM idempotency_keys WHERE tenant_id = $1 AND expires_at <= now()',
+      [id]
+    )
     removed += r.rowCount ?? 0
   }
   return removed

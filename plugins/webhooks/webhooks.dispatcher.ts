@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
 import { transaction } from '../../core/db/index.ts'
 import { listenWithReconnect, type Listening } from '../../core/db/listen.ts'
+import { inTenant, systemScope } from '../../core/db/tenant-scope.ts'
 import { principalOfOwner } from '../../core/auth/owner.ts'
 import { eventEnvelope } from '../../core/events/events.ts'
 import { readableModules, redactEvent, visibleEvents } from '../../core/events/rights.ts'
@@ -110,7 +111,8 @@ export class Dispatcher {
       return
     }
     this.running = true
-    void this.pass()
+    // A pass scans every tenant's subscriptions (a named system action); each lane narrows to its tenant.
+    void systemScope('webhooks.dispatch', () => this.pass())
       .catch((err) => logger.error('webhook dispatch failed', { error: (err as Error)?.stack ?? String(err) }))
       .finally(() => {
         this.running = false
@@ -156,7 +158,7 @@ export class Dispatcher {
         const key = `${s.tenantId}/${s.subscriptionId}`
         if (this.lanes.has(key) || this.lanes.size >= this.config.maxConcurrentSubscriptions) continue
         let failed = false
-        const lane = this.lane(s.tenantId, s.subscriptionId)
+        const lane = inTenant(s.tenantId, () => this.lane(s.tenantId, s.subscriptionId))
           .catch((err) => {
             failed = true
             logger.error('webhook lane failed', {
@@ -439,7 +441,7 @@ export class Dispatcher {
     const listening = this.listening
     this.listening = undefined
     await listening?.close().catch(() => undefined)
-    await repo.releaseLeases(this.pool, this.me).catch(() => undefined)
+    await systemScope('webhooks.release', () => repo.releaseLeases(this.pool, this.me)).catch(() => undefined)
     // The other instances' dispatchers wake now rather than at their next poll.
     await this.pool.query(`SELECT pg_notify('${channel}', '')`).catch(() => undefined)
   }

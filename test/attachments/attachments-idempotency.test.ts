@@ -9,7 +9,7 @@ import { incidentPayload, startTestServer } from '../helpers/server.ts'
 const server = await startTestServer()
 t.teardown(() => server.close())
 const { storage, db } = server.platform
-const pool = db.pool
+const pool = db.system
 
 const pdf = Buffer.from('%PDF-1.4\n% Site photo log, bay 4\n%%EOF\n')
 const sha = createHash('sha256').update(pdf).digest('hex')

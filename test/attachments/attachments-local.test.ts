@@ -276,14 +276,15 @@ t.test('the purge job removes pending uploads that were never completed', async 
   const incident = await newIncident()
   const stale = (await requestUpload(incident.id)).body
   const fresh = (await requestUpload(incident.id)).body
-  await db.pool.query(
+  await db.system.query(
     `UPDATE attachments SET created_at = now() - interval '25 hours' WHERE tenant_id = 'acme' AND id = $1`,
     [stale.id]
   )
   t.ok((await purgePendingAttachments(server.platform)) >= 1)
-  const { rows } = await db.pool.query(`SELECT id FROM attachments WHERE tenant_id = 'acme' AND id = ANY($1::uuid[])`, [
-    [stale.id, fresh.id]
-  ])
+  const { rows } = await db.system.query(
+    `SELECT id FROM attachments WHERE tenant_id = 'acme' AND id = ANY($1::uuid[])`,
+    [[stale.id, fresh.id]]
+  )
   t.same(
     rows.map((r) => r.id),
     [fresh.id]

@@ -8,7 +8,7 @@ import { startTestServer } from '../helpers/server.ts'
 const server = await startTestServer()
 t.teardown(() => server.close())
 const incident = server.platform.registry.get('incident')!
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 
 const users = [randomUUID(), randomUUID(), randomUUID()]
 const principal = (roles: string[], userId: string, scopes: Principal['scopes'] = 'all'): Principal => ({

@@ -285,7 +285,7 @@ t.test('and nothing changed', async (t) => {
   t.equal(now.status, 200)
   t.equal(now.body.version, 1)
   t.equal(now.body.state, 'reported')
-  const count = await server.platform.db.pool.query(
+  const count = await server.platform.db.system.query(
     "SELECT count(*)::int AS n FROM records WHERE tenant_id = 'acme' AND module_key = 'incident'"
   )
   t.equal(count.rows[0].n, 1, 'no incident was created')

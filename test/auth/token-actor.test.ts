@@ -168,7 +168,7 @@ t.test('tokens and records from before tokens named their person get that person
   const robot = await serviceAccount(adminRobot.token, 'old robot of a robot')
   const id = await incidentReadyToClose(robot.token)
   // As the previous version wrote them: a creator actor without the person behind it.
-  const { pool } = server.platform.db
+  const pool = server.platform.db.system
   await pool.query(
     `UPDATE credentials SET created_by = created_by - 'onBehalfOf' WHERE tenant_id = 'acme' AND id = $1`,
     [robot.id]

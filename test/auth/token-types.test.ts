@@ -32,7 +32,7 @@ t.test(
     t.match(user.token, /^svc_p_[0-9A-Za-z]{40}$/)
     t.match(sa.token, /^sa_[0-9A-Za-z]{40}$/)
     t.equal(sa.prefix, sa.token.slice(0, 9), 'a short prefix is kept to recognise it')
-    const { rows } = await server.platform.db.pool.query('SELECT * FROM credentials WHERE id = $1', [sa.id])
+    const { rows } = await server.platform.db.system.query('SELECT * FROM credentials WHERE id = $1', [sa.id])
     const stored = JSON.stringify(rows[0])
     t.notOk(stored.includes(sa.token.slice(9)), 'the secret part is in no column')
     t.same(rows[0].secret_hash, createHash('sha256').update(sa.token).digest(), 'only its SHA-256 is stored')

@@ -1,5 +1,6 @@
 import t from '../helpers/tap.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
+import { ownerPool } from '../helpers/database.ts'
 
 /**
  * Each activity row (and attachment) is checked against records by PostgreSQL's foreign-key
@@ -9,7 +10,9 @@ import { incidentPayload, startTestServer } from '../helpers/server.ts'
  */
 const server = await startTestServer()
 t.teardown(() => server.close())
-const pool = server.platform.db.pool
+// The tables' owner: this file changes the schema (a constraint, a trigger) or reads plans without the tenant policy.
+const pool = ownerPool(server.platform.db.url)
+t.teardown(() => pool.end())
 
 // The statement ri_triggers.c runs for record_activity → records and attachments → records.
 const probe =

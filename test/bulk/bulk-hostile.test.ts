@@ -1,11 +1,14 @@
 import t, { type Test } from '../helpers/tap.ts'
 import { bulkCall } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
+import { ownerPool } from '../helpers/database.ts'
 
 const server = await startTestServer({ bulk: { batchSize: 50, flushAfterMs: 25 } } as any)
 t.teardown(() => server.close())
 const key = server.keys.acme
-const pool = server.platform.db.pool
+// The tables' owner: this file changes the schema (a constraint, a trigger) or reads plans without the tenant policy.
+const pool = ownerPool(server.platform.db.url)
+t.teardown(() => pool.end())
 const path = '/api/modules/incident/bulk'
 
 /** An NDJSON body from lines given as JSON text, so lines may hold what JSON.stringify cannot write (1e400). */

@@ -10,7 +10,7 @@ import { incidentPayload, startTestServer } from '../helpers/server.ts'
 const server = await startTestServer()
 t.teardown(() => server.close())
 const token = server.keys.acme
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 const path = '/api/modules/incident/bulk'
 const file = (tag: string) =>
   ndjson([1, 2].map((i) => ({ payload: incidentPayload({ title: `${tag} ${i}` }), externalRef: `${tag}-${i}` })))

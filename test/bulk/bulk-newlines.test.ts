@@ -6,7 +6,7 @@ import { incidentPayload, startTestServer } from '../helpers/server.ts'
 const server = await startTestServer()
 t.teardown(() => server.close())
 const key = server.keys.acme
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 const path = '/api/modules/incident/bulk'
 const row = (title: string) => JSON.stringify({ payload: incidentPayload({ title }) })
 /** What `curl -d @file` sends of an NDJSON file: the lines with their newlines stripped. */

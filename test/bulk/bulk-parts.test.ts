@@ -6,7 +6,7 @@ import { incidentPayload, startTestServer } from '../helpers/server.ts'
 const server = await startTestServer({ bulk: { maxRows: 5 } } as any)
 t.teardown(() => server.close())
 const key = server.keys.acme
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 const path = '/api/modules/incident/bulk'
 const rows = (n: number, tag: string) =>
   Array.from({ length: n }, (_, i) => ({

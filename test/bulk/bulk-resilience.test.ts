@@ -1,6 +1,7 @@
 import t from '../helpers/tap.ts'
 import { bulkCall, ndjson, openBulk } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
+import { ownerPool } from '../helpers/database.ts'
 
 // Small batches written only when full: which rows are durable is then exact.
 const server = await startTestServer({
@@ -9,7 +10,9 @@ const server = await startTestServer({
 } as any)
 t.teardown(() => server.close())
 const key = server.keys.acme
-const pool = server.platform.db.pool
+// The tables' owner: this file changes the schema (a constraint, a trigger) or reads plans without the tenant policy.
+const pool = ownerPool(server.platform.db.url)
+t.teardown(() => pool.end())
 const path = '/api/modules/incident/bulk'
 const rows = (n: number, tag: string) =>
   Array.from({ length: n }, (_, i) => ({

@@ -15,7 +15,7 @@ t.teardown(() => server.close())
 const modules = referenceOrder(server.platform.registry.all().map((m) => m.definition))
 // Install every loaded module for one tenant.
 for (const m of modules) {
-  await server.platform.db.pool.query(
+  await server.platform.db.system.query(
     'INSERT INTO tenant_modules (tenant_id, module_key, module_version) VALUES ($1, $2, $3)',
     ['conformance', m.key, m.version]
   )

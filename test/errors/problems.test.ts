@@ -6,7 +6,7 @@ import { incidentPayload, startTestServer, type Reply } from '../helpers/server.
 const server = await startTestServer()
 t.teardown(() => server.close())
 
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 const recordCount = async () => (await pool.query('SELECT count(*)::int AS n FROM records')).rows[0].n as number
 const created = await server.request('POST', '/api/v1/records', {
   body: { moduleKey: 'incident', payload: incidentPayload() }

@@ -6,7 +6,7 @@ import { eventsFeedPlugin } from '../../plugins/events-feed/events-feed.ts'
 
 const server = await startTestServer()
 t.teardown(() => server.close())
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 const databaseUrl = server.platform.config.database.url!
 const enc = encodeURIComponent
 

@@ -3,10 +3,13 @@ import { eventsAfter, type StoredEvent } from '../helpers/events.ts'
 import { eventually } from '../helpers/identity.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
+import { ownerPool } from '../helpers/database.ts'
 
 const server = await startTestServer()
 t.teardown(() => server.close())
-const pool = server.platform.db.pool
+// The tables' owner: one test adds a trigger to idempotency_keys.
+const pool = ownerPool(server.platform.db.url)
+t.teardown(() => pool.end())
 const bulkPath = '/api/modules/incident/bulk'
 
 /** Events of the tenant written since `since` (a position), oldest first. */

@@ -11,7 +11,7 @@ t.teardown(async () => {
   // Agenda leaves a referenced timer behind (see test/idempotency/purge-job.test.ts).
   setTimeout(() => process.exit(), 200).unref()
 })
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 const exportCount = async () =>
   (await pool.query("SELECT count(*)::int AS n FROM export_jobs WHERE tenant_id = 'acme'")).rows[0].n as number
 const renderJobs = async (id: string) =>

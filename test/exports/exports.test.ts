@@ -30,7 +30,7 @@ t.teardown(async () => {
   // Agenda leaves a referenced timer behind job runs (see test/idempotency/purge-job.test.ts).
   setTimeout(() => process.exit(), 200).unref()
 })
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 const work = mkdtempSync(join(tmpdir(), 'records-exports-'))
 
 // 40 incidents: every fourth is high severity; one carries a formula; one has medical details.
@@ -467,7 +467,7 @@ t.test('an export survives the death of the process running it and finishes once
   )
   const {
     rows: [run]
-  } = await api.platform.db.pool.query('SELECT resumed_from FROM export_jobs WHERE id = $1', [created.body.id])
+  } = await api.platform.db.system.query('SELECT resumed_from FROM export_jobs WHERE id = $1', [created.body.id])
   t.ok(
     run.resumed_from >= killedAt && run.resumed_from > 0,
     `the new instance went on from row ${run.resumed_from} (${killedAt} committed when killed), not from the start`
@@ -475,11 +475,11 @@ t.test('an export survives the death of the process running it and finishes once
   const lines = parseCsv((await download(job)).toString('utf8'))
   t.equal(lines.length - 1, 6000, 'every record once')
   t.equal(new Set(lines.slice(1).map((l) => l[0])).size, 6000, 'no duplicates')
-  const { rows: agendaRows } = await api.platform.db.pool.query(
+  const { rows: agendaRows } = await api.platform.db.system.query(
     "SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'exports.render' AND last_finished_at IS NOT NULL"
   )
   t.equal(agendaRows[0].n, 1, 'the job finished once')
-  const { rows: events } = await api.platform.db.pool.query(
+  const { rows: events } = await api.platform.db.system.query(
     'SELECT type, module_key, data FROM events WHERE subject_id = $1',
     [created.body.id]
   )

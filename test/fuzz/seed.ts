@@ -165,7 +165,7 @@ export class Pools {
     // seeded record's id in the path. Replaced in seeding order, so a record another refers to comes first.
     if (opId === 'deleteRecord' || opId === 'transitionRecord') {
       const seeded = [...this.ids.keys()].filter((r) => /^record:[a-z0-9-]+:\d$/.test(r))
-      const { rows } = await this.server.platform.db.pool.query(
+      const { rows } = await this.server.platform.db.system.query(
         'SELECT id FROM records WHERE id = ANY($1::uuid[]) AND deleted_at IS NULL AND version = 1',
         [seeded.map((r) => this.ids.get(r))]
       )

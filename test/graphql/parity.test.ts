@@ -420,7 +420,7 @@ t.test('a field a role may not read is absent from its schema and its data', asy
 t.test('the same changes through REST and GraphQL write the same events, in their commits', async (t) => {
   const events = async (id: string) =>
     (
-      await server.platform.db.pool.query(
+      await server.platform.db.system.query(
         'SELECT type, actor, module_key, data FROM events WHERE subject_id = $1 ORDER BY position',
         [id]
       )

@@ -28,3 +28,12 @@ export async function freshDatabase(
     }
   }
 }
+
+/**
+ * A pool on `url` as its login user, without the service's `database.role`: for what only the
+ * tables' owner may do (a test's DDL: constraints, triggers) and plans read without the
+ * row-level security policy. Row-level security does not apply to it (the tests log in as a superuser).
+ */
+export function ownerPool(url: string): pg.Pool {
+  return new pg.Pool({ connectionString: url, max: 2 })
+}

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import type pg from 'pg'
+import pg from 'pg'
 import type { Reply } from './server.ts'
 
 async function until<T>(probe: () => Promise<T | undefined>, what: string, ms = 5000): Promise<T> {
@@ -9,6 +9,26 @@ async function until<T>(probe: () => Promise<T | undefined>, what: string, ms = 
     if (v !== undefined) return v
     if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`)
     await sleep(10)
+  }
+}
+
+/**
+ * Whether a session waits on a lock to store an answer. Asked as the login user, not the pool's
+ * role: pg_stat_activity shows a session's statement only to its login user (or a superuser),
+ * and the service's sessions log in as the URL's user before they act as `database.role`.
+ */
+async function waitingToStore(pool: pg.Pool): Promise<boolean> {
+  const client = new pg.Client({
+    connectionString: (pool as unknown as { options: pg.PoolConfig }).options.connectionString
+  })
+  await client.connect()
+  try {
+    const { rows } = await client.query(
+      "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE idempotency_keys%'"
+    )
+    return rows.length > 0
+  } finally {
+    await client.end()
   }
 }
 
@@ -40,15 +60,7 @@ export async function whileAnswerIsStored(
     await holder.query('BEGIN')
     await holder.query('SELECT 1 FROM idempotency_keys WHERE key = $1 FOR UPDATE', [o.key])
     await gate.query('COMMIT')
-    await until(
-      async () =>
-        (
-          await pool.query(
-            "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE idempotency_keys%'"
-          )
-        ).rows[0],
-      'the request to store its answer'
-    )
+    await until(async () => (await waitingToStore(pool)) || undefined, 'the request to store its answer')
     await o.whileBlocked()
     await holder.query('COMMIT')
     return await reply

@@ -51,14 +51,14 @@ t.test(
     const created = await server.request('POST', '/api/v1/records', {
       body: { moduleKey: 'incident', payload: incidentPayload() }
     })
-    const before = (await server.platform.db.pool.query('SELECT count(*)::int AS n FROM records')).rows[0].n
+    const before = (await server.platform.db.system.query('SELECT count(*)::int AS n FROM records')).rows[0].n
     const res = await server.request('POST', `//api/v1/records/${created.body.id}`, {
       body: { moduleKey: 'incident', payload: incidentPayload() }
     })
     t.equal(res.status, 405)
     t.equal(res.headers.get('allow'), 'GET, PATCH, DELETE, HEAD')
     t.equal(
-      (await server.platform.db.pool.query('SELECT count(*)::int AS n FROM records')).rows[0].n,
+      (await server.platform.db.system.query('SELECT count(*)::int AS n FROM records')).rows[0].n,
       before,
       'nothing was created'
     )

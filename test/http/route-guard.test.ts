@@ -5,7 +5,7 @@ import { incidentPayload, startTestServer } from '../helpers/server.ts'
 
 const server = await startTestServer()
 t.teardown(() => server.close())
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 const count = async (table: string) => (await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n as number
 
 t.test('a path segment named after an Object.prototype member is a 404 problem, not a 500', async (t) => {

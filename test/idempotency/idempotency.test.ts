@@ -7,7 +7,7 @@ import { incidentPayload, startTestServer, type Reply } from '../helpers/server.
 const server = await startTestServer()
 t.teardown(() => server.close())
 
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 const leadId = '0b7e4c61-2f3a-4d8b-9a0e-5c1d2e3f4a5b'
 const count = async (sql: string, values: unknown[] = []) => (await pool.query(sql, values)).rows[0].n as number
 const recordCount = (tenant = 'acme') => count('SELECT count(*)::int AS n FROM records WHERE tenant_id = $1', [tenant])

@@ -15,7 +15,7 @@ t.teardown(async () => {
   setTimeout(() => process.exit(), 200).unref()
 })
 
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 
 async function waitFor<T>(probe: () => Promise<T | undefined>, ms = 8000): Promise<T | undefined> {
   const until = Date.now() + ms

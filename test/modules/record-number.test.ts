@@ -73,7 +73,7 @@ t.test('numbers records from the module pattern, padded to its width', async (t)
 
 t.test('a sequence beyond the width keeps all its digits', async (t) => {
   const inc = compilePattern('INC-{YYYY}-{seq:5}').render(new Date()).prefix
-  await server.platform.db.pool.query(
+  await server.platform.db.system.query(
     "UPDATE record_sequences SET value = 99998 WHERE tenant_id = 'acme' AND module_key = 'incident'"
   )
   t.equal(await create('incident', incidentPayload()), `${inc}99999`)
@@ -83,7 +83,7 @@ t.test('a sequence beyond the width keeps all its digits', async (t) => {
 
 t.test('concurrent creates get distinct, consecutive numbers', async (t) => {
   const inc = compilePattern('INC-{YYYY}-{seq:5}').render(new Date()).prefix
-  const { rows } = await server.platform.db.pool.query(
+  const { rows } = await server.platform.db.system.query(
     "SELECT value FROM record_sequences WHERE tenant_id = 'acme' AND module_key = 'incident'"
   )
   const start = Number(rows[0].value)

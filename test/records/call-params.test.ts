@@ -12,7 +12,7 @@ const app = server.running.app
 const principal = await server.platform.credentials.authenticate(`Bearer ${server.keys.acme}`)
 const records = app.service('api/v1/records')
 const count = async () =>
-  (await server.platform.db.pool.query("SELECT count(*)::int AS n FROM records WHERE tenant_id = 'acme'")).rows[0]
+  (await server.platform.db.system.query("SELECT count(*)::int AS n FROM records WHERE tenant_id = 'acme'")).rows[0]
     .n as number
 
 t.test('ifMatch makes a change conditional, as If-Match does', async (t) => {

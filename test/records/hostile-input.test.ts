@@ -4,7 +4,7 @@ import { incidentPayload, startTestServer, type Reply } from '../helpers/server.
 
 const server = await startTestServer()
 t.teardown(() => server.close())
-const pool = server.platform.db.pool
+const pool = server.platform.db.system
 const leadId = '6f1c3a52-8c1e-4a8e-9d55-2d2f6c8f0a11'
 
 /** The tenant's records and activity as a fingerprint: a refused request must leave it as it was. */

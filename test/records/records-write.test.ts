@@ -4,6 +4,7 @@ import { changeRecords, createRecords, createRules, reserveNumbers } from '../..
 import { eventsAfter } from '../helpers/events.ts'
 import t from '../helpers/tap.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
+import { tenantPool } from '../../core/db/tenant-scope.ts'
 
 /**
  * The write path as a module migration or a scheduled job calls it (records.write.ts
@@ -12,7 +13,8 @@ import { incidentPayload, startTestServer } from '../helpers/server.ts'
  */
 const server = await startTestServer()
 t.teardown(() => server.close())
-const pool = server.platform.db.pool
+// The write path as a job calls it: in the tenant's scope (row-level security shows it nothing else).
+const pool = tenantPool(server.platform.db.pool, 'acme')
 const incident = server.platform.tenants.module('acme', 'incident')
 const job = systemPrincipal('acme', 'records-write-test')
 const writer = { tenantId: 'acme', actor: job.actor }

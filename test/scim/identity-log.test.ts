@@ -94,7 +94,7 @@ t.test('a change that took a lower position and commits after a page read past i
 t.test('a cursor issued before pages followed transaction order still goes on after its event', async (t) => {
   const ids = await all()
   t.ok(ids.length >= 3)
-  const { rows } = await server.platform.db.pool.query('SELECT position FROM events WHERE id = $1', [ids[0]])
+  const { rows } = await server.platform.db.system.query('SELECT position FROM events WHERE id = $1', [ids[0]])
   const legacy = server.platform.cursors.encode(JSON.stringify(['identity-log', 'acme', null, 'user.updated']), [
     Number(rows[0].position)
   ])

@@ -37,7 +37,7 @@ for (let i = 0; i < userCount; i += 25) {
 }
 // Creation order as stored (a batch's users are made at the same millisecond, told apart by microseconds and then id).
 const ordered: string[] = (
-  await server.platform.db.pool.query("SELECT id::text FROM users WHERE tenant_id = 'scale' ORDER BY created_at, id")
+  await server.platform.db.system.query("SELECT id::text FROM users WHERE tenant_id = 'scale' ORDER BY created_at, id")
 ).rows.map((r) => r.id)
 /** Users by their number n, in creation order. */
 const inOrder = (keep: (n: number) => boolean) => {

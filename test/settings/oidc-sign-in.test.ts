@@ -183,7 +183,7 @@ async function browserTests() {
   const cookie = async (context: BrowserContext, name: string) => (await context.cookies()).find((c) => c.name === name)
   const sessionsOf = async (tenantId: string) =>
     Number(
-      (await server.platform.db.pool.query('SELECT count(*) FROM sessions WHERE tenant_id = $1', [tenantId])).rows[0]
+      (await server.platform.db.system.query('SELECT count(*) FROM sessions WHERE tenant_id = $1', [tenantId])).rows[0]
         .count
     )
   /** Follows a sign-in at the IdP to the callback's own answer (before any redirect it gives). */

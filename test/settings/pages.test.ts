@@ -289,7 +289,7 @@ t.test('creating through the form shows the token once, uncached; the list then 
   t.same(me.body.scopes, ['records:read', 'modules:read'])
   const list = await send(server, 'GET', '/settings/api-keys', { cookie })
   t.notMatch(list.html, token!, 'the list never shows it')
-  const stored = await server.platform.db.pool.query('SELECT * FROM credentials WHERE name = $1', ['CI pipeline'])
+  const stored = await server.platform.db.system.query('SELECT * FROM credentials WHERE name = $1', ['CI pipeline'])
   t.match(list.html, `<code>${stored.rows[0].prefix}…</code>`, 'its prefix is there')
   t.notMatch(JSON.stringify(stored.rows), token!, 'the database holds no clear copy')
   t.ok(Math.abs(stored.rows[0].expires_at.getTime() - (Date.now() + 30 * 86_400_000)) < 60_000, 'expires in 30 days')

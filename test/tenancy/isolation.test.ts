@@ -138,7 +138,7 @@ t.test("the first tenant's records are unchanged after the other tenants' attemp
     t.same(after.body.payload, before.payload, `${before.moduleKey} payload`)
     t.equal(after.body.activity.length, 1, `${before.moduleKey} has only its creation activity`)
   }
-  const { rows } = await server.platform.db.pool.query(
+  const { rows } = await server.platform.db.system.query(
     'SELECT id, deleted_at IS NOT NULL AS deleted, version FROM records WHERE tenant_id = $1 AND id = $2',
     ['acme', records.deleted.id]
   )
@@ -174,7 +174,7 @@ t.test(
       installed.body.items.map((m: any) => m.key),
       ['incident']
     )
-    const { rows } = await server.platform.db.pool.query(
+    const { rows } = await server.platform.db.system.query(
       "SELECT count(*)::int AS n FROM records WHERE tenant_id = 'initech'"
     )
     t.equal(rows[0].n, 0, 'nothing was created for initech')
@@ -182,7 +182,7 @@ t.test(
 )
 
 t.test('every tenant-owned table leads its primary key and every index with tenant_id', async (t) => {
-  const { rows } = await server.platform.db.pool.query(`
+  const { rows } = await server.platform.db.system.query(`
     SELECT c.relname AS "table", i.relname AS "index", x.indisprimary AS "primary",
            (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum = x.indkey[0]) AS "first"
       FROM pg_index x

@@ -1124,7 +1124,7 @@ let bExports = (): Array<[string, string]> => [['finished', bDone.id]]
  */
 async function eventsSettled(): Promise<void> {
   for (const until = Date.now() + 20_000; Date.now() < until;) {
-    const { rows } = await server.platform.db.pool.query(
+    const { rows } = await server.platform.db.system.query(
       'SELECT NOT EXISTS (SELECT 1 FROM events WHERE txid >= pg_snapshot_xmin(pg_current_snapshot())) AS settled'
     )
     if (rows[0].settled) return

@@ -91,7 +91,7 @@ t.test('checks the target again at every delivery and refuses it once it points 
   t.teardown(() => receiver.close())
   const sub = await subscribe(receiver.url, ['record.created'])
   // As if the name now resolved to the metadata address (DNS rebinding): the stored target is checked again.
-  await server.platform.db.pool.query(
+  await server.platform.db.system.query(
     `UPDATE webhook_subscriptions SET url = 'http://169.254.169.254/latest/meta-data' WHERE id = $1`,
     [sub.id]
   )

@@ -29,7 +29,7 @@ t.test('delivers 1,000 bulk-loaded rows as 1,000 record.created events, none twi
   t.equal(new Set(receiver.received.map((r) => r.json.id)).size, 1000, 'no event twice')
   t.equal(new Set(receiver.received.map((r) => r.json.subject.id)).size, 1000)
   t.ok(receiver.received.every((r) => r.json.type === 'record.created'))
-  const { rows: counted } = await server.platform.db.pool.query(
+  const { rows: counted } = await server.platform.db.system.query(
     `SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE subscription_id = $1 GROUP BY status`,
     [sub.id]
   )

@@ -60,7 +60,7 @@ t.test(
         ).body.id
       )
     const before = receiver.received.length
-    const { rows } = await base.platform.db.pool.query(
+    const { rows } = await base.platform.db.system.query(
       `SELECT count(*)::int AS n FROM webhook_deliveries WHERE subscription_id = $1 AND status = 'succeeded'`,
       [sub.id]
     )

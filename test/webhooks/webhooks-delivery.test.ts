@@ -77,7 +77,7 @@ t.test('delivers nothing for a rolled-back change, and the next committed one in
   const receiver = await startReceiver()
   t.teardown(() => receiver.close())
   const sub = await subscribe(receiver.url)
-  const client = await server.platform.db.pool.connect()
+  const client = await server.platform.db.system.connect()
   try {
     await client.query('BEGIN')
     await client.query(

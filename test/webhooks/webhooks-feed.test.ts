@@ -154,7 +154,7 @@ t.test(
     )
     // A replay applies the same filter.
     const actionEvent = (
-      await server.platform.db.pool.query('SELECT id::text FROM events WHERE subject_id = $1', [action.body.id])
+      await server.platform.db.system.query('SELECT id::text FROM events WHERE subject_id = $1', [action.body.id])
     ).rows[0].id
     const replay = await server.request('POST', `/api/v1/webhooks/${sub.id}:replay`, { body: { eventId: actionEvent } })
     t.equal(replay.status, 404, "the corrective action's event is not one of this subscription's")

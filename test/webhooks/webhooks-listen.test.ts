@@ -47,7 +47,7 @@ t.test(
       await receiver.waitFor(round, 15_000)
       t.pass(`round ${round}: the next event is delivered (the poll would have waited ten minutes)`)
     }
-    const { totalCount } = server.platform.db.pool
+    const { totalCount } = server.platform.db.system
     t.ok(totalCount <= server.platform.config.database.poolSize, `the pool holds ${totalCount} connections`)
   }
 )

@@ -85,7 +85,7 @@ t.test('disables a subscription failing for longer than the configured time, say
     await server.request('POST', '/api/v1/webhooks', { body: { url: receiver.url, kinds: ['record.created'] } })
   ).body
   // As if it had been failing for four days.
-  await server.platform.db.pool.query(
+  await server.platform.db.system.query(
     `UPDATE webhook_subscriptions SET failing_since = now() - interval '4 days' WHERE id = $1`,
     [sub.id]
   )

@@ -30,7 +30,7 @@ t.test('creates a subscription and shows its secret only in the creation respons
   t.equal(list.status, 200)
   t.ok(list.body.items.some((w: any) => w.id === created.body.id))
   t.notOk(JSON.stringify(list.body).includes(created.body.secret))
-  const { rows } = await allowed.platform.db.pool.query('SELECT secret FROM webhook_subscriptions WHERE id = $1', [
+  const { rows } = await allowed.platform.db.system.query('SELECT secret FROM webhook_subscriptions WHERE id = $1', [
     created.body.id
   ])
   t.notOk(
