@@ -23,7 +23,7 @@ export function decodeSegment(segment: string): string {
  */
 export const colonMethods = (servicePaths: string[]): Middleware => {
   const patterns = servicePaths.map((p) => new RegExp(`^/${p.replace(/^\//, '')}/([^/:]+):([a-zA-Z][\\w-]*)$`))
-  return async (ctx, next) => {
+  return (ctx, next) => {
     for (const [i, re] of patterns.entries()) {
       const m = ctx.path.match(re)
       if (!m) continue
@@ -48,7 +48,7 @@ export const colonMethods = (servicePaths: string[]): Middleware => {
 /** Rewrites a path a plugin serves under another spelling to its canonical one (Plugin.canonicalPath), before routing. */
 export const canonicalPaths =
   (canonical: Array<(path: string) => string | undefined>): Middleware =>
-  async (ctx, next) => {
+  (ctx, next) => {
     for (const c of canonical) {
       const to = c(ctx.path)
       if (to !== undefined && to !== ctx.path) {

@@ -51,7 +51,7 @@ export const identify =
     await next()
   }
 
-export const rejectBadCredentials: Middleware = async (ctx, next) => {
+export const rejectBadCredentials: Middleware = (ctx, next) => {
   if (ctx.state.authError) throw ctx.state.authError
-  await next()
+  return next()
 }

@@ -7,12 +7,12 @@ import { currentTraceId, parseTraceparent } from '../telemetry/tracing.ts'
  * tracing on it is the active trace's (the HTTP instrumentation has already honoured a W3C
  * traceparent); off, it is the traceparent's trace id when one came, else a new one.
  */
-export const traceId = (): Middleware => async (ctx, next) => {
+export const traceId = (): Middleware => (ctx, next) => {
   const id = requestTraceId(ctx.get('traceparent'))
   ctx.state.traceId = id
   ctx.set('X-Trace-Id', id)
   ctx.feathers = { ...ctx.feathers, traceId: id } as typeof ctx.feathers
-  await next()
+  return next()
 }
 
 /** The trace id of the request being handled (see traceId above), for answers given before that middleware runs (probes). */
