@@ -24,6 +24,8 @@ export function decodeSegment(segment: string): string {
 export const colonMethods = (servicePaths: string[]): Middleware => {
   const patterns = servicePaths.map((p) => new RegExp(`^/${p.replace(/^\//, '')}/([^/:]+):([a-zA-Z][\\w-]*)$`))
   return (ctx, next) => {
+    // Most requests name no operation: no pattern to try.
+    if (!ctx.path.includes(':')) return next()
     for (const [i, re] of patterns.entries()) {
       const m = ctx.path.match(re)
       if (!m) continue
