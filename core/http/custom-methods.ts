@@ -7,6 +7,8 @@ import { ApiError } from '../errors/index.ts'
  * answers 404 instead of the URIError decodeURIComponent throws (a 500).
  */
 export function decodeSegment(segment: string): string {
+  // Without a percent sign there is nothing to decode (the route guard decodes every segment of every path).
+  if (!segment.includes('%')) return segment
   try {
     return decodeURIComponent(segment)
   } catch {
