@@ -129,7 +129,7 @@ export class MemoryLimiter implements Limiter {
  * Drops hits at or before `cutoff` from the front of an oldest-first log. They are skipped first
  * and cut off once they are half the array: cutting moves every hit after them, so cutting
  * on every call cost a copy of the whole window per request (~145 µs a hit with 200,000 hits in
- * the window, a busy API key's minute, measured); now each hit is moved at most once.
+ * the window, a busy API key's minute, measured); now no cut moves more hits than it drops.
  */
 function prune(log: Log, cutoff: number) {
   const { hits } = log
