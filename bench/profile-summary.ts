@@ -4,9 +4,10 @@
  * functions whose name matches --focus. Times are shares of the busy (non-idle) samples.
  *
  * Usage: node --import tsx bench/profile-summary.ts <file.cpuprofile> [--top 25] [--focus name1,name2] [--requests N]
- *          [--skip S] [--timeline]
+ *          [--skip S] [--until S] [--timeline]
  *   --requests N also prints µs per request (N = requests the process served in the window);
- *   --skip S ignores the first S seconds (start-up, seeding); --timeline prints busy % per second.
+ *   --skip S ignores the first S seconds (start-up, seeding), --until S every sample from second S on (one
+ *   scenario's window of a run with several); --timeline prints busy % per second.
  */
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
@@ -33,6 +34,7 @@ const { values, positionals } = parseArgs({
     focus: { type: 'string' },
     requests: { type: 'string' },
     skip: { type: 'string' },
+    until: { type: 'string' },
     timeline: { type: 'boolean' }
   }
 })
@@ -48,9 +50,12 @@ for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n
 // Time of each sample: its delta to the next sample (V8 convention: timeDeltas[i] precedes samples[i]).
 // Samples before --skip seconds count for nothing.
 const skipUs = Number(values.skip ?? 0) * 1e6
+const untilUs = values.until === undefined ? Infinity : Number(values.until) * 1e6
 const at: number[] = []
 profile.timeDeltas.reduce((t, d, i) => (at[i] = t + d), 0)
-const sampleUs = profile.samples.map((_, i) => (at[i] < skipUs ? 0 : (profile.timeDeltas[i + 1] ?? 0)))
+const sampleUs = profile.samples.map((_, i) =>
+  at[i] < skipUs || at[i] >= untilUs ? 0 : (profile.timeDeltas[i + 1] ?? 0)
+)
 if (values.timeline) {
   const perSecond: Array<{ busy: number; all: number }> = []
   profile.samples.forEach((id, i) => {

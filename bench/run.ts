@@ -165,6 +165,40 @@ async function sanityCheck(servers: ServerProcess[], list: Scenario[], ids: stri
 
 // ---------------------------------------------------------------- report
 
+interface Spread {
+  median: number
+  min: number
+  max: number
+}
+
+const spreadOf = (values: number[]): Spread => ({
+  median: median(values),
+  min: Math.min(...values),
+  max: Math.max(...values)
+})
+const spread = (s: Spread) => `${fmt(s.median, 2)} (${fmt(s.min, 2)}–${fmt(s.max, 2)})`
+
+/**
+ * With --compare, the three servers of one round ran back to back under the same load from the
+ * rest of the machine: each round's own ratios, then their median, move far less than the ratio
+ * of the medians when other work comes and goes.
+ */
+function pairedRounds(runs: Run[]) {
+  const rounds = [...new Set(runs.map((r) => r.repeat))].flatMap((repeat) => {
+    const of = (side: Run['side']) => runs.find((r) => r.repeat === repeat && r.side === side)
+    const svc = of('service')
+    const base = of('baseline')
+    const cmp = of('compare')
+    return svc && base && cmp ? [{ svc, base, cmp }] : []
+  })
+  return {
+    serviceToBaseline: spreadOf(rounds.map((r) => r.svc.reqPerSec / r.base.reqPerSec)),
+    compareToBaseline: spreadOf(rounds.map((r) => r.cmp.reqPerSec / r.base.reqPerSec)),
+    compareToService: spreadOf(rounds.map((r) => r.cmp.reqPerSec / r.svc.reqPerSec)),
+    cpuCompareToService: spreadOf(rounds.map((r) => r.cmp.serverCpuUsPerReq / r.svc.serverCpuUsPerReq))
+  }
+}
+
 // ---------------------------------------------------------------- main
 
 async function main() {
@@ -260,7 +294,8 @@ async function main() {
         service: svc,
         baseline: base,
         ratio: svc.reqPerSec / base.reqPerSec,
-        compare: other && { ...other, ratioToService: other.reqPerSec / svc.reqPerSec }
+        compare: other && { ...other, ratioToService: other.reqPerSec / svc.reqPerSec },
+        paired: compare ? pairedRounds(runs) : undefined
       }
     })
 
@@ -305,6 +340,20 @@ async function main() {
           : [])
       ])
     }
+    const paired = summary.filter((s) => s.paired)
+    const pairedTable = paired.length
+      ? "\n\npaired by round (median over the rounds of each round's own figure, range in brackets):\n\n" +
+        table([
+          ['scenario', 'svc/base req/s', 'cmp/base req/s', 'cmp/svc req/s', 'cmp/svc CPU/req'],
+          ...paired.map((s) => [
+            s.label,
+            spread(s.paired!.serviceToBaseline),
+            spread(s.paired!.compareToBaseline),
+            spread(s.paired!.compareToService),
+            spread(s.paired!.cpuCompareToService)
+          ])
+        ])
+      : ''
     const environment = {
       node: process.version,
       cpus: cpus().length,
@@ -319,6 +368,7 @@ async function main() {
       `\nmedian of ${settings.repeats} run(s) each; ${settings.duration} s, ${settings.connections} connections; ` +
         `${environment.cpus} CPU(s), node ${environment.node}, PostgreSQL ${pgVersion} (${environment.database})\n\n` +
         table(rows) +
+        pairedTable +
         '\n\nCPU/req: CPU time of the server process per request; pg/req: CPU time of the PostgreSQL backends of the bench database per request.\n' +
         (summary.some((s) => s.service.non2xx || s.baseline.non2xx)
           ? '! some responses were not 2xx or failed: see the runs above and the JSON.\n'

@@ -18,7 +18,7 @@ export interface CallParams<Q = Query> extends Params<Q> {
 }
 
 /** Around hook on every service, first: a REST call's headers and colon-method id as call params. */
-export async function fromHttp(context: HookContext, next: NextFunction) {
+export function fromHttp(context: HookContext, next: NextFunction) {
   const params = context.params as CallParams & {
     headers?: Record<string, string | undefined>
     route?: { id?: string }
@@ -28,5 +28,5 @@ export async function fromHttp(context: HookContext, next: NextFunction) {
     params.idempotencyKey ??= params.headers['idempotency-key']
   }
   if (params.provider && context.id === undefined && params.route?.id !== undefined) params.id ??= params.route.id
-  await next()
+  return next()
 }

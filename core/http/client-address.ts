@@ -39,8 +39,8 @@ export function clientAddressOf(peer: string, forwardedFor: string, trusted: Blo
  */
 export const clientAddress = (trustProxy: readonly string[]): Middleware => {
   const trusted = trustProxy.length ? addressRanges(trustProxy, '/http/trustProxy') : undefined
-  return async (ctx, next) => {
+  return (ctx, next) => {
     ctx.request.ip = clientAddressOf(ctx.req.socket.remoteAddress ?? '', ctx.get('x-forwarded-for'), trusted)
-    await next()
+    return next()
   }
 }

@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto'
 import { maxHeaderSize } from 'node:http'
 import type { Socket } from 'node:net'
 import { ApiError, toProblem } from '../errors/index.ts'
+import { newTraceId } from './trace.ts'
 import type { ProblemKind } from '../errors/kinds.ts'
 import { logger } from '../logger.ts'
 
@@ -46,7 +46,7 @@ export function answerClientErrors(errorsUrl: () => string) {
   return (err: Error & { code?: string; rawPacket?: Buffer }, socket: Socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy()
     const { kind, code, detail } = refusal(err.code, err.rawPacket)
-    const traceId = randomUUID().replace(/-/g, '')
+    const traceId = newTraceId()
     logger.debug('refused by the HTTP parser', { traceId, code: err.code, error: err.message })
     const { body: problem } = toProblem(new ApiError(kind, code, detail), traceId, errorsUrl())
     const body = JSON.stringify(problem)

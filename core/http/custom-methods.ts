@@ -7,6 +7,8 @@ import { ApiError } from '../errors/index.ts'
  * answers 404 instead of the URIError decodeURIComponent throws (a 500).
  */
 export function decodeSegment(segment: string): string {
+  // Without a percent sign there is nothing to decode (the route guard decodes every segment of every path).
+  if (!segment.includes('%')) return segment
   try {
     return decodeURIComponent(segment)
   } catch {
@@ -23,7 +25,9 @@ export function decodeSegment(segment: string): string {
  */
 export const colonMethods = (servicePaths: string[]): Middleware => {
   const patterns = servicePaths.map((p) => new RegExp(`^/${p.replace(/^\//, '')}/([^/:]+):([a-zA-Z][\\w-]*)$`))
-  return async (ctx, next) => {
+  return (ctx, next) => {
+    // Most requests name no operation: no pattern to try.
+    if (!ctx.path.includes(':')) return next()
     for (const [i, re] of patterns.entries()) {
       const m = ctx.path.match(re)
       if (!m) continue
@@ -48,7 +52,7 @@ export const colonMethods = (servicePaths: string[]): Middleware => {
 /** Rewrites a path a plugin serves under another spelling to its canonical one (Plugin.canonicalPath), before routing. */
 export const canonicalPaths =
   (canonical: Array<(path: string) => string | undefined>): Middleware =>
-  async (ctx, next) => {
+  (ctx, next) => {
     for (const c of canonical) {
       const to = c(ctx.path)
       if (to !== undefined && to !== ctx.path) {

@@ -6,7 +6,7 @@ import { newNonce, nonceCsp, setHtmlSecurityHeaders } from './security-headers.t
 const escape = (s: string) => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)
 
 /** Serves the short human-readable page behind every problem `type` URI. */
-export const errorPages = (): Middleware => async (ctx, next) => {
+export const errorPages = (): Middleware => (ctx, next) => {
   if (!ctx.path.startsWith('/errors')) return next()
   const m = ctx.path.match(/^\/errors(?:\/([a-z-]+))?\/?$/)
   if (!m || !['GET', 'HEAD'].includes(ctx.method)) return next()

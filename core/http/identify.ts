@@ -54,7 +54,7 @@ export const identify =
     await (tenantId ? inTenant(tenantId, next) : next())
   }
 
-export const rejectBadCredentials: Middleware = async (ctx, next) => {
+export const rejectBadCredentials: Middleware = (ctx, next) => {
   if (ctx.state.authError) throw ctx.state.authError
-  await next()
+  return next()
 }

@@ -15,8 +15,8 @@ export function routedPath(path: string): string {
  * guard (CSRF, route guard, body readers, plugins' routes) and the router see one spelling.
  * `ctx.originalUrl` keeps what was sent.
  */
-export const routedPaths: Middleware = async (ctx, next) => {
+export const routedPaths: Middleware = (ctx, next) => {
   const routed = routedPath(ctx.path)
   if (routed !== ctx.path) ctx.path = routed
-  await next()
+  return next()
 }

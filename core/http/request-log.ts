@@ -16,7 +16,7 @@ import type { Metrics } from '../telemetry/metrics.ts'
  */
 export const requestEnd =
   (level: Level, metrics: Metrics): Middleware =>
-  async (ctx, next) => {
+  (ctx, next) => {
     const started = performance.now()
     const socket = ctx.req.socket
     const bytesBefore = socket.bytesWritten
@@ -39,5 +39,5 @@ export const requestEnd =
         ...(ctx.res.writableFinished ? {} : { aborted: true })
       })
     })
-    await next()
+    return next()
   }
