@@ -63,9 +63,7 @@ function fail(message: string): never {
 
 async function withPlatform<T>(io: CliIo, fn: (p: Platform) => Promise<T>): Promise<T> {
   const platform = await createPlatform(
-    loadConfig({ logLevel: process.env.LOG_LEVEL ? undefined : 'warn', ...io.config } as Parameters<
-      typeof loadConfig
-    >[0]),
+    loadConfig({ logLevel: process.env.LOG_LEVEL ? undefined : 'warn', ...io.config }),
     { limiter: false }
   )
   try {
@@ -119,7 +117,7 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
   const [area, action, arg] = positionals
   if (values.help || !area) return out(usage)
   if (area === 'migrate') {
-    const config = loadConfig(io.config as Parameters<typeof loadConfig>[0])
+    const config = loadConfig(io.config)
     const db = await openDatabase(config, { migrate: false })
     try {
       const ran = await migrateLatest(db.url)

@@ -35,7 +35,7 @@ function checkFields(fields: unknown, path: string, fail: (where: string, proble
       fail(where, 'key must be camelCase letters and digits')
     if (seen.has(field.key)) fail(where, 'is declared twice')
     seen.add(field.key)
-    if (!fieldTypes.includes(field.type as any))
+    if (!fieldTypes.includes(field.type))
       fail(where, `unknown type "${String((field as any).type)}"; allowed: ${fieldTypes.join(', ')}`)
     if (field.required !== undefined && typeof field.required !== 'boolean') fail(where, 'required must be a boolean')
     switch (field.type) {

@@ -2,7 +2,7 @@ import t, { type Test } from '../helpers/tap.ts'
 import { bulkCall } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 
-const server = await startTestServer({ bulk: { batchSize: 50, flushAfterMs: 25 } } as any)
+const server = await startTestServer({ bulk: { batchSize: 50, flushAfterMs: 25 } })
 t.teardown(() => server.close())
 const key = server.keys.acme
 const pool = server.platform.db.pool

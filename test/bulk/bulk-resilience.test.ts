@@ -6,7 +6,7 @@ import { incidentPayload, startTestServer } from '../helpers/server.ts'
 const server = await startTestServer({
   bulk: { batchSize: 10, flushAfterMs: 60_000 },
   limits: { bulkConcurrency: 2 }
-} as any)
+})
 t.teardown(() => server.close())
 const key = server.keys.acme
 const pool = server.platform.db.pool

@@ -32,7 +32,7 @@ function* objects(v: unknown, at = '#', parentKey = ''): Generator<[string, Json
     return
   }
   if (!v || typeof v !== 'object') return
-  yield [at, v as Json]
+  yield [at, v]
   for (const [k, x] of Object.entries(v))
     if (parentKey === 'properties' || !valueKeys.has(k))
       yield* objects(x, `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, k)

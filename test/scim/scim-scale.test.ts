@@ -7,7 +7,7 @@ import { groupUrn, scim, scimToken } from './helpers.ts'
  * listed in pages that neither skip nor repeat (also while users are added), and filtered.
  * Users are made through the directory (what SCIM's POST calls), 25 at a time; groups over SCIM.
  */
-const server = await startTestServer({ tenants: { scale: { name: 'Scale', modules: ['incident'] } } } as any)
+const server = await startTestServer({ tenants: { scale: { name: 'Scale', modules: ['incident'] } } })
 t.teardown(() => server.close())
 const s = scim(server, await scimToken(server, 'scale'))
 const enc = encodeURIComponent

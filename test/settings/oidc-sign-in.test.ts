@@ -115,7 +115,7 @@ async function browserTests() {
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
     findAccount: async (_ctx, id) =>
       idpAccounts[id] ? { accountId: id, claims: async () => ({ sub: id, ...idpAccounts[id] }) } : undefined,
-    jwks: { keys: [jwk as any] },
+    jwks: { keys: [jwk] },
     cookies: { keys: ['oidc-provider-test-cookie-key'] },
     features: { devInteractions: { enabled: true } }
   })
