@@ -602,7 +602,7 @@ export function describeScim(ctx: DocContext): Fragment {
         content: { ...notFound.content, [scimMediaType]: { schema: error } },
         description: `${notFound.description} Under /${scimBase}: a SCIM error (${scimMediaType}).`
       }
-      for (const [path, item] of Object.entries<Record<string, any>>(paths)) {
+      for (const [path, item] of Object.entries<Json>(paths)) {
         if (!path.startsWith(`/${scimBase}`)) continue
         // Every SCIM path answers a verb it does not serve, or an id it does not know, with a SCIM error.
         for (const op of Object.values(item))
