@@ -140,7 +140,7 @@ export async function firstOutcomeMs(t: Target, tag: string, restRows = 99, paus
   const [socket] = (await once(req, 'socket')) as [import('node:net').Socket]
   if (socket.connecting) await once(socket, 'connect')
   let first: number | undefined
-  let wrote = 0
+  let wrote: number
   const response = (once(req, 'response') as Promise<[http.IncomingMessage]>).then(([res]) =>
     readOutcomes(res, 1 + restRows, (n) => {
       if (n === 1) first = performance.now()
