@@ -75,6 +75,8 @@ export default tseslint.config(
       // `String(value)` of a JSON scalar is how SCIM, the settings pages and the CSV writers turn
       // it into text; objects are refused or serialised before they get there.
       '@typescript-eslint/no-base-to-string': 'off',
+      // `let browser` before the teardown that closes it, assigned after: the usual test set-up.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       '@typescript-eslint/no-unused-vars': [
         'error',
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }
