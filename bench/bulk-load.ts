@@ -140,7 +140,6 @@ export async function firstOutcomeMs(t: Target, tag: string, restRows = 99, paus
   const [socket] = (await once(req, 'socket')) as [import('node:net').Socket]
   if (socket.connecting) await once(socket, 'connect')
   let first: number | undefined
-  let wrote = 0
   const response = (once(req, 'response') as Promise<[http.IncomingMessage]>).then(([res]) =>
     readOutcomes(res, 1 + restRows, (n) => {
       if (n === 1) first = performance.now()
@@ -148,7 +147,7 @@ export async function firstOutcomeMs(t: Target, tag: string, restRows = 99, paus
   )
   response.catch(() => undefined)
   const rows = ndjsonRows(tag, 0, 1 + restRows, 1)
-  wrote = performance.now()
+  const wrote = performance.now()
   req.write(rows.next().value)
   await new Promise((resolve) => setTimeout(resolve, pauseMs))
   const firstBeforeRest = first

@@ -233,7 +233,7 @@ const clockTick = 100 // USER_HZ on Linux
 /** CPU microseconds used so far by the backends connected to `database`, by pid (empty where /proc is unreadable). */
 export function pgBackendCpu(database: string): Map<number, number> {
   const out = new Map<number, number>()
-  let pids: string[] = []
+  let pids: string[]
   try {
     pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d))
   } catch {

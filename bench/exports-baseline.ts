@@ -110,9 +110,9 @@ export async function baselineCsv(spec: BaselineSpec): Promise<BaselineResult> {
   const text = `SELECT seq, ${selectList(spec.columns)} FROM records
     WHERE tenant_id = $1 AND module_key = $2 AND deleted_at IS NULL AND seq > $3 ORDER BY seq LIMIT $4`
   let rows = 0
-  let pgCpuUs = NaN
-  let ms = NaN
-  let cpuUs = NaN
+  let pgCpuUs: number
+  let ms: number
+  let cpuUs: number
   let after = '0'
   let buffer = spec.header + '\r\n'
   const n = spec.columns.length

@@ -211,7 +211,7 @@ async function main() {
   const db = await benchDatabase()
   const database = db.name
   const servers: ServerProcess[] = []
-  let pgVersion = ''
+  let pgVersion: string
   try {
     log(`database: ${database} on ${db.where === 'embedded' ? 'the embedded cluster (data/bench)' : 'DATABASE_URL'}`)
     const serviceRoot = resolve(opt['service-root'] ?? projectRoot)

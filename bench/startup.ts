@@ -82,12 +82,12 @@ async function start(v: Variant, databaseUrl: string): Promise<Sample> {
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let stderr = ''
-  child.stderr.on('data', (c: Buffer) => (stderr += c))
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   const { wallMs, cpuMs } = await new Promise<{ wallMs: number; cpuMs: number }>((resolve, reject) => {
     let out = ''
     child.stdout.on('data', (c: Buffer) => {
-      out += c
+      out += c.toString()
       if (/Listening on /.test(out)) resolve({ wallMs: performance.now() - t0, cpuMs: cpuMsOf(child.pid!) })
     })
     child.once('exit', (code) =>
@@ -133,7 +133,7 @@ process.stdout.write(`\n${lines.join('\n')}\n`)
 async function nodeVersion(node: string): Promise<string> {
   const child = spawn(node, ['-v'], { stdio: ['ignore', 'pipe', 'ignore'] })
   let out = ''
-  child.stdout.on('data', (c: Buffer) => (out += c))
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()))
   await new Promise((r) => child.once('exit', r))
   return `node ${out.trim()}`
 }

@@ -7,5 +7,5 @@ export interface Runtime {
 export const projectRoot: string
 export function requireSupportedNode(what: string): void
 export function chooseRuntime(env?: NodeJS.ProcessEnv): Runtime
-export function importEntry(entry: string, runtime: Runtime): Promise<any>
+export function importEntry(entry: string, runtime: Runtime): Promise<Record<string, unknown>>
 export function followParent(): void

@@ -180,7 +180,7 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
   app.hooks({
     around: { all: [...tracingHooks(), fromHttp, meterCalls, authenticate(platform.credentials), acceptJsonData] }
   })
-  for (const plugin of plugins) app.configure((a) => plugin.configure(a as App))
+  for (const plugin of plugins) app.configure((a) => plugin.configure(a))
   return app
 }
 

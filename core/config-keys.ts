@@ -96,13 +96,17 @@ export function parseEnvValue(text: string, key: ConfigKey): unknown {
  * value (a map such as `tenants` replaced whole, not merged). An empty variable counts as
  * unset, as node-config had it.
  */
-export function withEnvSettings<T extends Record<string, any>>(config: T, schema: TSchema, env: NodeJS.ProcessEnv): T {
-  const out: Record<string, any> = structuredClone(config)
+export function withEnvSettings<T extends object>(config: T, schema: TSchema, env: NodeJS.ProcessEnv): T {
+  type Node = Record<string, unknown>
+  const out = structuredClone(config) as Node
   for (const key of configKeys(schema)) {
     const text = env[key.env]
     if (text === undefined || text === '') continue
     let at = out
-    for (const p of key.path.slice(0, -1)) at = at[p] = at[p] !== null && typeof at[p] === 'object' ? at[p] : {}
+    for (const p of key.path.slice(0, -1)) {
+      const next = at[p] !== null && typeof at[p] === 'object' ? (at[p] as Node) : {}
+      at = at[p] = next
+    }
     at[key.path[key.path.length - 1]] = parseEnvValue(text, key)
   }
   return out as T

@@ -405,10 +405,10 @@ export type AppConfig = Static<typeof configSchema>
 
 export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> : T[K] }
 
-function merge(target: any, source: any): any {
+function merge(target: unknown, source: unknown): unknown {
   if (source === undefined) return target
   if (typeof source !== 'object' || source === null || Array.isArray(source)) return source
-  const out: any = { ...(target ?? {}) }
+  const out: Record<string, unknown> = { ...(typeof target === 'object' && target !== null ? target : {}) }
   for (const [k, v] of Object.entries(source)) out[k] = merge(out[k], v)
   return out
 }

@@ -35,7 +35,7 @@ export interface Platform {
   /** Puts a job on the scheduler, to run now or after `delayMs` (every instance may enqueue; only instances with jobs enabled run them). */
   enqueue(name: string, data: Record<string, unknown>, options?: { delayMs?: number }): Promise<void>
   /** The limits that apply to a tenant: the defaults with its enterprise overrides. */
-  limitsFor(tenantId: string | undefined): AppConfig['limits']
+  limitsFor: (tenantId: string | undefined) => AppConfig['limits']
   /** Prometheus instruments of this platform (core/telemetry/metrics.ts), served on their own listener. */
   metrics: Metrics
   /** Whether this instance drains (SIGTERM): long work (a bulk call) reads `shutdown.signal` and stops taking more. */

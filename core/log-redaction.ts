@@ -95,7 +95,7 @@ export function scrubSecrets(line: string): string {
   shapes.lastIndex = 0
   if (!shapes.test(line)) return line
   return line.replace(shapes, (match, ...groups: unknown[]) => {
-    const prefix = groups.slice(0, 6).find((g) => typeof g === 'string') as string | undefined
+    const prefix = groups.slice(0, 6).find((g): g is string => typeof g === 'string')
     return (prefix ?? '') + redacted + (match.endsWith('@') && prefix && /:\/\//.test(prefix) ? '@' : '')
   })
 }

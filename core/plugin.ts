@@ -15,9 +15,9 @@ export interface CliContext {
   values: Record<string, string | boolean | undefined>
   /** The positional after `<area> <action>`, e.g. a token id. */
   arg?: string
-  out(line: string): void
+  out: (line: string) => void
   /** Refuses the command line: exit code 2 with this message. */
-  fail(message: string): never
+  fail: (message: string) => never
   /** A flag's value, or a refusal naming the flag. */
   required(flag: string): string
   /** A comma-separated flag as a list, if given. */
@@ -73,7 +73,7 @@ export interface Plugin {
    * any case: Microsoft's collection asks for `/users`), or undefined. Applied before routing;
    * the OpenAPI contract checker judges such a request as one to the canonical path.
    */
-  canonicalPath?(path: string): string | undefined
+  canonicalPath?: (path: string) => string | undefined
   /**
    * Refusals on these paths, from any layer (authentication, rate limit, routing, the feature
    * itself), in the protocol's own error format instead of application/problem+json (SCIM's

@@ -162,7 +162,7 @@ function fieldProblem(e: ErrorObject, root: string): FieldProblem {
       break
     case 'additionalProperties': {
       pointer += `/${e.params.additionalProperty}`
-      allowed = Object.keys((e.parentSchema as any)?.properties ?? {})
+      allowed = Object.keys((e.parentSchema?.properties as Record<string, unknown> | undefined) ?? {})
       const hint = closestName(String(e.params.additionalProperty), allowed)
       detail = `is not an accepted field; ${hint ? `did you mean ${hint}? ` : ''}allowed fields: ${allowed.join(', ') || 'none'}`
       break
@@ -206,15 +206,6 @@ function fieldProblem(e: ErrorObject, root: string): FieldProblem {
       break
   }
   return { pointer, field: fieldOf(pointer), code, detail, ...(allowed ? { allowed } : {}) }
-}
-
-/**
- * Turns Ajv errors into field problems, at most `jsonLimits.maxProblems` of them. Ajv
- * reports an enum inside an array item once per item; the first of each pointer and
- * rule is kept (a Set, so a body with 60,000 bad items costs 60,000 steps, not their square).
- */
-export function fieldProblems(errors: ErrorObject[] | null | undefined, root = ''): FieldProblem[] {
-  return boundedProblems(errors, root).list
 }
 
 /**

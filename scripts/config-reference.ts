@@ -22,7 +22,10 @@ export function defaults(): Record<string, unknown> {
 
 /** The value at a key's path in `source`, or undefined. */
 export function valueAt(source: unknown, path: readonly string[]): unknown {
-  return path.reduce<any>((at, p) => (at !== null && typeof at === 'object' ? at[p] : undefined), source)
+  return path.reduce<unknown>(
+    (at, p) => (at !== null && typeof at === 'object' ? (at as Record<string, unknown>)[p] : undefined),
+    source
+  )
 }
 
 const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ')
@@ -30,7 +33,7 @@ const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ')
 function defaultCell(value: unknown): string {
   if (value === undefined) return '(none)'
   if (value === null) return 'unset'
-  return `\`${JSON.stringify(value).replace(/,(?=["\d\[{])/g, ', ')}\``
+  return `\`${JSON.stringify(value).replace(/,(?=["\d[{])/g, ', ')}\``
 }
 
 /** The Markdown table of every setting. */

@@ -8,9 +8,9 @@ import type { EmbeddedServer } from '../core/db/embedded.ts'
 
 export const say = (line: string) => process.stdout.write(`${line}\n`)
 
-const cleanups: Array<() => Promise<unknown> | unknown> = []
+const cleanups: Array<() => unknown> = []
 /** Something to undo when the script ends, last registered first. */
-export const onCleanUp = (step: () => Promise<unknown> | unknown) => void cleanups.push(step)
+export const onCleanUp = (step: () => unknown) => void cleanups.push(step)
 
 /** Runs the cleanups, last registered first; one that fails does not stop the others. */
 async function cleanUp() {

@@ -54,8 +54,15 @@ export interface CredentialInfo {
   revokedAt: string | null
 }
 
+/** A `credentials` row as listed (no secret, no user columns). */
+type ListedCredentialRow = Omit<CredentialRow, 'secret_hash' | 'user_name' | 'user_active' | 'user_roles'> & {
+  prefix: string
+  created_at: Date
+  last_used_at: Date | null
+}
+
 const iso = (v: Date | null) => (v ? v.toISOString() : null)
-const toInfo = (r: any): CredentialInfo => ({
+const toInfo = (r: ListedCredentialRow): CredentialInfo => ({
   id: r.id,
   tenantId: r.tenant_id,
   kind: r.kind,

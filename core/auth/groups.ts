@@ -111,7 +111,7 @@ export class GroupWrites {
   /** Bounds of what is indexed: refused before the database would. */
   private checkLengths(g: { displayName?: string; externalId?: string | null }) {
     const found = (['displayName', 'externalId'] as const)
-      .filter((k) => typeof g[k] === 'string' && g[k]!.length > 1024)
+      .filter((k) => typeof g[k] === 'string' && g[k].length > 1024)
       .map((k) => ({ pointer: `/${k}`, field: k, code: 'maxLength', detail: 'must be at most 1024 characters' }))
     if (found.length) throw validationError(found)
   }

@@ -206,7 +206,7 @@ export class UserDirectory {
       ['email', 1024]
     ]
     const found: FieldProblem[] = bounds
-      .filter(([k, max]) => typeof input[k] === 'string' && (input[k] as string).length > max)
+      .filter(([k, max]) => typeof input[k] === 'string' && input[k].length > max)
       .map(([k, max]) => ({
         pointer: `/${k}`,
         field: k,
@@ -452,7 +452,7 @@ export class UserDirectory {
       if (changed.includes('roles'))
         assertHoldsRoles(
           o.as,
-          [...added(current.roles, next.roles!), ...removed(current.roles, next.roles!)],
+          [...added(current.roles, next.roles), ...removed(current.roles, next.roles)],
           'This change grants or revokes'
         )
       const sets: string[] = []

@@ -63,9 +63,7 @@ function fail(message: string): never {
 
 async function withPlatform<T>(io: CliIo, plugins: readonly Plugin[], fn: (p: Platform) => Promise<T>): Promise<T> {
   const platform = await createPlatform(
-    loadConfig({ logLevel: process.env.LOG_LEVEL ? undefined : 'warn', ...io.config } as Parameters<
-      typeof loadConfig
-    >[0]),
+    loadConfig({ logLevel: process.env.LOG_LEVEL ? undefined : 'warn', ...io.config }),
     plugins,
     { limiter: false }
   )
@@ -121,7 +119,7 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
   const [area, action, arg] = positionals
   if (values.help || !area) return out(usage)
   if (area === 'migrate') {
-    const config = loadConfig(io.config as Parameters<typeof loadConfig>[0])
+    const config = loadConfig(io.config)
     checkDependencies(plugins)
     const db = await openDatabase(config, plugins, { migrate: false })
     try {

@@ -19,14 +19,15 @@ const maxShapes = 256
  * their bindings appear in the SQL; the first compile of a shape checks that.
  */
 export class ShapedQuery {
-  private readonly parts: Array<{ shape: string; values: unknown[]; apply(b: Knex.QueryBuilder): void }> = []
+  // `apply` mutates the builder; what it returns (knex's chain returns the builder, a thenable that runs only when awaited) is ignored.
+  private readonly parts: Array<{ shape: string; values: unknown[]; apply: (b: Knex.QueryBuilder) => unknown }> = []
 
   constructor(
     private readonly id: string,
     private readonly base: () => Knex.QueryBuilder
   ) {}
 
-  add(shape: string, values: unknown[], apply: (b: Knex.QueryBuilder) => void): this {
+  add(shape: string, values: unknown[], apply: (b: Knex.QueryBuilder) => unknown): this {
     this.parts.push({ shape, values, apply })
     return this
   }

@@ -84,6 +84,6 @@ export function redactEvent<T extends EventRow>(
   if (!hidden.size) return event
   return {
     ...event,
-    data: { ...event.data, changedFields: (event.data!.changedFields as string[]).filter((f) => !hidden.has(f)) }
+    data: { ...event.data, changedFields: (event.data.changedFields as string[]).filter((f) => !hidden.has(f)) }
   }
 }

@@ -77,7 +77,10 @@ export function health(options: HealthOptions): Middleware {
     if (options.shutdown.draining) return refuse('service.shutting_down', shuttingDown, publicChecks(checks))
     // Why a check failed goes to the log (once per change), not to an unauthenticated caller.
     const failing = failed.map((f) => `${f}: ${checks[f].error}`).join('; ')
-    if (failing !== lastFailing) failing ? logger.warn('not ready', { checks: failing }) : logger.info('ready again')
+    if (failing !== lastFailing) {
+      if (failing) logger.warn('not ready', { checks: failing })
+      else logger.info('ready again')
+    }
     lastFailing = failing
     if (failed.length)
       return refuse('service.not_ready', `Not ready: ${failed.join(', ')} did not answer.`, publicChecks(checks))

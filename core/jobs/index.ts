@@ -1,6 +1,6 @@
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
-import type { Agenda } from 'agenda'
+import type { Agenda, Job, JobStateNotification, JobWithId } from 'agenda'
 import type pg from 'pg'
 import { inTenant, systemScope } from '../db/tenant-scope.ts'
 import { logger, type Level } from '../logger.ts'
@@ -84,7 +84,7 @@ export async function startJobs(
   // The backend creates its table and replaces its trigger as it connects: instances starting together raced
   // (a duplicate type on a new database, then "tuple concurrently updated"), so they connect one at a time.
   const unlock = await lockAgendaSchema(pool)
-  const agenda = new Agenda({ backend, name, processEvery: `${options.processEverySeconds ?? 30} seconds` } as any)
+  const agenda = new Agenda({ backend, name, processEvery: `${options.processEverySeconds ?? 30} seconds` })
   await agenda.ready.finally(unlock)
   const state: JobsState = {
     pool,
@@ -100,13 +100,13 @@ export async function startJobs(
   agenda.on('error', (err) => logger.error('job scheduler error', { error: err.message }))
   // Agenda's success path zeroes failCount before it saves; a hand-back is no success, so it keeps its count.
   // (Events relayed from other instances carry a notification, not a job: they are not ours.)
-  agenda.on('success', (job: any) => {
-    if (!job?.attrs) return
+  agenda.on('success', (job: JobWithId | JobStateNotification) => {
+    if (!('attrs' in job)) return
     const id = String(job.attrs._id)
     if (state.handedBack.has(id)) job.attrs.failCount = state.handedBack.get(id)
   })
-  agenda.on('complete', (job: any) => {
-    if (!job?.attrs) return
+  agenda.on('complete', (job: JobWithId | JobStateNotification) => {
+    if (!('attrs' in job)) return
     const id = String(job.attrs._id)
     state.handedBack.delete(id)
     if (state.running.delete(id) && !state.running.size) for (const wake of state.idle) wake()
@@ -114,7 +114,7 @@ export async function startJobs(
   for (const job of jobs.map(tracedJob)) {
     agenda.define(
       job.name,
-      async (j: any) => {
+      async (j: Job<Record<string, unknown>>) => {
         const id = String(j.attrs._id)
         state.running.set(id, job.name)
         // One log line per run (config log.jobs; a failure is an error line).
@@ -217,7 +217,7 @@ export async function stopJobs(
     state.idle.delete(wake)
   }
   const released = [...state.running.values()]
-  const name = (agenda as any).attrs.name as string
+  const name = agenda.attrs.name as string
   // Rows still locked under this instance's name: jobs that outran the deadline (due now, to resume elsewhere),
   // and any a scan locked while stop() ran (Agenda unlocks only those it had queued when it stopped).
   await state.pool.query(

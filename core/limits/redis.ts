@@ -88,6 +88,7 @@ export async function connectRedisLimiter(redisUrl: string, prefix: string): Pro
     // Without this ioredis keeps reconnecting in the background and holds the process open.
     client.disconnect()
     const cause = lastError ?? (err as Error)
+    // eslint-disable-next-line preserve-caught-error -- the client's last error says why (ECONNREFUSED, auth); the caught one says only that connecting timed out
     throw new Error(`cannot connect to Redis at ${host} (REDIS_URL): ${cause.message}`, { cause })
   }
   client.off('error', remember)

@@ -23,7 +23,7 @@ export function compilePattern(pattern: string): NumberPattern {
   const stray = pattern.replace(token, '')
   if (/[{}]/.test(stray)) throw new Error(`has an unknown token; allowed: {YYYY} {YY} {MM} {DD} {seq:N}`)
   const width = Number(seqTokens[0][2] ?? 1)
-  const at = seqTokens[0].index!
+  const at = seqTokens[0].index
   const before = pattern.slice(0, at)
   const after = pattern.slice(at + seqTokens[0][0].length)
   const fill = (text: string, d: Date) =>

@@ -61,7 +61,7 @@ export class ModuleRegistry {
         `module "${def.key}" is already provided by ${this.modules.get(def.key)!.definition.packageName}`
       )
     }
-    const definition = deepFreeze({ ...structuredClone(def), packageName, packagePath }) as LoadedModule
+    const definition = deepFreeze<LoadedModule>({ ...structuredClone(def), packageName, packagePath })
     const schema = payloadSchema(definition)
     let validatePayload: ValidateFunction
     try {
@@ -139,7 +139,7 @@ async function loadPackage(registry: ModuleRegistry, pkgDir: string) {
       `"${manifest.host}" does not accept this platform version ${coreVersion}`
     )
   }
-  let exported: any
+  let exported: { default?: unknown; module?: unknown }
   try {
     exported = await importModuleFile(resolve(pkgDir, manifest.entry))
   } catch (err) {
@@ -154,7 +154,7 @@ async function loadPackage(registry: ModuleRegistry, pkgDir: string) {
  * their types itself. What Node will not strip (a package under node_modules, syntax that is
  * not erasable such as an enum) goes through tsx, a dependency of the service.
  */
-async function importModuleFile(path: string): Promise<any> {
+async function importModuleFile(path: string): Promise<Record<string, unknown>> {
   const url = pathToFileURL(path).href
   try {
     return await import(url)

@@ -20,7 +20,7 @@ const slugPattern = /^[a-z][a-z0-9-]*$/
 const semver = /^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/
 const actionPattern = /^(read|create|update|delete|export|attachments|transition:(\*|[a-z][a-z0-9-]*))$/
 
-function isObject(v: unknown): v is Record<string, any> {
+function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
@@ -29,14 +29,15 @@ function checkFields(fields: unknown, path: string, fail: (where: string, proble
   const seen = new Set<string>()
   for (const [i, f] of (fields as unknown[]).entries()) {
     if (!isObject(f)) fail(`${path}[${i}]`, 'must be an object')
-    const field = f as FieldDefinition
+    // Read as a definition from here: each check below tests the member it reads first.
+    const field = f as unknown as FieldDefinition
     const where = `field "${nested ? `${path}.` : ''}${typeof field.key === 'string' ? field.key : `#${i}`}"`
     if (typeof field.key !== 'string' || !keyPattern.test(field.key))
       fail(where, 'key must be camelCase letters and digits')
     if (seen.has(field.key)) fail(where, 'is declared twice')
     seen.add(field.key)
-    if (!fieldTypes.includes(field.type as any))
-      fail(where, `unknown type "${String((field as any).type)}"; allowed: ${fieldTypes.join(', ')}`)
+    if (!fieldTypes.includes(field.type))
+      fail(where, `unknown type "${String((field as { type: unknown }).type)}"; allowed: ${fieldTypes.join(', ')}`)
     if (field.required !== undefined && typeof field.required !== 'boolean') fail(where, 'required must be a boolean')
     switch (field.type) {
       case 'singleChoice':
@@ -77,7 +78,7 @@ function checkFields(fields: unknown, path: string, fail: (where: string, proble
       if (nested) fail(where, 'access rules apply to top-level fields only')
     }
     for (const bound of ['minimum', 'maximum', 'maxLength', 'minItems', 'maxItems'] as const) {
-      const v = (field as any)[bound]
+      const v: unknown = (field as Partial<Record<typeof bound, unknown>>)[bound]
       if (v !== undefined && typeof v !== 'number') fail(where, `${bound} must be a number`)
     }
   }

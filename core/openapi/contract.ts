@@ -134,10 +134,10 @@ export class ContractChecker {
     const v = (message: string): Violation => ({ method: r.method, path: r.path, status: r.status, message })
     const found = this.response(doc, r.method, r.path, r.status)
     if ('error' in found) return { violations: [v(found.error)] }
-    const missing = Object.entries(found.response.headers ?? {})
+    const missing = Object.entries<Json>(found.response.headers ?? {})
       .filter(
-        ([name, h]: [string, any]) =>
-          (h.$ref ? resolveLocal(doc, h.$ref) : h).required && r.headers[name.toLowerCase()] === undefined
+        ([name, h]: [string, Json]) =>
+          (h.$ref ? resolveLocal(doc, h.$ref) : h)?.required && r.headers[name.toLowerCase()] === undefined
       )
       .map(([name]) => name)
     if (missing.length) return { violations: [v(`required header(s) ${missing.join(', ')} missing (${found.at})`)] }

@@ -1,6 +1,5 @@
 import { problemKinds, type ProblemKind } from '../errors/kinds.ts'
-
-type Json = Record<string, any>
+import type { Json } from './builder.ts'
 
 /** Component names of the problem responses, one per status. */
 export const problemResponseNames: Record<number, string> = {

@@ -52,7 +52,7 @@ export async function serveMetrics(
   })
   server.listen(config.port, config.host)
   try {
-    await Promise.race([once(server, 'listening'), once(server, 'error').then(([err]) => Promise.reject(err))])
+    await Promise.race([once(server, 'listening'), once(server, 'error').then(([err]) => Promise.reject(err as Error))])
   } catch (err) {
     logger.warn('metrics listener could not start; running without metrics', {
       host: config.host,

@@ -48,7 +48,7 @@ const noSpan: Span = Object.freeze({
   end() {},
   isRecording: () => false,
   recordException() {}
-}) as Span
+})
 
 /** Called once by core/telemetry/start.ts after the SDK started; before it, and without it, tracing is off. */
 export function installTracing(tracer: Tracer, api: typeof Api, shutdown: () => Promise<void>): void {

@@ -570,12 +570,9 @@ export function describeScim(ctx: DocContext): Fragment {
           description:
             "Every committed change of the tenant's users and groups, oldest first, from SCIM and the CLI alike: `user.provisioned`, `user.updated` (attributes by name, roles granted and revoked, groups joined and left), `user.deactivated` (also on delete), `group.provisioned`, `group.updated`, `group.deleted`; each with the `actor` who made it. Admins only (the admin role and the scim scope).",
           scope,
-          parameters: queryParamsOf(
-            identityLogQuerySchema(ctx.config.pagination.maxLimit) as unknown as {
-              properties: Record<string, unknown>
-            },
-            { cursor: { schema: cursorSchema } }
-          ),
+          parameters: queryParamsOf(identityLogQuerySchema(ctx.config.pagination.maxLimit), {
+            cursor: { schema: cursorSchema }
+          }),
           responses: {
             200: {
               description: 'A page of changes.',
@@ -605,7 +602,7 @@ export function describeScim(ctx: DocContext): Fragment {
         content: { ...notFound.content, [scimMediaType]: { schema: error } },
         description: `${notFound.description} Under /${scimBase}: a SCIM error (${scimMediaType}).`
       }
-      for (const [path, item] of Object.entries<Record<string, any>>(paths)) {
+      for (const [path, item] of Object.entries<Json>(paths)) {
         if (!path.startsWith(`/${scimBase}`)) continue
         // Every SCIM path answers a verb it does not serve, or an id it does not know, with a SCIM error.
         for (const op of Object.values(item))

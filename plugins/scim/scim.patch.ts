@@ -99,7 +99,7 @@ export function patchOperations(body: unknown): PatchOperation[] {
     checkCount(n, typeof path === 'string' ? path : undefined, value)
     return {
       op: lower,
-      ...(path !== undefined ? { path: (path as string).trim() } : {}),
+      ...(path !== undefined ? { path: path.trim() } : {}),
       ...(value !== undefined ? { value } : {})
     }
   })
@@ -206,7 +206,7 @@ interface Target {
 }
 
 function canonicalSub(attr: Attribute, name: string, path: string): Attribute {
-  const sub = ((attr.subAttributes ?? []) as Attribute[]).find((s) => s.name.toLowerCase() === name.toLowerCase())
+  const sub = (attr.subAttributes ?? []).find((s) => s.name.toLowerCase() === name.toLowerCase())
   if (!sub) throw scimError(400, 'invalidPath', `"${path}": ${attr.name} has no sub-attribute "${name}".`)
   return sub
 }
@@ -236,9 +236,8 @@ function resolve(doc: Doc, definition: Definition, text: string, create: boolean
   }
   const attr = attributeOf(scope, path.attr)
   if (!attr || isDefinition(attr)) throw scimError(400, 'invalidPath', `"${text}" names no attribute of this resource.`)
-  if (readOnly(attr as Attribute) || (attr as Attribute).name === 'id')
-    throw scimError(400, 'mutability', `"${text}" is read-only.`)
-  const a = attr as Attribute
+  if (readOnly(attr) || attr.name === 'id') throw scimError(400, 'mutability', `"${text}" is read-only.`)
+  const a = attr
   if (filter && !a.config.multiValued)
     throw scimError(400, 'invalidPath', `"${text}" filters ${a.name}, which has one value.`)
   const sub = path.sub ? canonicalSub(a, path.sub, text) : undefined
@@ -316,7 +315,7 @@ function applyAt(doc: Doc, definition: Definition, op: PatchOperation['op'], tex
     const key = keyOf(doc, t.extension.id) ?? t.extension.id
     if (op === 'remove') delete doc[key]
     else if (!isObject(value)) throw scimError(400, 'invalidValue', `"${text}" takes an object of its attributes.`)
-    else doc[key] = op === 'add' && isObject(doc[key]) ? { ...(doc[key] as Doc), ...value } : value
+    else doc[key] = op === 'add' && isObject(doc[key]) ? { ...doc[key], ...value } : value
     return
   }
   if (t.filter) return throughFilter(t, op, value, text)

@@ -66,7 +66,7 @@ export const enterpriseDefinition: Definition = SCIMMY.Schemas.EnterpriseUser.de
 export const suggestedValues = new Map<string, string[]>()
 for (const a of userDefinition.attributes as Array<Attribute | Definition>) {
   if (isDefinition(a) || !a.config.multiValued || a.name === 'groups') continue
-  for (const sub of (a.subAttributes ?? []) as Attribute[]) {
+  for (const sub of a.subAttributes ?? []) {
     const values = sub.config.canonicalValues
     if (sub.name !== 'type' || !Array.isArray(values)) continue
     if (values.length) suggestedValues.set(`${a.name}.${sub.name}`, [...values])
@@ -91,7 +91,7 @@ function normaliseValue(a: Attribute, value: unknown): unknown {
   if (a.type === 'boolean' && typeof value === 'string' && /^(true|false)$/i.test(value))
     return value.toLowerCase() === 'true'
   if (a.type !== 'complex') return value
-  const subs = (a.subAttributes ?? []) as Attribute[]
+  const subs = a.subAttributes ?? []
   const one = (v: unknown) => {
     if ((typeof v === 'string' || typeof v === 'number') && subs.some((s) => s.name === 'value'))
       return { value: String(v) }

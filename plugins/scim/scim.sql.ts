@@ -49,7 +49,7 @@ const userAttributes: Record<string, Entry> = {
   ...Object.fromEntries(
     ['ims', 'photos', 'entitlements', 'roles', 'x509Certificates'].map((k) => [
       k.toLowerCase(),
-      { kind: 'multi', sql: `(u.attributes->'${k}')`, subs: typed } as Multi
+      { kind: 'multi', sql: `(u.attributes->'${k}')`, subs: typed }
     ])
   ),
   addresses: {
@@ -59,7 +59,7 @@ const userAttributes: Record<string, Entry> = {
       ...Object.fromEntries(
         ['formatted', 'streetAddress', 'locality', 'region', 'postalCode', 'country', 'type'].map((k) => [
           k.toLowerCase(),
-          'text' as Scalar
+          'text'
         ])
       ),
       primary: 'bool'
@@ -274,7 +274,7 @@ class Builder {
           if (f.op === 'pr' && !f.path.sub)
             return `coalesce(jsonb_array_length(CASE WHEN jsonb_typeof(${e.sql}) = 'array' THEN ${e.sql} END) > 0, false)`
           // `emails eq "x"` compares the values; `emails.type eq "work"` a sub-attribute of any element.
-          return this.exists(e, this.element(e, { ...f, path: { attr: f.path.sub ?? 'value' } } as Filter, f.path), 1)
+          return this.exists(e, this.element(e, { ...f, path: { attr: f.path.sub ?? 'value' } }, f.path), 1)
         }
         if (e.kind === 'complex') {
           if (!f.path.sub) {

@@ -96,7 +96,7 @@ export class ScimUsersService {
   async update(id: Id, data: unknown, params: ScimParams) {
     const p = scimPrincipal(params)
     const current = await this.current(p.tenantId, id)
-    const sentId = data && typeof data === 'object' && 'id' in data ? (data as { id: unknown }).id : undefined
+    const sentId = data && typeof data === 'object' && 'id' in data ? data.id : undefined
     if (sentId !== undefined && String(sentId).toLowerCase() !== current.id)
       throw scimError(
         400,

@@ -6,6 +6,6 @@
 export { readForm } from './form-body.ts'
 export { html, SafeHtml } from './html.ts'
 export { layout, type PageFrame } from './layout.ts'
-export { pageRouter, type NavLink, type PageSet } from './page-router.ts'
+export { pageRouter } from './page-router.ts'
 export { frameFor, sendPage, seeOther, sessionOf, type PageRequest, type PageRoute } from './page-request.ts'
 export { assertCsrf, assertSameOrigin, signInLocation } from './security.ts'

@@ -249,7 +249,7 @@ export function describeWebhooks(ctx: DocContext): Fragment {
           description:
             'Attempts of this subscription, newest first: event, attempt, time, status, latency, the first 4 KB of the response, the error.',
           scope,
-          parameters: queryParamsOf(deliveryQuerySchema as any),
+          parameters: queryParamsOf(deliveryQuerySchema),
           responses: {
             200: {
               description: 'The attempts.',

@@ -191,4 +191,3 @@ export const webhookEnvelopeSchema = Type.Object(
   },
   { title: 'WebhookEnvelope', additionalProperties: false }
 )
-export type WebhookEnvelope = Static<typeof webhookEnvelopeSchema>

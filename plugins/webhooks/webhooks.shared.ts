@@ -5,5 +5,3 @@ export const webhookDeliveriesMethods = ['find'] as const
 
 /** The event kind only a subscription's test call sends (never written to the event log). */
 export const webhookTestKind = 'webhook.test'
-
-export type { WebhookOut, WebhookEnvelope } from './webhooks.schema.ts'

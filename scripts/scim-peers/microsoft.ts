@@ -11,7 +11,7 @@
  *   `/ServiceProviderConfig`.
  */
 import { readFileSync } from 'node:fs'
-import newman from 'newman'
+import newman, { type NewmanRunExecution, type NewmanRunOptions } from 'newman'
 import { microsoftFile } from './files.ts'
 import { excerpt, showFailure, type Failure, type Say, type SuiteResult } from './results.ts'
 
@@ -32,7 +32,16 @@ interface PostmanCollection {
 }
 
 const walk = (items: PostmanItem[], visit: (item: PostmanItem) => void) => {
-  for (const item of items) item.item ? walk(item.item, visit) : visit(item)
+  for (const item of items) {
+    if (item.item) walk(item.item, visit)
+    else visit(item)
+  }
+}
+
+/** An item as newman's events pass it (its typings leave the listeners' arguments untyped). */
+interface EventItem {
+  name?: string
+  parent?: () => EventItem | undefined
 }
 
 /** The collection as newman should run it here (see the module comment); `notes` say what changed. */
@@ -131,7 +140,7 @@ export async function runMicrosoft(options: {
     result.failures.push(...current.failures)
     current = undefined
   }
-  const folderOf = (item: any) => {
+  const folderOf = (item: EventItem) => {
     const parent = typeof item?.parent === 'function' ? item.parent() : undefined
     return parent && parent.name && parent !== item && typeof parent.parent === 'function' && parent.parent()
       ? `${parent.name} / `
@@ -144,15 +153,15 @@ export async function runMicrosoft(options: {
     newman
       .run(
         {
-          collection: collection as any,
-          environment: environment as any,
+          collection: collection as NewmanRunOptions['collection'],
+          environment: environment,
           reporters: [],
           timeoutRequest: 30_000,
           color: 'off'
         },
         (err) => (err ? reject(err) : resolve())
       )
-      .on('beforeItem', (_err, args: any) => {
+      .on('beforeItem', (_err, args: { item: EventItem & { name: string } }) => {
         finishItem()
         current = {
           where: `${folderOf(args.item)}${args.item.name}`,
@@ -162,28 +171,31 @@ export async function runMicrosoft(options: {
           status: '(no request sent)'
         }
       })
-      .on('request', (err, args: any) => {
-        if (!current) return
-        const method = args.request?.method ?? '?'
-        const path = args.request?.url
-          ? `${args.request.url.getPath()}${args.request.url.getQueryString() ? `?${args.request.url.getQueryString()}` : ''}`
-          : '?'
-        if (err) {
-          current.status = `${method} ${path} → no response (${err.code ?? err.message})`
-          current.response = current.status
-          fail('request error', err.message)
-          return
+      .on(
+        'request',
+        (err, args: { request?: NewmanRunExecution['request']; response: NewmanRunExecution['response'] }) => {
+          if (!current) return
+          const method = args.request?.method ?? '?'
+          const path = args.request?.url
+            ? `${args.request.url.getPath()}${args.request.url.getQueryString() ? `?${args.request.url.getQueryString()}` : ''}`
+            : '?'
+          if (err) {
+            current.status = `${method} ${path} → no response (${err.code ?? err.message})`
+            current.response = current.status
+            fail('request error', err.message)
+            return
+          }
+          const res = args.response
+          current.status = `${method} ${path} → ${res.code} in ${res.responseTime} ms`
+          current.response = `${method} ${path} → ${res.code} ${res.headers.get('content-type') ?? '(no content type)'} ${excerpt(res.text() ?? '') || '(empty body)'}`
         }
-        const res = args.response
-        current.status = `${method} ${path} → ${res.code} in ${res.responseTime} ms`
-        current.response = `${method} ${path} → ${res.code} ${res.headers.get('content-type') ?? '(no content type)'} ${excerpt(res.text() ?? '') || '(empty body)'}`
-      })
-      .on('assertion', (err, args: any) => {
+      )
+      .on('assertion', (err, args: { assertion: string; skipped?: boolean }) => {
         if (!current || args.skipped) return
         if (err) fail(args.assertion, err.message)
         else current.passed++
       })
-      .on('script', (err, args: any) => {
+      .on('script', (err, args: { event?: { listen?: string } }) => {
         if (err) fail(`${args.event?.listen ?? ''} script error`.trim(), `${err.name ?? 'Error'}: ${err.message}`)
       })
   })

@@ -52,7 +52,7 @@ const server = await startTestServer({
     ...defaultTenants,
     acme: { ...defaultTenants.acme, modules: [...defaultTenants.acme.modules, 'case-file'] }
   }
-} as any)
+})
 t.teardown(async () => {
   await server.close()
   fixtures.remove()

@@ -86,7 +86,7 @@ t.test('an enterprise tenant gets its own limit from config', async (t) => {
       acme: { name: 'Acme', modules: ['incident'], limits: { requestsPerMinute: 5 } },
       globex: { name: 'Globex', modules: ['incident'] }
     }
-  } as any)
+  })
   t.teardown(() => server.close())
   const acme = await burst(() => server.request('GET', '/api/v1/me', { token: server.keys.acme }), 6, 1)
   t.same(
@@ -115,7 +115,7 @@ t.test(
     t.teardown(() => first.close())
     t.equal(first.platform.limiter?.backend, 'redis')
     // A second instance: its own process state, the same database and the same Redis.
-    const platform = await createPlatform(loadConfig({ ...first.platform.config, port: 0 } as any), plugins)
+    const platform = await createPlatform(loadConfig({ ...first.platform.config, port: 0 }), plugins)
     const second = await startCheckedServer(platform)
     t.teardown(async () => {
       await second.close()

@@ -21,7 +21,7 @@ const listenerPid = async () => {
 
 async function statusWithin(ms: number, token: string, want: number) {
   const deadline = Date.now() + ms
-  let status = 0
+  let status: number
   do {
     status = (await server.request('GET', '/api/v1/modules', { token })).status
     if (status === want) return status

@@ -3,7 +3,7 @@ import { bulkCall } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 import { ownerPool } from '../helpers/database.ts'
 
-const server = await startTestServer({ bulk: { batchSize: 50, flushAfterMs: 25 } } as any)
+const server = await startTestServer({ bulk: { batchSize: 50, flushAfterMs: 25 } })
 t.teardown(() => server.close())
 const key = server.keys.acme
 // The tables' owner: this file changes the schema (a constraint, a trigger) or reads plans without the tenant policy.

@@ -10,7 +10,7 @@ import { incidentPayload, startTestServer } from '../helpers/server.ts'
  * The lines of a bulk answer are defined once, as TypeBox schemas: the service is typed by
  * them and the OpenAPI document is built from them, so the two cannot drift apart.
  */
-const server = await startTestServer({ bulk: { maxRows: 4 } } as any)
+const server = await startTestServer({ bulk: { maxRows: 4 } })
 t.teardown(() => server.close())
 const key = server.keys.acme
 const path = '/api/modules/incident/bulk'

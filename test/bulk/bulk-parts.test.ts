@@ -3,7 +3,7 @@ import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 
 // A row limit of 5 stands in for 10,000, so a file "too big for one call" is small.
-const server = await startTestServer({ bulk: { maxRows: 5 } } as any)
+const server = await startTestServer({ bulk: { maxRows: 5 } })
 t.teardown(() => server.close())
 const key = server.keys.acme
 const pool = server.platform.db.system

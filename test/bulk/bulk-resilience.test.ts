@@ -7,7 +7,7 @@ import { ownerPool } from '../helpers/database.ts'
 const server = await startTestServer({
   bulk: { batchSize: 10, flushAfterMs: 60_000 },
   limits: { bulkConcurrency: 2 }
-} as any)
+})
 t.teardown(() => server.close())
 const key = server.keys.acme
 // The tables' owner: this file changes the schema (a constraint, a trigger) or reads plans without the tenant policy.

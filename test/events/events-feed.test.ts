@@ -216,7 +216,8 @@ t.test('paging stays exact while events arrive concurrently', async (t) => {
   let cursor = since
   const done = Promise.all(writers)
   let finished = false
-  done.then(() => (finished = true))
+  // Awaited below (the loop reads pages until it settles); a writer's failure fails that await.
+  void done.then(() => (finished = true))
   while (!finished) {
     const page = await feed(`after=${enc(cursor)}&limit=3`)
     seen.push(...page.items)

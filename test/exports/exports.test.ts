@@ -24,7 +24,7 @@ import { plugins } from '../../plugins/index.ts'
 const server = await startTestServer({
   jobs: { enabled: true, processEverySeconds: 1 },
   exports: { lockSeconds: 3, pageSize: 50 }
-} as any)
+})
 t.teardown(async () => {
   await server.close()
   // Agenda leaves a referenced timer behind job runs (see test/idempotency/purge-job.test.ts).
@@ -412,7 +412,7 @@ t.test("one tenant's export backlog does not hold up another tenant's export", a
 
 t.test('an export survives the death of the process running it and finishes once', async (t) => {
   // An API instance that runs no jobs, a worker process that does, on a database of their own.
-  const api = await startTestServer({ jobs: { enabled: false } } as any)
+  const api = await startTestServer({ jobs: { enabled: false } })
   t.teardown(() => api.close())
   const many = Array.from({ length: 6000 }, (_, i) => ({ payload: incidentPayload({ title: `row ${i}` }) }))
   await bulkCall(api.url, '/api/modules/incident/bulk', api.keys.acme, ndjson(many))
@@ -429,7 +429,7 @@ t.test('an export survives the death of the process running it and finishes once
     stdio: ['ignore', 'pipe', 'inherit']
   })
   t.teardown(() => worker.kill('SIGKILL'))
-  await new Promise<void>((resolve) => worker.stdout!.on('data', (d) => String(d).includes('ready') && resolve()))
+  await new Promise<void>((resolve) => worker.stdout.on('data', (d) => String(d).includes('ready') && resolve()))
 
   const created = await api.request('POST', '/api/v1/exports', { body: { moduleKey: 'incident', format: 'csv' } })
   let job: any

@@ -287,7 +287,8 @@ function pdfText(file: string): string {
     return execFileSync('pdftotext', ['-layout', file, '-'], { encoding: 'utf8' })
   } catch (err) {
     throw new Error(
-      `pdftotext failed (install poppler-utils: apt-get install -y poppler-utils): ${(err as Error).message}`
+      `pdftotext failed (install poppler-utils: apt-get install -y poppler-utils): ${(err as Error).message}`,
+      { cause: err }
     )
   }
 }

@@ -61,7 +61,9 @@ export class Exchange {
         freshKey: () => `fz-${this.runTag}-${++this.keyCounter}`
       })
     } catch (err) {
-      throw new Error(`harness error (not the service's): rendering ${c.base.op.id} failed: ${(err as Error).stack}`)
+      throw new Error(`harness error (not the service's): rendering ${c.base.op.id} failed: ${(err as Error).stack}`, {
+        cause: err
+      })
     }
     if (tweak) r.applied.push(tweak(r.wire))
     const before = await this.o.snapshots.take()

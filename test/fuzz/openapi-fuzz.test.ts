@@ -80,7 +80,7 @@ const exchange = new Exchange({
 
 /** A case as the request it becomes (fast-check shows it as the counterexample). */
 const show = (c: Case) =>
-  `${c.base.op.method} ${c.base.op.path} [${c.base.label}] as ${c.caller} with ${JSON.stringify(c.mutations)}${'defect' in c ? ` and framing defect ${c.defect}` : ''}`
+  `${c.base.op.method} ${c.base.op.path} [${c.base.label}] as ${String(c.caller)} with ${JSON.stringify(c.mutations)}${'defect' in c ? ` and framing defect ${String(c.defect)}` : ''}`
 
 /** Runs cases under fast-check (property.ts: shrinking within a budget, a failure reported with its repro). */
 const fuzz = (

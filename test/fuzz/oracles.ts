@@ -158,7 +158,7 @@ export function rightsOf(me: Me): Set<string> {
   const out = new Set<string>()
   const admin = me.roles === 'all' || me.roles.includes('admin')
   for (const [m, actions] of Object.entries(me.modules)) {
-    for (const a of actions) if (scopeOfAction(a) && has(me.scopes, scopeOfAction(a)!, m)) out.add(`${m}:${a}`)
+    for (const a of actions) if (scopeOfAction(a) && has(me.scopes, scopeOfAction(a), m)) out.add(`${m}:${a}`)
     for (const s of ['exports:read', 'attachments:read', 'bulk:write'])
       if (has(me.scopes, s, m) && actions.length) out.add(`${m}:${s}`)
   }

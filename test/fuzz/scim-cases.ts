@@ -384,7 +384,7 @@ function setPath(body: Record<string, JsonLike>, info: PathInfo, urn: string | u
   let parent = holder[info.parent.name]
   if (info.parent.multiValued) {
     if (!Array.isArray(parent) || !parent.length) parent = holder[info.parent.name] = [obj()]
-    parent = (parent as JsonLike[])[0]
+    parent = parent[0]
   } else if (!parent || typeof parent !== 'object' || Array.isArray(parent) || parent instanceof Raw)
     parent = holder[info.parent.name] = obj()
   setKey(parent as object, info.attribute.name, value)

@@ -55,7 +55,7 @@ t.teardown(fixtures.remove)
 const server = await startTestServer({
   modules: { directories: ['tenant-modules', fixtures.directory], packages: [] },
   tenants: { ...defaultTenants, acme: { ...defaultTenants.acme, modules: [...defaultTenants.acme.modules, 'hazard'] } }
-} as any)
+})
 t.teardown(() => server.close())
 const acme = server.keys.acme
 

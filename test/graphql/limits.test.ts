@@ -16,7 +16,7 @@ const server = await startTestServer({
     initech: { ...defaultTenants.initech, limits: { requestsPerMinute: 5 } },
     globex: { ...defaultTenants.globex, limits: { requestBudget: 10_000 } }
   }
-} as any)
+})
 t.teardown(() => server.close())
 const acme = server.keys.acme
 const responseJson = { accept: 'application/graphql-response+json' }

@@ -45,7 +45,7 @@ const server = await startTestServer({
     // Three requests a minute per credential, for the 429 case.
     initech: { ...defaultTenants.initech, limits: { requestsPerMinute: 3 } }
   }
-} as any)
+})
 t.teardown(() => server.close())
 
 const acme = server.keys.acme

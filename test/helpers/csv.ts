@@ -12,9 +12,16 @@ export function parseCsv(text: string): string[][] {
       else field += ch
     } else if (ch === '"' && field === '') quoted = true
     else if (ch === '"') throw new Error(`stray quote at ${i}`)
-    else if (ch === ',') (row.push(field), (field = ''))
-    else if (ch === '\r' && text[i + 1] === '\n') (row.push(field), rows.push(row), (row = []), (field = ''), i++)
-    else if (ch === '\r' || ch === '\n') throw new Error(`bare line break outside quotes at ${i}`)
+    else if (ch === ',') {
+      row.push(field)
+      field = ''
+    } else if (ch === '\r' && text[i + 1] === '\n') {
+      row.push(field)
+      rows.push(row)
+      row = []
+      field = ''
+      i++
+    } else if (ch === '\r' || ch === '\n') throw new Error(`bare line break outside quotes at ${i}`)
     else field += ch
   }
   if (quoted) throw new Error('unterminated quoted field')

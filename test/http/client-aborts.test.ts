@@ -21,10 +21,10 @@ const { storage } = server.platform
 function captureStderr() {
   const chunks: string[] = []
   const write = process.stderr.write
-  process.stderr.write = ((chunk: string | Uint8Array) => {
+  process.stderr.write = (chunk: string | Uint8Array) => {
     chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'))
     return true
-  }) as typeof process.stderr.write
+  }
   const lines = () =>
     chunks
       .join('')

@@ -5,7 +5,7 @@ import { loadConfig } from '../../core/config.ts'
 const app = 'https://app.example.com'
 const open = await startTestServer({
   http: { cors: { origins: [app, 'http://localhost:5173'], credentials: false, maxAgeSeconds: 600 } }
-} as any)
+})
 const closed = await startTestServer()
 t.teardown(async () => {
   await open.close()
@@ -110,26 +110,26 @@ t.test(
 
 t.test('credentials are sent only when configured, and never with the origin *', async (t) => {
   t.throws(
-    () => loadConfig({ http: { cors: { origins: ['*'], credentials: true, maxAgeSeconds: 600 } } } as any),
+    () => loadConfig({ http: { cors: { origins: ['*'], credentials: true, maxAgeSeconds: 600 } } }),
     /\/http\/cors\/credentials cannot be true with the origin \*/
   )
   t.throws(
     () =>
       loadConfig({
         http: { cors: { origins: ['https://app.example.com/'], credentials: false, maxAgeSeconds: 600 } }
-      } as any),
+      }),
     /\/http\/cors\/origins has "https:\/\/app\.example\.com\/"/
   )
   const any = await startTestServer({
     http: { cors: { origins: ['*'], credentials: false, maxAgeSeconds: 60 } }
-  } as any)
+  })
   t.teardown(() => any.close())
   const res = await preflight(any, '/api/v1/records', 'POST', 'https://anyone.example')
   t.equal(res.headers.get('access-control-allow-origin'), '*')
   t.equal(res.headers.get('access-control-allow-credentials'), null)
   const withCookies = await startTestServer({
     http: { cors: { origins: [app], credentials: true, maxAgeSeconds: 60 } }
-  } as any)
+  })
   t.teardown(() => withCookies.close())
   const cred = await preflight(withCookies, '/api/v1/records', 'POST', app, 'content-type, x-csrf-token')
   t.equal(cred.headers.get('access-control-allow-origin'), app)

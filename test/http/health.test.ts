@@ -3,7 +3,7 @@ import { startTestServer } from '../helpers/server.ts'
 
 // A low rate limit, so that a probe that counted would show. Jobs stay off: a job run here would hold the
 // process open for minutes after close (Agenda's lock check); test/http/shutdown.test.ts sees the jobs check.
-const server = await startTestServer({ limits: { requestsPerMinute: 3 }, health: { timeoutMs: 300 } } as any)
+const server = await startTestServer({ limits: { requestsPerMinute: 3 }, health: { timeoutMs: 300 } })
 t.teardown(() => server.close())
 const redis = !!server.platform.config.redis.url
 

@@ -8,7 +8,7 @@ import { loadConfig } from '../../core/config.ts'
 // The test client connects from 127.0.0.1, so it is "the load balancer" when that address is trusted.
 // Ten requests per address per minute; one sign-in attempt per account and five per address.
 const limits = { requestsPerMinute: 10, signInAttemptsPerMinute: 1 }
-const behindProxy = await startTestServer({ limits, http: { trustProxy: ['127.0.0.1/32', '10.0.0.0/8'] } } as any)
+const behindProxy = await startTestServer({ limits, http: { trustProxy: ['127.0.0.1/32', '10.0.0.0/8'] } })
 const direct = await startTestServer({ limits })
 t.teardown(async () => {
   await behindProxy.close()
@@ -98,8 +98,8 @@ t.test('the client is the last X-Forwarded-For address that is not a trusted pro
 
 t.test('a trustProxy entry that is not an address or CIDR range stops start-up, naming the setting', async (t) => {
   t.throws(
-    () => loadConfig({ http: { trustProxy: ['10.0.0.0/33'] } } as any),
+    () => loadConfig({ http: { trustProxy: ['10.0.0.0/33'] } }),
     /\/http\/trustProxy has "10\.0\.0\.0\/33" is not an address or a CIDR range/
   )
-  t.throws(() => loadConfig({ http: { trustProxy: ['load-balancer'] } } as any), /\/http\/trustProxy/)
+  t.throws(() => loadConfig({ http: { trustProxy: ['load-balancer'] } }), /\/http\/trustProxy/)
 })

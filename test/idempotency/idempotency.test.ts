@@ -187,7 +187,7 @@ t.test('a retry while the first request is still running is refused with 409 ide
     await lock.query('ROLLBACK').catch(() => undefined)
     lock.release()
   }
-  const done = await first!
+  const done = await first
   t.equal(done.status, 200)
   t.equal(done.body.payload.severity, 'critical')
   t.equal(done.body.version, 2)

@@ -56,7 +56,7 @@ t.test('a run of the job removes expired keys and keeps live ones', async (t) =>
   await pool.query("UPDATE idempotency_keys SET expires_at = now() - interval '1 minute' WHERE key = $1", [expired])
   // A second Agenda on the same table asks for a run now; the server's scheduler,
   // which alone defines the job, is told by NOTIFY and runs it.
-  const trigger = new Agenda({ backend: new PostgresBackend({ pool, tableName: 'agenda_jobs' }) } as any)
+  const trigger = new Agenda({ backend: new PostgresBackend({ pool, tableName: 'agenda_jobs' }) })
   await trigger.start()
   try {
     await trigger.now('idempotency.purge', {})

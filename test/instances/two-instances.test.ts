@@ -145,7 +145,7 @@ t.test('a module installed by another instance start-up is seen by both running 
   const config = loadConfig({
     tenants: { ...tenants, acme: { ...tenants.acme, modules: ['incident', 'inspection'] } },
     database: { url: c.db.url }
-  } as any)
+  })
   await syncTenants(c.pool, config, await loadModules(config.modules))
   for (const instance of [a, b]) {
     const seen = await c.until(

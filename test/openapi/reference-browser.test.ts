@@ -24,7 +24,7 @@ async function browserTests() {
   browser = await launchChromium()
   const problems: string[] = []
   const open = async () => {
-    const context = await browser!.newContext({ baseURL: server.url })
+    const context = await browser.newContext({ baseURL: server.url })
     context.setDefaultTimeout(15_000)
     const page = await context.newPage()
     page.on('pageerror', (e) => problems.push(e.message))

@@ -32,7 +32,7 @@ function* objects(v: unknown, at = '#', parentKey = ''): Generator<[string, Json
     return
   }
   if (!v || typeof v !== 'object') return
-  yield [at, v as Json]
+  yield [at, v]
   for (const [k, x] of Object.entries(v))
     if (parentKey === 'properties' || !valueKeys.has(k))
       yield* objects(x, `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, k)
@@ -43,7 +43,7 @@ function* subschemas(doc: Json, schema: Json, at: string, seen = new Set<string>
   if (schema.$ref) {
     if (seen.has(schema.$ref)) return
     seen.add(schema.$ref)
-    yield* subschemas(doc, resolveLocal(doc, schema.$ref), schema.$ref, seen)
+    yield* subschemas(doc, resolveLocal(doc, schema.$ref)!, schema.$ref, seen)
     return
   }
   yield [at, schema]
@@ -62,7 +62,7 @@ function inputs(doc: Json) {
   for (const [path, item] of Object.entries(doc.paths as Json)) {
     for (const [verb, op] of Object.entries(item as Json)) {
       for (const p of (verb === 'parameters' ? op : (op.parameters ?? [])) as Json[]) {
-        const param = p.$ref ? resolveLocal(doc, p.$ref) : p
+        const param = p.$ref ? resolveLocal(doc, p.$ref)! : p
         params.push([`${path} ${param.in} ${param.name}`, param.schema])
       }
       if (verb === 'parameters') continue

@@ -71,8 +71,8 @@ t.test(
     })
     t.teardown(() => void child.kill('SIGKILL'))
     let out = ''
-    child.stdout.on('data', (c: Buffer) => (out += c))
-    child.stderr.on('data', (c: Buffer) => (out += c))
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()))
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
     const url = await new Promise<string>((resolve, reject) => {
       child.stdout.on('data', () => {

@@ -47,8 +47,8 @@ async function npmStart(t: Test, options: { detached?: boolean } = {}): Promise<
   })
   let out = ''
   let err = ''
-  npm.stdout!.on('data', (c: Buffer) => (out += c))
-  npm.stderr!.on('data', (c: Buffer) => (err += c))
+  npm.stdout.on('data', (c: Buffer) => (out += c.toString()))
+  npm.stderr.on('data', (c: Buffer) => (err += c.toString()))
   const exited = new Promise<void>((resolve) => npm.once('exit', () => resolve()))
   t.teardown(() => void npm.kill('SIGKILL'))
   const url = await new Promise<string>((resolve, reject) => {
@@ -57,7 +57,7 @@ async function npmStart(t: Test, options: { detached?: boolean } = {}): Promise<
       const m = /Listening on (http[^\s"]+)/.exec(out)
       if (m) resolve(m[1])
     }
-    npm.stdout!.on('data', seen)
+    npm.stdout.on('data', seen)
     npm.once('exit', (code) => reject(new Error(`npm start exited (${code}) before listening:\n${err.slice(-3000)}`)))
   })
   return { npm, url, out: () => out + err, exited }
@@ -147,7 +147,7 @@ setInterval(() => {}, 1000)`
       stdio: ['ignore', 'pipe', 'inherit']
     })
     let out = ''
-    parent.stdout!.on('data', (c: Buffer) => (out += c))
+    parent.stdout.on('data', (c: Buffer) => (out += c.toString()))
     t.ok(await until(() => /^ready \d+/m.test(out), 20_000), 'the child runs')
     const child = Number(/^ready (\d+)/m.exec(out)![1])
     parent.kill('SIGKILL')

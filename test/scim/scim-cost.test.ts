@@ -15,7 +15,7 @@ const server = await startTestServer({
     tight: { name: 'Tight', modules: ['incident'], limits: { requestBudget: 15_000 } },
     other: { name: 'Other', modules: ['incident'] }
   }
-} as any)
+})
 t.teardown(() => server.close())
 const acme = scim(server, await scimToken(server, 'acme'))
 const tight = scim(server, await scimToken(server, 'tight'))

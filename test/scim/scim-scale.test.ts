@@ -7,7 +7,7 @@ import { groupUrn, scim, scimToken } from './helpers.ts'
  * listed in pages that neither skip nor repeat (also while users are added), and filtered.
  * Users are made through the directory (what SCIM's POST calls), 25 at a time; groups over SCIM.
  */
-const server = await startTestServer({ tenants: { scale: { name: 'Scale', modules: ['incident'] } } } as any)
+const server = await startTestServer({ tenants: { scale: { name: 'Scale', modules: ['incident'] } } })
 t.teardown(() => server.close())
 const s = scim(server, await scimToken(server, 'scale'))
 const enc = encodeURIComponent
@@ -62,7 +62,7 @@ t.comment(`1,000 users and 50 groups made in ${((Date.now() - started) / 1000).t
 
 async function pages(path: string, count: number): Promise<{ total: number; ids: string[] }> {
   const seen: string[] = []
-  let total = 0
+  let total: number
   for (let start = 1; ; start += count) {
     const r = await s('GET', `${path}${path.includes('?') ? '&' : '?'}startIndex=${start}&count=${count}`)
     if (r.status !== 200) throw new Error(`${path}: ${r.status} ${r.text}`)

@@ -135,7 +135,11 @@ async function consoleTests() {
     t.equal(response?.status(), 200)
     await page.waitForFunction(
       (n) =>
-        ((document.querySelector('.graphiql-response .CodeMirror') as any)?.CodeMirror.getValue() ?? '').includes(n),
+        (
+          document
+            .querySelector<HTMLElement & { CodeMirror?: { getValue(): string } }>('.graphiql-response .CodeMirror')
+            ?.CodeMirror?.getValue() ?? ''
+        ).includes(n),
       mine[2].number
     )
     await page.locator('.graphiql-response').getByText(mine[0].number).waitFor()

@@ -55,7 +55,7 @@ t.test(
     t.equal(await startTracing(), false)
     t.equal(tracingEnabled(), false)
     const { startTestServer } = await import('../helpers/server.ts')
-    const server = await startTestServer({ jobs: { enabled: true, processEverySeconds: 1 } } as any)
+    const server = await startTestServer({ jobs: { enabled: true, processEverySeconds: 1 } })
     t.teardown(async () => {
       await server.close()
       // Agenda leaves a referenced timer behind (see test/idempotency/purge-job.test.ts).

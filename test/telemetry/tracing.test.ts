@@ -13,7 +13,7 @@ const { bulkCall, ndjson } = await import('../helpers/ndjson.ts')
 const { scim, scimToken } = await import('../scim/helpers.ts')
 const { startReceiver, webhookTestConfig } = await import('../webhooks/receiver.ts')
 
-const server = await startTestServer({ jobs: { enabled: true, processEverySeconds: 1 }, ...webhookTestConfig() } as any)
+const server = await startTestServer({ jobs: { enabled: true, processEverySeconds: 1 }, ...webhookTestConfig() })
 const receiver = await startReceiver()
 t.teardown(async () => {
   await receiver.close()

@@ -22,7 +22,7 @@ import { covers, doors, exportGate, normalise, relative, Steps, type Answer } fr
 const server = await startTestServer({
   jobs: { enabled: true, processEverySeconds: 1 },
   webhooks: { allowedCidrs: ['203.0.113.0/24'] }
-} as any)
+})
 const { limiter } = server.platform
 const gate = exportGate(server.platform.storage)
 const leases: Lease[] = []

@@ -31,7 +31,7 @@ t.test(
     })
     t.teardown(() => child.kill('SIGKILL'))
     const url = await new Promise<string>((resolve) =>
-      child.stdout!.on('data', (d) => /ready (\S+)/.test(String(d)) && resolve(/ready (\S+)/.exec(String(d))![1]))
+      child.stdout.on('data', (d) => /ready (\S+)/.test(String(d)) && resolve(/ready (\S+)/.exec(String(d))![1]))
     )
     // Five records committed through the child; it is killed as soon as its first delivery reaches the receiver.
     const ids: string[] = []
