@@ -13,7 +13,6 @@ export const bulkLineSchema = Type.Object(
   },
   { $id: 'BulkLine', additionalProperties: false }
 )
-export type BulkLine = Static<typeof bulkLineSchema>
 export const bulkLineValidator = compileData(bulkLineSchema)
 
 /** The largest `firstLine`: far past any file split into calls, and well inside the 32-bit line numbers outcomes are stored under. */

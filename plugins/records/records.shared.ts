@@ -19,16 +19,8 @@ export {
 export { canonicalExternalRef } from './records.external-ref.ts'
 export type { FieldChange } from './records.payload.ts'
 export { createRules, updateRules } from './records.rules.ts'
-export { isExternalRefClash, recordColumns, selectAny, type RecordRow } from './records.repository.ts'
-export {
-  changeRecords,
-  createRecords,
-  reserveNumbers,
-  type NewRecordOp,
-  type RecordChangeOp,
-  type Writer
-} from './records.write.ts'
+export { isExternalRefClash, recordColumns, type RecordRow } from './records.repository.ts'
+export { changeRecords, createRecords, reserveNumbers, type RecordChangeOp, type Writer } from './records.write.ts'
 export { referenceProblems } from './records.checks.ts'
 export { readableRecord } from './records.access.ts'
-export type { RecordInclude } from './records.class.ts'
 export type { RecordOut } from './records.schema.ts'
