@@ -1,5 +1,11 @@
 import DataLoader from 'dataloader'
-import type { FieldNode, GraphQLResolveInfo, SelectionSetNode } from 'graphql'
+import {
+  Kind,
+  type FieldNode,
+  type GraphQLFieldResolver,
+  type GraphQLResolveInfo,
+  type SelectionSetNode
+} from 'graphql'
 import type { ObjectTypeComposerFieldConfigMapDefinition, SchemaComposer } from 'graphql-compose'
 import type { Principal } from '../auth/principal.ts'
 import type { App, Platform } from '../declarations.ts'
@@ -24,7 +30,15 @@ export interface GraphQLContext {
   cost?: number
 }
 
-export type Resolver = (source: any, args: any, ctx: GraphQLContext, info: GraphQLResolveInfo) => unknown
+/**
+ * A field's resolver, as graphql-js types one. Its args are graphql's own default for `TArgs`: values
+ * graphql-js coerced against the field's declared arguments before the call. Its source is what the
+ * parent field resolved to, a different shape per type (a record, a payload, a user reference), and
+ * each resolver names it in its first parameter; `unknown` there would refuse those parameters (a
+ * function type is contravariant in its parameters) and the parts' untyped ones.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the source differs per parent type, named by each resolver (see above)
+export type Resolver = GraphQLFieldResolver<any, GraphQLContext>
 
 /** Root fields a part adds to `Query` or `Mutation`. */
 export type RootFields = ObjectTypeComposerFieldConfigMapDefinition<unknown, GraphQLContext>
@@ -44,7 +58,7 @@ export function callParams<E extends object = object>(
  * to one module become one records `find` by ids).
  */
 export class Loaders {
-  private readonly batches = new Map<string, DataLoader<any, any>>()
+  private readonly batches = new Map<string, DataLoader<unknown, unknown>>()
   readonly userNames: DataLoader<string, string | null>
 
   constructor(readonly ctx: Omit<GraphQLContext, 'loaders'>) {
@@ -59,7 +73,8 @@ export class Loaders {
   batch<K, V>(key: string, make: () => DataLoader<K, V>): DataLoader<K, V> {
     let loader = this.batches.get(key)
     if (!loader) this.batches.set(key, (loader = make()))
-    return loader
+    // One key, one `make`: the loader under a key is the one made with that caller's types.
+    return loader as DataLoader<K, V>
   }
 }
 
@@ -111,8 +126,8 @@ export function childFields(info: GraphQLResolveInfo, nodes: readonly FieldNode[
   const out = new Map<string, FieldNode[]>()
   const visit = (set: SelectionSetNode | undefined, seen: Set<string>) => {
     for (const s of set?.selections ?? []) {
-      if (s.kind === 'Field') out.set(s.name.value, [...(out.get(s.name.value) ?? []), s])
-      else if (s.kind === 'InlineFragment') visit(s.selectionSet, seen)
+      if (s.kind === Kind.FIELD) out.set(s.name.value, [...(out.get(s.name.value) ?? []), s])
+      else if (s.kind === Kind.INLINE_FRAGMENT) visit(s.selectionSet, seen)
       else if (!seen.has(s.name.value)) {
         seen.add(s.name.value)
         visit(info.fragments[s.name.value]?.selectionSet, seen)

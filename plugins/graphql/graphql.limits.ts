@@ -10,6 +10,7 @@ import {
   isObjectType,
   isEnumType,
   Kind,
+  OperationTypeNode,
   SchemaMetaFieldDef,
   TypeMetaFieldDef,
   TypeNameMetaFieldDef,
@@ -297,9 +298,9 @@ export function measure(
   }
 
   const root =
-    operation.operation === 'mutation'
+    operation.operation === OperationTypeNode.MUTATION
       ? schema.getMutationType()
-      : operation.operation === 'subscription'
+      : operation.operation === OperationTypeNode.SUBSCRIPTION
         ? schema.getSubscriptionType()
         : schema.getQueryType()
   const total: SetCost = { fixed: 0, perPage: 0, depth: 0 }

@@ -230,7 +230,7 @@ function cachedExecute(args: ExecutionArgs): PromiseOrValue<ExecutionResult> {
     if (!isCompiledQuery(made)) return made
     byName.set(args.operationName ?? '', (query = made))
   }
-  return query.query(args.rootValue, args.contextValue, args.variableValues) as PromiseOrValue<ExecutionResult>
+  return query.query(args.rootValue, args.contextValue, args.variableValues)
 }
 
 /** `requestError`: the operation ran into a request error (a result without `data`), set by onOperation. */
@@ -241,7 +241,7 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
   const platform = app.get('platform')
   const limits = queryLimits(platform)
   const maxBytes = platform.config.http.maxJsonBytes
-  const errorsUrl = () => app.get('errorsUrl') as string
+  const errorsUrl = () => app.get('errorsUrl')
   // One handler per request: cheap (it closes over these options), and its formatError knows the request's trace id.
   const handlerFor = (traceId: string) =>
     createHandler<ParameterizedContext, RequestContext, GraphQLContext & OperationContext>({
@@ -249,7 +249,7 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
       parse: ((source: string) => cachedParse(source, limits)) as never,
       validate: ((schema: GraphQLSchema, doc: DocumentNode, rules: readonly ValidationRule[]) =>
         cachedValidate(schema, doc, rules, limits)) as never,
-      execute: reservedExecute as never,
+      execute: reservedExecute,
       context: (req) => {
         const base = { app, principal: req.context.principal, traceId }
         return { ...base, loaders: new Loaders(base) }
@@ -258,7 +258,7 @@ export function graphqlRoutes(app: App, cache: SchemaCache): Middleware {
         ...specified,
         limitRule(
           limits,
-          () => (args.variableValues ?? {}) as Record<string, unknown>,
+          () => args.variableValues ?? {},
           args.operationName,
           (cost) => ((args.contextValue as GraphQLContext).cost = cost)
         ),

@@ -84,7 +84,10 @@ export class RecordsService {
   }
 
   private notFound(id: string, tenantId?: string) {
-    if (isUuid(id))
+    // Typed `boolean`, not used as the condition itself: isUuid's `value is string` would narrow a string
+    // id that is not a UUID to `never` below.
+    const uuid: boolean = isUuid(id)
+    if (uuid)
       return problems.notFound(
         'record.not_found',
         `No live record ${id} for this tenant. A deleted record is still in the audit log: GET /api/v1/audit-log?recordId=${id}.`
@@ -171,9 +174,8 @@ export class RecordsService {
 
   async find(params: RecordParams): Promise<RecordPage> {
     const principal = this.principal(params)
-    const query = inListsOf({ ...(params.query ?? {}) } as Record<string, unknown>)
-    assertValid<RecordQuery>(this.validateQuery, query)
-    const q = query as RecordQuery
+    const q = inListsOf({ ...(params.query ?? {}) })
+    assertValid<RecordQuery>(this.validateQuery, q)
     const module = this.o.tenants.module(principal.tenantId, q.moduleKey)
     assertCan(principal, module, 'read')
     const limit = q.limit ?? this.o.defaultLimit
@@ -323,7 +325,7 @@ export class RecordsService {
     }
     assertValid<RecordPatch>(recordPatchValidator, data)
     return this.change(String(id), params, async (row, module, principal, client) => {
-      const { payload, changes } = updateRules(principal, module, row.payload, data.payload as Record<string, unknown>)
+      const { payload, changes } = updateRules(principal, module, row.payload, data.payload)
       if (!changes.length) return null
       await this.checkReferences(principal, module, payload, client, new Set(changes.map((c) => c.field)))
       return { payload, state: row.state, action: 'updated', changes }
@@ -339,7 +341,7 @@ export class RecordsService {
         module,
         { state: row.state, payload: row.payload, createdBy: row.created_by },
         data.transition,
-        (data.payload ?? {}) as Record<string, unknown>
+        data.payload ?? {}
       )
       if (plan.changes.length)
         await this.checkReferences(principal, module, plan.payload, client, new Set(plan.changes.map((c) => c.field)))
@@ -373,7 +375,7 @@ export function view(
 ): RecordOut {
   const out = repo.toRecord(row)
   if (!hidden.size) return out
-  out.payload = redactPayload(out.payload as Record<string, unknown>, hidden)
+  out.payload = redactPayload(out.payload, hidden)
   if (out.activity) out.activity = redactActivity(out.activity, hidden)
   return out
 }

@@ -11,7 +11,8 @@ import type { RecordQuery } from './records.schema.ts'
 export interface FilterClause {
   shape: string
   values: unknown[]
-  apply(b: Knex.QueryBuilder): void
+  /** Mutates the builder; what it returns (knex's chain returns the builder, a thenable that runs only when awaited) is ignored, as ShapedQuery ignores it. */
+  apply: (b: Knex.QueryBuilder) => unknown
 }
 
 /** What a list of records is filtered by, besides its tenant and module. */
@@ -38,7 +39,7 @@ interface RecordFilter<V> {
   scope(value: V): unknown
 }
 
-const clause = (shape: string, values: unknown[], apply: (b: Knex.QueryBuilder) => void): FilterClause => ({
+const clause = (shape: string, values: unknown[], apply: (b: Knex.QueryBuilder) => unknown): FilterClause => ({
   shape,
   values,
   apply

@@ -49,8 +49,9 @@ export interface RecordRow {
   external_ref: string | null
   /** Only in list queries that page by change (see updatedAtExact). */
   updated_at_exact?: string
-  activity?: any[]
-  attachments?: any[]
+  /** The JSON activityJson and attachmentsJson build, in the answer's shape. */
+  activity?: NonNullable<RecordOut['activity']>
+  attachments?: NonNullable<RecordOut['attachments']>
 }
 
 export function toRecord(row: RecordRow): RecordOut {
