@@ -147,7 +147,8 @@ async function withLock<T>(lockFile: string, fn: () => Promise<T>): Promise<T> {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
       const holder = Number(readFileSync(lockFile, 'utf8') || 0)
       if (!holder || !processAlive(holder)) rmSync(lockFile, { force: true })
-      else if (Date.now() > deadline) throw new Error(`embedded PostgreSQL: ${lockFile} is held by process ${holder}`)
+      else if (Date.now() > deadline)
+        throw new Error(`embedded PostgreSQL: ${lockFile} is held by process ${holder}`, { cause: err })
       else await sleep(200)
     }
   }
@@ -218,7 +219,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
         ? readFileSync(join(pgdata, 'server.log'), 'utf8').trim().split('\n').slice(-5).join('\n')
         : ''
       throw new Error(
-        `${(err as Error).message}\nserver.log (port ${options.port}; set EMBEDDED_PG_PORT to use another):\n${tail}`
+        `${(err as Error).message}\nserver.log (port ${options.port}; set EMBEDDED_PG_PORT to use another):\n${tail}`,
+        { cause: err }
       )
     }
     return { password, port: options.port, startedHere: true }

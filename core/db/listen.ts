@@ -9,7 +9,7 @@ export interface ListenOptions {
   /** Names the listener in log lines, e.g. 'credential listener'. */
   logName: string
   /** Wait before reconnect attempt `attempt` (0-based); default 250 ms doubling, at most 30 s. */
-  retryDelayMs?(attempt: number): number
+  retryDelayMs?(this: void, attempt: number): number
 }
 
 export interface Listening {

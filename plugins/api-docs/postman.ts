@@ -5,9 +5,7 @@
  * every request, deletes in a last "Clean up" folder. A pure function of the document, so
  * the same document always gives the same JSON (no generated ids, no clock).
  */
-import { resolveLocal } from '../../core/openapi/builder.ts'
-
-type Json = Record<string, any>
+import { resolveLocal, type Json } from '../../core/openapi/builder.ts'
 
 /** The parts of an OpenAPI 3.1 document the conversion reads. */
 export interface OpenApiLike {
@@ -97,18 +95,23 @@ function freshen(value: unknown): unknown {
 /** The collection's own variables; a `/{token}:x` path parameter must not shadow them. */
 const reserved = new Set(['baseUrl', 'token'])
 
+const isObject = (value: unknown): value is Json => !!value && typeof value === 'object'
+
 /** An object with its `$ref` followed (3.1 allows siblings such as `description`: they win). */
-function deref(doc: Json, value: any): any {
+function follow(doc: Json, value: Json): Json {
   const seen = new Set<string>()
-  while (value && typeof value === 'object' && typeof value.$ref === 'string' && !seen.has(value.$ref)) {
+  while (typeof value.$ref === 'string' && !seen.has(value.$ref)) {
     seen.add(value.$ref)
     const { $ref, ...siblings } = value
     const target = resolveLocal(doc, $ref)
-    if (!target || typeof target !== 'object') return siblings
-    value = { ...(target as Json), ...siblings }
+    if (!isObject(target)) return siblings
+    value = { ...target, ...siblings }
   }
   return value
 }
+
+/** `follow` of an object; anything else (absent, a boolean schema) has no members to read: undefined. */
+const deref = (doc: Json, value: unknown): Json | undefined => (isObject(value) ? follow(doc, value) : undefined)
 
 const scalarPlaceholders: Record<string, unknown> = {
   string: '<string>',
@@ -130,12 +133,12 @@ const formatPlaceholders: Record<string, string> = {
  * value, else its required properties filled the same way. `$ref`s on the way are
  * followed; one already being expanded (a cycle) gives `{}`.
  */
-export function skeleton(doc: Json, schema: any, expanding: Set<string> = new Set()): unknown {
-  if (!schema || typeof schema !== 'object') return {}
+export function skeleton(doc: Json, schema: unknown, expanding: Set<string> = new Set()): unknown {
+  if (!isObject(schema)) return {}
   const ref: string | undefined = typeof schema.$ref === 'string' ? schema.$ref : undefined
   if (ref && expanding.has(ref)) return {}
   const inner = ref ? new Set([...expanding, ref]) : expanding
-  const s = deref(doc, schema)
+  const s = follow(doc, schema)
   if (s.example !== undefined) return s.example
   if (Array.isArray(s.examples) && s.examples.length) return s.examples[0]
   if (s.default !== undefined) return s.default
@@ -153,7 +156,7 @@ export function skeleton(doc: Json, schema: any, expanding: Set<string> = new Se
   // The first choice that is not null: a usable value rather than the "nothing" branch.
   const choices = s.oneOf ?? s.anyOf
   if (Array.isArray(choices) && choices.length)
-    return skeleton(doc, choices.find((c: any) => deref(doc, c)?.type !== 'null') ?? choices[0], inner)
+    return skeleton(doc, choices.find((c: unknown) => deref(doc, c)?.type !== 'null') ?? choices[0], inner)
   const type = Array.isArray(s.type)
     ? (s.type.find((t: string) => t !== 'null') ?? s.type[0])
     : (s.type ?? (s.properties ? 'object' : s.items ? 'array' : undefined))
@@ -308,7 +311,7 @@ function chainOf(doc: Json, ops: Op[]): Chain {
     for (const [property, raw] of Object.entries(props)) {
       const link = deref(doc, raw)
       const method = deref(doc, link?.properties?.method)?.const
-      if (!required.has(property) || typeof method !== 'string' || !link.properties?.url) continue
+      if (!required.has(property) || typeof method !== 'string' || !link?.properties?.url) continue
       const target = ops.find((t) => t.method === method.toLowerCase() && signed(t))
       if (!target || links.has(target.key)) continue
       const resource = literals(o.path).at(-1)
@@ -386,7 +389,7 @@ function bodyOf(
     types[0]
   const media = content[contentType] ?? {}
   const named = media.examples && Object.values(media.examples)[0]
-  const given = media.example !== undefined ? media.example : named ? deref(doc, named).value : undefined
+  const given = media.example !== undefined ? media.example : named ? deref(doc, named)?.value : undefined
   const example = freshen(chainValues(given, chain, uses))
   if (isJson(contentType)) {
     const value = example !== undefined ? example : freshen(skeleton(doc, media.schema))

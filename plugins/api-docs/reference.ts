@@ -6,7 +6,7 @@ import type { Middleware, ParameterizedContext } from 'koa'
 import { problems } from '../../core/errors/index.ts'
 import { ifNoneMatchHits } from '../../core/http/entity-tag.ts'
 import { setHtmlSecurityHeaders } from '../../core/http/security-headers.ts'
-import { toPostmanCollection } from './postman.ts'
+import { toPostmanCollection, type OpenApiLike } from './postman.ts'
 import { mePath } from '../me/me.shared.ts'
 
 const base = '/api/docs'
@@ -260,7 +260,7 @@ export const pageCsp = [
 
 export interface ReferenceOptions {
   /** The OpenAPI document for this caller (its tenant's when authenticated). */
-  document(ctx: ParameterizedContext): Promise<Record<string, any>>
+  document(ctx: ParameterizedContext): Promise<OpenApiLike>
   /**
    * The base URL Postman sends to; default: the origin the request was addressed to. Set it
    * to the configured public URL behind a proxy that terminates TLS.

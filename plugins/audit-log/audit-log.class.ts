@@ -51,7 +51,7 @@ export class AuditLogService {
       if (hasScope(principal.scopes, 'attachments:read', module.definition.key)) {
         const expiresAt = new Date(Date.now() + this.o.downloadUrlSeconds * 1000)
         record.attachments = await Promise.all(
-          (record.attachments ?? []).map(async (a: any) => ({
+          (record.attachments ?? []).map(async (a) => ({
             ...a,
             download: await this.o.storage.signDownload({
               key: attachmentKey(principal.tenantId, row.id, a.id),

@@ -53,7 +53,7 @@ export async function claimBulkKey(
 }
 
 /** Ends the claim: `done` with the summary when the whole body was read, otherwise let go for a retry to continue. */
-export async function endBulkKey(pool: pg.Pool, id: BulkKey, summary: unknown | undefined) {
+export async function endBulkKey(pool: pg.Pool, id: BulkKey, summary: unknown) {
   if (summary === undefined) await unlockKey(pool, id)
   else await storeAnswer(pool, id, { status: 200, body: summary, headers: null })
 }

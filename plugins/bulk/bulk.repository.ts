@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import { recordColumns, type RecordRow } from '../records/records.shared.ts'
+import type { Outcome } from './bulk.schema.ts'
 
 /**
  * SQL of bulk loading beside the records it writes (those go through the records write
@@ -35,12 +36,15 @@ export interface StoredOutcome {
   outcome: unknown
 }
 
+/** What a batch stores: a dry run stores nothing, so never a `valid` outcome. */
+type Kept = Exclude<Outcome, { status: 'valid' }>
+
 export async function storedOutcomes(
   db: pg.Pool | pg.PoolClient,
   key: { tenantId: string; credentialId: string; key: string },
   lines: number[]
-): Promise<Map<number, { hash: Buffer; outcome: any }>> {
-  const { rows } = await db.query({
+): Promise<Map<number, { hash: Buffer; outcome: Kept }>> {
+  const { rows } = await db.query<{ line: number; line_hash: Buffer; outcome: Kept }>({
     name: 'bulk-stored-outcomes',
     text: 'SELECT line, line_hash, outcome FROM bulk_outcomes WHERE tenant_id = $1 AND credential_id = $2 AND key = $3 AND line = ANY($4::int[])',
     values: [key.tenantId, key.credentialId, key.key, lines]

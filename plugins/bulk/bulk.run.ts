@@ -573,8 +573,8 @@ export class BulkRun {
       const current = row.externalRef !== undefined ? existing.get(row.externalRef) : undefined
       try {
         if (!current) {
-          if ('problem' in row.asNew!) throw row.asNew.problem
-          plans.push({ row, payload: row.payload! })
+          if ('problem' in row.asNew!) row.outcome = errorOutcome(row, row.asNew.problem)
+          else plans.push({ row, payload: row.payload! })
           continue
         }
         if (rule?.test(current) === false) {

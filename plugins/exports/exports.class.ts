@@ -78,7 +78,7 @@ export class ExportsService {
       await params.idempotency?.complete(client, out)
       return out
     })
-    const id = out.id as string
+    const id = out.id
     // Agenda writes its job on its own connection, so only after the commit (the job must find the row).
     // Should that fail, the export is marked failed rather than left queued with no job to run it.
     await this.platform.enqueue('exports.render', { tenantId: principal.tenantId, exportId: id }).catch(async (err) => {
@@ -111,7 +111,7 @@ export class ExportsService {
       moduleKey: row.module_key,
       format: row.format,
       status: row.status,
-      filters: row.filters as ExportJob['filters'],
+      filters: row.filters,
       columns: row.columns,
       values: row.options.values ?? 'keys',
       progress: { rowsDone: row.rows_done, rowsTotal: row.rows_total },

@@ -139,7 +139,7 @@ export async function renderExport(
       const ids = new Set<string>()
       for (const r of items) {
         for (const k of userFields) {
-          const v = (r.payload as Record<string, unknown>)[k]
+          const v = r.payload[k]
           if (typeof v === 'string' && isUuid(v) && !looked.has(v)) ids.add(v)
         }
       }
@@ -180,7 +180,7 @@ export async function renderExport(
           createdBy: r.createdBy,
           updatedBy: r.updatedBy,
           externalRef: r.externalRef ?? null,
-          payload: r.payload as Record<string, unknown>
+          payload: r.payload
         })
       if (Date.now() - touched > 500) {
         touched = Date.now()

@@ -37,10 +37,11 @@ const totalName = 'PageTotal'
  */
 export function pageTotal(doc: PDFKit.PDFDocument, font: { size: number; colour: [number, number, number] }) {
   doc.font('Helvetica')
-  const fontRef = (doc as any)._font.ref()
+  // The current font is pdfkit's own state, absent from @types/pdfkit: its `ref()` is the font's PDF object.
+  const fontRef = (doc as PDFKit.PDFDocument & { _font: { ref(): PDFKit.PDFKitReference } })._font.ref()
   const width = 60
   const height = font.size * 1.4
-  const xobject = (doc as any).ref({
+  const xobject = doc.ref({
     Type: 'XObject',
     Subtype: 'Form',
     BBox: [0, 0, width, height],
@@ -50,7 +51,7 @@ export function pageTotal(doc: PDFKit.PDFDocument, font: { size: number; colour:
   return {
     /** Draws the total with its left edge at `x` and the text's top at `y` (pdfkit's top-left coordinates). */
     draw(x: number, y: number) {
-      ;(doc.page as any).xobjects[totalName] = xobject
+      doc.page.xobjects[totalName] = xobject
       // pdfkit flips the page's y axis; flip the form back so its text stands upright.
       doc.save()
       doc.transform(1, 0, 0, -1, x, y + height)

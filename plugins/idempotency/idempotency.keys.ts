@@ -40,7 +40,7 @@ export interface ClaimOptions {
 /** The answer kept with a done key. */
 export interface StoredAnswer {
   status: number
-  body: any
+  body: unknown
   headers: Record<string, string> | null
 }
 

@@ -25,7 +25,7 @@ export interface IdempotencyOptions {
   inFlightTimeoutSeconds: number
   errorsUrl: () => string
   /** Status and headers of a successful result, as the HTTP layer will send them. */
-  responseOf(method: string, result: any): { status: number; headers: Record<string, string> }
+  responseOf(method: string, result: unknown): { status: number; headers: Record<string, string> }
 }
 
 /** Stable JSON for fingerprints: object keys sorted at every level. */
@@ -34,7 +34,7 @@ export function canonical(v: unknown): string {
   if (v && typeof v === 'object')
     return `{${Object.keys(v)
       .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as any)[k])}`)
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
       .join(',')}}`
   return JSON.stringify(v ?? null)
 }
@@ -76,7 +76,8 @@ export function idempotency(o: IdempotencyOptions) {
     })
     if (!claim.claimed) {
       const { stored } = claim
-      if (stored.status >= 400) throw new StoredProblem(stored.body)
+      // An error's answer is the problem body this hook stored (below), never a service's result.
+      if (stored.status >= 400) throw new StoredProblem(stored.body as ProblemBody)
       context.result = stored.body
       context.http = { status: stored.status, headers: { ...stored.headers, 'Idempotent-Replayed': 'true' } }
       return

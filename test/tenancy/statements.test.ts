@@ -18,7 +18,7 @@ import { scopeOfClient } from '../../core/db/tenant-scope.ts'
 const server = await startTestServer({
   jobs: { enabled: true, processEverySeconds: 1 },
   webhooks: { allowedCidrs: ['203.0.113.0/24'] }
-} as any)
+})
 t.teardown(async () => {
   await server.close()
   // Agenda leaves a referenced timer behind job runs (see test/exports/exports.test.ts).
