@@ -28,3 +28,20 @@ export async function eventsAfter(db: Queryable, tenantId: string, after = 0, li
   })
   return rows
 }
+
+/**
+ * Waits (up to 20 s) until every event written so far is under the visibility horizon that the
+ * events feed, the identity log and the webhook dispatcher read by (pg_snapshot_xmin). That
+ * horizon is the whole cluster's: an open transaction in another test file's database holds the
+ * last events back for a moment, so two readings taken a moment apart (a subscription's start
+ * and the feed's cursor; a replay window) can differ for that reason alone.
+ */
+export async function eventsSettled(db: Queryable): Promise<void> {
+  for (const until = Date.now() + 20_000; Date.now() < until;) {
+    const { rows } = await db.query(
+      'SELECT NOT EXISTS (SELECT 1 FROM events WHERE txid >= pg_snapshot_xmin(pg_current_snapshot())) AS settled'
+    )
+    if (rows[0].settled) return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}

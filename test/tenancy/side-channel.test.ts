@@ -6,6 +6,7 @@ import type { Lease } from '../../core/limits/limiter.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer, type Reply } from '../helpers/server.ts'
 import { covers, doors, exportGate, normalise, relative, Steps, type Answer } from '../helpers/side-channel.ts'
+import { eventsSettled } from '../helpers/events.ts'
 
 /*
  * Tenant B (globex) must learn nothing about tenant A (acme) from any figure it is shown.
@@ -1116,25 +1117,9 @@ const randomOf = (values: Record<string, string>): string => {
 
 let bExports = (): Array<[string, string]> => [['finished', bDone.id]]
 
-/**
- * Waits (up to 20 s) until every event written so far is under the visibility horizon the events
- * feed and the identity log page by (pg_snapshot_xmin): that horizon is the whole cluster's, so an
- * open transaction in another test file's database can hold B's last events back for a moment,
- * and B's answers would differ for that reason, not for anything A did.
- */
-async function eventsSettled(): Promise<void> {
-  for (const until = Date.now() + 20_000; Date.now() < until;) {
-    const { rows } = await server.platform.db.system.query(
-      'SELECT NOT EXISTS (SELECT 1 FROM events WHERE txid >= pg_snapshot_xmin(pg_current_snapshot())) AS settled'
-    )
-    if (rows[0].settled) return
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
-
 /** B's whole probe set: answers by name; a group's answers by name and value label. */
 async function probeAll(ids: Pool): Promise<Map<string, Answer | Record<string, Answer>>> {
-  await eventsSettled()
+  await eventsSettled(server.platform.db.system)
   const out = new Map<string, Answer | Record<string, Answer>>()
   for (const p of probes) out.set(p.name, await p.run())
   for (const g of groups) {

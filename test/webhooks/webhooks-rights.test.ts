@@ -3,6 +3,7 @@ import t from '../helpers/tap.ts'
 import { userWithToken } from '../helpers/identity.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 import { startReceiver, webhookTestConfig } from './receiver.ts'
+import { eventsSettled } from '../helpers/events.ts'
 
 // A webhook delivers what its subscription's owner may read, decided when it is sent, with the
 // rights the events feed applies to the same owner: one decision (core/events/rights.ts).
@@ -72,6 +73,8 @@ t.test(
       userWithToken(server, 'acme', ['admin', 'reporter'])
     ])
     const owners = { adminOnly, adminManager, adminReporter }
+    // Each subscription starts where the feed ends now: both read up to the same horizon only once it has settled.
+    await eventsSettled(server.platform.db.system)
     const subs = Object.fromEntries(
       await Promise.all(
         Object.entries(owners).map(
@@ -271,6 +274,8 @@ t.test('a revocation stops the deliveries of a claim already being sent to a slo
       body: { moduleKey: 'incident', payload: incidentPayload({ title: `Slow ${i}` }) }
     })
   await server.request('PATCH', `/api/v1/webhooks/${sub.id}`, { token: apiKey, body: { enabled: true } })
+  // A replay queues what is under the horizon: the three incidents, once it has passed them.
+  await eventsSettled(server.platform.db.system)
   t.same(
     (
       await server.request('POST', `/api/v1/webhooks/${sub.id}:replay`, {
