@@ -23,4 +23,3 @@ export { isExternalRefClash, recordColumns, type RecordRow } from './records.rep
 export { changeRecords, createRecords, reserveNumbers, type RecordChangeOp, type Writer } from './records.write.ts'
 export { referenceProblems } from './records.checks.ts'
 export { readableRecord } from './records.access.ts'
-export type { RecordOut } from './records.schema.ts'
