@@ -69,6 +69,42 @@ export async function migrate(url: string, role: string | null, plugins: readonl
   return ran
 }
 
+/**
+ * What the pool connects with: the URL's own `options` (a statement timeout, a provider's
+ * endpoint name) kept, and the time zone and the role appended. pg lets a connection string's
+ * `options` replace the config's whole, which dropped the role and with it row-level security.
+ */
+export function poolConnection(url: string, role: string | null): { connectionString: string; options: string } {
+  let connectionString = url
+  let given = ''
+  if (/^postgres(ql)?:/.test(url)) {
+    const u = new URL(url)
+    given = u.searchParams.get('options') ?? ''
+    if (u.searchParams.has('options')) {
+      u.searchParams.delete('options')
+      connectionString = u.toString()
+    }
+  }
+  const options = [given, '-c TimeZone=UTC', role ? `-c role=${role}` : ''].filter(Boolean).join(' ')
+  return { connectionString, options }
+}
+
+/**
+ * Refuses a pool whose role would never see a policy (a superuser or BYPASSRLS role: the login
+ * user when `database.role` is unset, or whatever the connection ended up as): tenancy would
+ * then rest on each statement's own condition again, silently.
+ */
+async function assertPoliciesApply(pool: pg.Pool): Promise<void> {
+  const { rows } = await systemPool(pool, 'role check').query<{ role: string; bypasses: boolean }>(
+    'SELECT current_user AS role, rolsuper OR rolbypassrls AS bypasses FROM pg_roles WHERE rolname = current_user'
+  )
+  if (rows[0]?.bypasses)
+    throw new Error(
+      `The database role "${rows[0].role}" is a superuser or has BYPASSRLS, so row-level security would not apply: ` +
+        'set database.role (DATABASE_ROLE) to a role without either (docs/tenancy.md)'
+    )
+}
+
 /** Connects to DATABASE_URL, or starts the embedded cluster, then migrates core and the plugins' tables. */
 export async function openDatabase(
   config: AppConfig,
@@ -85,12 +121,15 @@ export async function openDatabase(
   const migrated = options.migrate === false ? [] : await migrate(url, role, plugins)
   if (migrated.length) logger.info('database migrated', { migrations: migrated })
   // The role as a startup option, not a SET after connecting: a missing role fails the connection instead of leaving it a superuser's.
-  const pool = new ScopedPool({
-    connectionString: url,
-    max: config.database.poolSize,
-    options: `-c TimeZone=UTC${role ? ` -c role=${role}` : ''}`
-  })
+  const pool = new ScopedPool({ ...poolConnection(url, role), max: config.database.poolSize })
   pool.on('error', (err) => logger.error('idle database client failed', { error: err.message }))
+  try {
+    await assertPoliciesApply(pool)
+  } catch (err) {
+    await pool.end()
+    await embedded?.stop()
+    throw err
+  }
   return {
     pool,
     system: systemPool(pool, 'direct database access'),
