@@ -23,6 +23,18 @@ export async function freshDatabase(
     async drop() {
       const c = new pg.Client({ connectionString: serverUrl })
       await c.connect()
+      // pg's pool.end() resolves once its clients are out of its list, before their sockets have
+      // closed: a forced drop right then killed them mid-goodbye (57P01), and the error surfaced in
+      // whichever test of the same process ran next. Sessions still closing get a moment (up to 3 s);
+      // whatever is still connected after that is a leak, and FORCE ends it.
+      for (const until = Date.now() + 3000; Date.now() < until;) {
+        const { rows } = await c.query(
+          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+          [name]
+        )
+        if (rows[0].n === 0) break
+        await new Promise((r) => setTimeout(r, 50))
+      }
       await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
       await c.end()
     }
