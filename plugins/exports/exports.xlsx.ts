@@ -24,10 +24,14 @@ export function sheetName(title: string): string {
 }
 
 const entities: Record<string, string> = { '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' }
-const xmlSpecial = /[<>&"'\x00-\x08\x0B\x0C\x0E-\x1F\x7F]/
-const xmlSpecials = /[<>&"'\x00-\x08\x0B\x0C\x0E-\x1F\x7F]/g
+const xmlSpecial = /[<>&"'\x00-\x08\x0B\x0C\x0E-\x1F\x7F\uFFFE\uFFFF]/
+const xmlSpecials = /[<>&"'\x00-\x08\x0B\x0C\x0E-\x1F\x7F\uFFFE\uFFFF]/g
 
-/** Text as XML character data: markup escaped, and the control characters XML 1.0 cannot carry dropped (as exceljs did). */
+/**
+ * Text as XML character data: markup escaped, and what XML 1.0 cannot carry dropped: the control
+ * characters (as exceljs did) and the noncharacters U+FFFE and U+FFFF, which payloads may hold
+ * and which made the whole sheet unreadable.
+ */
 function xmlText(s: string): string {
   return xmlSpecial.test(s) ? s.replace(xmlSpecials, (c) => entities[c] ?? '') : s
 }

@@ -275,6 +275,12 @@ t.test('XLSX makes formula-looking text inert, as the CSV does', async (t) => {
   t.equal(second.getCell(col('title') + 1).type, ExcelJS.ValueType.String, 'a string, not a formula')
 })
 
+t.test('XLSX drops the characters XML cannot carry, noncharacters included, and stays readable', async (t) => {
+  const odd = [{ ...records[0], payload: { ...records[0].payload, title: 'Bay\uFFFE 4\uFFFF \u0001leak' } }]
+  const sheet = await openSheet((await renderTo('xlsx', 'noncharacters.xlsx', { rows: from(odd) })).file)
+  t.equal(sheet.getRow(2).getCell(col('title') + 1).value, 'Bay 4 leak')
+})
+
 t.test('worksheet names drop the characters Excel forbids and stop at 31 characters', async (t) => {
   t.equal(sheetName('Incident'), 'Incident')
   t.equal(sheetName('Q1/Q2 [draft]: checks*?'), 'Q1 Q2  draft   checks')
