@@ -1,4 +1,5 @@
 import type { Writable } from 'node:stream'
+import { finished } from 'node:stream/promises'
 import { constants, crc32, createDeflateRaw, deflateRawSync } from 'node:zlib'
 import { drained } from './exports.csv.ts'
 
@@ -79,11 +80,11 @@ export class ZipWriter {
       },
       end: async (): Promise<void> => {
         await opened
-        await new Promise<void>((resolve, reject) => {
-          deflate.once('end', resolve)
-          deflate.once('error', reject)
-          deflate.end()
-        })
+        if (failed) throw failed
+        deflate.end()
+        // finished() also settles for a deflate the closed output destroyed before this call, whose
+        // 'end' will never come and whose 'error' has already gone: listening for those hung the job.
+        await finished(deflate)
         this.out.off('close', onClose)
         const zip64 = entry.size >= max32 || entry.compressed >= max32
         const d = Buffer.alloc(zip64 ? 24 : 16)
