@@ -26,13 +26,13 @@ export interface RenderInput {
 /**
  * The refusal of a PDF past `exports.pdfMaxRows`, the same when the request is checked, when the
  * job starts and if the rows grew while it read them. A PDF renders at a few thousand rows a second
- * into pages nobody reads to the end; CSV and XLSX stream any number of rows at tens of thousands.
+ * into pages nobody reads to the end; CSV streams any number of rows and XLSX up to a worksheet's 1,048,575, at tens of thousands a second.
  */
 export function tooManyPdfRows(rows: number | string, maxRows: number): ApiError {
   return new ApiError(
     'unprocessable',
     'export.too_many_rows',
-    `A PDF export holds at most ${maxRows} rows and these filters select ${rows}. Narrow the filters, choose fewer rows, or export CSV or XLSX, which hold any number of rows.`,
+    `A PDF export holds at most ${maxRows} rows and these filters select ${rows}. Narrow the filters, choose fewer rows, or export CSV (any number of rows) or XLSX (up to 1,048,575 rows, a worksheet's limit).`,
     { maxRows }
   )
 }
