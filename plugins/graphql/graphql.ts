@@ -410,7 +410,8 @@ export function graphql(app: App) {
  */
 export const graphqlPlugin: Plugin = {
   name: 'graphql',
-  dependsOn: ['records', 'attachments', 'exports', 'me', 'modules', 'settings'],
+  // Only what it imports: the features whose types it serves bring them (Plugin.graphql), present or not.
+  dependsOn: ['settings'],
   configure: graphql,
   ownRoutes: [new RegExp(`^/${graphqlPath}$`)],
   describe: describeGraphQL

@@ -49,6 +49,13 @@ t.test('every plugin declares the plugins whose files it imports (through their 
   }
 })
 
+t.test('the GraphQL endpoint starts without a plugin that adds GraphQL types of its own (modules)', async (t) => {
+  const without = plugins.filter((p) => p.name !== 'modules')
+  t.doesNotThrow(() => checkDependencies(without), 'graphql depends on none of them')
+  const graphql = plugins.find((p) => p.name === 'graphql')!
+  t.same(graphql.dependsOn, ['settings'], 'only what its files import')
+})
+
 t.test('start-up refuses a plugin listed before one it depends on, naming both', async (t) => {
   const config = loadConfig({ port: 0, logLevel: 'error' })
   const late = movedFirst('record-report')
