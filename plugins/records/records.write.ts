@@ -1,6 +1,6 @@
 import type { Actor } from '../../core/auth/principal.ts'
 import { isoUtc as iso, type Queryable } from '../../core/db/index.ts'
-import { insertEvents, type EventType } from '../../core/events/events.ts'
+import { eventType, insertEvents, type EventType } from '../../core/events/events.ts'
 import type { NumberParts } from '../../core/modules/record-number.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldChange } from './records.payload.ts'
@@ -109,7 +109,7 @@ export async function reserveNumbers(
 /** The record.created event of each row of the CTE `r` of inserted records. */
 const createdEvent = (actor: string) => ({
   tenantId: 'r.tenant_id',
-  type: `'${'record.created' satisfies EventType}'`,
+  type: eventType('record.created'),
   actor,
   moduleKey: 'r.module_key',
   subjectId: 'r.id',
