@@ -75,7 +75,7 @@ export class ZipWriter {
         const data = Buffer.from(text, 'utf8')
         entry.crc = crc32(data, entry.crc)
         entry.size += data.length
-        if (!deflate.write(data)) await waitDrain(deflate)
+        if (!deflate.write(data)) await drained(deflate)
         if (this.out.writableNeedDrain || this.out.destroyed) await drained(this.out)
       },
       end: async (): Promise<void> => {
@@ -197,19 +197,4 @@ export class ZipWriter {
     this.offset += chunk.length
     if (!this.out.write(chunk)) await drained(this.out)
   }
-}
-
-function waitDrain(stream: NodeJS.WritableStream & NodeJS.EventEmitter): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: Error) => {
-      stream.off('drain', onDrain)
-      reject(err)
-    }
-    const onDrain = () => {
-      stream.off('error', onError)
-      resolve()
-    }
-    stream.once('drain', onDrain)
-    stream.once('error', onError)
-  })
 }
