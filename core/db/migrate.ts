@@ -93,8 +93,11 @@ async function reconcile(knex: Knex, all: Map<string, Migration>, owners: Set<st
   if (done.length) await knex(tableName).insert(done)
 }
 
-/** Held while one instance migrates: others starting at the same time wait, then find nothing left to run. */
-const migrationLock = 7302
+/**
+ * Held while one instance migrates and then secures the tables (row-security.ts): others starting
+ * at the same time wait, then find nothing left to run.
+ */
+export const migrationLock = 7302
 
 /**
  * Brings the database to the latest schema of core and `plugins`; returns the names of the

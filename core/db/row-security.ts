@@ -1,8 +1,6 @@
 import pg from 'pg'
+import { migrationLock } from './migrate.ts'
 import { allTenants, tenantSetting } from './tenant-scope.ts'
-
-/** Held while one instance secures the tables (the migration lock: start-ups wait on each other anyway). */
-const migrationLock = 7302
 
 /** The one policy every tenant-owned table gets; a changed policy needs a new name (the step only adds what is missing). */
 export const tenantPolicy = 'records_tenant_scope'
