@@ -5,6 +5,7 @@ import type {
   SchemaComposer
 } from 'graphql-compose'
 import type { GraphQLContext } from './schema-part.ts'
+import { int32 } from '../modules/derive/graphql.ts'
 
 /** How an output schema's properties become GraphQL fields (see `outputFields`), by property path (`progress.rowsTotal`). */
 export interface OutputNaming {
@@ -26,9 +27,6 @@ type Schema = TSchema & {
   maximum?: number
   description?: string
 }
-
-const int32 = (s: Schema) =>
-  s.minimum !== undefined && s.maximum !== undefined && s.minimum >= -(2 ** 31) && s.maximum < 2 ** 31
 
 /** The type of a value of `s`, without its nullability; `null` when GraphQL cannot say more than JSON. */
 function typeOf(sc: SchemaComposer<GraphQLContext>, s: Schema, path: string, naming: OutputNaming): string {

@@ -24,7 +24,8 @@ export interface GraphQLFieldTypes {
   filter: string | null
 }
 
-const int32 = (f: { minimum?: number; maximum?: number }) =>
+/** Whether a number's bounds fit GraphQL's Int (32 bits); otherwise it is a Float. */
+export const int32 = (f: { minimum?: number; maximum?: number }) =>
   f.minimum !== undefined && f.maximum !== undefined && f.minimum >= -(2 ** 31) && f.maximum < 2 ** 31
 
 /**
