@@ -76,6 +76,12 @@ export function ifMatchPasses(
   return tags.some((t) => same(t, now, comparison))
 }
 
+/** Whether an If-Match value (already passed ifMatchPasses) names a weak tag, which a strong comparison never matches. */
+export function hasWeakTag(header: string): boolean {
+  const tags = ifMatchTags(header)
+  return tags !== '*' && tags.some((t) => t.weak)
+}
+
 /** An If-Match value parsed, or the 400 that ifMatchPasses describes. */
 export function ifMatchTags(header: string): '*' | EntityTag[] {
   const tags = parseEntityTags(header)

@@ -4,7 +4,7 @@ import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { sql, transaction } from '../../core/db/index.ts'
 import { ShapedQuery } from '../../core/db/shaped-query.ts'
 import { problems } from '../../core/errors/index.ts'
-import { entityTag, ifMatchPasses } from '../../core/http/entity-tag.ts'
+import { entityTag, hasWeakTag, ifMatchPasses } from '../../core/http/entity-tag.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
@@ -297,7 +297,7 @@ export class RecordsService {
       const module = this.moduleOf(principal, row, id, params.moduleKey)
       if (!ifMatchPasses(params.ifMatch, entityTag(row!.version))) {
         throw problems.preconditionFailed(
-          `If-Match names ${params.ifMatch}, but the record's ETag is ${entityTag(row!.version)}.${params.ifMatch!.includes('W/') ? ' A weak tag (W/) never matches a change: send the ETag as it came.' : ''}`,
+          `If-Match names ${params.ifMatch}, but the record's ETag is ${entityTag(row!.version)}.${hasWeakTag(params.ifMatch!) ? ' A weak tag (W/) never matches a change: send the ETag as it came.' : ''}`,
           { currentVersion: row!.version }
         )
       }
