@@ -273,9 +273,10 @@ t.test('a revocation stops the deliveries of a claim already being sent to a slo
       token: apiKey,
       body: { moduleKey: 'incident', payload: incidentPayload({ title: `Slow ${i}` }) }
     })
-  await server.request('PATCH', `/api/v1/webhooks/${sub.id}`, { token: apiKey, body: { enabled: true } })
-  // A replay queues what is under the horizon: the three incidents, once it has passed them.
+  // A replay queues what is under the horizon: the three incidents, once it has passed them. Waited for while
+  // the subscription is still paused, so that the replay follows its enabling at once, as before.
   await eventsSettled(server.platform.db.system)
+  await server.request('PATCH', `/api/v1/webhooks/${sub.id}`, { token: apiKey, body: { enabled: true } })
   t.same(
     (
       await server.request('POST', `/api/v1/webhooks/${sub.id}:replay`, {
