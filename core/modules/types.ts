@@ -52,9 +52,12 @@ export type FieldDefinition = FieldBase &
     | { type: 'multipleChoice'; options: Array<string | ChoiceOption>; minItems?: number; maxItems?: number }
     | { type: 'user' }
     | { type: 'recordRef'; module: string }
-    | { type: 'group'; fields: FieldDefinition[]; minItems?: number; maxItems?: number }
+    | { type: 'group'; fields: GroupMember[]; minItems?: number; maxItems?: number }
     | { type: 'location' }
   )
+
+/** A field of a group: any type but a group (groups do not nest). */
+export type GroupMember = Exclude<FieldDefinition, { type: 'group' }>
 
 export interface WorkflowState {
   key: string

@@ -1,5 +1,6 @@
 import { fieldTypes, type FieldDefinition, type ModuleDefinition } from './types.ts'
 import { compilePattern } from './record-number.ts'
+import { unknownKey } from './definition-schema.ts'
 
 /** Raised when a module package is malformed; start-up stops with its message. */
 export class ModuleDefinitionError extends Error {
@@ -113,6 +114,12 @@ export function validateModuleDefinition(def: unknown, packageName: string): ass
     throw new ModuleDefinitionError(packageName, where, problem)
   }
   if (!isObject(def)) fail('definition', 'the package must export defineModule({...}) as its default export')
+  // A misspelt or unsupported key would otherwise be ignored: `requird: true` leaves the field optional.
+  const unknown = unknownKey(def)
+  if (unknown) {
+    const meant = unknown.meant ? ` (did you mean "${unknown.meant}"?)` : ''
+    fail(unknown.at, `unknown key "${unknown.key}"${meant}; known keys here: ${unknown.known.join(', ')}`)
+  }
   const m = def as ModuleDefinition
   if (typeof m.key !== 'string' || !slugPattern.test(m.key)) fail('key', 'must be a lower-case slug such as "incident"')
   if (typeof m.version !== 'string' || !semver.test(m.version))

@@ -160,6 +160,43 @@ const cases: Array<{ name: string; where: string; problem: RegExp; breakIt(d: De
     breakIt: (d) => void (d.rowAccess = { editor: [{ team: 'mine' }] })
   },
   {
+    name: 'a misspelt field member (requird)',
+    where: 'fields[0] (field "title")',
+    problem:
+      /unknown key "requird" \(did you mean "required"\?\); known keys here: key, label, description, required, access, type, maxLength, pattern$/,
+    breakIt: (d) => void (d.fields[0].requird = true)
+  },
+  {
+    name: 'a top-level key the format does not have (indexes)',
+    where: 'definition',
+    problem: /unknown key "indexes"; known keys here: key, version, title/,
+    breakIt: (d) => void (d.indexes = [{ fields: ['title'] }])
+  },
+  {
+    name: 'a member of another field type (options on a text field)',
+    where: 'fields[0] (field "title")',
+    problem: /unknown key "options"/,
+    breakIt: (d) => void (d.fields[0].options = ['a'])
+  },
+  {
+    name: 'an unsupported member inside a group (default)',
+    where: 'fields[4] (field "items").fields[0] (field "label")',
+    problem: /unknown key "default"/,
+    breakIt: (d) => void (d.fields[4].fields[0].default = 'x')
+  },
+  {
+    name: 'a transition member in the wrong case (forbidself)',
+    where: 'workflow.transitions[0]',
+    problem: /unknown key "forbidself" \(did you mean "forbidSelf"\?\)/,
+    breakIt: (d) => void (d.workflow.transitions[0].forbidself = true)
+  },
+  {
+    name: 'an unknown member of a field access rule',
+    where: 'fields[2] (field "note").access',
+    problem: /unknown key "wirte" \(did you mean "write"\?\)/,
+    breakIt: (d) => void (d.fields[2].access = { read: ['editor'], wirte: ['editor'] })
+  },
+  {
     name: 'a host range the core version does not satisfy',
     where: 'package.json "records-module".host',
     problem: new RegExp(`">=2\\.0\\.0" does not accept this platform version ${coreVersion.replace(/\./g, '\\.')}`),

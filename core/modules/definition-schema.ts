@@ -1,0 +1,222 @@
+import { Type, type Static, type TProperties, type TSchema } from '@feathersjs/typebox'
+import { closestName } from '../validation.ts'
+import type { FieldType } from './types.ts'
+
+/**
+ * The shape of a module definition as a JSON Schema (TypeBox): every object closed
+ * (`additionalProperties: false`), each field type a branch of its own. It is what the
+ * registry walks for unknown keys at load (`unknownKey`), what `npm run schemas` writes to
+ * `schemas/module-definition.schema.json` for editors, and a test holds it equal, both ways,
+ * to the TypeScript types of `types.ts` that `defineModule` checks at compile time. The rules
+ * between members (a transition's states exist, a role is declared…) stay in `validate.ts`.
+ */
+const closed = { additionalProperties: false } as const
+const roleList = Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })
+const fieldKey = Type.String({ pattern: '^[a-z][a-zA-Z0-9]*$', description: 'camelCase key of the payload member.' })
+const slug = Type.String({ pattern: '^[a-z][a-z0-9-]*$' })
+const choiceOption = Type.Union([
+  Type.String({ minLength: 1 }),
+  Type.Object({ value: Type.String({ minLength: 1 }), label: Type.Optional(Type.String()) }, closed)
+])
+
+const fieldBase = {
+  key: fieldKey,
+  label: Type.Optional(Type.String({ description: 'Shown in forms, exports and documents; the key when absent.' })),
+  description: Type.Optional(Type.String()),
+  required: Type.Optional(Type.Boolean({ description: 'A create must give the field a value.' })),
+  access: Type.Optional(
+    Type.Object(
+      {
+        read: roleList,
+        write: Type.Optional(roleList)
+      },
+      { ...closed, description: 'Only these roles read (and write; write defaults to read) the field.' }
+    )
+  )
+}
+
+const bounds = { minimum: Type.Optional(Type.Number()), maximum: Type.Optional(Type.Number()) }
+const itemBounds = { minItems: Type.Optional(Type.Integer({ minimum: 0 })), maxItems: Type.Optional(Type.Integer()) }
+
+const field = <T extends FieldType, M extends TProperties>(type: T, members: M) =>
+  Type.Object({ ...fieldBase, type: Type.Literal(type), ...members }, closed)
+
+/** Each field type's schema: the common members and its own. One row per type, as every derivation table has. */
+const fieldsByType = {
+  text: field('text', {
+    maxLength: Type.Optional(Type.Integer({ minimum: 1 })),
+    pattern: Type.Optional(Type.String())
+  }),
+  longText: field('longText', { maxLength: Type.Optional(Type.Integer({ minimum: 1 })) }),
+  number: field('number', bounds),
+  integer: field('integer', bounds),
+  boolean: field('boolean', {}),
+  date: field('date', {}),
+  datetime: field('datetime', {}),
+  singleChoice: field('singleChoice', { options: Type.Array(choiceOption, { minItems: 1 }) }),
+  multipleChoice: field('multipleChoice', { options: Type.Array(choiceOption, { minItems: 1 }), ...itemBounds }),
+  user: field('user', {}),
+  recordRef: field('recordRef', { module: slug }),
+  location: field('location', {})
+} satisfies { [T in Exclude<FieldType, 'group'>]: TSchema }
+
+/** A field inside a group: any type but a group (groups do not nest). */
+const innerField = Type.Union([
+  fieldsByType.text,
+  fieldsByType.longText,
+  fieldsByType.number,
+  fieldsByType.integer,
+  fieldsByType.boolean,
+  fieldsByType.date,
+  fieldsByType.datetime,
+  fieldsByType.singleChoice,
+  fieldsByType.multipleChoice,
+  fieldsByType.user,
+  fieldsByType.recordRef,
+  fieldsByType.location
+])
+const groupField = field('group', { fields: Type.Array(innerField, { minItems: 1 }), ...itemBounds })
+const fieldSchema = Type.Union([...innerField.anyOf, groupField])
+
+const names = Type.Array(Type.String())
+
+export const moduleDefinitionSchema = Type.Object(
+  {
+    key: Type.String({
+      pattern: '^[a-z][a-z0-9-]*$',
+      description: 'Lower-case slug naming the module, e.g. incident.'
+    }),
+    version: Type.String({ description: 'Semantic version of the definition, e.g. 1.0.0.' }),
+    title: Type.String({ minLength: 1 }),
+    description: Type.Optional(Type.String()),
+    fields: Type.Array(fieldSchema, { minItems: 1 }),
+    workflow: Type.Object(
+      {
+        initial: Type.String({ description: 'The state a new record starts in.' }),
+        states: Type.Array(
+          Type.Object(
+            {
+              key: slug,
+              label: Type.Optional(Type.String()),
+              requires: Type.Optional(names),
+              final: Type.Optional(Type.Boolean())
+            },
+            closed
+          ),
+          { minItems: 1 }
+        ),
+        transitions: Type.Array(
+          Type.Object(
+            {
+              key: slug,
+              label: Type.Optional(Type.String()),
+              from: Type.Array(Type.String(), { minItems: 1 }),
+              to: Type.String(),
+              roles: Type.Optional(names),
+              requires: Type.Optional(names),
+              forbidSelf: Type.Optional(
+                Type.Boolean({ description: "The record's creator may not fire it (four-eyes)." })
+              )
+            },
+            closed
+          )
+        )
+      },
+      closed
+    ),
+    permissions: Type.Record(Type.String(), names, {
+      description:
+        'Role -> actions: read, create, update, delete, export, attachments, transition:<key> or transition:*.'
+    }),
+    rowAccess: Type.Optional(
+      Type.Record(
+        Type.String(),
+        Type.Array(
+          Type.Union([
+            Type.Object({ createdBy: Type.Literal('self') }, closed),
+            Type.Object({ field: Type.String(), equals: Type.Literal('self') }, closed)
+          ])
+        ),
+        { description: 'Role -> conditions, any of which lets that role see a record.' }
+      )
+    ),
+    numberPattern: Type.String({ description: 'e.g. INC-{YYYY}-{seq:5}; tokens {YYYY} {YY} {MM} {DD} {seq:N}.' }),
+    summaryColumns: Type.Optional(Type.Array(Type.String(), { maxItems: 8 }))
+  },
+  { ...closed, $id: 'https://qehs-records.example/schemas/module-definition.schema.json', title: 'Module definition' }
+)
+
+export type ModuleDefinitionShape = Static<typeof moduleDefinitionSchema>
+
+/** A key the schema does not know, where it sits, and the known key it most likely meant. */
+export interface UnknownKey {
+  /** Where the key sits, e.g. `fields[3] (field "site")` or `workflow.transitions[1]`. */
+  at: string
+  key: string
+  known: string[]
+  meant?: string
+}
+
+type Schema = TSchema & {
+  anyOf?: Schema[]
+  properties?: Record<string, Schema>
+  patternProperties?: Record<string, Schema>
+  items?: Schema
+  additionalProperties?: boolean | Schema
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** The branch of a union a value takes: the object branch whose `type` literal it carries. Others are left to the checks. */
+function branchOf(schema: Schema, value: unknown): Schema | undefined {
+  if (!isRecord(value) || typeof value.type !== 'string') return undefined
+  return schema.anyOf?.find((b) => (b.properties?.type as { const?: unknown } | undefined)?.const === value.type)
+}
+
+/** How a step into an array element is named: a field names its key beside its index. */
+function elementPath(path: string, i: number, element: unknown): string {
+  const key = isRecord(element) && typeof element.key === 'string' ? element.key : undefined
+  return key !== undefined && /(^|\.)fields$/.test(path) ? `${path}[${i}] (field "${key}")` : `${path}[${i}]`
+}
+
+/** The first key, depth first, that a closed object of `schema` does not declare; undefined when there is none. */
+export function unknownKey(
+  value: unknown,
+  schema: Schema = moduleDefinitionSchema,
+  at = 'definition'
+): UnknownKey | undefined {
+  if (schema.anyOf) {
+    const branch = branchOf(schema, value)
+    return branch ? unknownKey(value, branch, at) : undefined
+  }
+  if (Array.isArray(value) && schema.items) {
+    for (const [i, v] of value.entries()) {
+      const found = unknownKey(v, schema.items, elementPath(at, i, v))
+      if (found) return found
+    }
+    return undefined
+  }
+  if (!isRecord(value)) return undefined
+  const inner = (key: string) => (at === 'definition' ? key : `${at}.${key}`)
+  if (schema.properties) {
+    const known = Object.keys(schema.properties)
+    for (const [key, v] of Object.entries(value)) {
+      const member = schema.properties[key]
+      if (!member) {
+        if (schema.additionalProperties !== false) continue
+        return { at, key, known, meant: closestName(key, known) }
+      }
+      const found = unknownKey(v, member, inner(key))
+      if (found) return found
+    }
+    return undefined
+  }
+  const values = schema.patternProperties ? Object.values(schema.patternProperties)[0] : undefined
+  if (values) {
+    for (const [key, v] of Object.entries(value)) {
+      const found = unknownKey(v, values, inner(key))
+      if (found) return found
+    }
+  }
+  return undefined
+}
