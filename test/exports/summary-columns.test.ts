@@ -5,9 +5,10 @@ import { ModuleDefinitionError } from '../../core/modules/validate.ts'
 
 const bundled = await loadModules(loadConfig().modules)
 
-/** The bundled incident module with other summary columns. */
+/** The bundled incident module with other summary columns, as its package exports it (without what the registry adds). */
 function incidentWith(summaryColumns: unknown) {
-  return { ...structuredClone(bundled.get('incident')!.definition), summaryColumns }
+  const { packageName: _name, packagePath: _path, ...exported } = structuredClone(bundled.get('incident')!.definition)
+  return { ...exported, summaryColumns }
 }
 
 function refusal(t: Test, summaryColumns: unknown): string {
