@@ -8,12 +8,29 @@
 // dist/ never sees half a build; dist/build.json says when the sources were read (bin/runtime.js
 // compares it with the sources' times to tell a current build from a stale one).
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+
+// The module SDK (packages/module-sdk, a workspace the platform and module packages import by name) first: its
+// dist/ holds the JavaScript and the declarations its package.json exports. Rebuilt when older than its source.
+const sdk = join(root, 'packages', 'module-sdk')
+const sdkBuilt = (() => {
+  try {
+    return statSync(join(sdk, 'dist', 'index.js')).mtimeMs >= statSync(join(sdk, 'src', 'index.ts')).mtimeMs
+  } catch {
+    return false
+  }
+})()
+if (!sdkBuilt) {
+  execFileSync(process.execPath, [tsc, '-p', join(sdk, 'tsconfig.json')], { cwd: sdk, stdio: 'inherit' })
+  process.stdout.write('build: packages/module-sdk/dist/\n')
+}
+
 // `--if-stale` (npm test's pretest): nothing to do when dist/ is newer than every source file.
 if (process.argv.includes('--if-stale')) {
   const { chooseRuntime } = await import('../bin/runtime.js')
@@ -25,7 +42,6 @@ const startedAt = Date.now()
 
 rmSync(next, { recursive: true, force: true })
 try {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
   execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', next, '--noCheck'], {
     cwd: root,
     stdio: 'inherit'

@@ -1,5 +1,5 @@
 /**
- * The JSON Schema of a module definition for editors and tools (`schemas/module-definition.schema.json`),
+ * The JSON Schema of a module definition for editors and tools (`packages/module-sdk/module-definition.schema.json`, published with the SDK),
  * written from the one source of it, `moduleDefinitionSchema` (core/modules/definition-schema.ts).
  * `npm run schemas` rewrites the file; `--check` exits 1 when it is stale
  * (test/modules/definition-schema.test.ts does the same).
@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { moduleDefinitionSchema } from '../core/modules/definition-schema.ts'
 import { projectRoot } from '../core/paths.ts'
 
-export const schemaFile = join(projectRoot, 'schemas', 'module-definition.schema.json')
+export const schemaFile = join(projectRoot, 'packages', 'module-sdk', 'module-definition.schema.json')
 
 /** The file's text: draft 2020-12, the schema's members in TypeBox's order, two-space indented. */
 export function renderModuleSchema(): string {

@@ -6,7 +6,7 @@ import type { FieldType } from './types.ts'
  * The shape of a module definition as a JSON Schema (TypeBox): every object closed
  * (`additionalProperties: false`), each field type a branch of its own. It is what the
  * registry walks for unknown keys at load (`unknownKey`), what `npm run schemas` writes to
- * `schemas/module-definition.schema.json` for editors, and a test holds it equal, both ways,
+ * `packages/module-sdk/module-definition.schema.json` for editors, and a test holds it equal, both ways,
  * to the TypeScript types of `types.ts` that `defineModule` checks at compile time. The rules
  * between members (a transition's states exist, a role is declared…) stay in `validate.ts`.
  */

@@ -1,4 +1,4 @@
-import { defineModule } from '../../core/modules/define-module.ts'
+import { defineModule } from '@qehs-records/module-sdk'
 
 /** Corrective and preventive actions (CAPA) raised from an incident, verified before closure. */
 export default defineModule({

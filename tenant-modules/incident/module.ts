@@ -1,4 +1,4 @@
-import { defineModule } from '../../core/modules/define-module.ts'
+import { defineModule } from '@qehs-records/module-sdk'
 
 /** Incidents and near misses: reported by anyone, investigated and closed by safety staff. */
 export default defineModule({

@@ -1,4 +1,4 @@
-import { defineModule } from '../../core/modules/define-module.ts'
+import { defineModule } from '@qehs-records/module-sdk'
 
 /** Planned inspections with a checklist; findings feed corrective actions. */
 export default defineModule({

@@ -5,7 +5,7 @@ import t from '../helpers/tap.ts'
 
 /**
  * The layering of the plugin contract (.dependency-cruiser.cjs): core imports no plugin,
- * plugins meet only through `*.shared.ts`, module packages use only the module API, migrations
+ * plugins meet only through `*.shared.ts`, module packages use only the module SDK, migrations
  * import no code of the service. The
  * project must pass; a fixture that breaks each rule once shows that the rules bite.
  */
@@ -31,7 +31,7 @@ async function cruise(cwd: string, paths: string[]) {
 }
 
 t.test(
-  'the project keeps its layers: core names no plugin, plugins meet through *.shared.ts, module packages use only the module API',
+  'the project keeps its layers: core names no plugin, plugins meet through *.shared.ts, module packages use only the module SDK',
   async (t) => {
     const { cruised, violations } = await cruise(root, ['core', 'plugins', 'tenant-modules', 'bin'])
     t.same(violations, [], 'no violations')
@@ -45,6 +45,7 @@ t.test('each rule refuses the import it forbids and lets the allowed one pass', 
     'core-imports-no-plugin: core/app.ts -> plugins/alpha/alpha.ts',
     'migrations-stand-alone: core/db/migrations/001-core.ts -> core/app.ts',
     'migrations-stand-alone: plugins/beta/migrations/001-tables.ts -> plugins/beta/beta.shared.ts',
+    'modules-import-only-the-module-api: tenant-modules/gamma/module.ts -> core/modules/define.ts',
     'modules-import-only-the-module-api: tenant-modules/gamma/module.ts -> plugins/beta/beta.shared.ts',
     'plugins-meet-through-shared: plugins/alpha/alpha.ts -> plugins/beta/beta.class.ts'
   ])

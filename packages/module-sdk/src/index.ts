@@ -1,0 +1,201 @@
+/**
+ * The authoring SDK of the QEHS records platform: the types of a module definition and
+ * `defineModule`, which checks a definition at compile time (an unknown key anywhere is a type
+ * error) and returns it unchanged. Nothing runs at import time; the platform validates the
+ * definition again when it loads the package (docs/modules.md). `PayloadOf<typeof module>`
+ * is the type of a record's payload under the definition.
+ */
+
+/** Field types a module may declare. Every derivation table has exactly one row per type. */
+export const fieldTypes = [
+  'text',
+  'longText',
+  'number',
+  'integer',
+  'boolean',
+  'date',
+  'datetime',
+  'singleChoice',
+  'multipleChoice',
+  'user',
+  'recordRef',
+  'group',
+  'location'
+] as const
+
+export type FieldType = (typeof fieldTypes)[number]
+
+export interface ChoiceOption {
+  value: string
+  label?: string
+}
+
+/**
+ * Field-level rule: only these roles see (read) or change (write) the field; write
+ * defaults to read. Tenant API keys act as the tenant and are not restricted.
+ */
+export interface FieldAccess {
+  read: string[]
+  write?: string[]
+}
+
+interface FieldBase {
+  key: string
+  label?: string
+  description?: string
+  required?: boolean
+  access?: FieldAccess
+}
+
+export type FieldDefinition = FieldBase &
+  (
+    | { type: 'text'; maxLength?: number; pattern?: string }
+    | { type: 'longText'; maxLength?: number }
+    | { type: 'number'; minimum?: number; maximum?: number }
+    | { type: 'integer'; minimum?: number; maximum?: number }
+    | { type: 'boolean' }
+    | { type: 'date' }
+    | { type: 'datetime' }
+    | { type: 'singleChoice'; options: Array<string | ChoiceOption> }
+    | { type: 'multipleChoice'; options: Array<string | ChoiceOption>; minItems?: number; maxItems?: number }
+    | { type: 'user' }
+    | { type: 'recordRef'; module: string }
+    | { type: 'group'; fields: GroupMember[]; minItems?: number; maxItems?: number }
+    | { type: 'location' }
+  )
+
+/** A field of a group: any type but a group (groups do not nest). */
+export type GroupMember = Exclude<FieldDefinition, { type: 'group' }>
+
+export interface WorkflowState {
+  key: string
+  label?: string
+  /** Payload fields that must hold a value before a record may enter this state. */
+  requires?: string[]
+  final?: boolean
+}
+
+export interface WorkflowTransition {
+  key: string
+  label?: string
+  from: string[]
+  to: string
+  /** Roles allowed to fire the transition; empty or absent means any role with `transition:<key>`. */
+  roles?: string[]
+  /** Extra payload fields required by this transition, on top of the target state's. */
+  requires?: string[]
+  /** The record's creator may not fire this transition (four-eyes principle). */
+  forbidSelf?: boolean
+}
+
+export interface Workflow {
+  initial: string
+  states: WorkflowState[]
+  transitions: WorkflowTransition[]
+}
+
+/**
+ * A row-level condition: `createdBy: 'self'` matches records the caller created;
+ * `{ field, equals: 'self' }` matches records whose top-level user field names the caller.
+ */
+export type RowCondition = { createdBy: 'self' } | { field: string; equals: 'self' }
+
+export interface ModuleDefinition {
+  key: string
+  version: string
+  title: string
+  description?: string
+  fields: FieldDefinition[]
+  workflow: Workflow
+  /** Role -> actions: read, create, update, delete, export, attachments, transition:<key> or transition:*. */
+  permissions: Record<string, string[]>
+  /**
+   * Row-level rules: role -> conditions, any of which lets that role see a record.
+   * A role without an entry sees every record its permissions let it read.
+   */
+  rowAccess?: Record<string, RowCondition[]>
+  /** e.g. `INC-{YYYY}-{seq:5}`; tokens: {YYYY} {YY} {MM} {DD} {seq:N}. */
+  numberPattern: string
+  /**
+   * The top-level fields that identify a record at a glance, in order (at most 8): the PDF
+   * export's default columns after Number and State, list pages and GraphQL defaults.
+   */
+  summaryColumns?: string[]
+}
+
+/** `T` with every member `Allowed` does not declare typed `never`: tsc then names the unknown key where it is written. */
+type Only<T, Allowed> = T & { [K in Exclude<keyof T, keyof Allowed>]: never }
+
+type FieldOfType<Ty> = Extract<FieldDefinition, { type: Ty }>
+
+/** A field as written, held to the members of its own type (and a group's fields, an access rule's, an option's). */
+type StrictField<F> = F extends { type: infer Ty }
+  ? Only<F, FieldOfType<Ty>> &
+      (F extends { fields: infer G } ? { fields: StrictList<G> } : unknown) &
+      (F extends { access: infer A } ? { access: Only<A, FieldAccess> } : unknown) &
+      (F extends { options: infer O }
+        ? { options: { [I in keyof O]: O[I] extends string ? O[I] : Only<O[I], ChoiceOption> } }
+        : unknown)
+  : F
+
+type StrictList<L> = { [I in keyof L]: StrictField<L[I]> }
+
+type StrictWorkflow<W> = W extends { states: infer S; transitions: infer X }
+  ? Only<W, Workflow> & {
+      states: { [I in keyof S]: Only<S[I], WorkflowState> }
+      transitions: { [I in keyof X]: Only<X[I], WorkflowTransition> }
+    }
+  : W
+
+/** A definition as written, held to the format everywhere: top level, fields, workflow, row conditions. */
+export type StrictDefinition<T> = T extends { fields: infer F; workflow: infer W }
+  ? Only<T, ModuleDefinition> & { fields: StrictList<F>; workflow: StrictWorkflow<W> }
+  : T
+
+/**
+ * Declares a module. It only checks the definition's type and returns it: a key the format
+ * does not have (`requird`, `indexes`, `options` on a text field) is a compile error, as it is
+ * a load error in the platform. The platform validates the rules between members at load.
+ */
+export function defineModule<const T extends ModuleDefinition>(definition: T & StrictDefinition<T>): T {
+  return definition
+}
+
+type OptionValue<O> = O extends string ? O : O extends { value: infer V } ? V : never
+
+/** A location value, as the platform stores and validates it. */
+export interface LocationValue {
+  latitude: number
+  longitude: number
+  label?: string
+  accuracyMeters?: number
+}
+
+/** The payload value of one field, by its type (the same table as the platform's payload schema). */
+export type FieldValue<F> = F extends { type: 'text' | 'longText' | 'date' | 'datetime' | 'user' | 'recordRef' }
+  ? string
+  : F extends { type: 'number' | 'integer' }
+    ? number
+    : F extends { type: 'boolean' }
+      ? boolean
+      : F extends { type: 'singleChoice'; options: ReadonlyArray<infer O> }
+        ? OptionValue<O>
+        : F extends { type: 'multipleChoice'; options: ReadonlyArray<infer O> }
+          ? Array<OptionValue<O>>
+          : F extends { type: 'location' }
+            ? LocationValue
+            : F extends { type: 'group'; fields: ReadonlyArray<infer G> }
+              ? Array<PayloadOfFields<G>>
+              : never
+
+type Flat<T> = { [K in keyof T]: T[K] } & {}
+
+/** Required fields as required members, the others optional. */
+export type PayloadOfFields<F> = Flat<
+  { [K in F as K extends { required: true; key: string } ? K['key'] : never]: FieldValue<K> } & {
+    [K in F as K extends { required: true } ? never : K extends { key: string } ? K['key'] : never]?: FieldValue<K>
+  }
+>
+
+/** The payload of a record of a module: `PayloadOf<typeof myModule>`. */
+export type PayloadOf<M extends { fields: ReadonlyArray<unknown> }> = PayloadOfFields<M['fields'][number]>
