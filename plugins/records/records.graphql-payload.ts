@@ -164,11 +164,14 @@ export function payloadTypes(
     d.workflow.states.map((s) => ({ value: s.key, label: s.label })),
     `${d.title} workflow states`
   )
-  enumOf(
-    `${T}Transition`,
-    d.workflow.transitions.map((s) => ({ value: s.key, label: s.label })),
-    `${d.title} workflow transitions`
-  )
+  // A module without transitions (its records keep one state) has no transition enum: GraphQL refuses an empty one,
+  // and the whole tenant's schema with it. Nor does it get a transition mutation (records.graphql.ts).
+  if (d.workflow.transitions.length)
+    enumOf(
+      `${T}Transition`,
+      d.workflow.transitions.map((s) => ({ value: s.key, label: s.label })),
+      `${d.title} workflow transitions`
+    )
 
   const filterable = visible.filter((f) => fieldToFilter[f.type] && graphQLTypesOf(f, types).filter)
   if (filterable.length) {

@@ -303,30 +303,31 @@ function moduleRootFields(
           callParams(ctx, { ...only, ifMatch: expected(args.expectedVersion), idempotencyKey: ctx.idempotencyKey })
         )) as Resolver
   }
-  mutation[`transition${T}`] = {
-    type: T,
-    ...lookup,
-    description: `Fires a workflow transition of ${article(d.title)} (POST /api/v1/records/{id}:transition).`,
-    args: {
-      id: 'ID!',
-      transition: `${T}Transition!`,
-      comment: 'String',
-      payload: `${T}PayloadPatch`,
-      expectedVersion: version
-    },
-    resolve: ((_s, args, ctx) =>
-      ctx.app.service(recordsPath).transition(
-        {
-          transition: args.transition,
-          ...(args.comment !== undefined && args.comment !== null ? { comment: args.comment } : {}),
-          ...(args.payload ? { payload: args.payload } : {})
-        },
-        callParams(ctx, {
-          ...only,
-          id: args.id,
-          ifMatch: expected(args.expectedVersion),
-          idempotencyKey: ctx.idempotencyKey
-        })
-      )) as Resolver
-  }
+  if (d.workflow.transitions.length)
+    mutation[`transition${T}`] = {
+      type: T,
+      ...lookup,
+      description: `Fires a workflow transition of ${article(d.title)} (POST /api/v1/records/{id}:transition).`,
+      args: {
+        id: 'ID!',
+        transition: `${T}Transition!`,
+        comment: 'String',
+        payload: `${T}PayloadPatch`,
+        expectedVersion: version
+      },
+      resolve: ((_s, args, ctx) =>
+        ctx.app.service(recordsPath).transition(
+          {
+            transition: args.transition,
+            ...(args.comment !== undefined && args.comment !== null ? { comment: args.comment } : {}),
+            ...(args.payload ? { payload: args.payload } : {})
+          },
+          callParams(ctx, {
+            ...only,
+            id: args.id,
+            ifMatch: expected(args.expectedVersion),
+            idempotencyKey: ctx.idempotencyKey
+          })
+        )) as Resolver
+    }
 }

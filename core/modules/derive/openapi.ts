@@ -109,13 +109,21 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
     {
       type: 'string',
       title: `${d.title} transition`,
-      enum: d.workflow.transitions.map((t) => t.key),
-      description: d.workflow.transitions
-        .map(
-          (t) =>
-            `\`${t.key}\`: ${t.from.join(' | ')} → ${t.to}${t.roles?.length ? ` (roles: ${t.roles.join(', ')})` : ''}${t.forbidSelf ? ", not by the record's creator" : ''}`
-        )
-        .join('; ')
+      // A module without transitions (a register whose records keep their one state) accepts none: an empty
+      // enum is not a valid JSON Schema.
+      ...(d.workflow.transitions.length
+        ? { enum: d.workflow.transitions.map((t) => t.key) }
+        : { not: {}, description: 'This module has no workflow transitions.' }),
+      ...(d.workflow.transitions.length
+        ? {
+            description: d.workflow.transitions
+              .map(
+                (t) =>
+                  `\`${t.key}\`: ${t.from.join(' | ')} → ${t.to}${t.roles?.length ? ` (roles: ${t.roles.join(', ')})` : ''}${t.forbidSelf ? ", not by the record's creator" : ''}`
+              )
+              .join('; ')
+          }
+        : {})
     },
     `${name}Transition`
   )
