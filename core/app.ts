@@ -136,7 +136,16 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
       shutdown: platform.shutdown,
       checks: () => Object.fromEntries(app.get('readiness')),
       timeoutMs: platform.config.health.timeoutMs,
-      errorsUrl: () => app.get('errorsUrl')
+      errorsUrl: () => app.get('errorsUrl'),
+      degraded: () =>
+        platform.registry.unavailable.length
+          ? {
+              modulePackages: platform.registry.unavailable.map((u) => ({
+                package: u.packageName,
+                ...(u.key ? { module: u.key } : {})
+              }))
+            }
+          : undefined
     })
   )
   for (const m of options.outermost?.(app) ?? []) app.use(m)

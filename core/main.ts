@@ -2,7 +2,6 @@ import { startServer, createPlatform } from './app.ts'
 import { loadConfig } from './config.ts'
 import { exitOnStopSignals } from './shutdown.ts'
 import { logger, logProcessWarnings } from './logger.ts'
-import { ModuleDefinitionError } from './modules/validate.ts'
 import type { Plugin } from './plugin.ts'
 
 /** `npm start` (bin/server.ts): the service with `plugins` on DATABASE_URL, or on the embedded PostgreSQL in ./data. */
@@ -81,12 +80,10 @@ function logProcessOutput() {
   )
 }
 
-/** Start-up failed: one log line with the message (a bad module names its package and field), exit 1. */
+/** Start-up failed: one log line with the message, exit 1. (A bad module package does not stop it: it is disabled alone.) */
 export function startFailed(err: unknown): never {
-  if (err instanceof ModuleDefinitionError) logger.fatal(`Start-up stopped: ${err.message}`)
-  else
-    logger.fatal(`Start-up failed: ${(err as Error)?.message ?? String(err)}`, {
-      error: (err as Error)?.stack ?? String(err)
-    })
+  logger.fatal(`Start-up failed: ${(err as Error)?.message ?? String(err)}`, {
+    error: (err as Error)?.stack ?? String(err)
+  })
   process.exit(1)
 }

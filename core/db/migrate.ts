@@ -8,6 +8,7 @@ import * as scim from './migrations/008-scim.ts'
 import * as eventOrderIndex from './migrations/009-event-order-index.ts'
 import * as tokenPersons from './migrations/013-token-persons.ts'
 import * as tenantLedKeys from './migrations/015-tenant-led-keys.ts'
+import * as unavailableModules from './migrations/016-unavailable-modules.ts'
 
 /** One schema change: run once per database in its own transaction, recorded as `<owner>/<name>`. */
 export interface Migration {
@@ -43,7 +44,8 @@ const coreMigrations: readonly Migration[] = [
   { name: '008-scim', replaces: '008-scim', ...scim },
   { name: '009-event-order-index', replaces: '009-events-feed', ...eventOrderIndex },
   { name: '013-token-persons', replaces: '013-token-persons', ...tokenPersons },
-  { name: '015-tenant-led-keys', replaces: '015-tenant-led-keys', ...tenantLedKeys }
+  { name: '015-tenant-led-keys', replaces: '015-tenant-led-keys', ...tenantLedKeys },
+  { name: '016-unavailable-modules', ...unavailableModules }
 ]
 
 /** The log of what ran (docs/citus.md lists it as a local table). */

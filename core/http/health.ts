@@ -13,6 +13,11 @@ export interface HealthOptions {
   checks: () => Record<string, ReadinessCheck>
   timeoutMs: number
   errorsUrl: () => string
+  /**
+   * What a ready instance serves degraded, reported beside the checks without failing them (the module
+   * packages that did not load: the other modules serve). Names only: the reasons are in the log.
+   */
+  degraded?: () => Record<string, unknown> | undefined
 }
 
 const shuttingDown =
@@ -84,7 +89,8 @@ export function health(options: HealthOptions): Middleware {
     lastFailing = failing
     if (failed.length)
       return refuse('service.not_ready', `Not ready: ${failed.join(', ')} did not answer.`, publicChecks(checks))
-    ctx.body = { status: 'ready', checks: publicChecks(checks) }
+    const degraded = options.degraded?.()
+    ctx.body = { status: 'ready', checks: publicChecks(checks), ...(degraded ? { degraded } : {}) }
   }
 }
 

@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url'
 import semver from 'semver'
 import type { TObject } from '@feathersjs/typebox'
 import type { ValidateFunction } from 'ajv'
+import { logger } from '../logger.ts'
 import { projectRoot } from '../paths.ts'
 import { compileData } from '../validation.ts'
 import { payloadSchema } from './derive/json-schema.ts'
@@ -40,8 +41,23 @@ function deepFreeze<T>(o: T): T {
   return o
 }
 
+/**
+ * A module package that did not load (its file, its definition, its host range, a module it
+ * references): disabled alone, every other module serves. `key` is the module's when it is known
+ * (from the definition, or `key` in the package's manifest for a file that cannot be loaded).
+ */
+export interface UnavailablePackage {
+  packageName: string
+  key?: string
+  /** Where the problem is and what it is, as ModuleDefinitionError words them. */
+  where: string
+  problem: string
+}
+
 export class ModuleRegistry {
   private readonly modules = new Map<string, RegisteredModule>()
+  /** The packages that did not load, in the order they were tried. */
+  readonly unavailable: UnavailablePackage[] = []
 
   get(key: string): RegisteredModule | undefined {
     return this.modules.get(key)
@@ -94,36 +110,92 @@ export class ModuleRegistry {
     return entry
   }
 
-  /** Cross-module checks, once every package is registered. */
+  /** Disables a package: its problem is kept for operators, its module (if it was registered) leaves the registry. */
+  disable(err: ModuleDefinitionError, key?: string) {
+    if (key !== undefined && this.modules.get(key)?.definition.packageName === err.packageName) this.modules.delete(key)
+    this.unavailable.push({ packageName: err.packageName, key, where: err.where, problem: err.problem })
+  }
+
+  /** Why no module `key` is here: the package that should have provided it, else undefined. */
+  unavailableModule(key: string): UnavailablePackage | undefined {
+    return this.modules.has(key) ? undefined : this.unavailable.find((u) => u.key === key)
+  }
+
+  /**
+   * Cross-module checks, once every package is registered: a module whose record references name a
+   * module no loaded package provides is disabled too, and so on until every reference resolves.
+   */
   checkReferences() {
-    for (const m of this.modules.values()) {
-      const walk = (fields: readonly FieldDefinition[]) => {
-        for (const f of fields) {
-          if (f.type === 'recordRef' && !this.modules.has(f.module)) {
-            throw new ModuleDefinitionError(
-              m.definition.packageName,
-              `field "${f.key}"`,
-              `references module "${f.module}", which no loaded package provides`
-            )
-          }
-          if (f.type === 'group') walk(f.fields)
-        }
+    for (let changed = true; changed;) {
+      changed = false
+      for (const m of [...this.modules.values()]) {
+        const missing = missingReference(m.definition.fields, (key) => this.modules.has(key))
+        if (!missing) continue
+        this.disable(
+          new ModuleDefinitionError(
+            m.definition.packageName,
+            `field "${missing.key}"`,
+            `references module "${missing.module}", which no loaded package provides`
+          ),
+          m.definition.key
+        )
+        changed = true
       }
-      walk(m.definition.fields)
     }
   }
+}
+
+/** The first record reference (groups included) to a module `has` does not know. */
+function missingReference(
+  fields: readonly FieldDefinition[],
+  has: (key: string) => boolean
+): { key: string; module: string } | undefined {
+  for (const f of fields) {
+    if (f.type === 'recordRef' && !has(f.module)) return { key: f.key, module: f.module }
+    if (f.type === 'group') {
+      const inner = missingReference(f.fields, has)
+      if (inner) return inner
+    }
+  }
+  return undefined
 }
 
 interface PackageJson {
   name?: string
   version?: string
-  [manifestKey]?: { entry?: string; host?: string }
+  [manifestKey]?: { entry?: string; host?: string; key?: string }
 }
 
+/**
+ * Loads one package into the registry; a package that does not load is disabled with its reason
+ * (registry.unavailable) and logged, and the next one is tried.
+ */
 async function loadPackage(registry: ModuleRegistry, pkgDir: string) {
-  const pkgFile = join(pkgDir, 'package.json')
-  const pkg: PackageJson = JSON.parse(await readFile(pkgFile, 'utf8'))
-  const name = pkg.name ?? relative(projectRoot, pkgDir)
+  let name = relative(projectRoot, pkgDir)
+  let key: string | undefined
+  try {
+    let pkg: PackageJson
+    try {
+      pkg = JSON.parse(await readFile(join(pkgDir, 'package.json'), 'utf8'))
+    } catch (err) {
+      throw new ModuleDefinitionError(name, 'package.json', `cannot be read: ${(err as Error).message}`)
+    }
+    name = pkg.name ?? name
+    key = typeof pkg[manifestKey]?.key === 'string' ? pkg[manifestKey].key : undefined
+    const definition = await definitionOf(pkg, name, pkgDir)
+    const given = (definition as { key?: unknown } | null)?.key
+    if (typeof given === 'string') key = given
+    registry.register(definition, name, pkgDir)
+  } catch (err) {
+    const e =
+      err instanceof ModuleDefinitionError ? err : new ModuleDefinitionError(name, 'package', (err as Error).message)
+    registry.disable(e, key)
+    logger.error('module package disabled', { package: e.packageName, module: key, reason: e.message })
+  }
+}
+
+/** The definition a package exports, once its manifest and host range allow loading it. */
+async function definitionOf(pkg: PackageJson, name: string, pkgDir: string): Promise<unknown> {
   const manifest = pkg[manifestKey]
   if (!manifest || typeof manifest.entry !== 'string') {
     throw new ModuleDefinitionError(
@@ -145,7 +217,7 @@ async function loadPackage(registry: ModuleRegistry, pkgDir: string) {
   } catch (err) {
     throw new ModuleDefinitionError(name, manifest.entry, `cannot be loaded: ${(err as Error).message}`)
   }
-  registry.register(exported.default ?? exported.module, name, pkgDir)
+  return exported.default ?? exported.module
 }
 
 /**
@@ -167,7 +239,10 @@ async function importModuleFile(path: string): Promise<Record<string, unknown>> 
   }
 }
 
-/** Discovers module packages in the configured folders and npm packages and builds the registry. */
+/**
+ * Discovers module packages in the configured folders and npm packages and builds the registry. A package
+ * that does not load is disabled alone (registry.unavailable, an error line each): the others serve.
+ */
 export async function loadModules(options: { directories: string[]; packages: string[] }): Promise<ModuleRegistry> {
   const registry = new ModuleRegistry()
   for (const dir of options.directories) {
@@ -185,7 +260,10 @@ export async function loadModules(options: { directories: string[]; packages: st
     try {
       pkgFile = require.resolve(`${name}/package.json`)
     } catch {
-      throw new ModuleDefinitionError(name, 'package', 'is listed in modules.packages but is not installed')
+      const e = new ModuleDefinitionError(name, 'package', 'is listed in modules.packages but is not installed')
+      registry.disable(e)
+      logger.error('module package disabled', { package: name, reason: e.message })
+      continue
     }
     await loadPackage(registry, dirname(pkgFile))
   }

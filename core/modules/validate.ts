@@ -7,7 +7,7 @@ export class ModuleDefinitionError extends Error {
   constructor(
     readonly packageName: string,
     readonly where: string,
-    problem: string
+    readonly problem: string
   ) {
     super(`Module package "${packageName}": ${where}: ${problem}`)
     this.name = 'ModuleDefinitionError'

@@ -3,7 +3,7 @@ import type { AppConfig } from '../config.ts'
 import { transaction } from '../db/index.ts'
 import { listenWithReconnect, type Listening } from '../db/listen.ts'
 import { systemScope } from '../db/tenant-scope.ts'
-import { problems } from '../errors/index.ts'
+import { problems, type ApiError } from '../errors/index.ts'
 import { logger } from '../logger.ts'
 import type { ModuleRegistry, RegisteredModule } from '../modules/registry.ts'
 
@@ -11,6 +11,8 @@ export interface Tenant {
   id: string
   name: string
   modules: ReadonlyMap<string, RegisteredModule>
+  /** Installed modules no loaded package provides (broken, incompatible or removed): their calls answer 503. */
+  unavailable: ReadonlySet<string>
 }
 
 /** Announced (at commit) by every sync of tenants and modules; each instance's directory reloads on it. */
@@ -60,14 +62,29 @@ export class TenantDirectory {
     const next = new Map<string, Tenant>()
     for (const r of rows) {
       const modules = new Map<string, RegisteredModule>()
+      const unavailable = new Set<string>()
       for (const key of r.modules as string[]) {
         const m = this.registry.get(key)
         if (m) modules.set(key, m)
-        else logger.warn(`tenant ${r.id} has module "${key}" installed, but no loaded package provides it`)
+        else unavailable.add(key)
       }
-      next.set(r.id, { id: r.id, name: r.name, modules })
+      next.set(r.id, { id: r.id, name: r.name, modules, unavailable })
     }
     this.tenants = next
+  }
+
+  /**
+   * The 503 for a module a tenant has installed but no loaded package provides. The tenant is told the
+   * module is unavailable and that its records are kept, not why (the reason names the deployment's
+   * packages and files: operators read it at GET /api/v1/modules, on /readyz and in the log).
+   */
+  unavailable(tenantId: string, moduleKey: string): ApiError | undefined {
+    if (!this.tenants.get(tenantId)?.unavailable.has(moduleKey)) return undefined
+    return problems.unavailable(
+      'module.unavailable',
+      `Module "${moduleKey}" is installed for this tenant but unavailable on this deployment: its package did not load. Its records are kept and answer again once an operator fixes the package; tenant admins see the reason at GET /api/v1/modules.`,
+      { moduleKey }
+    )
   }
 
   get(tenantId: string): Tenant | undefined {
@@ -78,11 +95,14 @@ export class TenantDirectory {
     return [...this.tenants.values()]
   }
 
-  /** The installed module, or a 404 that does not say whether the module exists elsewhere. */
+  /** The installed module; a 503 when its package did not load, or a 404 that does not say whether the module exists elsewhere. */
   module(tenantId: string, moduleKey: string): RegisteredModule {
     const m = this.tenants.get(tenantId)?.modules.get(moduleKey)
-    if (!m) throw problems.notFound('module.not_found', `No module "${moduleKey}" is installed for this tenant.`)
-    return m
+    if (m) return m
+    throw (
+      this.unavailable(tenantId, moduleKey) ??
+      problems.notFound('module.not_found', `No module "${moduleKey}" is installed for this tenant.`)
+    )
   }
 }
 
@@ -95,13 +115,14 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
   const created: string[] = []
   for (const [id, t] of Object.entries(config.tenants)) {
     for (const key of t.modules) {
-      if (!registry.get(key))
-        throw new Error(
-          `Configuration: tenant "${id}" installs module "${key}", but no module package provides it (loaded: ${registry
-            .all()
-            .map((m) => m.definition.key)
-            .join(', ')})`
-        )
+      if (registry.get(key)) continue
+      // Installed all the same (its records kept, its calls 503) so that fixing the package brings it back.
+      const why = registry.unavailableModule(key)
+      logger.error('tenant module unavailable', {
+        tenantId: id,
+        module: key,
+        reason: why ? `${why.packageName}: ${why.where}: ${why.problem}` : 'no loaded package provides it'
+      })
     }
   }
   await systemScope('tenants.sync', () =>
@@ -117,10 +138,12 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
         )
         if (rows[0]?.inserted) created.push(id)
         for (const key of t.modules) {
+          // A module whose package did not load keeps the version it had (NULL if it never loaded here).
           await client.query(
             `INSERT INTO tenant_modules (tenant_id, module_key, module_version) VALUES ($1, $2, $3)
-           ON CONFLICT (tenant_id, module_key) DO UPDATE SET module_version = excluded.module_version, installed = true, uninstalled_at = NULL`,
-            [id, key, registry.get(key)!.definition.version]
+           ON CONFLICT (tenant_id, module_key) DO UPDATE
+             SET module_version = coalesce(excluded.module_version, tenant_modules.module_version), installed = true, uninstalled_at = NULL`,
+            [id, key, registry.get(key)?.definition.version ?? null]
           )
         }
         await client.query(

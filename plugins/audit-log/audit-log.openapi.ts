@@ -187,7 +187,7 @@ export function describeAuditLog(ctx: DocContext): Fragment {
               }
             }
           },
-          problems: [404],
+          problems: [404, 503],
           problemResponses: {
             400: problemResponse(400, ctx.errorsUrl, {
               description:

@@ -45,8 +45,8 @@ export function describeBulk(ctx: DocContext): Fragment {
           },
           externalRef: 'EXAMPLE-REF-0001'
         },
-        // A module the tenant has not installed.
-        problems: [404]
+        // A module the tenant has not installed (404), or whose package did not load (503).
+        problems: [404, 503]
       })
     }
   } else {

@@ -210,7 +210,7 @@ export function describeExports(ctx: DocContext): Fragment {
               }
             }
           },
-          problems: [404, 409, 413, 415, 422]
+          problems: [404, 409, 413, 415, 422, 503]
         })
       },
       '/api/v1/exports/{id}': {

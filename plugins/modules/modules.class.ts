@@ -1,10 +1,10 @@
 import type { Params } from '@feathersjs/feathers'
 import { assertScope, hiddenFields, seesModule } from '../../core/auth/access.ts'
 import { problems } from '../../core/errors/index.ts'
-import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
+import { isAdmin, requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { summaryColumns } from '../../core/modules/derive/columns.ts'
 import { fieldToFilter } from '../../core/modules/derive/filters.ts'
-import type { RegisteredModule } from '../../core/modules/registry.ts'
+import type { ModuleRegistry, RegisteredModule } from '../../core/modules/registry.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 
 interface ModuleParams extends Params {
@@ -30,7 +30,10 @@ const summaryColumnsOf = (m: RegisteredModule, principal: Principal) =>
 
 /** Installed modules of the caller's tenant and their full schemas, straight from the registry. */
 export class ModulesService {
-  constructor(private readonly tenants: TenantDirectory) {}
+  constructor(
+    private readonly tenants: TenantDirectory,
+    private readonly registry: ModuleRegistry
+  ) {}
 
   private principal(params: ModuleParams): Principal {
     return requirePrincipal(params, 'A modules call')
@@ -44,7 +47,24 @@ export class ModulesService {
       .filter((m) => seesModule(principal, m))
       .sort((a, b) => a.definition.key.localeCompare(b.definition.key))
       .map(summary)
-    return { items }
+    // Installed modules whose package did not load: their calls answer 503 module.unavailable. A tenant admin
+    // also reads why (the package, where and what), which names the deployment's packages and files.
+    const admin = isAdmin(principal)
+    const unavailable = [...(tenant?.unavailable ?? [])].sort().map((key) => {
+      const why = this.registry.unavailableModule(key)
+      return {
+        key,
+        status: 'unavailable' as const,
+        ...(admin
+          ? {
+              reason: why
+                ? `Module package "${why.packageName}": ${why.where}: ${why.problem}`
+                : 'No loaded module package provides this module (removed, or its package could not be read).'
+            }
+          : {})
+      }
+    })
+    return { items, unavailable }
   }
 
   async get(key: string, params: ModuleParams) {

@@ -131,12 +131,36 @@ export function describeModules(ctx: DocContext): Fragment {
           operationId: 'listModules',
           tag,
           summary: 'List installed modules',
-          description: 'The modules the credential has a role in.',
+          description:
+            "The modules the credential has a role in, and the tenant's installed modules that are unavailable on this deployment (their package did not load: every call on them answers 503 `module.unavailable`, their records are kept).",
           scope: 'modules:read',
           responses: {
             200: {
               description: 'The installed modules.',
-              schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: summary } } }
+              schema: {
+                type: 'object',
+                required: ['items', 'unavailable'],
+                properties: {
+                  items: { type: 'array', items: summary },
+                  unavailable: {
+                    type: 'array',
+                    description: 'Installed modules whose package did not load on this deployment.',
+                    items: {
+                      type: 'object',
+                      required: ['key', 'status'],
+                      properties: {
+                        key: { type: 'string', examples: ['permit'] },
+                        status: { type: 'string', enum: ['unavailable'] },
+                        reason: {
+                          type: 'string',
+                          description:
+                            "Why (the package, where in it and what), for tenant admins only: it names the deployment's packages and files."
+                        }
+                      }
+                    }
+                  }
+                }
+              }
             }
           }
         })
@@ -156,7 +180,7 @@ export function describeModules(ctx: DocContext): Fragment {
           summary: 'Get a module schema: fields, workflow, permissions',
           scope: 'modules:read',
           responses: { 200: { description: 'The full module schema.', schema: moduleSchema } },
-          problems: [404]
+          problems: [404, 503]
         })
       }
     }

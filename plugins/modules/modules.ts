@@ -12,7 +12,8 @@ declare module '../../core/declarations.ts' {
 }
 
 export function modules(app: App) {
-  app.use(modulesPath, new ModulesService(app.get('platform').tenants), { methods: [...modulesMethods] })
+  const { tenants, registry } = app.get('platform')
+  app.use(modulesPath, new ModulesService(tenants, registry), { methods: [...modulesMethods] })
 }
 
 export const modulesPlugin: Plugin = {

@@ -27,7 +27,8 @@ import {
 } from './records.schema.ts'
 
 const tag = 'Records'
-const writeProblems = [404, 409, 413, 415, 422]
+/** 503 module.unavailable: the record's module is installed for the tenant but its package did not load. */
+const writeProblems = [404, 409, 413, 415, 422, 503]
 
 /** One schema for "any of these modules", discriminated by `moduleKey` when the tenant's modules are known. */
 function perModule(refs: ModuleRefs[], pick: (r: ModuleRefs) => JsonSchema, generic: () => JsonSchema): JsonSchema {
@@ -149,7 +150,7 @@ export function describeRecords(ctx: DocContext): Fragment {
             }
           }),
           responses: { 200: { description: 'A page of records.', schema: page } },
-          problems: [404]
+          problems: [404, 503]
         }),
         post: operation({
           operationId: 'createRecord',
@@ -179,7 +180,7 @@ export function describeRecords(ctx: DocContext): Fragment {
               'The record, with `activity` (every change, newest last), `attachments` (metadata; download through `GET /api/v1/attachments/{id}`) and `availableTransitions`.'
             )
           },
-          problems: [404]
+          problems: [404, 503]
         }),
         patch: mergePatchToo(
           operation({
@@ -206,7 +207,7 @@ export function describeRecords(ctx: DocContext): Fragment {
           idempotent: true,
           parameters: [ifMatch],
           responses: { 200: ok('The record as deleted, with `deletedAt` and `deletedBy`.') },
-          problems: [404, 409, 412, 422]
+          problems: [404, 409, 412, 422, 503]
         })
       },
       '/api/v1/records/{id}:transition': {

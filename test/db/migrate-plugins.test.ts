@@ -32,6 +32,9 @@ const singleList = [
   '015-tenant-led-keys'
 ]
 
+/** Migrations written after the single list ended: a database it left runs these, and nothing else. */
+const addedSince = ['core/016-unavailable-modules']
+
 /** The schema as the catalogue has it: columns, constraints, indexes, triggers and functions of `public`. */
 async function schemaOf(pool: pg.Pool): Promise<string[]> {
   const { rows } = await pool.query<{ line: string }>(
@@ -100,10 +103,10 @@ t.test(
     const { url, pool, ran } = await migrated(t)
     const schema = await schemaOf(pool)
     await recordSingleList(pool)
-    t.same(await migrateLatest(url, plugins), [], 'nothing re-runs')
+    t.same(await migrateLatest(url, plugins), addedSince, 'nothing of the single list re-runs')
     t.same(
       await recorded(pool),
-      [...singleList, ...ran],
+      [...singleList, ...ran.filter((id) => !addedSince.includes(id)), ...addedSince],
       'each migration recorded under its new name, the old ones kept'
     )
     t.same(await schemaOf(pool), schema)
@@ -125,6 +128,7 @@ t.test(
     t.same(await migrateLatest(url, plugins), [
       'core/013-token-persons',
       'core/015-tenant-led-keys',
+      ...addedSince,
       'exports/002-chunks'
     ])
     t.same(await schemaOf(pool), schema)
@@ -137,7 +141,7 @@ t.test(
     const { url, pool } = await migrated(t)
     await recordSingleList(pool)
     const withoutExports = plugins.filter((p) => p.name !== 'exports')
-    t.same(await migrateLatest(url, withoutExports), [])
+    t.same(await migrateLatest(url, withoutExports), addedSince)
     t.notOk(
       (await recorded(pool)).some((name) => name.startsWith('exports/')),
       'exports took over nothing yet'
