@@ -7,6 +7,8 @@ import { systemScope } from '../db/tenant-scope.ts'
 import { ModuleDefinitionError } from '../modules/validate.ts'
 import { checkDependencies, type CliContext, type Plugin } from '../plugin.ts'
 import { describeError, identityCommand } from './identity.ts'
+import { moduleCommand } from './modules.ts'
+import { logger } from '../logger.ts'
 
 const usage = `records: admin CLI of the records platform (works with or without the server running)
 
@@ -32,6 +34,11 @@ const usage = `records: admin CLI of the records platform (works with or without
   records token revoke TOKEN-ID                     revoke a token; it fails with 401 from the next call on
   records scopes                                    the scope names tokens can carry
 
+  records module new KEY [--name @scope/package] [--dir PATH]
+                                                    scaffold a module package (definition, README, tsconfig, manifest)
+  records module check FOLDER|TARBALL               load a module package as a deployment would: OK, or REFUSED with
+                                                    where and what (exit 1); the configured modules load beside it
+
 Database: DATABASE_URL, or the embedded PostgreSQL in ./data (started if needed).`
 
 /** Where the CLI reads and writes, and the configuration it starts from: the process's, or a test's. */
@@ -56,6 +63,9 @@ const processIo: CliIo = {
 
 /** A refusal of the command line itself (unknown tenant, missing flag): exit code 2. */
 class CliUsageError extends Error {}
+
+/** `records module check` refused the package (it said why on stdout): exit code 1. */
+class ModuleRefused extends Error {}
 
 function fail(message: string): never {
   throw new CliUsageError(message)
@@ -89,6 +99,7 @@ export async function runCli(argv: string[], plugins: readonly Plugin[], io: Cli
       io.err(`records: ${err.message}\n`)
       return 2
     }
+    if (err instanceof ModuleRefused) return 1
     io.err(`records: ${err instanceof ModuleDefinitionError ? err.message : describeError(err)}\n`)
     return 1
   }
@@ -112,6 +123,7 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
       group: { type: 'string' },
       scopes: { type: 'string' },
       'password-stdin': { type: 'boolean' },
+      dir: { type: 'string' },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -128,6 +140,14 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
     } finally {
       await db.close()
     }
+  }
+  if (area === 'module') {
+    // The check says itself what it refused; the registry's log lines would repeat it.
+    const config = loadConfig(io.config)
+    logger.setLevel('silent')
+    const result = await moduleCommand({ out, fail, modules: config.modules }, action, arg, values)
+    if (result === 'refused') throw new ModuleRefused()
+    if (result) return
   }
   if (area === 'tenant' && action === 'list') {
     return withPlatform(io, plugins, async (p) => {

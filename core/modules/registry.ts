@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -15,10 +16,20 @@ import { ModuleDefinitionError, validateModuleDefinition } from './validate.ts'
 
 /** The manifest key a module package carries in its package.json. */
 export const manifestKey = 'records-module'
-const coreVersion: string = JSON.parse(await readFile(join(projectRoot, 'package.json'), 'utf8')).version
+/** This platform's version, which a package's host range must accept. */
+export const coreVersion: string = JSON.parse(await readFile(join(projectRoot, 'package.json'), 'utf8')).version
+
+/** The package a module came from, as its package.json says (the catalogue shows it). */
+export interface ModulePackage {
+  name: string
+  version?: string
+  /** The platform versions it declares it fits (`records-module`.host). */
+  host?: string
+}
 
 export interface RegisteredModule {
   definition: LoadedModule
+  package: ModulePackage
   /** Cache key of everything derived from this module (validators, documents). */
   versionKey: string
   schema: TObject
@@ -68,7 +79,12 @@ export class ModuleRegistry {
   }
 
   /** Validates, freezes and registers a definition; `packageName` is named in every error. */
-  register(def: unknown, packageName: string, packagePath: string): RegisteredModule {
+  register(
+    def: unknown,
+    packageName: string,
+    packagePath: string,
+    info: Omit<ModulePackage, 'name'> = {}
+  ): RegisteredModule {
     validateModuleDefinition(def, packageName)
     if (this.modules.has(def.key)) {
       throw new ModuleDefinitionError(
@@ -91,6 +107,7 @@ export class ModuleRegistry {
     }
     const entry: RegisteredModule = {
       definition,
+      package: { name: packageName, ...info },
       versionKey: `${definition.key}@${definition.version}`,
       schema,
       validatePayload,
@@ -185,7 +202,7 @@ async function loadPackage(registry: ModuleRegistry, pkgDir: string) {
     const definition = await definitionOf(pkg, name, pkgDir)
     const given = (definition as { key?: unknown } | null)?.key
     if (typeof given === 'string') key = given
-    registry.register(definition, name, pkgDir)
+    registry.register(definition, name, pkgDir, { version: pkg.version, host: pkg[manifestKey]?.host })
   } catch (err) {
     const e =
       err instanceof ModuleDefinitionError ? err : new ModuleDefinitionError(name, 'package', (err as Error).message)
@@ -234,8 +251,16 @@ async function importModuleFile(path: string): Promise<Record<string, unknown>> 
     const code = (err as { code?: string }).code
     if (code !== 'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING' && code !== 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX')
       throw err
-    const { tsImport } = await import('tsx/esm/api')
-    return tsImport(url, import.meta.url)
+    // Loaded through a tsx loader of its own, unregistered once the entry and its static imports are in: a loader left
+    // registered holds a message port open, and a CLI run (`records module check` of a package under node_modules)
+    // never exited.
+    const { register } = await import('tsx/esm/api')
+    const loader = register({ namespace: `records-module-${randomUUID()}` })
+    try {
+      return (await loader.import(url, import.meta.url)) as Record<string, unknown>
+    } finally {
+      await loader.unregister()
+    }
   }
 }
 
@@ -243,8 +268,14 @@ async function importModuleFile(path: string): Promise<Record<string, unknown>> 
  * Discovers module packages in the configured folders and npm packages and builds the registry. A package
  * that does not load is disabled alone (registry.unavailable, an error line each): the others serve.
  */
-export async function loadModules(options: { directories: string[]; packages: string[] }): Promise<ModuleRegistry> {
+export async function loadModules(options: {
+  directories: string[]
+  packages: string[]
+  /** Package folders loaded first, before the configured ones (`records module check`: the package under check wins its key). */
+  packageDirs?: string[]
+}): Promise<ModuleRegistry> {
   const registry = new ModuleRegistry()
+  for (const dir of options.packageDirs ?? []) await loadPackage(registry, resolve(dir))
   for (const dir of options.directories) {
     const abs = resolve(projectRoot, dir)
     const entries = await readdir(abs, { withFileTypes: true }).catch(() => [])

@@ -13,6 +13,8 @@ export interface Tenant {
   modules: ReadonlyMap<string, RegisteredModule>
   /** Installed modules no loaded package provides (broken, incompatible or removed): their calls answer 503. */
   unavailable: ReadonlySet<string>
+  /** Installed module -> the version recorded at its installation or last sync (null: its package never loaded here). */
+  versions: ReadonlyMap<string, string | null>
 }
 
 /** Announced (at commit) by every sync of tenants and modules; each instance's directory reloads on it. */
@@ -55,7 +57,8 @@ export class TenantDirectory {
   async load() {
     const { rows } = await systemScope('tenants.load', () =>
       this.pool.query(
-        `SELECT t.id, t.name, coalesce(array_agg(m.module_key ORDER BY m.module_key) FILTER (WHERE m.installed), '{}') AS modules
+        `SELECT t.id, t.name, coalesce(array_agg(m.module_key ORDER BY m.module_key) FILTER (WHERE m.installed), '{}') AS modules,
+                coalesce(jsonb_object_agg(m.module_key, m.module_version) FILTER (WHERE m.installed), '{}') AS versions
            FROM tenants t LEFT JOIN tenant_modules m ON m.tenant_id = t.id GROUP BY t.id, t.name`
       )
     )
@@ -68,7 +71,8 @@ export class TenantDirectory {
         if (m) modules.set(key, m)
         else unavailable.add(key)
       }
-      next.set(r.id, { id: r.id, name: r.name, modules, unavailable })
+      const versions = new Map(Object.entries(r.versions as Record<string, string | null>))
+      next.set(r.id, { id: r.id, name: r.name, modules, unavailable, versions })
     }
     this.tenants = next
   }

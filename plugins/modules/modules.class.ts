@@ -90,3 +90,38 @@ export class ModulesService {
     }
   }
 }
+
+/**
+ * The modules this deployment offers (every package that loaded), with what each says of itself and
+ * whether the caller's tenant has it installed, at which version. Installing stays in operator config
+ * (`tenants.<id>.modules`): this is what a tenant can ask its operator for.
+ */
+export class ModuleCatalogueService {
+  constructor(
+    private readonly tenants: TenantDirectory,
+    private readonly registry: ModuleRegistry
+  ) {}
+
+  async find(params: ModuleParams) {
+    const principal = requirePrincipal(params, 'A module catalogue call')
+    assertScope(principal, 'modules:read')
+    const tenant = this.tenants.get(principal.tenantId)
+    const items = this.registry
+      .all()
+      .sort((a, b) => a.definition.key.localeCompare(b.definition.key))
+      .map((m) => {
+        const d = m.definition
+        const installed = tenant?.modules.has(d.key) ? { version: tenant.versions.get(d.key) ?? d.version } : null
+        return {
+          key: d.key,
+          title: d.title,
+          version: d.version,
+          description: d.description ?? null,
+          host: m.package.host ?? null,
+          package: { name: m.package.name, version: m.package.version ?? null },
+          installed
+        }
+      })
+    return { items }
+  }
+}

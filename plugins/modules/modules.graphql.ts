@@ -1,5 +1,5 @@
 import { callParams, type GraphQLSchemaBuild, type Resolver } from '../../core/graphql/schema-part.ts'
-import { modulesPath } from './modules.shared.ts'
+import { cataloguePath, modulesPath } from './modules.shared.ts'
 
 /** The modules part of the GraphQL schema (`Plugin.graphql`): the catalogue and one module's schema, from the modules service. */
 export function modulesGraphQL({ sc, query, lookup }: GraphQLSchemaBuild) {
@@ -31,6 +31,28 @@ export function modulesGraphQL({ sc, query, lookup }: GraphQLSchemaBuild) {
       summaryColumns: '[String!]!'
     }
   })
+  sc.createObjectTC({
+    name: 'ModuleCatalogueEntry',
+    fields: {
+      key: 'String!',
+      title: 'String!',
+      version: 'String!',
+      description: 'String',
+      host: { type: 'String', description: 'The platform versions the package declares it fits' },
+      package: sc.createObjectTC({ name: 'ModulePackage', fields: { name: 'String!', version: 'String' } }).NonNull,
+      installed: {
+        type: sc.createObjectTC({ name: 'InstalledModule', fields: { version: 'String!' } }),
+        description: "The caller's tenant has it installed, at this version; null when not"
+      }
+    }
+  })
+  query.moduleCatalogue = {
+    type: '[ModuleCatalogueEntry!]!',
+    ...lookup,
+    description:
+      'The modules this deployment offers, and which the tenant has installed (GET /api/v1/module-catalogue).',
+    resolve: (async (_s, _a, ctx) => (await ctx.app.service(cataloguePath).find(callParams(ctx))).items) as Resolver
+  }
   query.modules = {
     type: '[ModuleSummary!]!',
     ...lookup,

@@ -165,6 +165,66 @@ export function describeModules(ctx: DocContext): Fragment {
           }
         })
       },
+      '/api/v1/module-catalogue': {
+        get: operation({
+          operationId: 'listModuleCatalogue',
+          tag,
+          summary: 'The modules this deployment offers',
+          description:
+            "Every module package loaded on this deployment, with the platform versions it fits and whether the caller's tenant has it installed (and at which version). Installing stays in the operator's configuration (`tenants.<id>.modules`); a package that did not load is not offered (GET /api/v1/modules lists an installed one as unavailable).",
+          scope: 'modules:read',
+          responses: {
+            200: {
+              description: 'The catalogue.',
+              schema: {
+                type: 'object',
+                required: ['items'],
+                properties: {
+                  items: {
+                    type: 'array',
+                    items: {
+                      type: 'object',
+                      title: 'Catalogue entry',
+                      required: ['key', 'title', 'version', 'description', 'host', 'package', 'installed'],
+                      properties: {
+                        key: { type: 'string', examples: ['incident'] },
+                        title: { type: 'string' },
+                        version: {
+                          type: 'string',
+                          description: "The module definition's version.",
+                          examples: ['1.0.0']
+                        },
+                        description: { type: ['string', 'null'] },
+                        host: {
+                          type: ['string', 'null'],
+                          description: 'The platform versions the package declares it fits (a semver range).',
+                          examples: ['>=0.1.0 <1.0.0']
+                        },
+                        package: {
+                          type: 'object',
+                          required: ['name', 'version'],
+                          properties: { name: { type: 'string' }, version: { type: ['string', 'null'] } }
+                        },
+                        installed: {
+                          description: "The caller's tenant has it installed, at this version; null when not.",
+                          oneOf: [
+                            { type: 'null' },
+                            {
+                              type: 'object',
+                              required: ['version'],
+                              properties: { version: { type: 'string' } }
+                            }
+                          ]
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        })
+      },
       '/api/v1/modules/{moduleKey}': {
         parameters: [
           pathParam(

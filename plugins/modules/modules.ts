@@ -1,6 +1,6 @@
 import type { App } from '../../core/declarations.ts'
-import { ModulesService } from './modules.class.ts'
-import { modulesMethods, modulesPath } from './modules.shared.ts'
+import { ModuleCatalogueService, ModulesService } from './modules.class.ts'
+import { catalogueMethods, cataloguePath, modulesMethods, modulesPath } from './modules.shared.ts'
 import { describeModules } from './modules.openapi.ts'
 import { modulesGraphQL } from './modules.graphql.ts'
 import type { Plugin } from '../../core/plugin.ts'
@@ -8,12 +8,14 @@ import type { Plugin } from '../../core/plugin.ts'
 declare module '../../core/declarations.ts' {
   interface ServiceTypes {
     [modulesPath]: ModulesService
+    [cataloguePath]: ModuleCatalogueService
   }
 }
 
 export function modules(app: App) {
   const { tenants, registry } = app.get('platform')
   app.use(modulesPath, new ModulesService(tenants, registry), { methods: [...modulesMethods] })
+  app.use(cataloguePath, new ModuleCatalogueService(tenants, registry), { methods: [...catalogueMethods] })
 }
 
 export const modulesPlugin: Plugin = {

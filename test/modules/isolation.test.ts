@@ -157,3 +157,41 @@ t.test('tenant admins read why at GET /api/v1/modules; readiness names the packa
   })
   t.notMatch(JSON.stringify(ready.body), /cannot start|>=9/, 'the reasons stay in the log and the modules endpoint')
 })
+
+t.test(
+  'the catalogue offers every module that loaded, with its package and host range, and says which the tenant installed',
+  async (t) => {
+    const acme = await server.request('GET', '/api/v1/module-catalogue')
+    t.equal(acme.status, 200)
+    t.same(
+      acme.body.items.map((m: { key: string }) => m.key),
+      ['corrective-action', 'incident', 'inspection', 'permit'],
+      'the loaded modules, not the ones whose package failed'
+    )
+    t.match(acme.body.items, [
+      { key: 'corrective-action', installed: null, package: { name: '@qehs-modules/corrective-action' } },
+      { key: 'incident', title: 'Incident', version: '1.0.0', host: '>=0.1.0 <1.0.0', installed: { version: '1.0.0' } },
+      { key: 'inspection', installed: null },
+      { key: 'permit', package: { name: '@fixture/permit', version: '1.0.0' }, installed: { version: '1.0.0' } }
+    ])
+    const globex = await server.request('GET', '/api/v1/module-catalogue', { token: server.keys.globex })
+    t.same(
+      globex.body.items.filter((m: { installed: unknown }) => m.installed).map((m: { key: string }) => m.key),
+      ['incident'],
+      'per tenant'
+    )
+    const graphql = await server.request('POST', '/api/graphql', {
+      body: { query: '{ moduleCatalogue { key host package { name } installed { version } } }' }
+    })
+    t.same(
+      graphql.body.data?.moduleCatalogue,
+      acme.body.items.map((m: { key: string; host: string; package: { name: string }; installed: unknown }) => ({
+        key: m.key,
+        host: m.host,
+        package: { name: m.package.name },
+        installed: m.installed
+      })),
+      'GraphQL answers the same'
+    )
+  }
+)

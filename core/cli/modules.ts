@@ -1,0 +1,211 @@
+import { execFileSync } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { basename, join, resolve, sep } from 'node:path'
+import semver from 'semver'
+import { projectRoot } from '../paths.ts'
+import { coreVersion, loadModules, manifestKey } from '../modules/registry.ts'
+
+/** What `records module …` needs of the command line: where to write, and how to refuse. */
+export interface ModuleCliIo {
+  out(line: string): void
+  fail(message: string): never
+  /** The configured module folders and packages (the check loads them beside the package under check). */
+  modules: { directories: string[]; packages: string[] }
+}
+
+const slug = /^[a-z][a-z0-9-]*$/
+const sdkName = '@qehs-records/module-sdk'
+const sdkVersion: string = JSON.parse(
+  readFileSync(join(projectRoot, 'packages', 'module-sdk', 'package.json'), 'utf8')
+).version
+
+/** `Risk assessment` from `risk-assessment`. */
+const titleOf = (key: string) => key.charAt(0).toUpperCase() + key.slice(1).replace(/-/g, ' ')
+
+/** The host range a new package declares: this platform's version up to the next major (0.x: the next minor). */
+export function hostRange(version = coreVersion): string {
+  const v = semver.parse(version)!
+  return `>=${v.major}.${v.minor}.0 <${v.major === 0 ? `0.${v.minor + 1}.0` : `${v.major + 1}.0.0`}`
+}
+
+/** The files of a new module package, keyed by path. */
+export function scaffoldFiles(key: string, packageName: string): Record<string, string> {
+  const title = titleOf(key)
+  const prefix = key
+    .split('-')
+    .map((w) => w[0])
+    .join('')
+    .toUpperCase()
+    .padEnd(2, 'X')
+  const manifest = {
+    name: packageName,
+    version: '1.0.0',
+    description: `QEHS records module: ${title.toLowerCase()}`,
+    type: 'module',
+    files: ['module.ts', 'README.md'],
+    [manifestKey]: { entry: 'module.ts', host: hostRange(), key },
+    scripts: { typecheck: 'tsc --noEmit', check: 'records module check .' },
+    peerDependencies: { [sdkName]: `^${sdkVersion}` },
+    devDependencies: { [sdkName]: `^${sdkVersion}`, typescript: '^5.9.0' }
+  }
+  const moduleTs = `import { defineModule, type PayloadOf } from '${sdkName}'
+
+/** ${title}: drafted by an author, submitted, approved by someone else. Change it to your process. */
+const ${key.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())} = defineModule({
+  key: '${key}',
+  version: '1.0.0',
+  title: '${title}',
+  description: 'Describe what this record is for.',
+  numberPattern: '${prefix}-{YYYY}-{seq:4}',
+  summaryColumns: ['title', 'site', 'owner', 'dueDate'],
+  fields: [
+    { key: 'title', type: 'text', label: 'Title', required: true, maxLength: 200 },
+    { key: 'details', type: 'longText', label: 'Details' },
+    { key: 'site', type: 'text', label: 'Site', maxLength: 120 },
+    { key: 'owner', type: 'user', label: 'Owner' },
+    { key: 'dueDate', type: 'date', label: 'Due date' },
+    { key: 'priority', type: 'singleChoice', label: 'Priority', options: ['low', 'medium', 'high'] }
+  ],
+  workflow: {
+    initial: 'draft',
+    states: [
+      { key: 'draft', label: 'Draft' },
+      { key: 'submitted', label: 'Submitted', requires: ['owner'] },
+      { key: 'approved', label: 'Approved', final: true }
+    ],
+    transitions: [
+      { key: 'submit', label: 'Submit', from: ['draft'], to: 'submitted' },
+      { key: 'approve', label: 'Approve', from: ['submitted'], to: 'approved', roles: ['approver'], forbidSelf: true },
+      { key: 'return', label: 'Return to draft', from: ['submitted'], to: 'draft', roles: ['approver'] }
+    ]
+  },
+  permissions: {
+    author: ['read', 'create', 'update', 'transition:submit'],
+    approver: ['read', 'update', 'export', 'transition:approve', 'transition:return']
+  }
+})
+
+export default ${key.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())}
+
+/** A record's payload under this definition. */
+export type ${title.replace(/ (\w)/g, (_, c: string) => c.toUpperCase())}Payload = PayloadOf<typeof ${key.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())}>
+`
+  const readme = `# ${packageName}
+
+A module package for the QEHS records platform: ${title.toLowerCase()} records, their workflow and permissions,
+defined in \`module.ts\` with the module SDK (\`${sdkName}\`).
+
+- \`npm run typecheck\`: tsc against the SDK's types (an unknown key in the definition is a type error).
+- \`npx records module check .\` (from a platform checkout, or \`npm run check\` where \`records\` is on the path):
+  the platform loads the package as a deployment would and says whether it is accepted.
+- \`npm pack\` makes the tarball an operator installs into the platform's \`node_modules\` and lists in
+  \`modules.packages\`; a tenant gets the module when its \`tenants.<id>.modules\` names \`${key}\`.
+
+\`records-module.host\` in package.json is the range of platform versions this package fits.
+`
+  const tsconfig = {
+    compilerOptions: {
+      target: 'ES2022',
+      module: 'NodeNext',
+      moduleResolution: 'NodeNext',
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      types: []
+    },
+    include: ['module.ts']
+  }
+  return {
+    'package.json': JSON.stringify(manifest, null, 2) + '\n',
+    'module.ts': moduleTs,
+    'README.md': readme,
+    'tsconfig.json': JSON.stringify(tsconfig, null, 2) + '\n',
+    '.gitignore': 'node_modules/\n*.tgz\n'
+  }
+}
+
+/** `records module new <key> [--name @scope/pkg] [--dir PATH]`: a package folder, ready to check, typecheck and pack. */
+function scaffold(io: ModuleCliIo, key: string | undefined, values: { name?: string; dir?: string }) {
+  if (!key || !slug.test(key)) io.fail('records module new <key>: the key is a lower-case slug such as risk-assessment')
+  const packageName = values.name ?? `@my-org/${key}`
+  const dir = resolve(values.dir ?? key)
+  if (existsSync(dir) && readdirSync(dir).length) io.fail(`${dir} exists and is not empty`)
+  mkdirSync(dir, { recursive: true })
+  for (const [file, text] of Object.entries(scaffoldFiles(key, packageName))) writeFileSync(join(dir, file), text)
+  io.out(`Created ${packageName} (module "${key}") in ${dir}`)
+  io.out(`Next: cd ${dir} && npm install && npm run typecheck && npx records module check .`)
+}
+
+/**
+ * The package to check, staged where a deployment has its packages: under the platform's `node_modules`, so that it
+ * imports the SDK by name from the platform's copy as it will once installed (a folder's own `node_modules` is left
+ * out). A tarball `npm pack` made is unpacked there. The staging folder is removed after.
+ */
+function stagePackage(io: ModuleCliIo, target: string): { dir: string; done: () => void } {
+  const path = resolve(target)
+  if (!existsSync(path)) io.fail(`${target}: no such folder or file`)
+  const isFolder = statSync(path).isDirectory()
+  if (!isFolder && !/\.(tgz|tar\.gz)$/.test(path))
+    io.fail(`${target}: give a package folder or a .tgz made by npm pack`)
+  const stage = join(projectRoot, 'node_modules', '.records-module-check', randomUUID())
+  mkdirSync(stage, { recursive: true })
+  const done = () => rmSync(stage, { recursive: true, force: true })
+  try {
+    if (isFolder) {
+      cpSync(path, join(stage, 'package'), {
+        recursive: true,
+        filter: (src) => !src.slice(path.length).split(sep).includes('node_modules')
+      })
+    } else execFileSync('tar', ['-xzf', path, '-C', stage])
+  } catch (err) {
+    done()
+    throw err
+  }
+  // npm pack puts the package under package/.
+  return { dir: existsSync(join(stage, 'package', 'package.json')) ? join(stage, 'package') : stage, done }
+}
+
+/**
+ * `records module check <dir|tgz>`: loads the package as a deployment would, beside the configured modules (for
+ * the modules its record references name), and says whether it is accepted: its manifest, its host range, its
+ * definition (every key known, every rule between members). Exit 0 when accepted, 1 with the reason when not.
+ */
+async function check(io: ModuleCliIo, target: string | undefined): Promise<boolean> {
+  if (!target) io.fail('records module check <folder|tarball>')
+  const { dir, done } = stagePackage(io, target)
+  try {
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string }
+    const name = pkg.name ?? basename(dir)
+    const registry = await loadModules({ ...io.modules, packageDirs: [dir] })
+    const refused = registry.unavailable.find((u) => u.packageName === name)
+    if (refused) {
+      io.out(`REFUSED ${name}: ${refused.where}: ${refused.problem}`)
+      return false
+    }
+    const m = registry.all().find((r) => r.package.name === name)!
+    const d = m.definition
+    io.out(`OK ${name}@${m.package.version ?? '?'}: module "${d.key}" ${d.version}, host ${m.package.host ?? 'any'}`)
+    io.out(
+      `   ${d.fields.length} fields, ${d.workflow.states.length} states, ${d.workflow.transitions.length} transitions, roles ${Object.keys(d.permissions).join(', ') || '-'}`
+    )
+    return true
+  } finally {
+    done()
+  }
+}
+
+/** `records module new|check`; false when the action is not one of them. */
+export async function moduleCommand(
+  io: ModuleCliIo,
+  action: string | undefined,
+  arg: string | undefined,
+  values: { name?: string; dir?: string }
+): Promise<'done' | 'refused' | undefined> {
+  if (action === 'new') {
+    scaffold(io, arg, values)
+    return 'done'
+  }
+  if (action === 'check') return (await check(io, arg)) ? 'done' : 'refused'
+  return undefined
+}
