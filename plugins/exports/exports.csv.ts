@@ -1,6 +1,6 @@
 import type { Writable } from 'node:stream'
-import type { CellValue, ColumnSpec } from '../../core/modules/derive/columns.ts'
-import type { RenderInput } from './exports.render.ts'
+import type { CellValue, ColumnSpec, ExportRecord } from '../../core/modules/derive/columns.ts'
+import { piecesOf, type ChunkFormat, type FileInput, type RenderedPiece, type RenderInput } from './exports.render.ts'
 
 /**
  * Text a spreadsheet would read as a formula gets a leading `'` (OWASP CSV injection guidance).
@@ -58,14 +58,27 @@ export function csvField(c: CellValue, kind: ColumnSpec['kind']): string {
 
 const flushAt = 64 * 1024
 
-/** RFC 4180 CSV (CRLF, UTF-8, optional BOM), written in ~64 KB chunks that wait for 'drain'. */
-export async function renderCsv(input: RenderInput, out: Writable): Promise<{ rows: number }> {
-  const { columns } = input
-  let buffer = (input.csvBom ? '\uFEFF' : '') + columns.map((c) => csvField(c.header, 'text')).join(',') + '\r\n'
+/** Data rows as CSV lines (CRLF after each): what an export chunk stores of them. */
+export function csvRows(columns: RenderInput['columns'], records: Iterable<ExportRecord>): string {
+  let text = ''
+  for (const record of records) text += columns.map((c) => csvField(c.get(record), c.kind)).join(',') + '\r\n'
+  return text
+}
+
+/**
+ * RFC 4180 CSV (CRLF, UTF-8, optional BOM) from rows already written as lines (`csvRows`), in
+ * order: the header, then each piece as it is, in ~64 KB writes that wait for 'drain'.
+ */
+export async function assembleCsv(
+  input: FileInput,
+  pieces: AsyncIterable<RenderedPiece>,
+  out: Writable
+): Promise<{ rows: number }> {
+  let buffer = (input.csvBom ? '\uFEFF' : '') + input.columns.map((c) => csvField(c.header, 'text')).join(',') + '\r\n'
   let rows = 0
-  for await (const record of input.rows) {
-    buffer += columns.map((c) => csvField(c.get(record), c.kind)).join(',') + '\r\n'
-    rows++
+  for await (const piece of pieces) {
+    buffer += piece.data
+    rows += piece.rows
     if (buffer.length >= flushAt) {
       const more = out.write(buffer, 'utf8')
       buffer = ''
@@ -76,4 +89,18 @@ export async function renderCsv(input: RenderInput, out: Writable): Promise<{ ro
   out.end(buffer, 'utf8')
   await done
   return { rows }
+}
+
+export const csvFormat: ChunkFormat = {
+  encode: (columns, records) => csvRows(columns, records),
+  assemble: assembleCsv
+}
+
+/** RFC 4180 CSV of records: their lines (`csvRows`) assembled as an export's chunks are. */
+export function renderCsv(input: RenderInput, out: Writable): Promise<{ rows: number }> {
+  return assembleCsv(
+    input,
+    piecesOf(input.rows, (records) => csvRows(input.columns, records)),
+    out
+  )
 }
