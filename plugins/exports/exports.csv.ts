@@ -77,13 +77,20 @@ export async function assembleCsv(
   let buffer = (input.csvBom ? '\uFEFF' : '') + input.columns.map((c) => csvField(c.header, 'text')).join(',') + '\r\n'
   let rows = 0
   for await (const piece of pieces) {
-    buffer += piece.data
     rows += piece.rows
-    if (buffer.length >= flushAt) {
-      const more = out.write(buffer, 'utf8')
-      buffer = ''
+    buffer += piece.data
+    // A chunk's text (hundreds of KB) goes out in ~64 KB writes, each waiting for 'drain'.
+    let at = 0
+    while (buffer.length - at >= flushAt) {
+      let end = at + flushAt
+      // Never between the two halves of a surrogate pair: each write is encoded to UTF-8 on its own.
+      const last = buffer.charCodeAt(end - 1)
+      if (last >= 0xd800 && last <= 0xdbff) end--
+      const more = out.write(buffer.slice(at, end), 'utf8')
+      at = end
       if (!more) await drained(out)
     }
+    buffer = at ? buffer.slice(at) : buffer
   }
   const done = outputFinished(out)
   out.end(buffer, 'utf8')

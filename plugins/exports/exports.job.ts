@@ -55,7 +55,9 @@ async function* storedPieces(
 ): AsyncGenerator<RenderedPiece> {
   let first = 0
   for await (const c of chunks) {
-    yield c.encoded ? c : { data: format.encode(columns, JSON.parse(c.data) as ExportRecord[], first), rows: c.rows }
+    yield c.encoded
+      ? c
+      : { data: await format.encode(columns, JSON.parse(c.data) as ExportRecord[], first), rows: c.rows }
     first += c.rows
   }
 }
@@ -203,9 +205,18 @@ export async function renderExport(
     // Each page is encoded as it comes (CSV lines, SpreadsheetML rows); a chunk stores its pages' text.
     let first = last?.rows_through ?? 0
     let rows = 0
-    let pieces: string[] = []
+    let pieces: Array<string | Promise<string>> = []
     let chunkNames: Record<string, string> = {}
     let committed = Date.now()
+    let inFlight: Promise<number | undefined> | undefined
+    /** Waits for the chunk in flight; the rows done once it is in. */
+    const settled = async () => {
+      if (!inFlight) return undefined
+      const done = await inFlight
+      inFlight = undefined
+      if (done === undefined) throw new RunStopped('another run took the export over')
+      return done
+    }
     while (next) {
       const current: RecordPage = await next
       // The next page is read while this one is encoded and committed: two pages in memory at most.
@@ -213,7 +224,10 @@ export async function renderExport(
       // A record as the list gives it has every field the columns read (ExportRecord).
       const items = current.items as unknown as ExportRecord[]
       Object.assign(chunkNames, await nameUsers(items))
-      pieces.push(format.encode(columns, items, first + rows))
+      const piece = format.encode(columns, items, first + rows)
+      // An XLSX page is deflated on zlib's thread meanwhile; a failure surfaces with its chunk's commit.
+      if (typeof piece !== 'string') piece.catch(() => undefined)
+      pieces.push(piece)
       rows += items.length
       if (Date.now() - touched > 500) {
         touched = Date.now()
@@ -230,15 +244,21 @@ export async function renderExport(
         seq,
         cursorAfter: current.nextCursor ?? null,
         rows,
-        data: pieces.length === 1 ? pieces[0] : pieces.join(''),
+        pieces,
         names: chunkNames,
         leaseSeconds: o.lockSeconds
       }
       pieces = []
-      const done = await span('export.chunk', { 'export.id': id, 'export.chunk': seq, 'export.rows': rows }, () =>
-        transaction(pool, (client) => repo.commitChunk(client, chunk), { asyncCommit: true })
+      // One commit in flight, in order: the next pages are encoded while PostgreSQL stores this chunk.
+      await settled()
+      inFlight = span('export.chunk', { 'export.id': id, 'export.chunk': seq, 'export.rows': rows }, () =>
+        Promise.all(chunk.pieces).then((texts) =>
+          transaction(pool, (client) => repo.commitChunk(client, { ...chunk, data: texts.join('') }), {
+            asyncCommit: true
+          })
+        )
       )
-      if (done === undefined) throw new RunStopped('another run took the export over')
+      inFlight.catch(() => undefined)
       seq += 1
       first += rows
       rows = 0
@@ -246,11 +266,13 @@ export async function renderExport(
       committed = Date.now()
       // Stopping: what is committed stays, and the export goes to another instance now.
       if (job.signal.aborted && next) {
+        const done = await settled()
         await repo.handBack(pool, tenantId, id, runId)
         logger.info('export handed back', { tenantId, exportId: id, rowsDone: done })
         return handBack(`export handed back after ${done} rows`)
       }
     }
+    await settled()
     // Every page is in: the file is assembled from the chunks. That takes seconds for a large XLSX, with no chunk
     // to renew the leases, so a timer keeps the job's lock, the export's lease and the tenant's slot alive meanwhile.
     let fencedOut = false

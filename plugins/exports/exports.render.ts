@@ -55,7 +55,7 @@ export interface RenderedPiece {
  * whole file from the pieces in order and ends `out`. `render` is the two in one pass.
  */
 export interface ChunkFormat {
-  encode(columns: ExportColumn[], records: readonly ExportRecord[], first: number): string
+  encode(columns: ExportColumn[], records: readonly ExportRecord[], first: number): string | Promise<string>
   assemble(input: FileInput, pieces: AsyncIterable<RenderedPiece>, out: Writable): Promise<{ rows: number }>
 }
 
@@ -65,18 +65,18 @@ const pieceRows = 500
 /** Records as rendered pieces of up to 500 rows, numbered on from 0 (`render` in one pass). */
 export async function* piecesOf(
   records: AsyncIterable<ExportRecord>,
-  encode: (records: ExportRecord[], first: number) => string
+  encode: (records: ExportRecord[], first: number) => string | Promise<string>
 ): AsyncGenerator<RenderedPiece> {
   let batch: ExportRecord[] = []
   let first = 0
   for await (const record of records) {
     batch.push(record)
     if (batch.length < pieceRows) continue
-    yield { data: encode(batch, first), rows: batch.length }
+    yield { data: await encode(batch, first), rows: batch.length }
     first += batch.length
     batch = []
   }
-  if (batch.length) yield { data: encode(batch, first), rows: batch.length }
+  if (batch.length) yield { data: await encode(batch, first), rows: batch.length }
 }
 
 interface FormatModule {
