@@ -1,6 +1,13 @@
 import type { Writable } from 'node:stream'
 import type { CellValue, ColumnSpec, ExportRecord } from '../../core/modules/derive/columns.ts'
-import { piecesOf, type ChunkFormat, type FileInput, type RenderedPiece, type RenderInput } from './exports.render.ts'
+import {
+  assembleWith,
+  piecesOf,
+  type ChunkFormat,
+  type FileInput,
+  type FileWriter,
+  type RenderInput
+} from './exports.render.ts'
 
 /**
  * Text a spreadsheet would read as a formula gets a leading `'` (OWASP CSV injection guidance).
@@ -69,38 +76,41 @@ export function csvRows(columns: RenderInput['columns'], records: Iterable<Expor
  * RFC 4180 CSV (CRLF, UTF-8, optional BOM) from rows already written as lines (`csvRows`), in
  * order: the header, then each piece as it is, in ~64 KB writes that wait for 'drain'.
  */
-export async function assembleCsv(
-  input: FileInput,
-  pieces: AsyncIterable<RenderedPiece>,
-  out: Writable
-): Promise<{ rows: number }> {
+export function openCsv(input: FileInput, out: Writable): FileWriter {
   let buffer = (input.csvBom ? '\uFEFF' : '') + input.columns.map((c) => csvField(c.header, 'text')).join(',') + '\r\n'
   let rows = 0
-  for await (const piece of pieces) {
-    rows += piece.rows
-    buffer += piece.data
-    // A chunk's text (hundreds of KB) goes out in ~64 KB writes, each waiting for 'drain'.
-    let at = 0
-    while (buffer.length - at >= flushAt) {
-      let end = at + flushAt
-      // Never between the two halves of a surrogate pair: each write is encoded to UTF-8 on its own.
-      const last = buffer.charCodeAt(end - 1)
-      if (last >= 0xd800 && last <= 0xdbff) end--
-      const more = out.write(buffer.slice(at, end), 'utf8')
-      at = end
-      if (!more) await drained(out)
+  return {
+    async write(piece) {
+      rows += piece.rows
+      buffer += piece.data
+      // A chunk's text (hundreds of KB) goes out in ~64 KB writes, each waiting for 'drain'.
+      let at = 0
+      while (buffer.length - at >= flushAt) {
+        let end = at + flushAt
+        // Never between the two halves of a surrogate pair: each write is encoded to UTF-8 on its own.
+        const last = buffer.charCodeAt(end - 1)
+        if (last >= 0xd800 && last <= 0xdbff) end--
+        const more = out.write(buffer.slice(at, end), 'utf8')
+        at = end
+        if (!more) await drained(out)
+      }
+      buffer = at ? buffer.slice(at) : buffer
+    },
+    async end() {
+      const done = outputFinished(out)
+      out.end(buffer, 'utf8')
+      await done
+      return { rows }
     }
-    buffer = at ? buffer.slice(at) : buffer
   }
-  const done = outputFinished(out)
-  out.end(buffer, 'utf8')
-  await done
-  return { rows }
 }
+
+export const assembleCsv = assembleWith(openCsv)
 
 export const csvFormat: ChunkFormat = {
   encode: (columns, records) => csvRows(columns, records),
-  assemble: assembleCsv
+  assemble: assembleCsv,
+  open: openCsv
 }
 
 /** RFC 4180 CSV of records: their lines (`csvRows`) assembled as an export's chunks are. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { createWriteStream } from 'node:fs'
+import { createWriteStream, type WriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -123,6 +123,7 @@ export async function renderExport(
   const temp = join(tmpdir(), `records-export-${tenantId}-${id}-${runId}.${row.format}`)
   const records = app.service(recordsPath)
   let keepAlive: NodeJS.Timeout | undefined
+  let out: WriteStream | undefined
   try {
     const claimed = await repo.claimRun(pool, tenantId, id, runId, o.lockSeconds)
     if (!claimed) {
@@ -181,6 +182,24 @@ export async function renderExport(
       ? summaryExportColumns(module, wording)
       : exportColumns(module, { ...wording, only: row.columns ?? undefined })
     const format = await chunkFormat(row.format)
+    const fileInput = {
+      title: `${module.definition.title} export`,
+      tenantName: platform.tenants.get(tenantId)!.name,
+      moduleTitle: module.definition.title,
+      filters: describeFilters(row.filters),
+      generatedAt: new Date(),
+      columns,
+      csvBom: row.options.csvBom,
+      maxRows: o.pdfMaxRows,
+      columnNote: summary
+        ? "the module's summary columns (pass columns to choose others; the CSV and XLSX exports contain all columns)"
+        : undefined
+    }
+    // A run that reads every row itself writes them to the file as it commits them (CSV, XLSX): the same pieces
+    // in the same order as assembling from the chunks gives, without reading them back. After a resume, or for
+    // a PDF, the file is assembled from the chunks once all are in.
+    out = createWriteStream(temp)
+    const direct = !last && format.open ? format.open(fileInput, out) : undefined
     let touched = Date.now()
     // Pages past pagination.maxLimit: the export's own reads (exports.pageSize), not a page a client may ask for.
     const page = (cursor: string | null) => {
@@ -252,11 +271,16 @@ export async function renderExport(
       // One commit in flight, in order: the next pages are encoded while PostgreSQL stores this chunk.
       await settled()
       inFlight = span('export.chunk', { 'export.id': id, 'export.chunk': seq, 'export.rows': rows }, () =>
-        Promise.all(chunk.pieces).then((texts) =>
-          transaction(pool, (client) => repo.commitChunk(client, { ...chunk, data: texts.join('') }), {
-            asyncCommit: true
-          })
-        )
+        Promise.all(chunk.pieces).then(async (texts) => {
+          const text = texts.join('')
+          // Encoded to UTF-8 once here: pg sends a Buffer as it is (the text column takes the bytes).
+          const data = Buffer.from(text, 'utf8')
+          const [done] = await Promise.all([
+            transaction(pool, (client) => repo.commitChunk(client, { ...chunk, data }), { asyncCommit: true }),
+            direct?.write({ data: text, rows: chunk.rows })
+          ])
+          return done
+        })
       )
       inFlight.catch(() => undefined)
       seq += 1
@@ -295,26 +319,9 @@ export async function renderExport(
     // ones every chunk looked up. CSV and XLSX chunks of this version need none of them.
     if (row.format === 'pdf' || !(await repo.allEncoded(pool, tenantId, id)))
       for (const [k, v] of await repo.chunkNames(pool, tenantId, id)) names.set(k, v)
-    const out = createWriteStream(temp)
-    const tenant = platform.tenants.get(tenantId)!
-    const result = await assemble(
-      row.format,
-      {
-        title: `${module.definition.title} export`,
-        tenantName: tenant.name,
-        moduleTitle: module.definition.title,
-        filters: describeFilters(row.filters),
-        generatedAt: new Date(),
-        columns,
-        csvBom: row.options.csvBom,
-        maxRows: o.pdfMaxRows,
-        columnNote: summary
-          ? "the module's summary columns (pass columns to choose others; the CSV and XLSX exports contain all columns)"
-          : undefined
-      },
-      storedPieces(repo.chunks(pool, tenantId, id), format, columns),
-      out
-    )
+    const result = direct
+      ? await direct.end()
+      : await assemble(row.format, fileInput, storedPieces(repo.chunks(pool, tenantId, id), format, columns), out)
     if (!out.writableFinished) await finished(out)
     // A run that lost its lease while rendering (its chunks may have gone with another run's success) stores nothing;
     // and each run stores under a key of its own, so a fenced-out run racing past this check never overwrites the file
@@ -349,6 +356,8 @@ export async function renderExport(
     return { failed: problem.code as string }
   } finally {
     clearInterval(keepAlive)
+    // A run that stopped part-way leaves a half-written file: closed, then removed.
+    if (out && !out.writableFinished) out.destroy()
     await lease?.release().catch(() => undefined)
     await rm(temp, { force: true })
   }

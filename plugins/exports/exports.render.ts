@@ -57,6 +57,27 @@ export interface RenderedPiece {
 export interface ChunkFormat {
   encode(columns: ExportColumn[], records: readonly ExportRecord[], first: number): string | Promise<string>
   assemble(input: FileInput, pieces: AsyncIterable<RenderedPiece>, out: Writable): Promise<{ rows: number }>
+  /**
+   * The file written piece by piece as they come (CSV, XLSX; not the PDF, laid out once it has every
+   * row): what `assemble` does, driven by the caller. The export job writes a run's pieces straight
+   * to the file when the run read every row itself, and assembles from the chunks after a resume.
+   */
+  open?(input: FileInput, out: Writable): FileWriter
+}
+
+export interface FileWriter {
+  write(piece: RenderedPiece): Promise<void>
+  /** Ends the file and `out`; resolves once `out` has flushed, with the rows written. */
+  end(): Promise<{ rows: number }>
+}
+
+/** `assemble` of a format that writes piece by piece. */
+export function assembleWith(open: (input: FileInput, out: Writable) => FileWriter): ChunkFormat['assemble'] {
+  return async (input, pieces, out) => {
+    const file = open(input, out)
+    for await (const piece of pieces) await file.write(piece)
+    return file.end()
+  }
 }
 
 /** Rows a piece holds when `render` runs both halves in one pass. */

@@ -159,8 +159,8 @@ export async function commitChunk(
     seq: number
     cursorAfter: string | null
     rows: number
-    /** The rows as the export's format encodes them (exports.render.ts, ChunkFormat). */
-    data: string
+    /** The rows as the export's format encodes them (exports.render.ts, ChunkFormat), as UTF-8 text. */
+    data: string | Buffer
     names: Record<string, string>
     leaseSeconds: number
   }

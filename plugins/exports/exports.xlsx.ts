@@ -1,7 +1,14 @@
 import type { Writable } from 'node:stream'
 import type { ColumnSpec, ExportColumn, ExportRecord } from '../../core/modules/derive/columns.ts'
 import { inertText } from './exports.csv.ts'
-import { piecesOf, type ChunkFormat, type FileInput, type RenderedPiece, type RenderInput } from './exports.render.ts'
+import {
+  assembleWith,
+  piecesOf,
+  type ChunkFormat,
+  type FileInput,
+  type FileWriter,
+  type RenderInput
+} from './exports.render.ts'
 import { deflatedSegment, deflatedSegmentSync, ZipWriter, type DeflatedSegment } from './zip.ts'
 
 /** Excel refuses longer cell text. */
@@ -144,65 +151,73 @@ export function xlsxRows(columns: readonly ExportColumn[], records: Iterable<Exp
  * here as strings it costs a few µs a row where exceljs's cell, style and XML objects cost ~60.
  * The rows come already written (`xlsxRows`, as an export's chunks store them), in order.
  */
-export async function assembleXlsx(
-  input: FileInput,
-  pieces: AsyncIterable<RenderedPiece>,
-  out: Writable
-): Promise<{ rows: number }> {
+export function openXlsx(input: FileInput, out: Writable): FileWriter {
   const { columns } = input
   const name = xmlText(sheetName(input.moduleTitle))
   const { letters } = sheetColumnsOf(columns)
   const zip = new ZipWriter(out, input.generatedAt)
 
-  const filters = input.filters.length ? input.filters.map(([k, v]) => `${k} = ${v}`).join('; ') : 'none'
-  await zip.add('[Content_Types].xml', contentTypes)
-  await zip.add('_rels/.rels', packageRels)
-  await zip.add(
-    'docProps/core.xml',
-    `${xmlHead}<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:dcterms="http://purl.org/dc/terms/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">` +
-      `<dc:creator>${xmlText(input.tenantName)}</dc:creator><dc:title>${xmlText(input.title)}</dc:title>` +
-      `<dc:subject>${xmlText(input.moduleTitle)}</dc:subject><dc:description>${xmlText(`Filters: ${filters}`)}</dc:description>` +
-      `<dcterms:created xsi:type="dcterms:W3CDTF">${w3cdtf(input.generatedAt)}</dcterms:created>` +
-      `<dcterms:modified xsi:type="dcterms:W3CDTF">${w3cdtf(input.generatedAt)}</dcterms:modified></cp:coreProperties>`
-  )
-  await zip.add(
-    'docProps/app.xml',
-    `${xmlHead}<Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/extended-properties" xmlns:vt="http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes">` +
-      '<HeadingPairs><vt:vector size="2" baseType="variant"><vt:variant><vt:lpstr>Worksheets</vt:lpstr></vt:variant><vt:variant><vt:i4>1</vt:i4></vt:variant></vt:vector></HeadingPairs>' +
-      `<TitlesOfParts><vt:vector size="1" baseType="lpstr"><vt:lpstr>${name}</vt:lpstr></vt:vector></TitlesOfParts></Properties>`
-  )
-  await zip.add(
-    'xl/workbook.xml',
-    `${xmlHead}<workbook xmlns="${ns.main}" xmlns:r="${ns.rel}"><sheets><sheet name="${name}" sheetId="1" r:id="rId1"/></sheets></workbook>`
-  )
-  await zip.add('xl/_rels/workbook.xml.rels', workbookRels)
-  await zip.add('xl/styles.xml', styles)
+  const begin = async () => {
+    const filters = input.filters.length ? input.filters.map(([k, v]) => `${k} = ${v}`).join('; ') : 'none'
+    await zip.add('[Content_Types].xml', contentTypes)
+    await zip.add('_rels/.rels', packageRels)
+    await zip.add(
+      'docProps/core.xml',
+      `${xmlHead}<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:dcterms="http://purl.org/dc/terms/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">` +
+        `<dc:creator>${xmlText(input.tenantName)}</dc:creator><dc:title>${xmlText(input.title)}</dc:title>` +
+        `<dc:subject>${xmlText(input.moduleTitle)}</dc:subject><dc:description>${xmlText(`Filters: ${filters}`)}</dc:description>` +
+        `<dcterms:created xsi:type="dcterms:W3CDTF">${w3cdtf(input.generatedAt)}</dcterms:created>` +
+        `<dcterms:modified xsi:type="dcterms:W3CDTF">${w3cdtf(input.generatedAt)}</dcterms:modified></cp:coreProperties>`
+    )
+    await zip.add(
+      'docProps/app.xml',
+      `${xmlHead}<Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/extended-properties" xmlns:vt="http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes">` +
+        '<HeadingPairs><vt:vector size="2" baseType="variant"><vt:variant><vt:lpstr>Worksheets</vt:lpstr></vt:variant><vt:variant><vt:i4>1</vt:i4></vt:variant></vt:vector></HeadingPairs>' +
+        `<TitlesOfParts><vt:vector size="1" baseType="lpstr"><vt:lpstr>${name}</vt:lpstr></vt:vector></TitlesOfParts></Properties>`
+    )
+    await zip.add(
+      'xl/workbook.xml',
+      `${xmlHead}<workbook xmlns="${ns.main}" xmlns:r="${ns.rel}"><sheets><sheet name="${name}" sheetId="1" r:id="rId1"/></sheets></workbook>`
+    )
+    await zip.add('xl/_rels/workbook.xml.rels', workbookRels)
+    await zip.add('xl/styles.xml', styles)
 
-  const sheet = zip.deflated('xl/worksheets/sheet1.xml')
-  const head =
-    `${xmlHead}<worksheet xmlns="${ns.main}" xmlns:r="${ns.rel}">` +
-    '<sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/><selection pane="bottomLeft"/></sheetView></sheetViews>' +
-    '<sheetFormatPr defaultRowHeight="15"/><cols>' +
-    columns.map((c, i) => `<col min="${i + 1}" max="${i + 1}" width="${c.width}" customWidth="1"/>`).join('') +
-    '</cols><sheetData><row r="1">' +
-    columns
-      .map((c, i) => `<c r="${letters[i]}1" s="${headerStyle}" t="str"><v>${xmlText(inertText(c.header))}</v></c>`)
-      .join('') +
-    '</row>'
-  await sheet.write(deflatedSegmentSync(Buffer.from(head, 'utf8')))
-  let rows = 0
-  for await (const piece of pieces) {
-    for (const segment of piece.data.split('\n')) if (segment) await sheet.write(segmentOf(segment))
-    rows += piece.rows
+    const sheet = zip.deflated('xl/worksheets/sheet1.xml')
+    const head =
+      `${xmlHead}<worksheet xmlns="${ns.main}" xmlns:r="${ns.rel}">` +
+      '<sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/><selection pane="bottomLeft"/></sheetView></sheetViews>' +
+      '<sheetFormatPr defaultRowHeight="15"/><cols>' +
+      columns.map((c, i) => `<col min="${i + 1}" max="${i + 1}" width="${c.width}" customWidth="1"/>`).join('') +
+      '</cols><sheetData><row r="1">' +
+      columns
+        .map((c, i) => `<c r="${letters[i]}1" s="${headerStyle}" t="str"><v>${xmlText(inertText(c.header))}</v></c>`)
+        .join('') +
+      '</row>'
+    await sheet.write(deflatedSegmentSync(Buffer.from(head, 'utf8')))
+    return sheet
   }
-  const last = letters[letters.length - 1]
-  const tail =
-    `</sheetData><autoFilter ref="A1:${last}1"/>` +
-    '<pageMargins left="0.7" right="0.7" top="0.75" bottom="0.75" header="0.3" footer="0.3"/></worksheet>'
-  await sheet.write(deflatedSegmentSync(Buffer.from(tail, 'utf8')))
-  await sheet.end()
-  await zip.finish()
-  return { rows }
+  const opened = begin()
+  // Awaited by the first write or the end; a failure before either must not go unhandled.
+  opened.catch(() => undefined)
+  let rows = 0
+  return {
+    async write(piece) {
+      const sheet = await opened
+      for (const segment of piece.data.split('\n')) if (segment) await sheet.write(segmentOf(segment))
+      rows += piece.rows
+    },
+    async end() {
+      const sheet = await opened
+      const last = letters[letters.length - 1]
+      const tail =
+        `</sheetData><autoFilter ref="A1:${last}1"/>` +
+        '<pageMargins left="0.7" right="0.7" top="0.75" bottom="0.75" header="0.3" footer="0.3"/></worksheet>'
+      await sheet.write(deflatedSegmentSync(Buffer.from(tail, 'utf8')))
+      await sheet.end()
+      await zip.finish()
+      return { rows }
+    }
+  }
 }
 
 /**
@@ -227,7 +242,9 @@ function segmentOf(text: string): DeflatedSegment {
   return { crc: bytes.readUInt32LE(0), size: bytes.readUInt32LE(4), data: bytes.subarray(12) }
 }
 
-export const xlsxFormat: ChunkFormat = { encode: xlsxSegment, assemble: assembleXlsx }
+export const assembleXlsx = assembleWith(openXlsx)
+
+export const xlsxFormat: ChunkFormat = { encode: xlsxSegment, assemble: assembleXlsx, open: openXlsx }
 
 /** XLSX of records: their rows (`xlsxRows`) assembled as an export's chunks are. */
 export function renderXlsx(input: RenderInput, out: Writable): Promise<{ rows: number }> {
