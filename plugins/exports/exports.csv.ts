@@ -68,7 +68,16 @@ const flushAt = 64 * 1024
 /** Data rows as CSV lines (CRLF after each): what an export chunk stores of them. */
 export function csvRows(columns: RenderInput['columns'], records: Iterable<ExportRecord>): string {
   let text = ''
-  for (const record of records) text += columns.map((c) => csvField(c.get(record), c.kind)).join(',') + '\r\n'
+  const n = columns.length
+  for (const record of records) {
+    // Concatenated in place (no array of cells and join per row): a million rows make a million fewer arrays.
+    for (let i = 0; i < n; i++) {
+      const c = columns[i]
+      if (i) text += ','
+      text += csvField(c.get(record), c.kind)
+    }
+    text += '\r\n'
+  }
   return text
 }
 
