@@ -70,9 +70,11 @@ class RunStopped extends Error {}
  * (status queued, in creation order) for one of the tenant's concurrent-export slots, then
  * takes the export for this run (a lease on its row, renewed with every chunk). It reads the
  * records page by page through the records service (same filters, row rule and hidden fields
- * as the list endpoint) and commits each page as a chunk, with the cursor after it and the
- * progress, in one statement. When every page is in, the file is rendered from the stored
- * chunks (cheap beside reading them) and stored; the chunks go with the export's outcome.
+ * as the list endpoint), encodes each page as the file will hold it (exports.render.ts,
+ * ChunkFormat) and commits the pages as chunks, with the cursor after them and the progress, in
+ * one statement. A run that read every row itself has written the file as it went; after a
+ * resume (or for a PDF) the file is assembled from the stored chunks once every page is in. The
+ * file is then stored; the chunks go with the export's outcome.
  *
  * Resuming: a run whose process died is taken over once its lease lapses (an attempt); a run
  * told to stop (shutdown) commits its chunk and hands the export back at once (not an attempt).
