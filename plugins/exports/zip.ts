@@ -1,13 +1,12 @@
 import type { Writable } from 'node:stream'
-import { finished } from 'node:stream/promises'
 import { promisify } from 'node:util'
-import { constants, crc32, createDeflateRaw, deflateRaw, deflateRawSync } from 'node:zlib'
+import { constants, crc32, deflateRaw, deflateRawSync } from 'node:zlib'
 import { drained } from './exports.csv.ts'
 
 /**
  * A ZIP archive written front to back into a stream, for the XLSX export: small parts are
- * deflated whole, the worksheet is deflated as it is written (zlib's thread, not the event
- * loop) with its CRC and sizes in a data descriptor after it. ZIP64 fields appear only where a
+ * deflated whole, the worksheet comes in segments deflated beforehand (zlib's thread, not the
+ * event loop, as the export read its rows) with its CRC and sizes in a data descriptor after it. ZIP64 fields appear only where a
  * size or offset passes 4 GiB (as Go's archive/zip does): readers take sizes from the central
  * directory, so an ordinary archive stays ordinary.
  */
@@ -125,47 +124,6 @@ export class ZipWriter {
     const entry = this.entry(name, false, crc32(data), compressed.length, data.length)
     await this.write(this.localHeader(entry))
     await this.write(compressed)
-  }
-
-  /** A part written piece by piece: `write` resolves when the archive can take more; `end` writes its descriptor. */
-  stream(name: string) {
-    const entry = this.entry(name, true, 0, 0, 0)
-    const deflate = createDeflateRaw({ level })
-    let failed: Error | undefined
-    deflate.on('error', (err) => (failed = err))
-    // A paused deflate waits for a 'drain' that a closed output never sends: fail the writer instead.
-    const onClose = () => deflate.destroy(this.out.errored ?? new Error('The export output was closed'))
-    this.out.once('close', onClose)
-    deflate.on('data', (chunk: Buffer) => {
-      entry.compressed += chunk.length
-      this.offset += chunk.length
-      if (!this.out.write(chunk)) {
-        deflate.pause()
-        this.out.once('drain', () => deflate.resume())
-      }
-    })
-    const opened = this.write(this.localHeader(entry))
-    return {
-      write: async (text: string): Promise<void> => {
-        await opened
-        if (failed) throw failed
-        const data = Buffer.from(text, 'utf8')
-        entry.crc = crc32(data, entry.crc)
-        entry.size += data.length
-        if (!deflate.write(data)) await drained(deflate)
-        if (this.out.writableNeedDrain || this.out.destroyed) await drained(this.out)
-      },
-      end: async (): Promise<void> => {
-        await opened
-        if (failed) throw failed
-        deflate.end()
-        // finished() also settles for a deflate the closed output destroyed before this call, whose
-        // 'end' will never come and whose 'error' has already gone: listening for those hung the job.
-        await finished(deflate)
-        this.out.off('close', onClose)
-        await this.write(descriptor(entry))
-      }
-    }
   }
 
   /**
