@@ -281,6 +281,9 @@ export async function renderExport(
             transaction(pool, (client) => repo.commitChunk(client, { ...chunk, data }), { asyncCommit: true }),
             direct?.write({ data: text, rows: chunk.rows })
           ])
+          // The job's lock renewed after the lease the commit renewed: a run killed now has its lock outlive its
+          // lease, so whichever instance takes the job over finds the lease lapsed and need not wait for it.
+          if (done !== undefined) await job.touch()
           return done
         })
       )
@@ -358,8 +361,12 @@ export async function renderExport(
     return { failed: problem.code as string }
   } finally {
     clearInterval(keepAlive)
-    // A run that stopped part-way leaves a half-written file: closed, then removed.
-    if (out && !out.writableFinished) out.destroy()
+    // A run that stopped part-way leaves a half-written file: closed, then removed. A write still under way then
+    // fails with ERR_STREAM_DESTROYED as an 'error' event, which must not become an uncaught exception.
+    if (out && !out.writableFinished) {
+      out.on('error', () => undefined)
+      out.destroy()
+    }
     await lease?.release().catch(() => undefined)
     await rm(temp, { force: true })
   }
