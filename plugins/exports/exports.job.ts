@@ -226,7 +226,7 @@ export async function renderExport(
     // Each page is encoded as it comes (CSV lines, SpreadsheetML rows); a chunk stores its pages' text.
     let first = last?.rows_through ?? 0
     let rows = 0
-    let pieces: Array<string | Promise<string>> = []
+    let pieces: Array<Promise<string>> = []
     let chunkNames: Record<string, string> = {}
     let committed = Date.now()
     let inFlight: Promise<number | undefined> | undefined
@@ -245,9 +245,9 @@ export async function renderExport(
       // A record as the list gives it has every field the columns read (ExportRecord).
       const items = current.items as unknown as ExportRecord[]
       Object.assign(chunkNames, await nameUsers(items))
-      const piece = format.encode(columns, items, first + rows)
       // An XLSX page is deflated on zlib's thread meanwhile; a failure surfaces with its chunk's commit.
-      if (typeof piece !== 'string') piece.catch(() => undefined)
+      const piece = Promise.resolve(format.encode(columns, items, first + rows))
+      piece.catch(() => undefined)
       pieces.push(piece)
       rows += items.length
       if (Date.now() - touched > 500) {
