@@ -4,7 +4,7 @@
  * bulk.ts both use: a fresh database, server children, PostgreSQL backend CPU, tables.
  */
 import { fork, type ChildProcess } from 'node:child_process'
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs'
+import { appendFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { GCProfiler } from 'node:v8'
 import type { Result } from 'autocannon'
@@ -66,7 +66,31 @@ const heapPeak = (() => {
   }
 })()
 
+/**
+ * `BENCH_MEMORY_TRACE=<file>`: the child appends `process.memoryUsage()` (MiB, by kind) to the file
+ * every 250 ms, to tell apart what makes up a peak RSS (heap, external and array buffers, the rest).
+ */
+function traceMemory(file: string | undefined) {
+  if (!file) return
+  const t0 = Date.now()
+  const mib = (n: number) => Math.round(n / 1048576)
+  setInterval(() => {
+    const m = process.memoryUsage()
+    const line = {
+      s: (Date.now() - t0) / 1000,
+      rss: mib(m.rss),
+      heapTotal: mib(m.heapTotal),
+      heapUsed: mib(m.heapUsed)
+    }
+    appendFileSync(
+      file,
+      JSON.stringify({ ...line, external: mib(m.external), arrayBuffers: mib(m.arrayBuffers) }) + '\n'
+    )
+  }, 250).unref()
+}
+
 export function serveAsChild(close: () => Promise<void>, ready: Record<string, unknown>) {
+  traceMemory(process.env.BENCH_MEMORY_TRACE)
   let stopping = false
   const stop = async () => {
     if (stopping) return

@@ -32,7 +32,7 @@ const severities = ['low', 'medium', 'high', 'critical']
 const sentence = 'Reported during the shift by the area supervisor; the area was made safe and the team briefed. '
 const pad2 = (n: number) => String(n).padStart(2, '0')
 
-/** The records as the export job hands them to the renderer (after JSON.parse of a stored chunk). */
+/** The records as the export job encodes them (as records.find gives them). */
 async function* records(n: number): AsyncGenerator<ExportRecord> {
   const actor = { name: 'Bench Key' }
   for (let g = 1; g <= n; g++) {

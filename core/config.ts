@@ -272,7 +272,12 @@ export const configSchema = Type.Object({
       minimum: 1,
       description: "How long a running job's lock holds without renewal; after it, another instance takes the job over."
     }),
-    pageSize: Type.Integer({ minimum: 1, description: 'Rows read per page from the records service.' }),
+    pageSize: Type.Integer({
+      minimum: 1,
+      maximum: 5000,
+      description:
+        "Rows an export reads per page from the records service: its own reads, which may pass pagination.maxLimit (a client's pages do not)."
+    }),
     pdfMaxRows: Type.Integer({
       minimum: 1,
       description:

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { createWriteStream } from 'node:fs'
+import { createWriteStream, type WriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -8,13 +8,18 @@ import { hiddenFields } from '../../core/auth/access.ts'
 import type { App, Platform } from '../../core/declarations.ts'
 import { transaction } from '../../core/db/index.ts'
 import { ApiError, problemFields } from '../../core/errors/index.ts'
-import { render, tooManyPdfRows } from './exports.render.ts'
+import { assemble, chunkFormat, tooManyPdfRows, type ChunkFormat, type RenderedPiece } from './exports.render.ts'
 import { exportKey } from '../../core/storage/driver.ts'
 import { handBack, type JobContext } from '../../core/jobs/index.ts'
 import type { Lease } from '../../core/limits/limiter.ts'
 import { logger } from '../../core/logger.ts'
 import { span } from '../../core/telemetry/tracing.ts'
-import { exportColumns, summaryExportColumns, type ExportRecord } from '../../core/modules/derive/columns.ts'
+import {
+  exportColumns,
+  summaryExportColumns,
+  type ExportColumn,
+  type ExportRecord
+} from '../../core/modules/derive/columns.ts'
 import { isUuid } from '../../core/validation.ts'
 import { recordsPath, type RecordPage } from '../records/records.shared.ts'
 import * as repo from './exports.repository.ts'
@@ -39,6 +44,24 @@ function describeFilters(filters: Record<string, unknown>): Array<[string, strin
 /** Rows a chunk gathers at least (pages of exports.pageSize until then): a commit each, and what a crash may cost in reading again. */
 const minChunkRows = 500
 
+/**
+ * The stored chunks as pieces of the file, in order. A chunk committed before chunks held encoded
+ * rows (migration 003) holds its records as JSON: encoded here, as the run that read it would now.
+ */
+async function* storedPieces(
+  chunks: AsyncIterable<repo.StoredChunk>,
+  format: ChunkFormat,
+  columns: ExportColumn[]
+): AsyncGenerator<RenderedPiece> {
+  let first = 0
+  for await (const c of chunks) {
+    yield c.encoded
+      ? c
+      : { data: await format.encode(columns, JSON.parse(c.data) as ExportRecord[], first), rows: c.rows }
+    first += c.rows
+  }
+}
+
 /** Thrown inside a run to stop it where it is: the export was handed back, or another run took it over. */
 class RunStopped extends Error {}
 
@@ -47,9 +70,11 @@ class RunStopped extends Error {}
  * (status queued, in creation order) for one of the tenant's concurrent-export slots, then
  * takes the export for this run (a lease on its row, renewed with every chunk). It reads the
  * records page by page through the records service (same filters, row rule and hidden fields
- * as the list endpoint) and commits each page as a chunk, with the cursor after it and the
- * progress, in one statement. When every page is in, the file is rendered from the stored
- * chunks (cheap beside reading them) and stored; the chunks go with the export's outcome.
+ * as the list endpoint), encodes each page as the file will hold it (exports.render.ts,
+ * ChunkFormat) and commits the pages as chunks, with the cursor after them and the progress, in
+ * one statement. A run that read every row itself has written the file as it went; after a
+ * resume (or for a PDF) the file is assembled from the stored chunks once every page is in. The
+ * file is then stored; the chunks go with the export's outcome.
  *
  * Resuming: a run whose process died is taken over once its lease lapses (an attempt); a run
  * told to stop (shutdown) commits its chunk and hands the export back at once (not an attempt).
@@ -100,6 +125,7 @@ export async function renderExport(
   const temp = join(tmpdir(), `records-export-${tenantId}-${id}-${runId}.${row.format}`)
   const records = app.service(recordsPath)
   let keepAlive: NodeJS.Timeout | undefined
+  let out: WriteStream | undefined
   try {
     const claimed = await repo.claimRun(pool, tenantId, id, runId, o.lockSeconds)
     if (!claimed) {
@@ -133,9 +159,11 @@ export async function renderExport(
     })
     const hidden = hiddenFields(principal, module)
     const userFields = module.definition.fields.filter((f) => f.type === 'user' && !hidden.has(f.key)).map((f) => f.key)
+    // The names of the users this run has met: rows are encoded as they are read, with their users' names.
+    const names = new Map<string, string>()
     const looked = new Set<string>()
-    /** The names of the page's users not looked up before in this run, to store with its chunk. */
-    const nameUsers = async (items: RecordPage['items']): Promise<Record<string, string>> => {
+    /** Looks up the names of the page's users not looked up before in this run; returns them, to store with its chunk. */
+    const nameUsers = async (items: readonly ExportRecord[]): Promise<Record<string, string>> => {
       const ids = new Set<string>()
       for (const r of items) {
         for (const k of userFields) {
@@ -145,11 +173,43 @@ export async function renderExport(
       }
       if (!ids.size) return {}
       for (const id of ids) looked.add(id)
-      return Object.fromEntries(await platform.users.names(tenantId, ids))
+      const found = await platform.users.names(tenantId, ids)
+      for (const [k, v] of found) names.set(k, v)
+      return Object.fromEntries(found)
     }
+    const wording = { hidden, values: row.options.values ?? 'keys', userName: (id: string) => names.get(id) }
+    // Without chosen columns, a PDF shows the module's summary (a page fits 8 columns); CSV and XLSX carry them all.
+    const summary = !row.columns && row.format === 'pdf'
+    const columns = summary
+      ? summaryExportColumns(module, wording)
+      : exportColumns(module, { ...wording, only: row.columns ?? undefined })
+    const format = await chunkFormat(row.format)
+    const fileInput = {
+      title: `${module.definition.title} export`,
+      tenantName: platform.tenants.get(tenantId)!.name,
+      moduleTitle: module.definition.title,
+      filters: describeFilters(row.filters),
+      generatedAt: new Date(),
+      columns,
+      csvBom: row.options.csvBom,
+      maxRows: o.pdfMaxRows,
+      columnNote: summary
+        ? "the module's summary columns (pass columns to choose others; the CSV and XLSX exports contain all columns)"
+        : undefined
+    }
+    // A run that reads every row itself writes them to the file as it commits them (CSV, XLSX): the same pieces
+    // in the same order as assembling from the chunks gives, without reading them back. After a resume, or for
+    // a PDF, the file is assembled from the chunks once all are in.
+    out = createWriteStream(temp)
+    const direct = !last && format.open ? format.open(fileInput, out) : undefined
     let touched = Date.now()
+    // Pages past pagination.maxLimit: the export's own reads (exports.pageSize), not a page a client may ask for.
     const page = (cursor: string | null) => {
-      const p = records.find({ principal, query: { ...query, limit: o.pageSize, ...(cursor ? { cursor } : {}) } })
+      const p = records.find({
+        principal,
+        pageLimit: o.pageSize,
+        query: { ...query, ...(cursor ? { cursor } : {}) }
+      })
       // A page fetched ahead for a run that has already stopped must not become an unhandled rejection.
       p.catch(() => undefined)
       return p
@@ -163,31 +223,39 @@ export async function renderExport(
         : undefined
     // A chunk gathers pages up to chunkRows rows, or for a third of the lease (which its commit renews).
     const chunkRows = Math.max(o.pageSize, minChunkRows)
-    let rows: ExportRecord[] = []
+    // Each page is encoded as it comes (CSV lines, SpreadsheetML rows); a chunk stores its pages' text.
+    let first = last?.rows_through ?? 0
+    let rows = 0
+    let pieces: Array<Promise<string>> = []
     let chunkNames: Record<string, string> = {}
     let committed = Date.now()
+    let inFlight: Promise<number | undefined> | undefined
+    /** Waits for the chunk in flight; the rows done once it is in. */
+    const settled = async () => {
+      if (!inFlight) return undefined
+      const done = await inFlight
+      inFlight = undefined
+      if (done === undefined) throw new RunStopped('another run took the export over')
+      return done
+    }
     while (next) {
       const current: RecordPage = await next
-      // The next page is read while this one is committed: two pages in memory at most.
+      // The next page is read while this one is encoded and committed: two pages in memory at most.
       next = current.nextCursor ? page(current.nextCursor) : undefined
-      Object.assign(chunkNames, await nameUsers(current.items))
-      for (const r of current.items)
-        rows.push({
-          number: r.number,
-          state: r.state,
-          createdAt: r.createdAt,
-          updatedAt: r.updatedAt,
-          createdBy: r.createdBy,
-          updatedBy: r.updatedBy,
-          externalRef: r.externalRef ?? null,
-          payload: r.payload
-        })
+      // A record as the list gives it has every field the columns read (ExportRecord).
+      const items = current.items as unknown as ExportRecord[]
+      Object.assign(chunkNames, await nameUsers(items))
+      // An XLSX page is deflated on zlib's thread meanwhile; a failure surfaces with its chunk's commit.
+      const piece = Promise.resolve(format.encode(columns, items, first + rows))
+      piece.catch(() => undefined)
+      pieces.push(piece)
+      rows += items.length
       if (Date.now() - touched > 500) {
         touched = Date.now()
         await job.touch()
         await lease?.extend(lockMs)
       }
-      if (next && rows.length < chunkRows && Date.now() - committed < lockMs / 3 && !job.signal.aborted) continue
+      if (next && rows < chunkRows && Date.now() - committed < lockMs / 3 && !job.signal.aborted) continue
       // Committed without waiting for the WAL flush (one fsync per chunk bounded an export by the disk): a crash may
       // lose the last moment's chunks, whose pages the next run reads again; a chunk and its cursor go together.
       const chunk = {
@@ -197,27 +265,44 @@ export async function renderExport(
         seq,
         cursorAfter: current.nextCursor ?? null,
         rows,
+        pieces,
         names: chunkNames,
         leaseSeconds: o.lockSeconds
       }
-      const done = await span(
-        'export.chunk',
-        { 'export.id': id, 'export.chunk': seq, 'export.rows': rows.length },
-        () => transaction(pool, (client) => repo.commitChunk(client, chunk), { asyncCommit: true })
+      pieces = []
+      // One commit in flight, in order: the next pages are encoded while PostgreSQL stores this chunk.
+      await settled()
+      inFlight = span('export.chunk', { 'export.id': id, 'export.chunk': seq, 'export.rows': rows }, () =>
+        Promise.all(chunk.pieces).then(async (texts) => {
+          const text = texts.join('')
+          // Encoded to UTF-8 once here: pg sends a Buffer as it is (the text column takes the bytes).
+          const data = Buffer.from(text, 'utf8')
+          const [done] = await Promise.all([
+            transaction(pool, (client) => repo.commitChunk(client, { ...chunk, data }), { asyncCommit: true }),
+            direct?.write({ data: text, rows: chunk.rows })
+          ])
+          // The job's lock renewed after the lease the commit renewed: a run killed now has its lock outlive its
+          // lease, so whichever instance takes the job over finds the lease lapsed and need not wait for it.
+          if (done !== undefined) await job.touch()
+          return done
+        })
       )
-      if (done === undefined) throw new RunStopped('another run took the export over')
+      inFlight.catch(() => undefined)
       seq += 1
-      rows = []
+      first += rows
+      rows = 0
       chunkNames = {}
       committed = Date.now()
       // Stopping: what is committed stays, and the export goes to another instance now.
       if (job.signal.aborted && next) {
+        const done = await settled()
         await repo.handBack(pool, tenantId, id, runId)
         logger.info('export handed back', { tenantId, exportId: id, rowsDone: done })
         return handBack(`export handed back after ${done} rows`)
       }
     }
-    // Every page is in: the file is rendered from the chunks. That takes seconds for a large XLSX, with no chunk
+    await settled()
+    // Every page is in: the file is assembled from the chunks. That takes seconds for a large XLSX, with no chunk
     // to renew the leases, so a timer keeps the job's lock, the export's lease and the tenant's slot alive meanwhile.
     let fencedOut = false
     keepAlive = setInterval(
@@ -235,33 +320,13 @@ export async function renderExport(
       },
       Math.max(100, Math.min(1000, lockMs / 3))
     )
-    const names = await repo.chunkNames(pool, tenantId, id)
-    const wording = { hidden, values: row.options.values ?? 'keys', userName: (id: string) => names.get(id) }
-    // Without chosen columns, a PDF shows the module's summary (a page fits 8 columns); CSV and XLSX carry them all.
-    const summary = !row.columns && row.format === 'pdf'
-    const columns = summary
-      ? summaryExportColumns(module, wording)
-      : exportColumns(module, { ...wording, only: row.columns ?? undefined })
-    const out = createWriteStream(temp)
-    const tenant = platform.tenants.get(tenantId)!
-    const result = await render(
-      row.format,
-      {
-        title: `${module.definition.title} export`,
-        tenantName: tenant.name,
-        moduleTitle: module.definition.title,
-        filters: describeFilters(row.filters),
-        generatedAt: new Date(),
-        columns,
-        rows: repo.chunkRows<ExportRecord>(pool, tenantId, id),
-        csvBom: row.options.csvBom,
-        maxRows: o.pdfMaxRows,
-        columnNote: summary
-          ? "the module's summary columns (pass columns to choose others; the CSV and XLSX exports contain all columns)"
-          : undefined
-      },
-      out
-    )
+    // A PDF's chunks hold records, and chunks written before chunks were encoded too: their users' names are the
+    // ones every chunk looked up. CSV and XLSX chunks of this version need none of them.
+    if (row.format === 'pdf' || !(await repo.allEncoded(pool, tenantId, id)))
+      for (const [k, v] of await repo.chunkNames(pool, tenantId, id)) names.set(k, v)
+    const result = direct
+      ? await direct.end()
+      : await assemble(row.format, fileInput, storedPieces(repo.chunks(pool, tenantId, id), format, columns), out)
     if (!out.writableFinished) await finished(out)
     // A run that lost its lease while rendering (its chunks may have gone with another run's success) stores nothing;
     // and each run stores under a key of its own, so a fenced-out run racing past this check never overwrites the file
@@ -296,6 +361,12 @@ export async function renderExport(
     return { failed: problem.code as string }
   } finally {
     clearInterval(keepAlive)
+    // A run that stopped part-way leaves a half-written file: closed, then removed. A write still under way then
+    // fails with ERR_STREAM_DESTROYED as an 'error' event, which must not become an uncaught exception.
+    if (out && !out.writableFinished) {
+      out.on('error', () => undefined)
+      out.destroy()
+    }
     await lease?.release().catch(() => undefined)
     await rm(temp, { force: true })
   }

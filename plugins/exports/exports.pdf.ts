@@ -3,7 +3,13 @@ import PDFDocument from 'pdfkit'
 import type { CellValue, ColumnSpec, ExportColumn, ExportRecord } from '../../core/modules/derive/columns.ts'
 import { pageTotal, printable, rgb, utcText } from './pdf-kit.ts'
 import { drained, outputFinished } from './exports.csv.ts'
-import { tooManyPdfRows, type RenderInput } from './exports.render.ts'
+import {
+  tooManyPdfRows,
+  type ChunkFormat,
+  type FileInput,
+  type RenderedPiece,
+  type RenderInput
+} from './exports.render.ts'
 
 /** More columns than this make an unreadable A4 page; the CSV and XLSX exports carry them all. */
 export const maxPdfColumns = 8
@@ -283,4 +289,30 @@ export async function renderPdf(input: RenderInput, out: Writable): Promise<{ ro
   doc.end()
   await done
   return { rows }
+}
+
+/** The fields of a record the columns read, as a PDF chunk stores it (JSON). */
+const storedRecord = (r: ExportRecord): ExportRecord => ({
+  number: r.number,
+  state: r.state,
+  createdAt: r.createdAt,
+  updatedAt: r.updatedAt,
+  createdBy: r.createdBy,
+  updatedBy: r.updatedBy,
+  externalRef: r.externalRef ?? null,
+  payload: r.payload
+})
+
+async function* storedRecords(pieces: AsyncIterable<RenderedPiece>): AsyncGenerator<ExportRecord> {
+  for await (const piece of pieces) yield* JSON.parse(piece.data) as ExportRecord[]
+}
+
+/**
+ * A PDF's chunks keep their records as JSON: its column widths are measured on the first rows
+ * and its page total is known only at the end, so the file is laid out in one pass over them all
+ * (at most `exports.pdfMaxRows`, where CSV and XLSX chunks hold their rows already written).
+ */
+export const pdfFormat: ChunkFormat = {
+  encode: (_columns, records) => JSON.stringify(records.map(storedRecord)),
+  assemble: (input: FileInput, pieces, out) => renderPdf({ ...input, rows: storedRecords(pieces) }, out)
 }

@@ -117,12 +117,15 @@ export async function setTotal(db: pg.Pool, tenantId: string, id: string, runId:
 export interface ChunkHead {
   seq: number
   cursor_after: string | null
+  /** Rows in the chunks up to and including this one: the next chunk's first row. */
+  rows_through: number
 }
 
 /** The last committed chunk: where a run goes on from (none yet: from the start). */
 export async function lastChunk(db: pg.Pool, tenantId: string, id: string): Promise<ChunkHead | undefined> {
   const { rows } = await db.query(
-    `SELECT seq, cursor_after FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 ORDER BY seq DESC LIMIT 1`,
+    `SELECT seq, cursor_after, (SELECT sum(rows)::int FROM export_chunks WHERE tenant_id = $1 AND export_id = $2) AS rows_through
+       FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 ORDER BY seq DESC LIMIT 1`,
     [tenantId, id]
   )
   return rows[0]
@@ -155,31 +158,23 @@ export async function commitChunk(
     runId: string
     seq: number
     cursorAfter: string | null
-    rows: unknown[]
+    rows: number
+    /** The rows as the export's format encodes them (exports.render.ts, ChunkFormat), as UTF-8 text. */
+    data: string | Buffer
     names: Record<string, string>
     leaseSeconds: number
   }
 ): Promise<number | undefined> {
-  // A chunk's text (~300 KB) is compressed as it is stored: lz4 takes a quarter of pglz's CPU for it (0.5 against
+  // A chunk's text (~100-700 KB) is compressed as it is stored: lz4 takes a quarter of pglz's CPU for it (0.5 against
   // 2.1 µs a row, bench/README.md) and the commit waits for that. Scoped to the chunk's transaction.
   if (await lz4Toast(db)) await db.query(`SET LOCAL default_toast_compression = lz4`)
   const { rows } = await db.query(
     `WITH e AS (
        UPDATE export_jobs SET rows_done = rows_done + $6, lease_until = now() + make_interval(secs => $9)
         WHERE tenant_id = $1 AND id = $2 AND run_id = $3 AND status = 'running' RETURNING tenant_id, id, rows_done)
-     INSERT INTO export_chunks (tenant_id, export_id, seq, cursor_after, rows, data, names, run_id)
-     SELECT e.tenant_id, e.id, $4, $5, $6, $7, $8, $3 FROM e RETURNING (SELECT rows_done FROM e) AS done`,
-    [
-      c.tenantId,
-      c.id,
-      c.runId,
-      c.seq,
-      c.cursorAfter,
-      c.rows.length,
-      JSON.stringify(c.rows),
-      JSON.stringify(c.names),
-      c.leaseSeconds
-    ]
+     INSERT INTO export_chunks (tenant_id, export_id, seq, cursor_after, rows, data, names, run_id, encoded)
+     SELECT e.tenant_id, e.id, $4, $5, $6, $7, $8, $3, true FROM e RETURNING (SELECT rows_done FROM e) AS done`,
+    [c.tenantId, c.id, c.runId, c.seq, c.cursorAfter, c.rows, c.data, JSON.stringify(c.names), c.leaseSeconds]
   )
   return rows[0]?.done
 }
@@ -211,15 +206,31 @@ export async function chunkNames(db: pg.Pool, tenantId: string, id: string): Pro
   return out
 }
 
-/** The stored rows in order, `batch` chunks per query (memory holds one batch). */
-export async function* chunkRows<T>(db: pg.Pool, tenantId: string, id: string, batch = 4): AsyncGenerator<T> {
+export interface StoredChunk {
+  data: string
+  rows: number
+  /** False for a chunk written before chunks held encoded rows (migration 003): its data is the records as JSON. */
+  encoded: boolean
+}
+
+/** Whether every chunk of the export holds encoded rows (none was committed before migration 003). */
+export async function allEncoded(db: pg.Pool, tenantId: string, id: string): Promise<boolean> {
+  const { rows } = await db.query(
+    `SELECT NOT EXISTS (SELECT 1 FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 AND NOT encoded) AS ok`,
+    [tenantId, id]
+  )
+  return rows[0].ok
+}
+
+/** The stored chunks in order, `batch` per query (memory holds one batch). */
+export async function* chunks(db: pg.Pool, tenantId: string, id: string, batch = 4): AsyncGenerator<StoredChunk> {
   let after = -1
   for (;;) {
     const { rows } = await db.query(
-      `SELECT seq, data FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`,
+      `SELECT seq, data, rows, encoded FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`,
       [tenantId, id, after, batch]
     )
-    for (const r of rows) yield* JSON.parse(r.data) as T[]
+    for (const r of rows) yield { data: r.data, rows: r.rows, encoded: r.encoded }
     if (rows.length < batch) return
     after = rows[rows.length - 1].seq
   }

@@ -36,6 +36,11 @@ export type RecordInclude = 'activity' | 'attachments' | 'transitions'
 export interface RecordParams extends CallParams<RecordQuery> {
   /** Internal only (exports): answer with the number of matching records, no page. */
   countOnly?: boolean
+  /**
+   * Internal only (exports, `exports.pageSize`): the page size, past `pagination.maxLimit`, of a
+   * reader that pages through a whole selection; ignored on a call with a provider.
+   */
+  pageLimit?: number
   /** find: items with their activity, attachments or available transitions, as `get` gives them. */
   include?: readonly RecordInclude[]
   /** find: a cursor after each item (`RecordPage.cursors`), for GraphQL connection edges. */
@@ -178,7 +183,7 @@ export class RecordsService {
     assertValid<RecordQuery>(this.validateQuery, q)
     const module = this.o.tenants.module(principal.tenantId, q.moduleKey)
     assertCan(principal, module, 'read')
-    const limit = q.limit ?? this.o.defaultLimit
+    const limit = (!params.provider && params.pageLimit) || (q.limit ?? this.o.defaultLimit)
     const rule = rowRule(principal, module)
     const hidden = hiddenFields(principal, module)
 

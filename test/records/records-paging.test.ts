@@ -1,6 +1,9 @@
 import t, { type Test } from '../helpers/tap.ts'
 import { createCipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto'
 import { CursorCodec } from '../../core/pagination/cursor.ts'
+import { systemPrincipal } from '../../core/auth/principal.ts'
+import { inTenant } from '../../core/db/tenant-scope.ts'
+import { recordsPath } from '../../plugins/records/records.shared.ts'
 import { incidentPayload, startTestServer, type Reply } from '../helpers/server.ts'
 
 const server = await startTestServer()
@@ -135,6 +138,25 @@ t.test('uses a default page size of 50 and accepts up to 200', async (t) => {
     t.match(refused?.detail, /^must be a whole number from 1 to 200, written in decimal digits$/, `limit=${written}`)
   }
   t.equal((await list('limit=10')).body.items.length, 10, 'limit=10 is read')
+})
+
+t.test("an export's own reads take pages past the client limit; a call from a transport cannot", async (t) => {
+  const records = server.running.app.service(recordsPath)
+  const principal = systemPrincipal('acme', 'paging test')
+  const query = { moduleKey: 'incident' }
+  const page = await inTenant('acme', () => records.find({ principal, pageLimit: 300, query }))
+  t.equal(page.items.length, 300, 'an internal reader (no provider) gets its 300 rows')
+  t.equal(page.limit, 300)
+  const next = await inTenant('acme', () =>
+    records.find({ principal, pageLimit: 300, query: { ...query, cursor: page.nextCursor! } })
+  )
+  t.same(
+    next.items[0] && (next.items[0] as { number: string }).number,
+    (await list('limit=1&cursor=' + encodeURIComponent(page.nextCursor!))).body.items[0].number,
+    'its cursor is a list cursor like any other'
+  )
+  const rest = await inTenant('acme', () => records.find({ principal, provider: 'rest', pageLimit: 300, query }))
+  t.equal(rest.items.length, 50, 'with a provider it is ignored: the default page')
 })
 
 t.test('refuses a tampered cursor', async (t) => {

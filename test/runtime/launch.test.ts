@@ -106,8 +106,8 @@ async function serviceOf(t: Test, s: Started): Promise<number> {
     "the child is the project's Node (node_modules/.bin/node), not a shell"
   )
   t.strictSame(
-    readFileSync(`/proc/${node}/cmdline`, 'utf8').split('\0').slice(1, 3),
-    ['--max-old-space-size=1024', 'bin/start.js'],
+    readFileSync(`/proc/${node}/cmdline`, 'utf8').split('\0').slice(1, 4),
+    ['--max-old-space-size=1024', '--max-semi-space-size=16', 'bin/start.js'],
     'running bin/start.js'
   )
   // Logged once the service listens (bin/start.js).
