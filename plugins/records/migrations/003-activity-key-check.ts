@@ -17,11 +17,13 @@ import type { Knex } from 'knex'
  * one set-based DELETE per statement that deletes records, nothing per inserted row.
  */
 export async function up(knex: Knex) {
-  await knex.raw(`CREATE FUNCTION record_activity_cascade() RETURNS trigger LANGUAGE plpgsql AS $$
+  // Runs again without harm (a database the single list of core/db/migrations left runs it, test/db/migrate-plugins.test.ts).
+  await knex.raw(`CREATE OR REPLACE FUNCTION record_activity_cascade() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       DELETE FROM record_activity a USING gone g WHERE a.tenant_id = g.tenant_id AND a.record_id = g.id;
       RETURN NULL;
     END $$`)
+  await knex.raw('DROP TRIGGER IF EXISTS record_activity_cascade ON records')
   await knex.raw(`CREATE TRIGGER record_activity_cascade AFTER DELETE ON records
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION record_activity_cascade()`)
   // By what it is, not its name: databases that ran core's 001-initial before the records plugin had its own.
