@@ -11,7 +11,8 @@
  *
  * Reported per variant: median over the rounds of the PostgreSQL backend's CPU per row
  * (Linux /proc) and rows/s. The gap between `records only` and `write path` is the activity
- * row (with its foreign-key check) and the event row of each record.
+ * row and the event row of each record (the activity row had a foreign-key check per row
+ * until records migration 003, bench/README.md).
  *
  * Options: --rounds N (3), --batches N per variant and round (10), --batch N rows (1000).
  */

@@ -114,15 +114,16 @@ const isBlank = (raw: RawLine) => raw.bytes !== undefined && raw.bytes.every((b)
  * of the body is drained first, so the client gets the answer rather than a reset.
  * Otherwise returns the lines with the ones already read put back in front.
  */
-async function refuseLostNewlines(lines: AsyncGenerator<RawLine>): Promise<AsyncIterable<RawLine>> {
-  const read: RawLine[] = []
+async function refuseLostNewlines(lines: AsyncGenerator<RawLine[]>): Promise<AsyncIterable<RawLine[]>> {
+  const read: RawLine[][] = []
   try {
     for (;;) {
       const next = await lines.next()
       if (next.done) break
       read.push(next.value)
-      if (isBlank(next.value)) continue
-      if (!holdsSeveralObjects(next.value.bytes ?? next.value.head!)) break
+      const first = next.value.find((line) => !isBlank(line))
+      if (!first) continue
+      if (!holdsSeveralObjects(first.bytes ?? first.head!)) break
       for await (const _ of lines);
       throw new ApiError('bad-request', 'bulk.newlines_missing', newlinesMissingDetail('The first row of the body'))
     }

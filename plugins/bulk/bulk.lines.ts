@@ -10,10 +10,12 @@ export interface RawLine {
  * Splits a byte stream into lines without buffering more than one line (plus one
  * chunk): a line longer than `maxBytes` is reported as `tooLong` with its first
  * `maxBytes` bytes, and skipped to its end. `\r\n` and a last line without newline are
- * handled. Reading is pulled, so a consumer that awaits between lines holds the upload
- * back (TCP backpressure).
+ * handled. Yields the lines each chunk completes, together (none for a chunk inside a
+ * long line): a bulk row then costs no promise of its own on the way in, only each
+ * chunk does (about 1.5 µs of CPU a row less, bench/README.md). Reading is pulled, so a
+ * consumer that awaits between lines holds the upload back (TCP backpressure).
  */
-export async function* splitLines(input: AsyncIterable<Buffer>, maxBytes: number): AsyncGenerator<RawLine> {
+export async function* splitLines(input: AsyncIterable<Buffer>, maxBytes: number): AsyncGenerator<RawLine[]> {
   let parts: Buffer[] = []
   let size = 0
   let skipping = false
@@ -31,6 +33,7 @@ export async function* splitLines(input: AsyncIterable<Buffer>, maxBytes: number
     return { number, bytes }
   }
   for await (const chunk of input) {
+    const lines: RawLine[] = []
     let start = 0
     for (;;) {
       const nl = chunk.indexOf(0x0a, start)
@@ -45,11 +48,12 @@ export async function* splitLines(input: AsyncIterable<Buffer>, maxBytes: number
         if (fits < end - start) skipping = true
       }
       if (nl === -1) break
-      yield take()
+      lines.push(take())
       start = nl + 1
     }
+    if (lines.length) yield lines
   }
-  if (size > 0 || skipping) yield take()
+  if (size > 0 || skipping) yield [take()]
 }
 
 const isSpace = (b: number) => b === 0x20 || b === 0x09 || b === 0x0d || b === 0x0a

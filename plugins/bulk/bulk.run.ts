@@ -148,32 +148,38 @@ export class BulkRun {
     this.out.on('close', () => (this.stopped = true))
   }
 
-  /** Runs the call to its end; never throws (a failure becomes the last line). */
-  async run(lines: AsyncIterable<RawLine>) {
+  /** Runs the call to its end; never throws (a failure becomes the last line). `lines` come a chunk's worth at a time (splitLines). */
+  async run(lines: AsyncIterable<RawLine[]>) {
     let complete = false
     const input = lines[Symbol.asyncIterator]()
     try {
-      for (;;) {
-        // A row boundary: once the instance drains, no further row is taken (the rows taken are still written below).
+      reading: for (;;) {
         const next = await nextUnlessAborted(input, this.o.shutdown)
-        if (!next || this.o.shutdown?.aborted) {
+        if (!next) {
           this.drained = true
           void input.return?.()
           break
         }
         if (next.done) break
-        const raw = next.value
-        if (this.stopped || this.failure) {
-          void input.return?.()
-          break
+        for (const raw of next.value) {
+          // A row boundary: once the instance drains, no further row is taken (the rows taken are still written below).
+          if (this.o.shutdown?.aborted) {
+            this.drained = true
+            void input.return?.()
+            break reading
+          }
+          if (this.stopped || this.failure) {
+            void input.return?.()
+            break reading
+          }
+          const row = this.parse(raw)
+          if (!row) continue
+          this.batch.push(row)
+          if (this.batch.length === 1) this.timer = setTimeout(() => void this.flush(), this.o.flushAfterMs)
+          if (this.batch.length >= this.o.batchSize) void this.flush()
+          // Rows are checked while earlier batches are in the database; never more than three batches on their way.
+          if (this.pending >= 4) await this.below(4)
         }
-        const row = this.parse(raw)
-        if (!row) continue
-        this.batch.push(row)
-        if (this.batch.length === 1) this.timer = setTimeout(() => void this.flush(), this.o.flushAfterMs)
-        if (this.batch.length >= this.o.batchSize) void this.flush()
-        // Rows are checked while earlier batches are in the database; never more than three batches on their way.
-        await this.below(4)
       }
       complete = !this.stopped && !this.failure && !this.drained
       await this.flush()

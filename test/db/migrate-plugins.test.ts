@@ -33,7 +33,7 @@ const singleList = [
 ]
 
 /** Migrations written after the single list ended: a database it left runs these, and nothing else. */
-const addedSince = ['core/016-unavailable-modules']
+const addedSince = ['core/016-unavailable-modules', 'records/003-activity-key-check']
 
 /** The schema as the catalogue has it: columns, constraints, indexes, triggers and functions of `public`. */
 async function schemaOf(pool: pg.Pool): Promise<string[]> {
