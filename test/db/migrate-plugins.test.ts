@@ -33,7 +33,7 @@ const singleList = [
 ]
 
 /** Migrations written after the single list ended: a database it left runs these, and nothing else. */
-const addedSince = ['core/016-unavailable-modules', 'records/003-activity-key-check']
+const addedSince = ['core/016-unavailable-modules', 'records/003-activity-key-check', 'exports/003-encoded-chunks']
 
 /** The schema as the catalogue has it: columns, constraints, indexes, triggers and functions of `public`. */
 async function schemaOf(pool: pg.Pool): Promise<string[]> {
@@ -128,8 +128,10 @@ t.test(
     t.same(await migrateLatest(url, plugins), [
       'core/013-token-persons',
       'core/015-tenant-led-keys',
-      ...addedSince,
-      'exports/002-chunks'
+      'core/016-unavailable-modules',
+      'records/003-activity-key-check',
+      'exports/002-chunks',
+      'exports/003-encoded-chunks'
     ])
     t.same(await schemaOf(pool), schema)
   }
@@ -141,12 +143,19 @@ t.test(
     const { url, pool } = await migrated(t)
     await recordSingleList(pool)
     const withoutExports = plugins.filter((p) => p.name !== 'exports')
-    t.same(await migrateLatest(url, withoutExports), addedSince)
+    t.same(
+      await migrateLatest(url, withoutExports),
+      addedSince.filter((id) => !id.startsWith('exports/'))
+    )
     t.notOk(
       (await recorded(pool)).some((name) => name.startsWith('exports/')),
       'exports took over nothing yet'
     )
-    t.same(await migrateLatest(url, plugins), [], 'back in the list: its tables are there, its old names recorded')
+    t.same(
+      await migrateLatest(url, plugins),
+      addedSince.filter((id) => id.startsWith('exports/')),
+      'back in the list: its tables are there, its old names recorded, what it added since runs'
+    )
     t.ok((await recorded(pool)).includes('exports/002-chunks'))
   }
 )
