@@ -136,6 +136,8 @@ const calls: Record<string, Call[]> = {
   'api/v1/exports.get': [{ method: 'GET', path: `/api/v1/exports/${incidentExport}`, expect: [404] }],
   'api/v1/modules.find': [{ method: 'GET', path: '/api/v1/modules', expect: [200] }],
   'api/v1/modules.get': [{ method: 'GET', path: '/api/v1/modules/incident', expect: [403] }],
+  // What the deployment offers (modules, not records): every caller with modules:read sees it.
+  'api/v1/module-catalogue.find': [{ method: 'GET', path: '/api/v1/module-catalogue', expect: [200] }],
   'api/v1/audit-log.find': [
     { method: 'GET', path: `/api/v1/audit-log?recordId=${incident.id}`, expect: [403] },
     { method: 'GET', path: '/api/v1/audit-log?moduleKey=incident', expect: [403] }
