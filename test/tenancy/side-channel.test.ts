@@ -541,9 +541,13 @@ const probes: Probe[] = [
       )
   },
   {
-    name: 'B reads its module list and a module schema',
-    covers: ['api/v1/modules#find', 'api/v1/modules#get'],
-    run: async () => ({ list: await get('/api/v1/modules'), incident: await get('/api/v1/modules/incident', true) })
+    name: 'B reads its module list, a module schema and the module catalogue',
+    covers: ['api/v1/modules#find', 'api/v1/modules#get', 'api/v1/module-catalogue#find'],
+    run: async () => ({
+      list: await get('/api/v1/modules'),
+      incident: await get('/api/v1/modules/incident', true),
+      catalogue: await get('/api/v1/module-catalogue')
+    })
   },
   {
     name: 'B pages through its incident audit feed and its deletions',
