@@ -38,6 +38,9 @@ const usage = `records: admin CLI of the records platform (works with or without
                                                     scaffold a module package (definition, README, tsconfig, manifest)
   records module check FOLDER|TARBALL               load a module package as a deployment would: OK, or REFUSED with
                                                     where and what (exit 1); the configured modules load beside it
+  records module diff OLD NEW                       what a new version changes for stored records: breaking changes,
+                                                    compatible ones; REFUSED (exit 1) for a downgrade, or breaking
+                                                    changes without a new major version
 
 Database: DATABASE_URL, or the embedded PostgreSQL in ./data (started if needed).`
 
@@ -128,7 +131,7 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
     }
   })
   const out = (line: string) => io.out(line + '\n')
-  const [area, action, arg] = positionals
+  const [area, action, arg, second] = positionals
   if (values.help || !area) return out(usage)
   if (area === 'migrate') {
     const config = loadConfig(io.config)
@@ -145,7 +148,7 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
     // The check says itself what it refused; the registry's log lines would repeat it.
     const config = loadConfig(io.config)
     logger.setLevel('silent')
-    const result = await moduleCommand({ out, fail, modules: config.modules }, action, arg, values)
+    const result = await moduleCommand({ out, fail, modules: config.modules }, action, arg, values, second)
     if (result === 'refused') throw new ModuleRefused()
     if (result) return
   }

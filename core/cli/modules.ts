@@ -4,7 +4,9 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statS
 import { basename, join, resolve, sep } from 'node:path'
 import semver from 'semver'
 import { projectRoot } from '../paths.ts'
+import { checkRelease } from '../modules/diff.ts'
 import { coreVersion, loadModules, manifestKey } from '../modules/registry.ts'
+import type { LoadedModule } from '../modules/types.ts'
 
 /** What `records module …` needs of the command line: where to write, and how to refuse. */
 export interface ModuleCliIo {
@@ -195,17 +197,51 @@ async function check(io: ModuleCliIo, target: string | undefined): Promise<boole
   }
 }
 
-/** `records module new|check`; false when the action is not one of them. */
+/** The definition a package folder or tarball exports, loaded as `check` loads it; refused packages stop the command. */
+async function definitionIn(io: ModuleCliIo, target: string): Promise<LoadedModule> {
+  const { dir, done } = stagePackage(io, target)
+  try {
+    const name =
+      (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string }).name ?? basename(dir)
+    const registry = await loadModules({ ...io.modules, packageDirs: [dir] })
+    const refused = registry.unavailable.find((u) => u.packageName === name)
+    if (refused) io.fail(`${target}: ${name} is refused: ${refused.where}: ${refused.problem}`)
+    return registry.all().find((r) => r.package.name === name)!.definition
+  } finally {
+    done()
+  }
+}
+
+/**
+ * `records module diff <old> <new>`: what the new version changes for records stored under the old one, and
+ * whether its version may carry it (core/modules/diff.ts). Exit 1 when the release is refused.
+ */
+async function diff(io: ModuleCliIo, oldTarget: string | undefined, newTarget: string | undefined): Promise<boolean> {
+  if (!oldTarget || !newTarget) io.fail('records module diff <old folder|tarball> <new folder|tarball>')
+  const before = await definitionIn(io, oldTarget)
+  const after = await definitionIn(io, newTarget)
+  const result = checkRelease(before, after)
+  io.out(`${before.key} ${before.version} → ${after.version}`)
+  for (const b of result.breaking) io.out(`  BREAKING ${b.at}: ${b.change}`)
+  for (const c of result.compatible) io.out(`  compatible ${c}`)
+  if (!result.breaking.length && !result.compatible.length) io.out('  no change to the definition')
+  io.out(result.refused ? `REFUSED: ${result.refused}` : 'OK')
+  return !result.refused
+}
+
+/** `records module new|check|diff`; undefined when the action is not one of them. */
 export async function moduleCommand(
   io: ModuleCliIo,
   action: string | undefined,
   arg: string | undefined,
-  values: { name?: string; dir?: string }
+  values: { name?: string; dir?: string },
+  second?: string
 ): Promise<'done' | 'refused' | undefined> {
   if (action === 'new') {
     scaffold(io, arg, values)
     return 'done'
   }
   if (action === 'check') return (await check(io, arg)) ? 'done' : 'refused'
+  if (action === 'diff') return (await diff(io, arg, second)) ? 'done' : 'refused'
   return undefined
 }

@@ -1,7 +1,7 @@
 // tap: own process (Agenda leaves a timer behind, so its teardown ends the process)
 import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -96,6 +96,36 @@ t.test('npm pack makes the tarball, and records module check accepts it or says 
   )
   t.same(readdirSync(join(projectRoot, 'node_modules', '.records-module-check')), [], 'nothing left staged')
 })
+
+t.test(
+  'records module diff names the breaking changes of a new version and refuses one without a new major',
+  async (t) => {
+    const next = join(work, 'next')
+    cpSync(dir, next, { recursive: true })
+    const source = readFileSync(join(next, 'module.ts'), 'utf8')
+    const changed = source
+      .replace("options: ['low', 'medium', 'high']", "options: ['medium', 'high', 'critical']")
+      .replace("{ key: 'site', type: 'text', label: 'Site', maxLength: 120 },", '')
+      .replace("summaryColumns: ['title', 'site', 'owner', 'dueDate']", "summaryColumns: ['title', 'owner', 'dueDate']")
+    writeFileSync(join(next, 'module.ts'), changed.replace("version: '1.0.0'", "version: '1.1.0'"))
+    const minor = await cli('module', 'diff', tarball, next)
+    t.equal(minor.code, 1, 'refused: ' + minor.stderr)
+    t.same(minor.stdout.trim().split('\n'), [
+      'risk-assessment 1.0.0 → 1.1.0',
+      '  BREAKING field "site": removed (a rename is a removal and an addition)',
+      '  BREAKING field "priority": option "low" removed',
+      '  compatible field "priority": option "critical" added',
+      'REFUSED: 2 breaking change(s) need a new major version (1.0.0 → 2.0.0 or later)'
+    ])
+    writeFileSync(join(next, 'module.ts'), changed.replace("version: '1.0.0'", "version: '2.0.0'"))
+    const major = await cli('module', 'diff', tarball, next)
+    t.equal(major.code, 0, major.stdout)
+    t.match(major.stdout, /BREAKING field "site"[\s\S]*\nOK\n$/)
+    const down = await cli('module', 'diff', next, tarball)
+    t.equal(down.code, 1)
+    t.match(down.stdout, /REFUSED: a downgrade \(2\.0\.0 → 1\.0\.0\)/)
+  }
+)
 
 t.test('installed from its tarball and listed for a tenant, the module serves every transport', async (t) => {
   mkdirSync(installed, { recursive: true })

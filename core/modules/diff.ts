@@ -1,0 +1,111 @@
+import semver from 'semver'
+import type { FieldDefinition, ModuleDefinition } from './types.ts'
+
+/** One difference between two versions of a module definition that records stored under the old one may break. */
+export interface BreakingChange {
+  /** Where: `field "site"`, `field "items.label"`, `workflow state "closed"`, `numberPattern`. */
+  at: string
+  /** What changed, e.g. `removed`, `type text → number`, `option "low" removed`, `maxLength 200 → 100`. */
+  change: string
+}
+
+/** The verdict on a release: its breaking changes and whether its version may carry them. */
+export interface ReleaseCheck {
+  breaking: BreakingChange[]
+  compatible: string[]
+  /** Why the release is refused (a downgrade, the same version changed, breaking changes without a new major), else undefined. */
+  refused?: string
+}
+
+const optionValues = (f: FieldDefinition) =>
+  'options' in f ? f.options.map((o) => (typeof o === 'string' ? o : o.value)) : []
+
+/** Bounds where a smaller new value refuses stored values (upper) or a larger one does (lower). */
+const upperBounds = ['maxLength', 'maximum', 'maxItems'] as const
+const lowerBounds = ['minimum', 'minItems'] as const
+
+function compareFields(
+  before: readonly FieldDefinition[],
+  after: readonly FieldDefinition[],
+  prefix: string,
+  out: ReleaseCheck
+) {
+  const next = new Map(after.map((f) => [f.key, f]))
+  for (const old of before) {
+    const at = `field "${prefix}${old.key}"`
+    const now = next.get(old.key)
+    if (!now) {
+      out.breaking.push({ at, change: 'removed (a rename is a removal and an addition)' })
+      continue
+    }
+    if (now.type !== old.type) {
+      out.breaking.push({ at, change: `type ${old.type} → ${now.type}` })
+      continue
+    }
+    if (now.required && !old.required) out.breaking.push({ at, change: 'made required' })
+    const kept = new Set(optionValues(now))
+    for (const v of optionValues(old)) if (!kept.has(v)) out.breaking.push({ at, change: `option "${v}" removed` })
+    for (const v of optionValues(now))
+      if (!optionValues(old).includes(v)) out.compatible.push(`${at}: option "${v}" added`)
+    const o = old as unknown as Record<string, unknown>
+    const n = now as unknown as Record<string, unknown>
+    for (const b of upperBounds) {
+      if (typeof n[b] === 'number' && (typeof o[b] !== 'number' || (n[b] as number) < (o[b] as number)))
+        out.breaking.push({ at, change: `${b} ${o[b] ?? 'none'} → ${n[b] as number}` })
+    }
+    for (const b of lowerBounds) {
+      if (typeof n[b] === 'number' && (typeof o[b] !== 'number' || (n[b] as number) > (o[b] as number)))
+        out.breaking.push({ at, change: `${b} ${o[b] ?? 'none'} → ${n[b] as number}` })
+    }
+    if (old.type === 'text' && now.type === 'text' && now.pattern && now.pattern !== old.pattern)
+      out.breaking.push({ at, change: `pattern ${old.pattern ?? 'none'} → ${now.pattern}` })
+    if (old.type === 'recordRef' && now.type === 'recordRef' && now.module !== old.module)
+      out.breaking.push({ at, change: `references ${old.module} → ${now.module}` })
+    if (old.type === 'group' && now.type === 'group') compareFields(old.fields, now.fields, `${old.key}.`, out)
+  }
+  const known = new Set(before.map((f) => f.key))
+  for (const f of after) {
+    if (known.has(f.key)) continue
+    if (f.required) out.breaking.push({ at: `field "${prefix}${f.key}"`, change: 'added as required' })
+    else out.compatible.push(`field "${prefix}${f.key}" added`)
+  }
+}
+
+/**
+ * What a new version of a module changes for records stored under the old one. Breaking: a field removed,
+ * renamed, retyped or made required (or a required one added), a choice removed, a limit narrowed or a pattern
+ * added, a state removed (records in it would be stranded), a transition removed; compatible: optional fields,
+ * choices, states and transitions added, limits widened. A breaking change needs a new major version (and, as
+ * issue 28 goes on, a declared migration); a downgrade, or a changed definition under the same version, is refused.
+ */
+export function checkRelease(before: ModuleDefinition, after: ModuleDefinition): ReleaseCheck {
+  const out: ReleaseCheck = { breaking: [], compatible: [] }
+  if (before.key !== after.key) {
+    out.refused = `the module key changed (${before.key} → ${after.key}): that is another module`
+    return out
+  }
+  compareFields(before.fields, after.fields, '', out)
+  const states = new Set(after.workflow.states.map((s) => s.key))
+  for (const s of before.workflow.states)
+    if (!states.has(s.key)) out.breaking.push({ at: `workflow state "${s.key}"`, change: 'removed' })
+  for (const s of after.workflow.states)
+    if (!before.workflow.states.some((o) => o.key === s.key)) out.compatible.push(`workflow state "${s.key}" added`)
+  const transitions = new Set(after.workflow.transitions.map((t) => t.key))
+  for (const t of before.workflow.transitions)
+    if (!transitions.has(t.key)) out.breaking.push({ at: `workflow transition "${t.key}"`, change: 'removed' })
+  if (after.workflow.initial !== before.workflow.initial)
+    out.compatible.push(`initial state ${before.workflow.initial} → ${after.workflow.initial} (new records only)`)
+  if (after.numberPattern !== before.numberPattern)
+    out.compatible.push(`numberPattern ${before.numberPattern} → ${after.numberPattern} (new records only)`)
+
+  const from = semver.parse(before.version)
+  const to = semver.parse(after.version)
+  if (!from || !to) out.refused = 'both versions must be semantic versions'
+  else if (semver.lt(to, from)) out.refused = `a downgrade (${before.version} → ${after.version})`
+  else if (semver.eq(to, from)) {
+    if (out.breaking.length || out.compatible.length)
+      out.refused = `the definition changed but its version is still ${after.version}`
+  } else if (out.breaking.length && to.major === from.major)
+    out.refused = `${out.breaking.length} breaking change(s) need a new major version (${before.version} → ${from.major + 1}.0.0 or later)`
+  return out
+}
