@@ -47,15 +47,16 @@ function compareFields(
     for (const v of optionValues(old)) if (!kept.has(v)) out.breaking.push({ at, change: `option "${v}" removed` })
     for (const v of optionValues(now))
       if (!optionValues(old).includes(v)) out.compatible.push(`${at}: option "${v}" added`)
-    const o = old as unknown as Record<string, unknown>
-    const n = now as unknown as Record<string, unknown>
-    for (const b of upperBounds) {
-      if (typeof n[b] === 'number' && (typeof o[b] !== 'number' || (n[b] as number) < (o[b] as number)))
-        out.breaking.push({ at, change: `${b} ${o[b] ?? 'none'} → ${n[b] as number}` })
+    const bound = (f: FieldDefinition, b: (typeof upperBounds)[number] | (typeof lowerBounds)[number]) => {
+      const v = (f as unknown as Record<string, unknown>)[b]
+      return typeof v === 'number' ? v : undefined
     }
-    for (const b of lowerBounds) {
-      if (typeof n[b] === 'number' && (typeof o[b] !== 'number' || (n[b] as number) > (o[b] as number)))
-        out.breaking.push({ at, change: `${b} ${o[b] ?? 'none'} → ${n[b] as number}` })
+    for (const b of [...upperBounds, ...lowerBounds]) {
+      const [was, is] = [bound(old, b), bound(now, b)]
+      if (is === undefined) continue
+      const upper = (upperBounds as readonly string[]).includes(b)
+      if (was === undefined || (upper ? is < was : is > was))
+        out.breaking.push({ at, change: `${b} ${was ?? 'none'} → ${is}` })
     }
     if (old.type === 'text' && now.type === 'text' && now.pattern && now.pattern !== old.pattern)
       out.breaking.push({ at, change: `pattern ${old.pattern ?? 'none'} → ${now.pattern}` })
