@@ -53,10 +53,11 @@ const actor = { type: 'api-key' as const, id: '00000000-0000-4000-8000-000000000
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const prefix = '/api/v1/records'
 
-const listSql = {
-  name: 'baseline-list',
-  text: `SELECT ${recordColumns} FROM records AS r WHERE r.tenant_id = $1 AND r.module_key = $2 AND r.deleted_at IS NULL ORDER BY r.seq ASC LIMIT $3`
-}
+// The page size written into the statement, as the service's ShapedQuery does (one named statement per size).
+const listSql = (rows: number) => ({
+  name: `baseline-list-${rows}`,
+  text: `SELECT ${recordColumns} FROM records AS r WHERE r.tenant_id = $1 AND r.module_key = $2 AND r.deleted_at IS NULL ORDER BY r.seq ASC LIMIT ${rows}`
+})
 
 function send(res: http.ServerResponse, status: number, body: unknown) {
   const text = JSON.stringify(body)
@@ -96,7 +97,7 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
       Math.max(Number(params.get('limit') ?? config.pagination.defaultLimit) || 1, 1),
       config.pagination.maxLimit
     )
-    const { rows } = await pool.query<RecordRow>({ ...listSql, values: [tenantId, moduleKey, limit + 1] })
+    const { rows } = await pool.query<RecordRow>({ ...listSql(limit + 1), values: [tenantId, moduleKey] })
     return send(res, 200, { items: rows.slice(0, limit).map(toRecord), nextCursor: null, limit })
   }
 
