@@ -9,6 +9,7 @@ import * as eventOrderIndex from './migrations/009-event-order-index.ts'
 import * as tokenPersons from './migrations/013-token-persons.ts'
 import * as tenantLedKeys from './migrations/015-tenant-led-keys.ts'
 import * as unavailableModules from './migrations/016-unavailable-modules.ts'
+import * as moduleDefinitions from './migrations/017-module-definitions.ts'
 
 /** One schema change: run once per database in its own transaction, recorded as `<owner>/<name>`. */
 export interface Migration {
@@ -45,7 +46,8 @@ const coreMigrations: readonly Migration[] = [
   { name: '009-event-order-index', replaces: '009-events-feed', ...eventOrderIndex },
   { name: '013-token-persons', replaces: '013-token-persons', ...tokenPersons },
   { name: '015-tenant-led-keys', replaces: '015-tenant-led-keys', ...tenantLedKeys },
-  { name: '016-unavailable-modules', ...unavailableModules }
+  { name: '016-unavailable-modules', ...unavailableModules },
+  { name: '017-module-definitions', ...moduleDefinitions }
 ]
 
 /** The log of what ran (docs/citus.md lists it as a local table). */

@@ -110,3 +110,20 @@ export function checkRelease(before: ModuleDefinition, after: ModuleDefinition):
     out.refused = `${out.breaking.length} breaking change(s) need a new major version (${before.version} → ${from.major + 1}.0.0 or later)`
   return out
 }
+
+/**
+ * Why a tenant that installed `stored` (the definition it was last synced at) may not move to `loaded`, or undefined
+ * when it may: a refused release (a downgrade, breaking changes without a new major), or breaking changes at all,
+ * which need a migration declared in the package, and this platform cannot yet run one (issue 28). A version never
+ * recorded (a database from before definitions were kept) is taken as it is.
+ */
+export function upgradeRefusal(stored: ModuleDefinition | undefined, loaded: ModuleDefinition): string | undefined {
+  if (!stored || stored.version === loaded.version) return undefined
+  const r = checkRelease(stored, loaded)
+  const changes = r.breaking.map((b) => `${b.at}: ${b.change}`).join('; ')
+  if (r.refused)
+    return `${loaded.key} ${stored.version} → ${loaded.version} refused: ${r.refused}${changes ? ` (${changes})` : ''}`
+  if (r.breaking.length)
+    return `${loaded.key} ${stored.version} → ${loaded.version} has breaking changes for the records stored under ${stored.version} (${changes}): they need a migration declared in the package, which this platform version cannot run yet; the tenant stays on ${stored.version} until then`
+  return undefined
+}

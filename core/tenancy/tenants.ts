@@ -5,14 +5,20 @@ import { listenWithReconnect, type Listening } from '../db/listen.ts'
 import { systemScope } from '../db/tenant-scope.ts'
 import { problems, type ApiError } from '../errors/index.ts'
 import { logger } from '../logger.ts'
+import { upgradeRefusal } from '../modules/diff.ts'
 import type { ModuleRegistry, RegisteredModule } from '../modules/registry.ts'
+import type { ModuleDefinition } from '../modules/types.ts'
 
 export interface Tenant {
   id: string
   name: string
   modules: ReadonlyMap<string, RegisteredModule>
-  /** Installed modules no loaded package provides (broken, incompatible or removed): their calls answer 503. */
-  unavailable: ReadonlySet<string>
+  /**
+   * Installed modules this instance may not serve, with why (for tenant admins and the log): no loaded package
+   * provides them (broken, incompatible or removed), or the loaded version is one the tenant may not move to (a
+   * downgrade, breaking changes without a migration). Their calls answer 503.
+   */
+  unavailable: ReadonlyMap<string, string>
   /** Installed module -> the version recorded at its installation or last sync (null: its package never loaded here). */
   versions: ReadonlyMap<string, string | null>
 }
@@ -62,16 +68,19 @@ export class TenantDirectory {
            FROM tenants t LEFT JOIN tenant_modules m ON m.tenant_id = t.id GROUP BY t.id, t.name`
       )
     )
+    const stored = await storedDefinitions(this.pool)
     const next = new Map<string, Tenant>()
     for (const r of rows) {
       const modules = new Map<string, RegisteredModule>()
-      const unavailable = new Set<string>()
+      const unavailable = new Map<string, string>()
+      const versions = new Map(Object.entries(r.versions as Record<string, string | null>))
       for (const key of r.modules as string[]) {
         const m = this.registry.get(key)
-        if (m) modules.set(key, m)
-        else unavailable.add(key)
+        const recorded = versions.get(key)
+        const refusal = m && recorded ? upgradeRefusal(stored.get(`${key}@${recorded}`), m.definition) : undefined
+        if (m && !refusal) modules.set(key, m)
+        else unavailable.set(key, refusal ?? unavailableReason(this.registry, key))
       }
-      const versions = new Map(Object.entries(r.versions as Record<string, string | null>))
       next.set(r.id, { id: r.id, name: r.name, modules, unavailable, versions })
     }
     this.tenants = next
@@ -86,7 +95,7 @@ export class TenantDirectory {
     if (!this.tenants.get(tenantId)?.unavailable.has(moduleKey)) return undefined
     return problems.unavailable(
       'module.unavailable',
-      `Module "${moduleKey}" is installed for this tenant but unavailable on this deployment: its package did not load. Its records are kept and answer again once an operator fixes the package; tenant admins see the reason at GET /api/v1/modules.`,
+      `Module "${moduleKey}" is installed for this tenant but unavailable on this deployment: its package did not load, or its version is one this tenant's records may not move to. Its records are kept and answer again once an operator fixes the package; tenant admins see the reason at GET /api/v1/modules.`,
       { moduleKey }
     )
   }
@@ -115,6 +124,30 @@ export class TenantDirectory {
  * modules and marks modules dropped from config as uninstalled (their records stay).
  * Returns the ids of tenants created by this call.
  */
+/** Why no loaded package serves `key`, in words for a tenant admin. */
+function unavailableReason(registry: ModuleRegistry, key: string): string {
+  const why = registry.unavailableModule(key)
+  return why
+    ? `Module package "${why.packageName}": ${why.where}: ${why.problem}`
+    : 'No loaded module package provides this module (removed, or its package could not be read).'
+}
+
+/** The definitions recorded per version (core migration 017), by `key@version`. */
+async function storedDefinitions(pool: pg.Pool): Promise<Map<string, ModuleDefinition>> {
+  const { rows } = await systemScope('modules.definitions', () =>
+    pool.query<{ module_key: string; version: string; definition: ModuleDefinition }>(
+      'SELECT module_key, version, definition FROM module_definitions'
+    )
+  )
+  return new Map(rows.map((r) => [`${r.module_key}@${r.version}`, r.definition]))
+}
+
+/** A definition as its package exports it (without what the registry adds), as recorded. */
+function exported(m: RegisteredModule): ModuleDefinition {
+  const { packageName: _name, packagePath: _path, ...definition } = m.definition
+  return definition
+}
+
 export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: ModuleRegistry): Promise<string[]> {
   const created: string[] = []
   for (const [id, t] of Object.entries(config.tenants)) {
@@ -133,6 +166,22 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
     transaction(pool, async (client) => {
       // One writer at a time when several instances start together.
       await client.query('SELECT pg_advisory_xact_lock(7301)')
+      // Each loaded version's definition, kept as it was first served: what the next version is compared with.
+      for (const m of registry.all())
+        await client.query(
+          'INSERT INTO module_definitions (module_key, version, definition) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+          [m.definition.key, m.definition.version, JSON.stringify(exported(m))]
+        )
+      const { rows: defs } = await client.query<{ module_key: string; version: string; definition: ModuleDefinition }>(
+        'SELECT module_key, version, definition FROM module_definitions'
+      )
+      const stored = new Map(defs.map((r) => [`${r.module_key}@${r.version}`, r.definition]))
+      const { rows: installed } = await client.query<{
+        tenant_id: string
+        module_key: string
+        module_version: string | null
+      }>('SELECT tenant_id, module_key, module_version FROM tenant_modules')
+      const recorded = new Map(installed.map((r) => [`${r.tenant_id}/${r.module_key}`, r.module_version]))
       for (const [id, t] of Object.entries(config.tenants)) {
         const { rows } = await client.query(
           `INSERT INTO tenants (id, name) VALUES ($1, $2)
@@ -142,12 +191,17 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
         )
         if (rows[0]?.inserted) created.push(id)
         for (const key of t.modules) {
-          // A module whose package did not load keeps the version it had (NULL if it never loaded here).
+          // A module whose package did not load keeps the version it had (NULL if it never loaded here), and so does
+          // one the tenant may not move to (its calls answer 503 until a release it may move to is installed).
+          const m = registry.get(key)
+          const was = recorded.get(`${id}/${key}`)
+          const refusal = m && was ? upgradeRefusal(stored.get(`${key}@${was}`), m.definition) : undefined
+          if (refusal) logger.error('module upgrade refused', { tenantId: id, module: key, reason: refusal })
           await client.query(
             `INSERT INTO tenant_modules (tenant_id, module_key, module_version) VALUES ($1, $2, $3)
            ON CONFLICT (tenant_id, module_key) DO UPDATE
              SET module_version = coalesce(excluded.module_version, tenant_modules.module_version), installed = true, uninstalled_at = NULL`,
-            [id, key, registry.get(key)?.definition.version ?? null]
+            [id, key, refusal ? null : (m?.definition.version ?? null)]
           )
         }
         await client.query(

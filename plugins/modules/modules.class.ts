@@ -30,10 +30,7 @@ const summaryColumnsOf = (m: RegisteredModule, principal: Principal) =>
 
 /** Installed modules of the caller's tenant and their full schemas, straight from the registry. */
 export class ModulesService {
-  constructor(
-    private readonly tenants: TenantDirectory,
-    private readonly registry: ModuleRegistry
-  ) {}
+  constructor(private readonly tenants: TenantDirectory) {}
 
   private principal(params: ModuleParams): Principal {
     return requirePrincipal(params, 'A modules call')
@@ -47,23 +44,13 @@ export class ModulesService {
       .filter((m) => seesModule(principal, m))
       .sort((a, b) => a.definition.key.localeCompare(b.definition.key))
       .map(summary)
-    // Installed modules whose package did not load: their calls answer 503 module.unavailable. A tenant admin
+    // Installed modules this deployment does not serve (their package did not load, or its version is one this tenant
+    // may not move to): their calls answer 503 module.unavailable. A tenant admin
     // also reads why (the package, where and what), which names the deployment's packages and files.
     const admin = isAdmin(principal)
-    const unavailable = [...(tenant?.unavailable ?? [])].sort().map((key) => {
-      const why = this.registry.unavailableModule(key)
-      return {
-        key,
-        status: 'unavailable' as const,
-        ...(admin
-          ? {
-              reason: why
-                ? `Module package "${why.packageName}": ${why.where}: ${why.problem}`
-                : 'No loaded module package provides this module (removed, or its package could not be read).'
-            }
-          : {})
-      }
-    })
+    const unavailable = [...(tenant?.unavailable ?? [])]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([key, reason]) => ({ key, status: 'unavailable' as const, ...(admin ? { reason } : {}) }))
     return { items, unavailable }
   }
 
@@ -111,7 +98,8 @@ export class ModuleCatalogueService {
       .sort((a, b) => a.definition.key.localeCompare(b.definition.key))
       .map((m) => {
         const d = m.definition
-        const installed = tenant?.modules.has(d.key) ? { version: tenant.versions.get(d.key) ?? d.version } : null
+        // The version the tenant is on: the one offered, or an older one it may not move from (GET /api/v1/modules says why).
+        const installed = tenant?.versions.has(d.key) ? { version: tenant.versions.get(d.key) ?? d.version } : null
         return {
           key: d.key,
           title: d.title,

@@ -14,7 +14,7 @@ declare module '../../core/declarations.ts' {
 
 export function modules(app: App) {
   const { tenants, registry } = app.get('platform')
-  app.use(modulesPath, new ModulesService(tenants, registry), { methods: [...modulesMethods] })
+  app.use(modulesPath, new ModulesService(tenants), { methods: [...modulesMethods] })
   app.use(cataloguePath, new ModuleCatalogueService(tenants, registry), { methods: [...catalogueMethods] })
 }
 

@@ -33,7 +33,12 @@ const singleList = [
 ]
 
 /** Migrations written after the single list ended: a database it left runs these, and nothing else. */
-const addedSince = ['core/016-unavailable-modules', 'records/003-activity-key-check', 'exports/003-encoded-chunks']
+const addedSince = [
+  'core/016-unavailable-modules',
+  'core/017-module-definitions',
+  'records/003-activity-key-check',
+  'exports/003-encoded-chunks'
+]
 
 /** The schema as the catalogue has it: columns, constraints, indexes, triggers and functions of `public`. */
 async function schemaOf(pool: pg.Pool): Promise<string[]> {
@@ -129,6 +134,7 @@ t.test(
       'core/013-token-persons',
       'core/015-tenant-led-keys',
       'core/016-unavailable-modules',
+      'core/017-module-definitions',
       'records/003-activity-key-check',
       'exports/002-chunks',
       'exports/003-encoded-chunks'
