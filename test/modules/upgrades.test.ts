@@ -24,6 +24,16 @@ const v1 = {
   workflow: { initial: 'open', states: [{ key: 'open' }], transitions: [] },
   permissions: { admin: ['read', 'create', 'update'] }
 }
+/** A compatible release: a choice and an optional field added. */
+const v1_1 = {
+  ...v1,
+  version: '1.1.0',
+  fields: [
+    ...v1.fields.slice(0, 2),
+    { key: 'kind', type: 'singleChoice', options: ['hot-work', 'height', 'confined-space'] },
+    { key: 'notes', type: 'longText' }
+  ]
+}
 const fixtures = fixtureModules([v1])
 t.teardown(() => fixtures.remove())
 const db = await freshDatabase()
@@ -74,15 +84,7 @@ t.test('version 1.0.0 installs and stores a record', async (t) => {
 })
 
 t.test('a compatible release (an optional field, a choice) applies; the old record reads as it was', async (t) => {
-  install({
-    ...v1,
-    version: '1.1.0',
-    fields: [
-      ...v1.fields.slice(0, 2),
-      { key: 'kind', type: 'singleChoice', options: ['hot-work', 'height', 'confined-space'] },
-      { key: 'notes', type: 'longText' }
-    ]
-  })
+  install(v1_1)
   const server = await start()
   t.teardown(() => server.close())
   t.same(await unavailableReason(server), [])
@@ -130,15 +132,7 @@ t.test('a downgrade is refused; the recorded version again serves', async (t) =>
   t.equal((await down.request('GET', `/api/v1/records/${recordId}`)).status, 503)
   t.match(await unavailableReason(down), [{ key: 'permit', reason: /permit 1\.1\.0 → 1\.0\.0 refused: a downgrade/ }])
   await down.close()
-  install({
-    ...v1,
-    version: '1.1.0',
-    fields: [
-      ...v1.fields.slice(0, 2),
-      { key: 'kind', type: 'singleChoice', options: ['hot-work', 'height', 'confined-space'] },
-      { key: 'notes', type: 'longText' }
-    ]
-  })
+  install(v1_1)
   const back = await start()
   t.teardown(() => back.close())
   const r = await back.request('GET', `/api/v1/records/${recordId}`)
