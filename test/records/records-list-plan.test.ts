@@ -39,9 +39,19 @@ t.test('a page of the list is planned once per connection, not once per page', a
     rows.push(...found.rows)
     client.release()
   }
-  t.equal(rows.length, 1, `one prepared statement for the page: ${JSON.stringify(rows)}`)
-  t.ok(rows[0].generic >= 6, `generic plan reused (${rows[0].generic} generic, ${rows[0].custom} custom)`)
-  t.ok(rows[0].custom <= 5, 'no more custom plans than PostgreSQL tries before it settles on the generic one')
+  // The pool usually hands the same idle connection to one request after another, but other work (a credential's
+  // last-used touch) may take it for a moment: a page then runs on another connection, which prepares it too.
+  const seen = JSON.stringify(rows)
+  t.equal(
+    rows.reduce((n, r) => n + r.generic + r.custom, 0),
+    12,
+    `the twelve pages, on the connections that ran them: ${seen}`
+  )
+  const busiest = rows.reduce((a, b) => (a.generic + a.custom >= b.generic + b.custom ? a : b))
+  t.ok(busiest.generic + busiest.custom >= 6, `one connection ran six pages or more: ${seen}`)
+  t.ok(busiest.generic >= busiest.generic + busiest.custom - 5, `its generic plan was reused (${seen})`)
+  for (const r of rows)
+    t.ok(r.custom <= 5, `no connection planned more than the five custom plans PostgreSQL tries first (${seen})`)
 })
 
 t.test('a page size is a statement of its own, so each size returns its own number of records', async (t) => {
