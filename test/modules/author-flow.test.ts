@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { promisify } from 'node:util'
 import t from '../helpers/tap.ts'
 import { runCli } from '../../core/cli/index.ts'
@@ -25,7 +25,11 @@ t.teardown(() => rmSync(work, { recursive: true, force: true }))
 // A name of its own per run: the tarball goes into the checkout's node_modules, removed at the end.
 const packageName = `@fixture-author/risk-assessment-${randomUUID().slice(0, 8)}`
 const installed = join(projectRoot, 'node_modules', ...packageName.split('/'))
-t.teardown(() => rmSync(installed, { recursive: true, force: true }))
+t.teardown(() => {
+  rmSync(installed, { recursive: true, force: true })
+  // The scope folder too, once no other run's package is in it.
+  if (!readdirSync(dirname(installed)).length) rmSync(dirname(installed), { recursive: true, force: true })
+})
 const dir = join(work, 'risk-assessment')
 // Agenda leaves a referenced timer behind job runs (see test/idempotency/purge-job.test.ts): end the process once done.
 t.teardown(() => void setTimeout(() => process.exit(), 200).unref())
