@@ -5,7 +5,13 @@ import { basename, join, resolve, sep } from 'node:path'
 import semver from 'semver'
 import { projectRoot } from '../paths.ts'
 import { checkRelease } from '../modules/diff.ts'
-import { coreVersion, loadModules, manifestKey } from '../modules/registry.ts'
+import {
+  coreVersion,
+  loadModules,
+  manifestKey,
+  type RegisteredModule,
+  type UnavailablePackage
+} from '../modules/registry.ts'
 import type { LoadedModule } from '../modules/types.ts'
 
 /** What `records module …` needs of the command line: where to write, and how to refuse. */
@@ -169,47 +175,50 @@ function stagePackage(io: ModuleCliIo, target: string): { dir: string; done: () 
 }
 
 /**
- * `records module check <dir|tgz>`: loads the package as a deployment would, beside the configured modules (for
- * the modules its record references name), and says whether it is accepted: its manifest, its host range, its
- * definition (every key known, every rule between members). Exit 0 when accepted, 1 with the reason when not.
+ * Loads a package folder or tarball as a deployment would, beside the configured modules (for the modules its record
+ * references name): its module, or why it is refused (its manifest, host range or definition). The one load of
+ * `check` and `diff`.
  */
-async function check(io: ModuleCliIo, target: string | undefined): Promise<boolean> {
-  if (!target) io.fail('records module check <folder|tarball>')
-  const { dir, done } = stagePackage(io, target)
-  try {
-    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string }
-    const name = pkg.name ?? basename(dir)
-    const registry = await loadModules({ ...io.modules, packageDirs: [dir] })
-    const refused = registry.unavailable.find((u) => u.packageName === name)
-    if (refused) {
-      io.out(`REFUSED ${name}: ${refused.where}: ${refused.problem}`)
-      return false
-    }
-    const m = registry.all().find((r) => r.package.name === name)!
-    const d = m.definition
-    io.out(`OK ${name}@${m.package.version ?? '?'}: module "${d.key}" ${d.version}, host ${m.package.host ?? 'any'}`)
-    io.out(
-      `   ${d.fields.length} fields, ${d.workflow.states.length} states, ${d.workflow.transitions.length} transitions, roles ${Object.keys(d.permissions).join(', ') || '-'}`
-    )
-    return true
-  } finally {
-    done()
-  }
-}
-
-/** The definition a package folder or tarball exports, loaded as `check` loads it; refused packages stop the command. */
-async function definitionIn(io: ModuleCliIo, target: string): Promise<LoadedModule> {
+async function loadPackageAt(
+  io: ModuleCliIo,
+  target: string
+): Promise<{ name: string; module?: RegisteredModule; refused?: UnavailablePackage }> {
   const { dir, done } = stagePackage(io, target)
   try {
     const name =
       (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string }).name ?? basename(dir)
     const registry = await loadModules({ ...io.modules, packageDirs: [dir] })
     const refused = registry.unavailable.find((u) => u.packageName === name)
-    if (refused) io.fail(`${target}: ${name} is refused: ${refused.where}: ${refused.problem}`)
-    return registry.all().find((r) => r.package.name === name)!.definition
+    return refused ? { name, refused } : { name, module: registry.all().find((r) => r.package.name === name) }
   } finally {
     done()
   }
+}
+
+/**
+ * `records module check <dir|tgz>`: whether the package is accepted (loadPackageAt). Exit 0 when it is, 1 with the
+ * reason when not.
+ */
+async function check(io: ModuleCliIo, target: string | undefined): Promise<boolean> {
+  if (!target) io.fail('records module check <folder|tarball>')
+  const { name, module: m, refused } = await loadPackageAt(io, target)
+  if (!m) {
+    io.out(`REFUSED ${name}: ${refused?.where}: ${refused?.problem}`)
+    return false
+  }
+  const d = m.definition
+  io.out(`OK ${name}@${m.package.version ?? '?'}: module "${d.key}" ${d.version}, host ${m.package.host ?? 'any'}`)
+  io.out(
+    `   ${d.fields.length} fields, ${d.workflow.states.length} states, ${d.workflow.transitions.length} transitions, roles ${Object.keys(d.permissions).join(', ') || '-'}`
+  )
+  return true
+}
+
+/** The definition a package exports; a refused package stops the command. */
+async function definitionIn(io: ModuleCliIo, target: string): Promise<LoadedModule> {
+  const { name, module: m, refused } = await loadPackageAt(io, target)
+  if (!m) return io.fail(`${target}: ${name} is refused: ${refused?.where}: ${refused?.problem}`)
+  return m.definition
 }
 
 /**

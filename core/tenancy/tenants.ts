@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import type { AppConfig } from '../config.ts'
-import { transaction } from '../db/index.ts'
+import { transaction, type Queryable } from '../db/index.ts'
 import { listenWithReconnect, type Listening } from '../db/listen.ts'
 import { systemScope } from '../db/tenant-scope.ts'
 import { problems, type ApiError } from '../errors/index.ts'
@@ -68,7 +68,7 @@ export class TenantDirectory {
            FROM tenants t LEFT JOIN tenant_modules m ON m.tenant_id = t.id GROUP BY t.id, t.name`
       )
     )
-    const stored = await storedDefinitions(this.pool)
+    const stored = await systemScope('modules.definitions', () => storedDefinitions(this.pool))
     const next = new Map<string, Tenant>()
     for (const r of rows) {
       const modules = new Map<string, RegisteredModule>()
@@ -77,7 +77,7 @@ export class TenantDirectory {
       for (const key of r.modules as string[]) {
         const m = this.registry.get(key)
         const recorded = versions.get(key)
-        const refusal = m && recorded ? upgradeRefusal(stored.get(`${key}@${recorded}`), m.definition) : undefined
+        const refusal = m && refusalOf(stored, m, recorded)
         if (m && !refusal) modules.set(key, m)
         else unavailable.set(key, refusal ?? unavailableReason(this.registry, key))
       }
@@ -133,14 +133,18 @@ function unavailableReason(registry: ModuleRegistry, key: string): string {
 }
 
 /** The definitions recorded per version (core migration 017), by `key@version`. */
-async function storedDefinitions(pool: pg.Pool): Promise<Map<string, ModuleDefinition>> {
-  const { rows } = await systemScope('modules.definitions', () =>
-    pool.query<{ module_key: string; version: string; definition: ModuleDefinition }>(
-      'SELECT module_key, version, definition FROM module_definitions'
-    )
+type StoredDefinitions = ReadonlyMap<string, ModuleDefinition>
+
+async function storedDefinitions(db: Queryable): Promise<StoredDefinitions> {
+  const { rows } = await db.query<{ module_key: string; version: string; definition: ModuleDefinition }>(
+    'SELECT module_key, version, definition FROM module_definitions'
   )
   return new Map(rows.map((r) => [`${r.module_key}@${r.version}`, r.definition]))
 }
+
+/** Why a tenant on version `recorded` of a module may not move to the loaded one (upgradeRefusal), if it may not. */
+const refusalOf = (stored: StoredDefinitions, m: RegisteredModule, recorded: string | null | undefined) =>
+  recorded ? upgradeRefusal(stored.get(`${m.definition.key}@${recorded}`), m.definition) : undefined
 
 /** A definition as its package exports it (without what the registry adds), as recorded. */
 function exported(m: RegisteredModule): ModuleDefinition {
@@ -154,12 +158,7 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
     for (const key of t.modules) {
       if (registry.get(key)) continue
       // Installed all the same (its records kept, its calls 503) so that fixing the package brings it back.
-      const why = registry.unavailableModule(key)
-      logger.error('tenant module unavailable', {
-        tenantId: id,
-        module: key,
-        reason: why ? `${why.packageName}: ${why.where}: ${why.problem}` : 'no loaded package provides it'
-      })
+      logger.error('tenant module unavailable', { tenantId: id, module: key, reason: unavailableReason(registry, key) })
     }
   }
   await systemScope('tenants.sync', () =>
@@ -172,10 +171,7 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
           'INSERT INTO module_definitions (module_key, version, definition) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
           [m.definition.key, m.definition.version, JSON.stringify(exported(m))]
         )
-      const { rows: defs } = await client.query<{ module_key: string; version: string; definition: ModuleDefinition }>(
-        'SELECT module_key, version, definition FROM module_definitions'
-      )
-      const stored = new Map(defs.map((r) => [`${r.module_key}@${r.version}`, r.definition]))
+      const stored = await storedDefinitions(client)
       const { rows: installed } = await client.query<{
         tenant_id: string
         module_key: string
@@ -195,7 +191,7 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
           // one the tenant may not move to (its calls answer 503 until a release it may move to is installed).
           const m = registry.get(key)
           const was = recorded.get(`${id}/${key}`)
-          const refusal = m && was ? upgradeRefusal(stored.get(`${key}@${was}`), m.definition) : undefined
+          const refusal = m && refusalOf(stored, m, was)
           if (refusal) logger.error('module upgrade refused', { tenantId: id, module: key, reason: refusal })
           await client.query(
             `INSERT INTO tenant_modules (tenant_id, module_key, module_version) VALUES ($1, $2, $3)

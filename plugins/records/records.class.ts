@@ -230,10 +230,13 @@ export class RecordsService {
     select.add(byUpdate ? 'order:updated' : 'order:seq', [], (b) =>
       byUpdate ? b.orderBy([{ column: 'r.updated_at' }, { column: 'r.seq' }]) : b.orderBy('r.seq')
     )
-    // The limit is written into the statement, not bound: with `LIMIT $n` the planner's generic plan assumes a tenth
-    // of the table, so PostgreSQL planned every page afresh (a custom plan each time, ~60 µs of its CPU a page).
-    // A page size is a shape of its own (at most maxLimit of them, and ShapedQuery caps the named ones).
-    select.add(`limit:${limit + 1}`, [], (b) => b.limit(limit + 1, { skipBinding: true }))
+    // The usual page sizes (the default, the largest, an export's page) are written into the statement, not bound:
+    // with `LIMIT $n` the planner's generic plan assumes a tenth of the table, so PostgreSQL planned every page
+    // afresh (a custom plan each time, ~60 µs of its CPU a page). Any other size stays bound: a shape per size a
+    // client may choose would spend ShapedQuery's process-wide budget of named statements for every other query.
+    const written = limit === this.o.defaultLimit || limit === this.o.maxLimit || limit === params.pageLimit
+    if (written) select.add(`limit:${limit + 1}`, [], (b) => b.limit(limit + 1, { skipBinding: true }))
+    else select.add('limit', [limit + 1], (b) => b.limit(limit + 1))
     const rows = await select.run<repo.RecordRow>(this.o.pool)
     const page = rows.slice(0, limit)
     const last = page[page.length - 1]

@@ -22,9 +22,10 @@ await owner.end()
 
 t.test('a page of the list is planned once per connection, not once per page', async (t) => {
   for (let i = 0; i < 12; i++) {
-    const res = await server.request('GET', '/api/v1/records?moduleKey=incident&limit=20')
+    // The default page size: the usual sizes are written into the statement (another size stays bound).
+    const res = await server.request('GET', '/api/v1/records?moduleKey=incident')
     t.equal(res.status, 200)
-    t.equal(res.body.items.length, 20)
+    t.equal(res.body.items.length, server.platform.config.pagination.defaultLimit)
   }
   // Prepared statements belong to a connection: ask every idle one of the pool (the pages ran on these).
   const pool = server.platform.db.system
@@ -62,3 +63,31 @@ t.test('a page size is a statement of its own, so each size returns its own numb
     t.type(res.body.nextCursor, 'string')
   }
 })
+
+t.test(
+  'a page size a client chooses stays bound, so each size does not spend a named statement of its own',
+  async (t) => {
+    for (const limit of [7, 13]) {
+      const res = await server.request('GET', `/api/v1/records?moduleKey=incident&limit=${limit}`)
+      t.equal(res.body.items.length, limit)
+    }
+    const pool = server.platform.db.system
+    const clients = await Promise.all(Array.from({ length: pool.idleCount }, () => pool.connect()))
+    const statements: string[] = []
+    for (const client of clients) {
+      const found = await client.query<{ statement: string }>(
+        `SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%from "records" as "r"%order by "r"."seq" asc limit %'`
+      )
+      statements.push(...found.rows.map((r) => r.statement))
+      client.release()
+    }
+    t.notOk(
+      statements.some((s) => / limit (8|14)$/.test(s)),
+      'no statement with the sizes written in'
+    )
+    t.ok(
+      statements.some((s) => / limit \$\d+$/.test(s)),
+      'the page ran as a statement with its limit bound'
+    )
+  }
+)
