@@ -89,3 +89,25 @@ t.test("removing a tenant removes its records' activity, as the foreign key's ca
   await owner.query('DELETE FROM tenants WHERE id = $1', [tenantId])
   t.equal(await count(), 0, 'tenants → records (ON DELETE CASCADE) → the trigger')
 })
+
+t.test('the cascade reaches the activity whoever removes the tenant, row-level security or not', async (t) => {
+  const tenantId = `gone-app-${process.pid}`
+  await owner.query("INSERT INTO tenants (id, name) VALUES ($1, 'Gone too')", [tenantId])
+  const payload = incidentPayload({ title: 'Of another tenant that leaves' })
+  const [made] = await createRecords(owner, { tenantId, actor: job.actor }, incident, [
+    { payload, changes: createRules(job, incident, payload) }
+  ])
+  // As the service's role, which row-level security binds, with no tenant scope set: the foreign key's cascade
+  // ignored the policy, and the trigger that replaces it must see the rows too.
+  const client = await owner.connect()
+  try {
+    await client.query(`SET ROLE ${server.platform.config.database.role}`)
+    await client.query('DELETE FROM tenants WHERE id = $1', [tenantId])
+    await client.query('RESET ROLE')
+  } finally {
+    client.release()
+  }
+  const { rows } = await owner.query('SELECT count(*)::int AS n FROM record_activity WHERE tenant_id = $1', [tenantId])
+  t.equal(rows[0].n, 0, 'no activity left behind')
+  t.notOk(made.id === undefined)
+})

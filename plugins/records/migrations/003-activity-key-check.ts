@@ -18,7 +18,11 @@ import type { Knex } from 'knex'
  */
 export async function up(knex: Knex) {
   // Runs again without harm (a database the single list of core/db/migrations left runs it, test/db/migrate-plugins.test.ts).
-  await knex.raw(`CREATE OR REPLACE FUNCTION record_activity_cascade() RETURNS trigger LANGUAGE plpgsql AS $$
+  // The function sees every tenant's rows (records.tenant = '*' while it runs, as the system scope does): a foreign
+  // key's cascade ignored row-level security, and a tenant's removal by a role the policy binds, with no scope set,
+  // would otherwise leave its activity behind. It deletes only the activity of the rows the statement deleted.
+  await knex.raw(`CREATE OR REPLACE FUNCTION record_activity_cascade() RETURNS trigger LANGUAGE plpgsql
+    SET records.tenant = '*' AS $$
     BEGIN
       DELETE FROM record_activity a USING gone g WHERE a.tenant_id = g.tenant_id AND a.record_id = g.id;
       RETURN NULL;
@@ -35,6 +39,9 @@ export async function up(knex: Knex) {
 }
 
 export async function down(knex: Knex) {
+  // Activity whose record is gone would refuse the key.
+  await knex.raw(`DELETE FROM record_activity a
+    WHERE NOT EXISTS (SELECT 1 FROM records r WHERE r.tenant_id = a.tenant_id AND r.id = a.record_id)`)
   await knex.raw(`ALTER TABLE record_activity ADD CONSTRAINT record_activity_tenant_id_record_id_foreign
     FOREIGN KEY (tenant_id, record_id) REFERENCES records (tenant_id, id) ON DELETE CASCADE`)
   await knex.raw('DROP TRIGGER IF EXISTS record_activity_cascade ON records')
