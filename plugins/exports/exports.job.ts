@@ -201,6 +201,10 @@ export async function renderExport(
     // in the same order as assembling from the chunks gives, without reading them back. After a resume, or for
     // a PDF, the file is assembled from the chunks once all are in.
     out = createWriteStream(temp)
+    // Open for the whole read now: a failed open or write (a full disk) between the renderers' drain waits must not
+    // be an unhandled 'error' event (a crash). The error stays on the stream: waiting for its finish rejects with it,
+    // and the run fails then, storing nothing.
+    out.on('error', (err) => logger.warn('export file write failed', { tenantId, exportId: id, error: err.message }))
     const direct = !last && format.open ? format.open(fileInput, out) : undefined
     let touched = Date.now()
     // Pages past pagination.maxLimit: the export's own reads (exports.pageSize), not a page a client may ask for.
@@ -361,12 +365,9 @@ export async function renderExport(
     return { failed: problem.code as string }
   } finally {
     clearInterval(keepAlive)
-    // A run that stopped part-way leaves a half-written file: closed, then removed. A write still under way then
-    // fails with ERR_STREAM_DESTROYED as an 'error' event, which must not become an uncaught exception.
-    if (out && !out.writableFinished) {
-      out.on('error', () => undefined)
-      out.destroy()
-    }
+    // A run that stopped part-way leaves a half-written file: closed (a write still under way then fails with
+    // ERR_STREAM_DESTROYED, to the listener above), then removed.
+    if (out && !out.writableFinished) out.destroy()
     await lease?.release().catch(() => undefined)
     await rm(temp, { force: true })
   }
