@@ -108,14 +108,20 @@ export class TenantDirectory {
     return [...this.tenants.values()]
   }
 
-  /** The installed module; a 503 when its package did not load, or a 404 that does not say whether the module exists elsewhere. */
-  module(tenantId: string, moduleKey: string): RegisteredModule {
+  /** The installed module, undefined when the tenant has none of that key; a 503 when it has one this instance cannot serve. */
+  installed(tenantId: string, moduleKey: string): RegisteredModule | undefined {
     const m = this.tenants.get(tenantId)?.modules.get(moduleKey)
     if (m) return m
-    throw (
-      this.unavailable(tenantId, moduleKey) ??
-      problems.notFound('module.not_found', `No module "${moduleKey}" is installed for this tenant.`)
-    )
+    const unavailable = this.unavailable(tenantId, moduleKey)
+    if (unavailable) throw unavailable
+    return undefined
+  }
+
+  /** The installed module; a 503 when it cannot be served, or a 404 that does not say whether the module exists elsewhere. */
+  module(tenantId: string, moduleKey: string): RegisteredModule {
+    const m = this.installed(tenantId, moduleKey)
+    if (!m) throw problems.notFound('module.not_found', `No module "${moduleKey}" is installed for this tenant.`)
+    return m
   }
 }
 

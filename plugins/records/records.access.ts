@@ -18,13 +18,9 @@ export function readableModule(
   principal: Principal,
   row: RecordRow | undefined
 ): RegisteredModule | undefined {
-  const module = row && tenants.get(principal.tenantId)?.modules.get(row.module_key)
-  if (!module) {
-    // A record of a module whose package did not load: 503, not a 404 that would say the record is gone.
-    const unavailable = row && tenants.unavailable(principal.tenantId, row.module_key)
-    if (unavailable) throw unavailable
-    return undefined
-  }
+  // A record of a module this instance cannot serve: 503 (installed), not a 404 that would say the record is gone.
+  const module = row && tenants.installed(principal.tenantId, row.module_key)
+  if (!module) return undefined
   assertCan(principal, module, 'read')
   return rowRule(principal, module)?.test(row) === false ? undefined : module
 }

@@ -112,10 +112,8 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
       // A module without transitions (a register whose records keep their one state) accepts none: an empty
       // enum is not a valid JSON Schema.
       ...(d.workflow.transitions.length
-        ? { enum: d.workflow.transitions.map((t) => t.key) }
-        : { not: {}, description: 'This module has no workflow transitions.' }),
-      ...(d.workflow.transitions.length
         ? {
+            enum: d.workflow.transitions.map((t) => t.key),
             description: d.workflow.transitions
               .map(
                 (t) =>
@@ -123,7 +121,7 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
               )
               .join('; ')
           }
-        : {})
+        : { not: {}, description: 'This module has no workflow transitions.' })
     },
     `${name}Transition`
   )
