@@ -31,6 +31,7 @@ export default tseslint.config(
     ignores: [
       'node_modules/',
       'dist/',
+      'packages/*/dist/',
       'dist.next-*/',
       'dist.old-*/',
       'data/',

@@ -13,6 +13,8 @@ export const eventKinds = {
   'record.transitioned':
     'A workflow transition was fired. data: number, version, transition {key, from, to}, changedFields (fields set with it).',
   'record.deleted': 'A record was soft-deleted. data: number, version.',
+  'record.migrated':
+    "A record moved to its module's new version through the migration the module's package declares (by the background job, or before a write of a record not yet moved). data: number, version, changedFields, migration {from, to}.",
   'attachment.added':
     'An upload was verified and attached to a record (subject: the record). data: attachmentId, fileName, contentType, size.',
   'export.succeeded':

@@ -71,7 +71,7 @@ export function visibleEvents(
 }
 
 /** Event types whose data names changed fields (`changedFields`), which field rules may hide. */
-const withChangedFields = new Set(['record.updated', 'record.transitioned'])
+const withChangedFields = new Set(['record.updated', 'record.transitioned', 'record.migrated'])
 
 /** The event without the names of fields the principal may not read (out of `changedFields`). */
 export function redactEvent<T extends EventRow>(

@@ -1,5 +1,6 @@
 import semver from 'semver'
-import type { FieldDefinition, ModuleDefinition } from './types.ts'
+import { answers, migrationChain } from './migrate.ts'
+import type { FieldDefinition, ModuleDefinition, ModuleMigration } from './types.ts'
 
 /** One difference between two versions of a module definition that records stored under the old one may break. */
 export interface BreakingChange {
@@ -7,12 +8,21 @@ export interface BreakingChange {
   at: string
   /** What changed, e.g. `removed`, `type text → number`, `option "low" removed`, `maxLength 200 → 100`. */
   change: string
+  /** What it is about, for a migration's steps to answer (core/modules/migrate.ts `answers`). */
+  subject:
+    | { kind: 'field'; path: string; option?: string }
+    | { kind: 'state'; key: string }
+    | { kind: 'transition'; key: string }
 }
 
 /** The verdict on a release: its breaking changes and whether its version may carry them. */
 export interface ReleaseCheck {
   breaking: BreakingChange[]
   compatible: string[]
+  /** The migrations that take records from the old version to the new (when there are breaking changes). */
+  migrations?: ModuleMigration[]
+  /** Breaking changes those migrations do not answer. */
+  unanswered: BreakingChange[]
   /** Why the release is refused (a downgrade, the same version changed, breaking changes without a new major), else undefined. */
   refused?: string
 }
@@ -33,18 +43,20 @@ function compareFields(
   const next = new Map(after.map((f) => [f.key, f]))
   for (const old of before) {
     const at = `field "${prefix}${old.key}"`
+    const subject = { kind: 'field' as const, path: `${prefix}${old.key}` }
     const now = next.get(old.key)
     if (!now) {
-      out.breaking.push({ at, change: 'removed (a rename is a removal and an addition)' })
+      out.breaking.push({ at, subject, change: 'removed (a rename is a removal and an addition)' })
       continue
     }
     if (now.type !== old.type) {
-      out.breaking.push({ at, change: `type ${old.type} → ${now.type}` })
+      out.breaking.push({ at, subject, change: `type ${old.type} → ${now.type}` })
       continue
     }
-    if (now.required && !old.required) out.breaking.push({ at, change: 'made required' })
+    if (now.required && !old.required) out.breaking.push({ at, subject, change: 'made required' })
     const kept = new Set(optionValues(now))
-    for (const v of optionValues(old)) if (!kept.has(v)) out.breaking.push({ at, change: `option "${v}" removed` })
+    for (const v of optionValues(old))
+      if (!kept.has(v)) out.breaking.push({ at, subject: { ...subject, option: v }, change: `option "${v}" removed` })
     for (const v of optionValues(now))
       if (!optionValues(old).includes(v)) out.compatible.push(`${at}: option "${v}" added`)
     const bound = (f: FieldDefinition, b: (typeof upperBounds)[number] | (typeof lowerBounds)[number]) => {
@@ -56,18 +68,23 @@ function compareFields(
       if (is === undefined) continue
       const upper = (upperBounds as readonly string[]).includes(b)
       if (was === undefined || (upper ? is < was : is > was))
-        out.breaking.push({ at, change: `${b} ${was ?? 'none'} → ${is}` })
+        out.breaking.push({ at, subject, change: `${b} ${was ?? 'none'} → ${is}` })
     }
     if (old.type === 'text' && now.type === 'text' && now.pattern && now.pattern !== old.pattern)
-      out.breaking.push({ at, change: `pattern ${old.pattern ?? 'none'} → ${now.pattern}` })
+      out.breaking.push({ at, subject, change: `pattern ${old.pattern ?? 'none'} → ${now.pattern}` })
     if (old.type === 'recordRef' && now.type === 'recordRef' && now.module !== old.module)
-      out.breaking.push({ at, change: `references ${old.module} → ${now.module}` })
+      out.breaking.push({ at, subject, change: `references ${old.module} → ${now.module}` })
     if (old.type === 'group' && now.type === 'group') compareFields(old.fields, now.fields, `${old.key}.`, out)
   }
   const known = new Set(before.map((f) => f.key))
   for (const f of after) {
     if (known.has(f.key)) continue
-    if (f.required) out.breaking.push({ at: `field "${prefix}${f.key}"`, change: 'added as required' })
+    if (f.required)
+      out.breaking.push({
+        at: `field "${prefix}${f.key}"`,
+        subject: { kind: 'field', path: `${prefix}${f.key}` },
+        change: 'added as required'
+      })
     else out.compatible.push(`field "${prefix}${f.key}" added`)
   }
 }
@@ -76,11 +93,16 @@ function compareFields(
  * What a new version of a module changes for records stored under the old one. Breaking: a field removed,
  * renamed, retyped or made required (or a required one added), a choice removed, a limit narrowed or a pattern
  * added, a state removed (records in it would be stranded), a transition removed; compatible: optional fields,
- * choices, states and transitions added, limits widened. A breaking change needs a new major version (and, as
- * issue 28 goes on, a declared migration); a downgrade, or a changed definition under the same version, is refused.
+ * choices, states and transitions added, limits widened. A breaking change needs a new major version and a
+ * migration the new package declares (`migrations`, core/modules/migrate.ts) that answers it; a downgrade, or a
+ * changed definition under the same version, is refused.
  */
-export function checkRelease(before: ModuleDefinition, after: ModuleDefinition): ReleaseCheck {
-  const out: ReleaseCheck = { breaking: [], compatible: [] }
+export function checkRelease(
+  before: ModuleDefinition,
+  after: ModuleDefinition,
+  migrations: readonly ModuleMigration[] = []
+): ReleaseCheck {
+  const out: ReleaseCheck = { breaking: [], compatible: [], unanswered: [] }
   if (before.key !== after.key) {
     out.refused = `the module key changed (${before.key} → ${after.key}): that is another module`
     return out
@@ -88,12 +110,18 @@ export function checkRelease(before: ModuleDefinition, after: ModuleDefinition):
   compareFields(before.fields, after.fields, '', out)
   const states = new Set(after.workflow.states.map((s) => s.key))
   for (const s of before.workflow.states)
-    if (!states.has(s.key)) out.breaking.push({ at: `workflow state "${s.key}"`, change: 'removed' })
+    if (!states.has(s.key))
+      out.breaking.push({ at: `workflow state "${s.key}"`, subject: { kind: 'state', key: s.key }, change: 'removed' })
   for (const s of after.workflow.states)
     if (!before.workflow.states.some((o) => o.key === s.key)) out.compatible.push(`workflow state "${s.key}" added`)
   const transitions = new Set(after.workflow.transitions.map((t) => t.key))
   for (const t of before.workflow.transitions)
-    if (!transitions.has(t.key)) out.breaking.push({ at: `workflow transition "${t.key}"`, change: 'removed' })
+    if (!transitions.has(t.key))
+      out.breaking.push({
+        at: `workflow transition "${t.key}"`,
+        subject: { kind: 'transition', key: t.key },
+        change: 'removed'
+      })
   if (after.workflow.initial !== before.workflow.initial)
     out.compatible.push(`initial state ${before.workflow.initial} → ${after.workflow.initial} (new records only)`)
   if (after.numberPattern !== before.numberPattern)
@@ -108,22 +136,34 @@ export function checkRelease(before: ModuleDefinition, after: ModuleDefinition):
       out.refused = `the definition changed but its version is still ${after.version}`
   } else if (out.breaking.length && to.major === from.major)
     out.refused = `${out.breaking.length} breaking change(s) need a new major version (${before.version} → ${from.major + 1}.0.0 or later)`
+  if (out.refused || !out.breaking.length) return out
+  out.migrations = migrationChain(migrations, before.version, after.version)
+  out.unanswered = out.breaking.filter((b) => !answers(out.migrations!, b))
+  if (!out.unanswered.length) return out
+  if (!out.migrations.length)
+    out.refused = `${out.breaking.length} breaking change(s) need a migration from ${before.version} declared in the package (migrations: from "^${from!.major}.0.0" to ${after.version})`
+  else if (out.unanswered.length)
+    out.refused = `the migrations from ${before.version} do not answer ${out.unanswered.length} breaking change(s): ${describe(out.unanswered)} (a step for each, or a transform)`
   return out
 }
 
+const describe = (changes: readonly BreakingChange[]) => changes.map((b) => `${b.at}: ${b.change}`).join('; ')
+
 /**
  * Why a tenant that installed `stored` (the definition it was last synced at) may not move to `loaded`, or undefined
- * when it may: a refused release (a downgrade, breaking changes without a new major), or breaking changes at all,
- * which need a migration declared in the package, and this platform cannot yet run one (issue 28). A version never
- * recorded (a database from before definitions were kept) is taken as it is.
+ * when it may: a refused release (a downgrade, breaking changes without a new major version, or without migrations
+ * in the package that answer them). A version never recorded (a database from before definitions were kept) is taken
+ * as it is.
  */
-export function upgradeRefusal(stored: ModuleDefinition | undefined, loaded: ModuleDefinition): string | undefined {
+export function upgradeRefusal(
+  stored: ModuleDefinition | undefined,
+  loaded: ModuleDefinition,
+  migrations: readonly ModuleMigration[] = []
+): string | undefined {
   if (!stored || stored.version === loaded.version) return undefined
-  const r = checkRelease(stored, loaded)
-  const changes = r.breaking.map((b) => `${b.at}: ${b.change}`).join('; ')
-  if (r.refused)
-    return `${loaded.key} ${stored.version} → ${loaded.version} refused: ${r.refused}${changes ? ` (${changes})` : ''}`
-  if (r.breaking.length)
-    return `${loaded.key} ${stored.version} → ${loaded.version} has breaking changes for the records stored under ${stored.version} (${changes}): they need a migration declared in the package, which this platform version cannot run yet; the tenant stays on ${stored.version} until then`
-  return undefined
+  const r = checkRelease(stored, loaded, migrations)
+  if (!r.refused) return undefined
+  // A refusal for unanswered changes names them already.
+  const changes = r.migrations?.length ? '' : describe(r.breaking)
+  return `${loaded.key} ${stored.version} → ${loaded.version} refused: ${r.refused}${changes ? ` (${changes})` : ''}; the tenant stays on ${stored.version} until a release it may move to is installed`
 }

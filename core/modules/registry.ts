@@ -11,7 +11,15 @@ import { projectRoot } from '../paths.ts'
 import { compileData } from '../validation.ts'
 import { payloadSchema } from './derive/json-schema.ts'
 import { compilePattern, type NumberPattern } from './record-number.ts'
-import type { FieldDefinition, LoadedModule, WorkflowState, WorkflowTransition } from './types.ts'
+import { applyMigrations, migrationChain, validateMigrations } from './migrate.ts'
+import type {
+  FieldDefinition,
+  LoadedModule,
+  MigratingRecord,
+  ModuleMigration,
+  WorkflowState,
+  WorkflowTransition
+} from './types.ts'
 import { ModuleDefinitionError, validateModuleDefinition } from './validate.ts'
 
 /** The manifest key a module package carries in its package.json. */
@@ -42,6 +50,13 @@ export interface RegisteredModule {
   transitions: ReadonlyMap<string, WorkflowTransition>
   /** Per transition: the payload fields its guard needs (the target state's `requires` plus the transition's own). */
   guards: ReadonlyMap<string, readonly string[]>
+  /** The migrations its package declares (core/modules/migrate.ts), checked against the definition. */
+  migrations: readonly ModuleMigration[]
+  /**
+   * A record stored under `version` as it is under this one (the migration chain between them applied), or undefined
+   * when it is at this version or no migration applies. Throws when a migration refuses the record.
+   */
+  migrateFrom(version: string, record: MigratingRecord): MigratingRecord | undefined
 }
 
 function deepFreeze<T>(o: T): T {
@@ -83,9 +98,11 @@ export class ModuleRegistry {
     def: unknown,
     packageName: string,
     packagePath: string,
-    info: Omit<ModulePackage, 'name'> = {}
+    info: Omit<ModulePackage, 'name'> = {},
+    declaredMigrations?: unknown
   ): RegisteredModule {
     validateModuleDefinition(def, packageName)
+    const migrations = Object.freeze(validateMigrations(declaredMigrations, def, packageName))
     if (this.modules.has(def.key)) {
       throw new ModuleDefinitionError(
         packageName,
@@ -121,7 +138,9 @@ export class ModuleRegistry {
           const target = definition.workflow.states.find((s) => s.key === t.to)
           return [t.key, Object.freeze([...new Set([...(target?.requires ?? []), ...(t.requires ?? [])])])]
         })
-      )
+      ),
+      migrations,
+      migrateFrom: migrator(migrations, definition.version)
     }
     this.modules.set(definition.key, entry)
     return entry
@@ -162,6 +181,17 @@ export class ModuleRegistry {
   }
 }
 
+/** RegisteredModule.migrateFrom: the chain from each stored version, worked out once. */
+function migrator(migrations: readonly ModuleMigration[], version: string) {
+  const chains = new Map<string, ModuleMigration[]>()
+  return (from: string, record: MigratingRecord): MigratingRecord | undefined => {
+    if (from === version || !migrations.length) return undefined
+    let chain = chains.get(from)
+    if (!chain) chains.set(from, (chain = migrationChain(migrations, from, version)))
+    return chain.length ? applyMigrations(chain, record) : undefined
+  }
+}
+
 /** The first record reference (groups included) to a module `has` does not know. */
 function missingReference(
   fields: readonly FieldDefinition[],
@@ -199,10 +229,10 @@ async function loadPackage(registry: ModuleRegistry, pkgDir: string) {
     }
     name = pkg.name ?? name
     key = typeof pkg[manifestKey]?.key === 'string' ? pkg[manifestKey].key : undefined
-    const definition = await definitionOf(pkg, name, pkgDir)
+    const { definition, migrations } = await definitionOf(pkg, name, pkgDir)
     const given = (definition as { key?: unknown } | null)?.key
     if (typeof given === 'string') key = given
-    registry.register(definition, name, pkgDir, { version: pkg.version, host: pkg[manifestKey]?.host })
+    registry.register(definition, name, pkgDir, { version: pkg.version, host: pkg[manifestKey]?.host }, migrations)
   } catch (err) {
     const e =
       err instanceof ModuleDefinitionError ? err : new ModuleDefinitionError(name, 'package', (err as Error).message)
@@ -211,8 +241,12 @@ async function loadPackage(registry: ModuleRegistry, pkgDir: string) {
   }
 }
 
-/** The definition a package exports, once its manifest and host range allow loading it. */
-async function definitionOf(pkg: PackageJson, name: string, pkgDir: string): Promise<unknown> {
+/** The definition (default export) and migrations (`migrations`) a package exports, once its manifest and host range allow loading it. */
+async function definitionOf(
+  pkg: PackageJson,
+  name: string,
+  pkgDir: string
+): Promise<{ definition: unknown; migrations: unknown }> {
   const manifest = pkg[manifestKey]
   if (!manifest || typeof manifest.entry !== 'string') {
     throw new ModuleDefinitionError(
@@ -228,13 +262,13 @@ async function definitionOf(pkg: PackageJson, name: string, pkgDir: string): Pro
       `"${manifest.host}" does not accept this platform version ${coreVersion}`
     )
   }
-  let exported: { default?: unknown; module?: unknown }
+  let exported: { default?: unknown; module?: unknown; migrations?: unknown }
   try {
     exported = await importModuleFile(resolve(pkgDir, manifest.entry))
   } catch (err) {
     throw new ModuleDefinitionError(name, manifest.entry, `cannot be loaded: ${(err as Error).message}`)
   }
-  return exported.default ?? exported.module
+  return { definition: exported.default ?? exported.module, migrations: exported.migrations }
 }
 
 /**

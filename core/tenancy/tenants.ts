@@ -16,7 +16,7 @@ export interface Tenant {
   /**
    * Installed modules this instance may not serve, with why (for tenant admins and the log): no loaded package
    * provides them (broken, incompatible or removed), or the loaded version is one the tenant may not move to (a
-   * downgrade, breaking changes without a migration). Their calls answer 503.
+   * downgrade, breaking changes without a migration that answers them). Their calls answer 503.
    */
   unavailable: ReadonlyMap<string, string>
   /** Installed module -> the version recorded at its installation or last sync (null: its package never loaded here). */
@@ -150,7 +150,7 @@ async function storedDefinitions(db: Queryable): Promise<StoredDefinitions> {
 
 /** Why a tenant on version `recorded` of a module may not move to the loaded one (upgradeRefusal), if it may not. */
 const refusalOf = (stored: StoredDefinitions, m: RegisteredModule, recorded: string | null | undefined) =>
-  recorded ? upgradeRefusal(stored.get(`${m.definition.key}@${recorded}`), m.definition) : undefined
+  recorded ? upgradeRefusal(stored.get(`${m.definition.key}@${recorded}`), m.definition, m.migrations) : undefined
 
 /** A definition as its package exports it (without what the registry adds), as recorded. */
 function exported(m: RegisteredModule): ModuleDefinition {

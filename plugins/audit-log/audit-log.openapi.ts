@@ -14,6 +14,7 @@ import { problemKinds } from '../../core/errors/kinds.ts'
 import { exampleTraceId, problemResponse } from '../../core/openapi/problems.ts'
 import { signedDownload } from '../attachments/attachments.shared.ts'
 import {
+  activityActions,
   activitySchema,
   actorSchema,
   fieldChangeSchema,
@@ -150,7 +151,7 @@ export function describeAuditLog(ctx: DocContext): Fragment {
             ),
             queryParam('action', 'Only entries of this kind (with `moduleKey`).', {
               type: 'string',
-              enum: ['created', 'updated', 'transitioned', 'deleted']
+              enum: [...activityActions]
             }),
             param(
               'limit',

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@feathersjs/typebox'
 import { compileQuery } from '../../core/validation.ts'
+import { activityActions } from '../records/records.shared.ts'
 
 export const auditLogQuerySchema = (maxLimit: number) =>
   Type.Object(
@@ -8,14 +9,7 @@ export const auditLogQuerySchema = (maxLimit: number) =>
         Type.String({ format: 'uuid', description: 'One record, live or deleted: its last state and full activity' })
       ),
       moduleKey: Type.Optional(Type.String({ minLength: 1, description: 'Activity feed of a module, oldest first' })),
-      action: Type.Optional(
-        Type.Union([
-          Type.Literal('created'),
-          Type.Literal('updated'),
-          Type.Literal('transitioned'),
-          Type.Literal('deleted')
-        ])
-      ),
+      action: Type.Optional(Type.Union(activityActions.map((a) => Type.Literal(a)))),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: maxLimit })),
       cursor: Type.Optional(Type.String({ minLength: 1 }))
     },

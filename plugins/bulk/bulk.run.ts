@@ -21,6 +21,7 @@ import {
   createRecords,
   createRules,
   isExternalRefClash,
+  moveLocked,
   referenceProblems,
   reserveNumbers,
   updateRules,
@@ -569,8 +570,14 @@ export class BulkRun {
     if (upserts) {
       await repo.lockExternalRefs(client, principal.tenantId, key)
       const refs = rows.filter((r) => r.externalRef !== undefined).map((r) => r.externalRef!)
+      // Records not yet under the loaded version of the module move first, as a single write's do (records.migrate.ts).
       if (refs.length)
-        for (const rec of await repo.lockByExternalRefs(client, principal.tenantId, key, refs))
+        for (const rec of await moveLocked(
+          client,
+          principal.tenantId,
+          module,
+          await repo.lockByExternalRefs(client, principal.tenantId, key, refs)
+        ))
           existing.set(rec.external_ref!, rec)
     }
     const rule = rowRule(principal, module)
@@ -630,12 +637,12 @@ export class BulkRun {
       )
     }
     if (!isolate) {
-      await changeRecords(client, this.writer, changing.map(changeOf))
+      await changeRecords(client, this.writer, module, changing.map(changeOf))
       updates.forEach(updated)
     } else
       for (const p of updates)
         await this.isolated(client, p.row, async () => {
-          if (p.changes!.length) await changeRecords(client, this.writer, [changeOf(p)])
+          if (p.changes!.length) await changeRecords(client, this.writer, module, [changeOf(p)])
           updated(p)
         })
 

@@ -1,4 +1,6 @@
 import type { Params } from '@feathersjs/feathers'
+import type pg from 'pg'
+import { migrationRefusals, migrationRuns } from '../records/records.shared.ts'
 import { assertScope, hiddenFields, seesModule } from '../../core/auth/access.ts'
 import { problems } from '../../core/errors/index.ts'
 import { isAdmin, requirePrincipal, type Principal } from '../../core/auth/principal.ts'
@@ -6,6 +8,9 @@ import { summaryColumns } from '../../core/modules/derive/columns.ts'
 import { fieldToFilter } from '../../core/modules/derive/filters.ts'
 import type { ModuleRegistry, RegisteredModule } from '../../core/modules/registry.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
+
+/** Refused records a module's answer lists (the CLI lists them all: `records module migrations`). */
+const refusalsShown = 20
 
 interface ModuleParams extends Params {
   principal?: Principal
@@ -30,7 +35,10 @@ const summaryColumnsOf = (m: RegisteredModule, principal: Principal) =>
 
 /** Installed modules of the caller's tenant and their full schemas, straight from the registry. */
 export class ModulesService {
-  constructor(private readonly tenants: TenantDirectory) {}
+  constructor(
+    private readonly tenants: TenantDirectory,
+    private readonly pool: pg.Pool
+  ) {}
 
   private principal(params: ModuleParams): Principal {
     return requirePrincipal(params, 'A modules call')
@@ -73,8 +81,27 @@ export class ModulesService {
       permissions: d.permissions,
       rowAccess: d.rowAccess ?? {},
       summaryColumns: summaryColumnsOf(m, principal),
-      package: { name: d.packageName }
+      package: { name: d.packageName },
+      ...(isAdmin(principal) ? { migration: await this.migration(principal.tenantId, m) } : {})
     }
+  }
+
+  /**
+   * For tenant admins: the move of the tenant's records to the loaded version through the migration its package
+   * declares (records.migrate.ts), with the first records it refused; null when the package declares none or the job
+   * has not looked at this module yet.
+   */
+  private async migration(tenantId: string, m: RegisteredModule) {
+    if (!m.migrations.length) return null
+    const run = (await migrationRuns(this.pool, tenantId, m.definition.key)).find(
+      (r) => r.toVersion === m.definition.version
+    )
+    if (!run) return null
+    const { tenantId: _t, moduleKey: _k, ...progress } = run
+    const refusals = run.refused
+      ? await migrationRefusals(this.pool, tenantId, m.definition.key, run.toVersion, refusalsShown)
+      : []
+    return { ...progress, refusals }
   }
 }
 

@@ -109,7 +109,62 @@ export function describeModules(ctx: DocContext): Fragment {
                 "The payload fields that identify a record at a glance, in order: the PDF export's default columns after Number and State, and a list page's. The module's `summaryColumns`, or its first four fields when it declares none; fields the caller may not read are left out.",
               examples: [['title', 'site', 'category', 'severity', 'occurredAt']]
             },
-            package: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } }
+            package: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+            migration: {
+              description:
+                'Tenant admins only: the move of the tenant\'s records to this version through the migration the module\'s package declares (docs/modules.md, "Upgrading a module"); null when it declares none or the background job has not reached the module yet. Records not yet moved are read as this version and move before any write.',
+              oneOf: [
+                { type: 'null' },
+                {
+                  type: 'object',
+                  required: [
+                    'toVersion',
+                    'state',
+                    'total',
+                    'migrated',
+                    'refused',
+                    'remaining',
+                    'startedAt',
+                    'updatedAt',
+                    'finishedAt',
+                    'refusals'
+                  ],
+                  properties: {
+                    toVersion: { type: 'string' },
+                    state: { type: 'string', enum: ['running', 'done'] },
+                    total: { type: 'integer', description: 'Live records under an older version when the move began.' },
+                    migrated: { type: 'integer', description: 'Records the background job has moved.' },
+                    refused: {
+                      type: 'integer',
+                      description:
+                        'Records this version refuses as the migration leaves them: they stay under their version until a write makes them valid.'
+                    },
+                    remaining: {
+                      type: 'integer',
+                      description: 'Live records still under an older version (refused ones included).'
+                    },
+                    startedAt: { type: 'string', format: 'date-time' },
+                    updatedAt: { type: 'string', format: 'date-time' },
+                    finishedAt: { type: ['string', 'null'], format: 'date-time' },
+                    refusals: {
+                      type: 'array',
+                      description:
+                        'The first 20 refused records, with why (`records module migrations` lists them all).',
+                      items: {
+                        type: 'object',
+                        required: ['recordId', 'number', 'fromVersion', 'reason'],
+                        properties: {
+                          recordId: { type: 'string', format: 'uuid' },
+                          number: { type: 'string' },
+                          fromVersion: { type: 'string' },
+                          reason: { type: 'string' }
+                        }
+                      }
+                    }
+                  }
+                }
+              ]
+            }
           }
         }
       ]

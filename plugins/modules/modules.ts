@@ -13,13 +13,15 @@ declare module '../../core/declarations.ts' {
 }
 
 export function modules(app: App) {
-  const { tenants, registry } = app.get('platform')
-  app.use(modulesPath, new ModulesService(tenants), { methods: [...modulesMethods] })
+  const { tenants, registry, db } = app.get('platform')
+  app.use(modulesPath, new ModulesService(tenants, db.pool), { methods: [...modulesMethods] })
   app.use(cataloguePath, new ModuleCatalogueService(tenants, registry), { methods: [...catalogueMethods] })
 }
 
 export const modulesPlugin: Plugin = {
   name: 'modules',
+  // A module's migration progress (GET /api/v1/modules/{key}, for tenant admins) is the records plugin's.
+  dependsOn: ['records'],
   configure: modules,
   describe: describeModules,
   graphql: modulesGraphQL

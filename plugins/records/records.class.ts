@@ -17,6 +17,7 @@ import { canonicalExternalRef } from './records.external-ref.ts'
 import { hasValue } from './records.payload.ts'
 import { createRules, deleteRules, transitionRules, updateRules } from './records.rules.ts'
 import { changeRecords, createRecordRows, type RecordChangeOp } from './records.write.ts'
+import { asCurrent, moveLocked } from './records.migrate.ts'
 import {
   recordCreateValidator,
   recordPatchValidator,
@@ -133,9 +134,10 @@ export class RecordsService {
   private present(
     principal: Principal,
     module: RegisteredModule,
-    row: repo.RecordRow,
+    stored: repo.RecordRow,
     hidden?: ReadonlySet<string>
   ): RecordOut {
+    const row = asCurrent(module, stored)
     const out = view(principal, module, row, hidden)
     out.attachments ??= []
     out.availableTransitions = this.firable(principal, module, row.state).map((t) => ({
@@ -312,14 +314,17 @@ export class RecordsService {
           { currentVersion: row!.version }
         )
       }
-      const c = await change(row!, module, principal, client)
+      // A record not yet under the loaded version of its module moves first (records.migrate.ts).
+      const [current] = await moveLocked(client, principal.tenantId, module, [row!])
+      const c = await change(current, module, principal, client)
       // A single change is a batch of one through the write path bulk uses (records.write.ts).
-      if (c) await changeRecords(client, { tenantId: principal.tenantId, actor: principal.actor }, [{ ...c, id }])
+      if (c)
+        await changeRecords(client, { tenantId: principal.tenantId, actor: principal.actor }, module, [{ ...c, id }])
       const deleted = c?.action === 'deleted'
-      const current = deleted
+      const after = deleted
         ? await repo.selectAny(client, principal.tenantId, id)
         : await repo.selectLive(client, principal.tenantId, id)
-      const result = deleted ? view(principal, module, current!) : this.present(principal, module, current!)
+      const result = deleted ? view(principal, module, after!) : this.present(principal, module, after!)
       await params.idempotency?.complete(client, result)
       return result
     })
@@ -377,14 +382,17 @@ export class RecordsService {
   }
 }
 
-/** A record as the principal may see it: hidden fields absent from the payload and from the activity. */
+/**
+ * A record as the principal may see it: under the loaded version of its module (one not yet moved by its migration is
+ * moved in memory, records.migrate.ts), hidden fields absent from the payload and from the activity.
+ */
 export function view(
   principal: Principal,
   module: RegisteredModule,
   row: repo.RecordRow,
   hidden = hiddenFields(principal, module)
 ): RecordOut {
-  const out = repo.toRecord(row)
+  const out = repo.toRecord(asCurrent(module, row))
   if (!hidden.size) return out
   out.payload = redactPayload(out.payload, hidden)
   if (out.activity) out.activity = redactActivity(out.activity, hidden)

@@ -48,6 +48,9 @@ export const fieldChangeSchema = Type.Object(
   { $id: 'FieldChange' }
 )
 
+/** What an activity entry records: the write path's actions (records.write.ts), `migrated` by a module migration. */
+export const activityActions = ['created', 'updated', 'transitioned', 'deleted', 'migrated'] as const
+
 export const activitySchema = Type.Object(
   {
     id: Type.Integer({
@@ -57,12 +60,7 @@ export const activitySchema = Type.Object(
     }),
     at: Type.String({ format: 'date-time' }),
     actor: Type.Ref(actorSchema),
-    action: Type.Union([
-      Type.Literal('created'),
-      Type.Literal('updated'),
-      Type.Literal('transitioned'),
-      Type.Literal('deleted')
-    ]),
+    action: Type.Union(activityActions.map((a) => Type.Literal(a))),
     changes: Type.Array(Type.Ref(fieldChangeSchema)),
     transition: Type.Union([Type.Object({ key: Type.String(), from: Type.String(), to: Type.String() }), Type.Null()]),
     comment: Type.Union([Type.String(), Type.Null()])

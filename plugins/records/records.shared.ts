@@ -9,6 +9,7 @@ export const recordsWriteMethods = ['create', 'patch', 'remove', 'transition'] a
 export type { RecordPage } from './records.class.ts'
 export { view } from './records.class.ts'
 export {
+  activityActions,
   activitySchema,
   actorSchema,
   externalRefSchema,
@@ -23,3 +24,4 @@ export { isExternalRefClash, recordColumns, type RecordRow } from './records.rep
 export { changeRecords, createRecords, reserveNumbers, type RecordChangeOp, type Writer } from './records.write.ts'
 export { referenceProblems } from './records.checks.ts'
 export { readableRecord } from './records.access.ts'
+export { migrationRefusals, migrationRuns, moveLocked } from './records.migrate.ts'

@@ -9,6 +9,7 @@ import type { Plugin } from '../../core/plugin.ts'
 import { recordsMigrations } from './migrations/index.ts'
 import { describeRecords } from './records.openapi.ts'
 import { recordsGraphQL } from './records.graphql.ts'
+import { migrationJob } from './records.migrate.ts'
 
 declare module '../../core/declarations.ts' {
   interface ServiceTypes {
@@ -59,5 +60,6 @@ export const recordsPlugin: Plugin = {
   configure: records,
   colonMethods: [recordsPath],
   describe: describeRecords,
-  graphql: recordsGraphQL
+  graphql: recordsGraphQL,
+  jobs: (app) => [migrationJob(app.get('platform'))]
 }

@@ -46,10 +46,12 @@ export interface RecordChangeOp {
   /** The whole payload after the change (updateRules / transitionRules give it; a delete keeps the current one). */
   payload: Record<string, unknown>
   state: string
-  action: 'updated' | 'transitioned' | 'deleted'
+  action: 'updated' | 'transitioned' | 'deleted' | 'migrated'
   changes: readonly FieldChange[]
   transition?: { key: string; from: string; to: string }
   comment?: string
+  /** A migration's move (action `migrated`): the versions, for its event. */
+  migration?: { from: string; to: string }
 }
 
 export interface CreateOptions {
@@ -232,7 +234,7 @@ const changeStatement = `WITH input AS (
       WITH ORDINALITY AS t(id, payload, state, action, changes, transition, comment, type, data, ord)),
   r AS (
     UPDATE records SET payload = input.payload, state = input.state, version = records.version + 1, updated_at = now(),
-      updated_by = $3,
+      updated_by = $3, module_version = $4,
       deleted_at = CASE WHEN input.action = 'deleted' THEN now() ELSE records.deleted_at END,
       deleted_by = CASE WHEN input.action = 'deleted' THEN $3 ELSE records.deleted_by END
     FROM input WHERE records.tenant_id = $1 AND records.id = input.id
@@ -258,12 +260,15 @@ const changeStatement = `WITH input AS (
 /**
  * Applies a batch of changes to records the caller has locked (SELECT … FOR UPDATE in its
  * transaction) in one statement: payload, state, version + 1, `updated_*` (and `deleted_*`
- * for a delete), one activity entry each and its record.<action> event. Ids are distinct
- * within a batch. Returns each changed record's id and new version, in the order of `ops`.
+ * for a delete), the module's version (a changed record is stored under the loaded version:
+ * its payload passed that version's rules), one activity entry each and its record.<action>
+ * event. Ids are distinct within a batch. Returns each changed record's id and new version,
+ * in the order of `ops`.
  */
 export async function changeRecords(
   db: Queryable,
   w: Writer,
+  m: Pick<WriteModule, 'definition'>,
   ops: readonly RecordChangeOp[]
 ): Promise<Array<{ id: string; version: number }>> {
   if (!ops.length) return []
@@ -273,6 +278,7 @@ export async function changeRecords(
       const data: Record<string, unknown> = {}
       if (op.action !== 'deleted') data.changedFields = op.changes.map((x) => x.field)
       if (op.transition) data.transition = op.transition
+      if (op.migration) data.migration = op.migration
       return {
         id: op.id,
         payload: op.payload,
@@ -289,7 +295,7 @@ export async function changeRecords(
   const { rows: changed } = await db.query({
     name: 'records-write-change',
     text: changeStatement,
-    values: [w.tenantId, rows, w.actor]
+    values: [w.tenantId, rows, w.actor, m.definition.version]
   })
   return changed
 }

@@ -37,6 +37,7 @@ const addedSince = [
   'core/016-unavailable-modules',
   'core/017-module-definitions',
   'records/003-activity-key-check',
+  'records/004-record-migrations',
   'exports/003-encoded-chunks'
 ]
 
@@ -136,6 +137,7 @@ t.test(
       'core/016-unavailable-modules',
       'core/017-module-definitions',
       'records/003-activity-key-check',
+      'records/004-record-migrations',
       'exports/002-chunks',
       'exports/003-encoded-chunks'
     ])

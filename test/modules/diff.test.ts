@@ -1,6 +1,6 @@
 import t from '../helpers/tap.ts'
 import { checkRelease } from '../../core/modules/diff.ts'
-import type { ModuleDefinition } from '../../core/modules/types.ts'
+import type { ModuleDefinition, ModuleMigration } from '../../core/modules/types.ts'
 
 /** Version 1.0.0 of a small module; each case changes a copy of it. */
 function v1(): ModuleDefinition {
@@ -25,14 +25,16 @@ function v1(): ModuleDefinition {
   }
 }
 
-const release = (change: (d: any) => void, version = '2.0.0') => {
+const release = (change: (d: any) => void, version = '2.0.0', migrations: ModuleMigration[] = []) => {
   const after = structuredClone(v1()) as ModuleDefinition & Record<string, any>
   change(after)
   after.version = version
-  return checkRelease(v1(), after)
+  return checkRelease(v1(), after, migrations)
 }
+/** A migration from 1.x to 2.0.0 whose transform answers any change. */
+const transformed: ModuleMigration[] = [{ from: '^1.0.0', to: '2.0.0', transform: (r) => r }]
 
-t.test('each breaking change is named where it is, and needs a new major version', async (t) => {
+t.test('each breaking change is named where it is, and needs a new major version and a migration', async (t) => {
   const cases: Array<[string, (d: any) => void, string, string]> = [
     [
       'a field removed',
@@ -76,7 +78,14 @@ t.test('each breaking change is named where it is, and needs a new major version
   for (const [name, change, at, what] of cases) {
     const major = release(change)
     t.match(major.breaking, [{ at, change: what }], name)
-    t.equal(major.refused, undefined, `${name}: accepted in 2.0.0`)
+    if (at.startsWith('workflow transition')) t.equal(major.refused, undefined, `${name}: records need no migration`)
+    else
+      t.match(
+        major.refused,
+        /need a migration from 1\.0\.0 declared in the package/,
+        `${name}: refused without a migration`
+      )
+    t.equal(release(change, '2.0.0', transformed).refused, undefined, `${name}: accepted in 2.0.0 with a migration`)
     const minor = release(change, '1.1.0')
     t.match(
       minor.refused,
@@ -112,4 +121,30 @@ t.test('a downgrade, a changed definition under the same version and another key
   )
   t.equal(release(() => undefined, '1.0.0').refused, undefined, 'the same definition again is fine')
   t.match(release((d) => (d.key = 'other')).refused, /the module key changed/)
+})
+
+t.test("a migration's steps answer the changes they name, and a refusal names those they do not", async (t) => {
+  const change = (d: any) => {
+    d.fields[1].key = 'location'
+    d.fields[2].options = ['minor', 'medium', 'high']
+    d.fields.push({ key: 'owner', type: 'user', required: true })
+    d.workflow.states = [{ key: 'draft' }, { key: 'signed-off', final: true }]
+    d.workflow.transitions[0].to = 'signed-off'
+  }
+  const steps: ModuleMigration['steps'] = [
+    { op: 'renameField', from: 'site', to: 'location' },
+    { op: 'mapChoice', field: 'severity', values: { low: 'minor' } },
+    { op: 'setDefault', field: 'owner', value: '6d1f3c52-3b7e-4c55-9d1e-0c5b8a1f2e11' },
+    { op: 'renameState', from: 'approved', to: 'signed-off' }
+  ]
+  const all = release(change, '2.0.0', [{ from: '^1.0.0', to: '2.0.0', steps }])
+  t.equal(all.refused, undefined, 'every change answered by a step')
+  t.same(all.unanswered, [])
+  const some = release(change, '2.0.0', [{ from: '^1.0.0', to: '2.0.0', steps: steps.slice(0, 2) }])
+  t.match(
+    some.refused,
+    'do not answer 2 breaking change(s): field "owner": added as required; workflow state "approved": removed'
+  )
+  const elsewhere = release(change, '2.0.0', [{ from: '^0.1.0', to: '2.0.0', steps }])
+  t.match(elsewhere.refused, /need a migration from 1\.0\.0/, 'a migration from other versions does not count')
 })

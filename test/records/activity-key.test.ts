@@ -41,7 +41,7 @@ t.test('activity is not checked row by row against records: no foreign key, one 
 
 t.test('a change of a record that does not exist writes no activity entry and no event', async (t) => {
   const ghost = randomUUID()
-  const changed = await changeRecords(pool, writer, [
+  const changed = await changeRecords(pool, writer, incident, [
     { id: ghost, payload: incidentPayload(), state: 'reported', action: 'updated', changes: [] }
   ])
   t.same(changed, [], 'nothing changed')

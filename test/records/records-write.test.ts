@@ -104,7 +104,7 @@ t.test(
         'acme',
         [a.id, b.id]
       ])
-      return changeRecords(client, writer, [
+      return changeRecords(client, writer, incident, [
         {
           id: b.id,
           payload: { ...b.payload, title: 'Renamed by a job' },

@@ -199,3 +199,49 @@ export type PayloadOfFields<F> = Flat<
 
 /** The payload of a record of a module: `PayloadOf<typeof myModule>`. */
 export type PayloadOf<M extends { fields: ReadonlyArray<unknown> }> = PayloadOfFields<M['fields'][number]>
+
+// ---- Migrations: how records stored under an older version move to this one.
+
+/** A record as a migration sees it: its payload and workflow state under the version it moves from. */
+export interface MigratingRecord {
+  payload: Record<string, unknown>
+  state: string
+}
+
+/**
+ * One declarative step of a migration, applied to every record in order:
+ * - `renameField`: the value of `from` moves to `to` (a top-level field, or `group.member` inside every group item);
+ * - `removeField`: the value is dropped;
+ * - `mapChoice`: values of a choice field (single or multiple) are replaced by `values[old]`; values not named stay;
+ * - `setDefault`: a field without a value gets `value` (a newly required field);
+ * - `renameState`: records in state `from` are in state `to`.
+ */
+export type MigrationStep =
+  | { op: 'renameField'; from: string; to: string }
+  | { op: 'removeField'; field: string }
+  | { op: 'mapChoice'; field: string; values: Record<string, string> }
+  | { op: 'setDefault'; field: string; value: unknown }
+  | { op: 'renameState'; from: string; to: string }
+
+/**
+ * How records of the versions `from` accepts move to version `to`: the steps, then `transform` (for what steps cannot
+ * say). A transform is a pure function of the record: no I/O, no clock, no randomness (the platform runs it on reads of
+ * records not yet moved, on writes and in the background job, and the outcome must be the same each time). It returns
+ * the record as it is under `to`; a throw refuses the record (the dry run lists it with the message).
+ */
+export interface ModuleMigration {
+  /** The versions this migration moves records from: a semantic version range, e.g. `^1.0.0` or `1.x`. */
+  from: string
+  /** The version records are at afterwards: this package's version, or an earlier one a later migration starts from. */
+  to: string
+  steps?: MigrationStep[]
+  transform?: (record: MigratingRecord) => MigratingRecord
+}
+
+/**
+ * Declares the migrations a package ships beside its definition (`export const migrations = defineMigrations([...])`
+ * in the module's entry file). Only checks types; the platform checks them against the definition at load.
+ */
+export function defineMigrations<const T extends readonly ModuleMigration[]>(migrations: T): T {
+  return migrations
+}

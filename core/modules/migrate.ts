@@ -1,0 +1,225 @@
+import semver from 'semver'
+import type { BreakingChange } from './diff.ts'
+import type { FieldDefinition, MigratingRecord, MigrationStep, ModuleDefinition, ModuleMigration } from './types.ts'
+import { ModuleDefinitionError } from './validate.ts'
+
+/**
+ * Module migrations (a package's `migrations` export, declared with the SDK's defineMigrations): how records stored
+ * under an older version of a module move to the loaded one. Here: their check at load, the chain that takes a record
+ * from its version to the loaded one, applying it to one record, and which breaking changes a chain answers. Where
+ * they run (reads, writes, the background job) is the records plugin's (records.migrate.ts); docs/modules.md,
+ * "Upgrading a module", is the author's guide.
+ */
+
+const stepMembers: Record<MigrationStep['op'], readonly string[]> = {
+  renameField: ['from', 'to'],
+  removeField: ['field'],
+  mapChoice: ['field', 'values'],
+  setDefault: ['field', 'value'],
+  renameState: ['from', 'to']
+}
+const migrationMembers = new Set(['from', 'to', 'steps', 'transform'])
+
+/** The field at `path` (`key`, or `group.member`) of a definition, if any. */
+export function fieldAt(fields: readonly FieldDefinition[], path: string): FieldDefinition | undefined {
+  const [head, member] = path.split('.', 2)
+  const f = fields.find((x) => x.key === head)
+  if (member === undefined || !f) return f
+  return f.type === 'group' ? f.fields.find((x) => x.key === member) : undefined
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/**
+ * Checks a package's migrations against the definition it ships with: each has a range `from`, a version `to` no later
+ * than the definition's, known steps with their members, and an optional function `transform`. A migration that ends at
+ * the definition's version may only name what that version has: the field a rename or a default targets, the options a
+ * choice is mapped to, the state a rename targets. An error names the migration and the member.
+ */
+export function validateMigrations(value: unknown, def: ModuleDefinition, packageName: string): ModuleMigration[] {
+  if (value === undefined) return []
+  const fail = (where: string, problem: string): never => {
+    throw new ModuleDefinitionError(packageName, where, problem)
+  }
+  if (!Array.isArray(value)) return fail('migrations', 'must be an array (defineMigrations([...]))')
+  value.forEach((m: unknown, i) => {
+    const at = `migrations[${i}]`
+    if (!isObject(m)) return fail(at, 'must be an object with from, to and steps or transform')
+    for (const k of Object.keys(m)) if (!migrationMembers.has(k)) fail(`${at}.${k}`, 'is not a member of a migration')
+    if (typeof m.from !== 'string' || !semver.validRange(m.from))
+      fail(`${at}.from`, 'must be a semantic version range, e.g. "^1.0.0"')
+    if (typeof m.to !== 'string' || !semver.valid(m.to)) fail(`${at}.to`, 'must be a semantic version, e.g. "2.0.0"')
+    const [from, to] = [m.from as string, m.to as string]
+    if (semver.gt(to, def.version)) fail(`${at}.to`, `${to} is later than the module's version ${def.version}`)
+    if (semver.satisfies(to, from)) fail(at, `its range "${from}" includes its own target ${to}`)
+    if (m.transform !== undefined && typeof m.transform !== 'function')
+      fail(`${at}.transform`, 'must be a function (record) => record')
+    if (m.steps === undefined && m.transform === undefined) fail(at, 'needs steps, a transform or both')
+    if (m.steps !== undefined && !Array.isArray(m.steps)) fail(`${at}.steps`, 'must be an array')
+    const final = semver.eq(to, def.version)
+    ;((m.steps ?? []) as unknown[]).forEach((s, j) => checkStep(s, `${at}.steps[${j}]`, final ? def : undefined, fail))
+  })
+  return value as ModuleMigration[]
+}
+
+function checkStep(
+  s: unknown,
+  at: string,
+  target: ModuleDefinition | undefined,
+  fail: (where: string, problem: string) => never
+) {
+  if (!isObject(s) || typeof s.op !== 'string' || !(s.op in stepMembers))
+    return fail(`${at}.op`, `must be one of ${Object.keys(stepMembers).join(', ')}`)
+  const members = stepMembers[s.op as MigrationStep['op']]
+  for (const k of Object.keys(s))
+    if (k !== 'op' && !members.includes(k)) fail(`${at}.${k}`, `is not a member of ${s.op}`)
+  for (const k of members) {
+    if (k === 'value') {
+      if (!('value' in s) || s.value === undefined || s.value === null) fail(`${at}.value`, 'must be a value')
+    } else if (k === 'values') {
+      if (!isObject(s.values) || Object.values(s.values).some((v) => typeof v !== 'string'))
+        fail(`${at}.values`, 'must map old choice values to new ones (strings)')
+    } else if (typeof s[k] !== 'string' || !s[k]) fail(`${at}.${k}`, 'must be a non-empty string')
+  }
+  if (!target) return
+  const step = s as MigrationStep
+  const needField = (path: string, member: string) => {
+    if (!fieldAt(target.fields, path)) fail(`${at}.${member}`, `"${path}" is not a field of version ${target.version}`)
+  }
+  if (step.op === 'renameField') needField(step.to, 'to')
+  if (step.op === 'setDefault') needField(step.field, 'field')
+  if (step.op === 'mapChoice') {
+    needField(step.field, 'field')
+    const f = fieldAt(target.fields, step.field)!
+    if (!('options' in f)) return fail(`${at}.field`, `"${step.field}" is not a choice field`)
+    const options = new Set(f.options.map((o) => (typeof o === 'string' ? o : o.value)))
+    for (const v of Object.values<string>(step.values))
+      if (!options.has(v)) fail(`${at}.values`, `"${v}" is not an option of "${step.field}"`)
+  }
+  if (step.op === 'renameState' && !target.workflow.states.some((x) => x.key === step.to))
+    fail(`${at}.to`, `"${step.to}" is not a state of version ${target.version}`)
+}
+
+/**
+ * The migrations that take a record at `from` to `target`, in order: each step the one whose range accepts the version
+ * reached so far and that goes furthest without passing `target`. Empty when none applies (the versions between differ
+ * only compatibly, or `from` is not a version).
+ */
+export function migrationChain(
+  migrations: readonly ModuleMigration[],
+  from: string,
+  target: string
+): ModuleMigration[] {
+  const chain: ModuleMigration[] = []
+  let at = semver.valid(from)
+  while (at && chain.length < migrations.length) {
+    const v = at
+    const next = migrations
+      .filter((m) => semver.satisfies(v, m.from, { includePrerelease: true }) && semver.gt(m.to, v))
+      .filter((m) => semver.lte(m.to, target))
+      .sort((a, b) => semver.rcompare(a.to, b.to))[0]
+    if (!next) break
+    chain.push(next)
+    at = next.to
+  }
+  return chain
+}
+
+/** Applies `fn` to the container(s) of a field path: the payload for `key`, each item of the group for `group.member`. */
+function atPath(
+  payload: Record<string, unknown>,
+  path: string,
+  fn: (holder: Record<string, unknown>, key: string) => void
+) {
+  const dot = path.indexOf('.')
+  if (dot < 0) return fn(payload, path)
+  const items = payload[path.slice(0, dot)]
+  if (Array.isArray(items)) for (const item of items) if (isObject(item)) fn(item, path.slice(dot + 1))
+}
+
+function applyStep(r: MigratingRecord, s: MigrationStep) {
+  switch (s.op) {
+    case 'renameField': {
+      const dot = s.from.indexOf('.')
+      const sameGroup = dot >= 0 && s.to.startsWith(s.from.slice(0, dot + 1))
+      if (dot < 0 && !s.to.includes('.')) {
+        if (s.from in r.payload) {
+          r.payload[s.to] = r.payload[s.from]
+          delete r.payload[s.from]
+        }
+      } else if (sameGroup)
+        atPath(r.payload, s.from, (item, key) => {
+          if (key in item) {
+            item[s.to.slice(dot + 1)] = item[key]
+            delete item[key]
+          }
+        })
+      else throw new Error(`renameField ${s.from} → ${s.to}: a field moves within its level (top level, or one group)`)
+      return
+    }
+    case 'removeField':
+      return atPath(r.payload, s.field, (holder, key) => {
+        delete holder[key]
+      })
+    case 'mapChoice':
+      return atPath(r.payload, s.field, (holder, key) => {
+        const v = holder[key]
+        const map = (x: unknown) => (typeof x === 'string' && Object.hasOwn(s.values, x) ? s.values[x] : x)
+        if (Array.isArray(v)) holder[key] = [...new Set(v.map(map))]
+        else if (v !== undefined) holder[key] = map(v)
+      })
+    case 'setDefault':
+      return atPath(r.payload, s.field, (holder, key) => {
+        if (holder[key] === undefined || holder[key] === null) holder[key] = structuredClone(s.value)
+      })
+    case 'renameState':
+      if (r.state === s.from) r.state = s.to
+  }
+}
+
+/**
+ * A record as it is after `chain`: steps in order, then each migration's transform. Never changes its argument. A throw
+ * (a transform's, or a transform returning no record) means the record cannot move: the caller refuses it.
+ */
+export function applyMigrations(chain: readonly ModuleMigration[], record: MigratingRecord): MigratingRecord {
+  let r: MigratingRecord = { payload: structuredClone(record.payload), state: record.state }
+  for (const m of chain) {
+    for (const s of m.steps ?? []) applyStep(r, s)
+    if (m.transform) {
+      const out = m.transform(r)
+      if (!isObject(out) || !isObject(out.payload) || typeof out.state !== 'string')
+        throw new Error(`the transform of ${m.from} → ${m.to} did not return a record ({ payload, state })`)
+      r = { payload: out.payload, state: out.state }
+    }
+  }
+  return r
+}
+
+/**
+ * Whether a chain answers a breaking change: a transform answers anything (the author says so); otherwise a removed
+ * field needs a rename or removal of it, a field made (or added) required a default, a removed option a mapping of it,
+ * a removed state a rename of it. A removed transition leaves records as they are (its activity keeps its key). A
+ * changed type, narrowed limit, new pattern or changed reference needs a transform.
+ */
+export function answers(chain: readonly ModuleMigration[], b: BreakingChange): boolean {
+  if (b.subject.kind === 'transition') return true
+  if (chain.some((m) => m.transform)) return true
+  const steps = chain.flatMap((m) => m.steps ?? [])
+  const s = b.subject
+  switch (s.kind) {
+    case 'field':
+      if (b.change.startsWith('removed'))
+        return steps.some(
+          (x) => (x.op === 'renameField' && x.from === s.path) || (x.op === 'removeField' && x.field === s.path)
+        )
+      if (b.change === 'made required' || b.change === 'added as required')
+        return steps.some((x) => x.op === 'setDefault' && x.field === s.path)
+      if (s.option !== undefined)
+        return steps.some((x) => x.op === 'mapChoice' && x.field === s.path && Object.hasOwn(x.values, s.option!))
+      return false
+    case 'state':
+      return steps.some((x) => x.op === 'renameState' && x.from === s.key)
+    default:
+      return false
+  }
+}

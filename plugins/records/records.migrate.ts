@@ -1,0 +1,297 @@
+import type pg from 'pg'
+import { systemPrincipal } from '../../core/auth/principal.ts'
+import { transaction, type Queryable } from '../../core/db/index.ts'
+import type { Platform } from '../../core/declarations.ts'
+import { handBack, type JobContext, type JobDefinition } from '../../core/jobs/index.ts'
+import { logger } from '../../core/logger.ts'
+import type { RegisteredModule } from '../../core/modules/registry.ts'
+import { diffPayload } from './records.payload.ts'
+import { recordColumns, type RecordRow } from './records.repository.ts'
+import { changeRecords, type RecordChangeOp, type Writer } from './records.write.ts'
+
+/**
+ * Records of a module that moved to a new version with a migration its package declares (core/modules/migrate.ts):
+ * - a read presents a record not yet moved as it is under the loaded version (`asCurrent`), on every transport, since
+ *   every one presents records through the records service's `view`;
+ * - a write first moves the record it locked (`moveLocked`), so the change applies to, and is checked against, the
+ *   loaded version;
+ * - the background job `records.migrate` moves the rest in batches through the write path: each record in one
+ *   statement with its `migrated` activity entry and `record.migrated` event, `module_version` set. Its progress is a
+ *   row of `record_migrations`; records the new version refuses stay where they are, listed in
+ *   `record_migration_refusals` (a client's write that makes them valid moves them).
+ * docs/modules.md, "Upgrading a module", is the operator's and author's account.
+ */
+
+/** The actor of a move: the system, named, so activity and events say a migration did it. */
+export const migrationActorName = 'module-migration'
+
+const writerFor = (tenantId: string): Writer => ({
+  tenantId,
+  actor: systemPrincipal(tenantId, migrationActorName).actor
+})
+
+/** What the loaded version makes of a stored record: moved, refused (with why), or nothing to do. */
+interface Move {
+  /** The record as the loaded version sees it (moved in memory when a migration applies, even a refused one). */
+  row: RecordRow
+  op?: RecordChangeOp
+  refusal?: string
+}
+
+/** Why the loaded version refuses a record as a migration left it, or undefined when it accepts it. */
+function refusalOf(module: RegisteredModule, payload: Record<string, unknown>, state: string): string | undefined {
+  const problems: string[] = []
+  if (!module.states.has(state))
+    problems.push(`state "${state}" is not a state of version ${module.definition.version}`)
+  if (!module.validatePayload(payload))
+    for (const e of module.validatePayload.errors ?? [])
+      problems.push(
+        `payload${e.instancePath.replace(/\//g, '.')} ${e.message}${e.params && 'additionalProperty' in e.params ? ` (${e.params.additionalProperty})` : ''}`
+      )
+  return problems.length ? problems.join('; ') : undefined
+}
+
+/** The move of one stored record to the loaded version (pure: nothing is written). */
+export function planMove(module: RegisteredModule, row: RecordRow): Move {
+  const to = module.definition.version
+  if (row.module_version === to) return { row }
+  let moved
+  try {
+    moved = module.migrateFrom(row.module_version, { payload: row.payload, state: row.state })
+  } catch (err) {
+    return { row, refusal: `the migration refused it: ${(err as Error).message}` }
+  }
+  // No migration between the versions: they differ only compatibly, and the record's next write stores it under this one.
+  if (!moved) return { row }
+  const shown = { ...row, payload: moved.payload, state: moved.state }
+  const refusal = refusalOf(module, moved.payload, moved.state)
+  if (refusal) return { row: shown, refusal }
+  const stateNote = moved.state !== row.state ? `; state ${row.state} → ${moved.state}` : ''
+  return {
+    row: { ...shown, version: row.version + 1, module_version: to },
+    op: {
+      id: row.id,
+      payload: moved.payload,
+      state: moved.state,
+      action: 'migrated',
+      changes: diffPayload(row.payload, moved.payload),
+      comment: `Moved from module version ${row.module_version} to ${to}${stateNote}.`,
+      migration: { from: row.module_version, to }
+    }
+  }
+}
+
+/**
+ * A record as the loaded version of its module presents it: a record not yet moved is moved in memory (a read writes
+ * nothing). A record the migration refuses is shown as it is stored: a read never fails for it.
+ */
+export function asCurrent(module: RegisteredModule, row: RecordRow): RecordRow {
+  if (row.module_version === module.definition.version) return row
+  const m = planMove(module, row)
+  return m.op ? { ...m.row, version: row.version } : row
+}
+
+/**
+ * Moves records a writer holds locked (SELECT … FOR UPDATE) to the loaded version before it changes them: one
+ * statement through the write path for those a migration moves (their `migrated` entry and event come before the
+ * writer's own). Returns the rows as the writer's rules must see them, in order: moved (version + 1), or, for one the
+ * new version refuses, as the migration left it in memory (the writer's change, checked against the loaded version,
+ * may make it valid and is then stored under that version).
+ */
+export async function moveLocked(
+  client: pg.PoolClient,
+  tenantId: string,
+  module: RegisteredModule,
+  rows: readonly RecordRow[]
+): Promise<RecordRow[]> {
+  if (rows.every((r) => r.module_version === module.definition.version)) return [...rows]
+  const moves = rows.map((r) => planMove(module, r))
+  const ops = moves.flatMap((m) => (m.op ? [m.op] : []))
+  if (ops.length) await changeRecords(client, writerFor(tenantId), module, ops)
+  return moves.map((m) => m.row)
+}
+
+// ---- The background job.
+
+/** Records a batch of the job moves in one transaction. */
+export const migrationBatch = 500
+
+export interface MigrationRun {
+  tenantId: string
+  moduleKey: string
+  toVersion: string
+  state: 'running' | 'done'
+  total: number
+  migrated: number
+  refused: number
+  /** Live records still under an older version (refused ones included), counted when asked. */
+  remaining?: number
+  startedAt: string
+  updatedAt: string
+  finishedAt: string | null
+}
+
+const runColumns = `tenant_id AS "tenantId", module_key AS "moduleKey", to_version AS "toVersion", state,
+  total::int, migrated::int, refused::int, after_seq::text AS "afterSeq", to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startedAt",
+  to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt",
+  to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedAt"`
+
+/** Live records of the module not under `version` and not refused by it. */
+const behind = `r.tenant_id = $1 AND r.module_key = $2 AND r.deleted_at IS NULL AND r.module_version <> $3
+  AND NOT EXISTS (SELECT 1 FROM record_migration_refusals x
+                   WHERE x.tenant_id = r.tenant_id AND x.module_key = r.module_key AND x.to_version = $3 AND x.record_id = r.id)`
+
+/** The run of a tenant's module to its loaded version, made when first asked for (counting the records to move). */
+async function runOf(
+  db: Queryable,
+  tenantId: string,
+  m: RegisteredModule
+): Promise<MigrationRun & { afterSeq: string }> {
+  const key = [tenantId, m.definition.key, m.definition.version]
+  const { rows } = await db.query(
+    `SELECT ${runColumns} FROM record_migrations WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3`,
+    key
+  )
+  if (rows[0]) return rows[0]
+  const { rows: made } = await db.query(
+    `INSERT INTO record_migrations (tenant_id, module_key, to_version, total)
+     SELECT $1, $2, $3, count(*) FROM records r WHERE ${behind}
+     ON CONFLICT DO NOTHING RETURNING ${runColumns}`,
+    key
+  )
+  return (
+    made[0] ??
+    (
+      await db.query(
+        `SELECT ${runColumns} FROM record_migrations WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3`,
+        key
+      )
+    ).rows[0]
+  )
+}
+
+/**
+ * One batch: the next records of the pass (after `afterSeq`, in list order) not locked by a writer, moved in one
+ * transaction with the run's progress; those the new version refuses are listed instead. Returns how many it read
+ * and the position it reached.
+ */
+async function moveBatch(pool: pg.Pool, tenantId: string, m: RegisteredModule, afterSeq: string) {
+  return transaction(pool, async (client) => {
+    const { rows } = await client.query<RecordRow>({
+      name: 'records-migrate-batch',
+      text: `SELECT ${recordColumns} FROM records r WHERE ${behind} AND r.seq > $4 ORDER BY r.seq LIMIT $5 FOR UPDATE SKIP LOCKED`,
+      values: [tenantId, m.definition.key, m.definition.version, afterSeq, migrationBatch]
+    })
+    if (!rows.length) return { read: 0, last: afterSeq }
+    const moves = rows.map((r) => planMove(m, r))
+    const ops = moves.flatMap((x) => (x.op ? [x.op] : []))
+    if (ops.length) await changeRecords(client, writerFor(tenantId), m, ops)
+    const refusals = moves.flatMap((x, i) =>
+      x.refusal ? [{ id: rows[i].id, number: rows[i].number, from: rows[i].module_version, reason: x.refusal }] : []
+    )
+    if (refusals.length)
+      await client.query(
+        `INSERT INTO record_migration_refusals (tenant_id, module_key, to_version, record_id, number, from_version, reason)
+         SELECT $1, $2, $3, t.id, t.number, t.from, t.reason FROM json_to_recordset($4::json) AS t(id uuid, number text, "from" text, reason text)
+         ON CONFLICT DO NOTHING`,
+        [tenantId, m.definition.key, m.definition.version, JSON.stringify(refusals)]
+      )
+    const last = String(rows[rows.length - 1].seq)
+    await client.query(
+      `UPDATE record_migrations SET migrated = migrated + $4, refused = refused + $5, after_seq = $6, updated_at = now()
+        WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3`,
+      [tenantId, m.definition.key, m.definition.version, ops.length, refusals.length, last]
+    )
+    return { read: rows.length, last }
+  })
+}
+
+/**
+ * Moves a tenant's records of one module until none is left behind (those refused aside), a pass at a time: a pass
+ * reads in list order from where the last stopped (so a restarted job goes on), skipping records a writer holds
+ * (they move on that write, or on the next pass). Returns false when the instance is draining (handed back).
+ */
+async function moveModule(pool: pg.Pool, tenantId: string, m: RegisteredModule, job: JobContext): Promise<boolean> {
+  const run = await runOf(pool, tenantId, m)
+  if (run.state === 'done') return true
+  let after = run.afterSeq
+  for (;;) {
+    if (job.signal.aborted) return false
+    const { read, last } = await moveBatch(pool, tenantId, m, after)
+    await job.touch()
+    if (read) {
+      after = last
+      continue
+    }
+    const key = [tenantId, m.definition.key, m.definition.version]
+    const { rows } = await pool.query(`SELECT EXISTS (SELECT 1 FROM records r WHERE ${behind}) AS left`, key)
+    if (!rows[0].left) {
+      await pool.query(
+        `UPDATE record_migrations SET state = 'done', finished_at = now(), updated_at = now(), passes = passes + 1
+          WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3`,
+        key
+      )
+      logger.info('module migration done', { tenantId, module: m.definition.key, version: m.definition.version })
+      return true
+    }
+    // Records a writer held: another pass from the start, after a moment.
+    after = '0'
+    await pool.query(
+      `UPDATE record_migrations SET after_seq = 0, passes = passes + 1, updated_at = now()
+        WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3`,
+      key
+    )
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+}
+
+/**
+ * `records.migrate`, every few seconds on one instance at a time: for each tenant and installed module whose package
+ * declares migrations, the run to the loaded version (made the first time, with the count of records to move), moved
+ * to the end. Crash-safe by construction: the records say which are moved, each batch commits with its progress.
+ */
+export function migrationJob(platform: Platform): JobDefinition {
+  return {
+    name: 'records.migrate',
+    every: '10 seconds',
+    lockLifetimeMs: 30_000,
+    concurrency: 1,
+    async run(_data, job) {
+      for (const tenant of platform.tenants.list())
+        for (const m of tenant.modules.values()) {
+          if (!m.migrations.length) continue
+          if (!(await moveModule(platform.db.pool, tenant.id, m, job))) return handBack()
+        }
+      return undefined
+    }
+  }
+}
+
+/** The runs of a tenant's modules (one module's with `moduleKey`), newest first, with the records still behind each. */
+export async function migrationRuns(db: Queryable, tenantId: string, moduleKey?: string): Promise<MigrationRun[]> {
+  const { rows } = await db.query(
+    `SELECT ${runColumns},
+        (SELECT count(*)::int FROM records r WHERE r.tenant_id = m.tenant_id AND r.module_key = m.module_key
+            AND r.deleted_at IS NULL AND r.module_version <> m.to_version) AS remaining
+       FROM record_migrations m WHERE tenant_id = $1 AND ($2::text IS NULL OR module_key = $2)
+      ORDER BY started_at DESC, module_key`,
+    [tenantId, moduleKey ?? null]
+  )
+  return rows.map(({ afterSeq: _after, ...run }) => run)
+}
+
+/** The records the run to `toVersion` refused (at most `limit`, in list order), with why. */
+export async function migrationRefusals(
+  db: Queryable,
+  tenantId: string,
+  moduleKey: string,
+  toVersion: string,
+  limit: number
+): Promise<Array<{ recordId: string; number: string; fromVersion: string; reason: string }>> {
+  const { rows } = await db.query(
+    `SELECT record_id AS "recordId", number, from_version AS "fromVersion", reason FROM record_migration_refusals
+      WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3 ORDER BY at, record_id LIMIT $4`,
+    [tenantId, moduleKey, toVersion, limit]
+  )
+  return rows
+}
