@@ -82,7 +82,7 @@ export async function recordChecks(ctx: KitContext): Promise<void> {
     expect(got.headers.get('etag'), 'no ETag header')
   })
 
-  await ctx.check('patches a record with If-Match and refuses a stale If-Match with 412', async () => {
+  await ctx.check('patches a record with If-Match, logs the change and refuses a stale If-Match with 412', async () => {
     expect(full, 'no record to patch (create failed)')
     const field = m.fields.find((f) => !f.access && otherValue(f, full!.payload[f.key]) !== undefined)
     expect(field, 'no field the kit can change (text, long text, boolean, date, date-time or choice)')
@@ -96,6 +96,8 @@ export async function recordChecks(ctx: KitContext): Promise<void> {
     expect(patched.status === 200, `PATCH answered ${describeReply(patched)}`)
     expect(sameJson(patched.body.payload[field.key], value), `${field.key} was not changed`)
     expect(patched.body.version === full.version + 1, `version ${patched.body.version} after one change`)
+    const change = patched.body.activity?.at(-1)?.changes?.find((c: { field: string }) => c.field === field.key)
+    expect(change && sameJson(change.to, value), `the activity does not record the change of ${field.key}`)
     const stale = await http.request('PATCH', `/api/v1/records/${full.id}`, {
       token: admin,
       headers: { 'if-match': etag },
@@ -126,11 +128,14 @@ export async function recordChecks(ctx: KitContext): Promise<void> {
     )
   })
 
-  await ctx.check('soft-deletes a record, which then reads as 404', async () => {
+  await ctx.check('soft-deletes a record, which then reads as 404 and stays in the audit log', async () => {
     const r = await ctx.create(ctx.sample(false))
     const removed = await http.request('DELETE', `/api/v1/records/${r.id}`, { token: admin })
     expect(removed.status === 200, `DELETE answered ${describeReply(removed)}`)
     const gone = await http.request('GET', `/api/v1/records/${r.id}`, { token: admin })
     expect(gone.status === 404, `GET after delete answered ${describeReply(gone)}`)
+    const audit = await http.request('GET', `/api/v1/audit-log?recordId=${r.id}`, { token: admin })
+    expect(audit.status === 200, `the audit log answered ${describeReply(audit)}`)
+    expect(audit.body.items?.at(-1)?.action === 'deleted', 'the audit log does not end with the deletion')
   })
 }
