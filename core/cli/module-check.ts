@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import pg from 'pg'
 import { createPlatform, startServer } from '../app.ts'
 import { loadConfig } from '../config.ts'
@@ -9,6 +9,7 @@ import { startEmbedded } from '../db/embedded.ts'
 import { runConformance, type CheckResult } from '../modules/conformance/kit.ts'
 import { platformTarget } from '../modules/conformance/target.ts'
 import type { ModuleDefinition } from '../modules/types.ts'
+import { projectRoot } from '../paths.ts'
 import type { Plugin } from '../plugin.ts'
 
 const scratchTenant = 'module-check'
@@ -22,12 +23,17 @@ export interface ScratchIo {
 
 /**
  * A database of its own on the server DATABASE_URL names (database.url), else on the embedded cluster the CLI
- * uses; drop() removes it (after any session still closing has had a moment) and stops a cluster started here.
+ * uses (its data folder taken from the platform's folder, not the current one); drop() removes it (after any session still closing has had a moment) and stops a cluster started here.
  */
 async function scratchDatabase(base: ReturnType<typeof loadConfig>): Promise<{ url: string; drop(): Promise<void> }> {
+  // The platform's own cluster, wherever the command runs from (`npm test` in a module package's folder).
   const embedded = base.database.url
     ? undefined
-    : await startEmbedded({ ...base.database.embedded, database: 'postgres' })
+    : await startEmbedded({
+        ...base.database.embedded,
+        dataDir: resolve(projectRoot, base.database.embedded.dataDir),
+        database: 'postgres'
+      })
   const serverUrl = base.database.url ?? embedded!.url
   const name = `records_module_check_${process.pid}_${randomBytes(3).toString('hex')}`
   const admin = new pg.Client({ connectionString: serverUrl })
