@@ -85,8 +85,9 @@ function withReferences(module: ModuleDefinition, loaded: readonly ModuleDefinit
 
 /**
  * The conformance kit for `module` (from the staged package folder `packageDir`; `loaded`: what loaded with it): a
- * scratch database, the platform started on it with the package beside the configured modules, one tenant with the module and those it refers to,
- * then the kit over HTTP. Everything is removed after. Prints one line per check; true when all held.
+ * scratch database, the platform started on it with the package beside the configured modules, one tenant with the
+ * module and those it refers to, then the kit over HTTP. Everything is removed after. Prints one line per check;
+ * true when all held.
  */
 export async function runScratchConformance(
   io: ScratchIo,
@@ -117,7 +118,10 @@ export async function runScratchConformance(
     config.modules = { ...config.modules, packageDirs: [packageDir] } as typeof config.modules
     config.tenants[scratchTenant].modules = withReferences(module, loaded)
     const platform = await createPlatform(config, io.plugins, { limiter: false })
-    const running = await startServer(platform, io.plugins)
+    const running = await startServer(platform, io.plugins).catch(async (err) => {
+      await platform.db.close()
+      throw err
+    })
     try {
       const target = await platformTarget(platform, running.url, scratchTenant)
       results = await runConformance(target, module.key, { maxTransitions: options.maxTransitions })
