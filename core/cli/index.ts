@@ -36,8 +36,12 @@ const usage = `records: admin CLI of the records platform (works with or without
 
   records module new KEY [--name @scope/package] [--dir PATH]
                                                     scaffold a module package (definition, README, tsconfig, manifest)
-  records module check FOLDER|TARBALL               load a module package as a deployment would: OK, or REFUSED with
-                                                    where and what (exit 1); the configured modules load beside it
+  records module check FOLDER|TARBALL [--load-only] [--max-transitions N]
+                                                    load a module package as a deployment would (OK, or REFUSED with
+                                                    where and what), then run the conformance kit on a scratch
+                                                    database: records, every transition (at most N, default 40),
+                                                    row and field rules, bulk, exports, OpenAPI, GraphQL; one line
+                                                    per check, exit 1 on any failure; --load-only: the load alone
   records module diff OLD NEW                       what a new version changes for stored records: breaking changes,
                                                     compatible ones; REFUSED (exit 1) for a downgrade, or breaking
                                                     changes without a new major version
@@ -127,6 +131,8 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
       scopes: { type: 'string' },
       'password-stdin': { type: 'boolean' },
       dir: { type: 'string' },
+      'load-only': { type: 'boolean' },
+      'max-transitions': { type: 'string' },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -148,7 +154,13 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
     // The check says itself what it refused; the registry's log lines would repeat it.
     const config = loadConfig(io.config)
     logger.setLevel('silent')
-    const result = await moduleCommand({ out, fail, modules: config.modules }, action, arg, values, second)
+    const result = await moduleCommand(
+      { out, fail, modules: config.modules, plugins, config: io.config },
+      action,
+      arg,
+      values,
+      second
+    )
     if (result === 'refused') throw new ModuleRefused()
     if (result) return
   }

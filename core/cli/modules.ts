@@ -4,6 +4,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statS
 import { basename, join, resolve, sep } from 'node:path'
 import semver from 'semver'
 import { projectRoot } from '../paths.ts'
+import { runScratchConformance, type ScratchIo } from './module-check.ts'
 import { checkRelease } from '../modules/diff.ts'
 import {
   coreVersion,
@@ -15,11 +16,17 @@ import {
 import type { LoadedModule } from '../modules/types.ts'
 
 /** What `records module …` needs of the command line: where to write, and how to refuse. */
-export interface ModuleCliIo {
+export interface ModuleCliIo extends ScratchIo {
   out(line: string): void
   fail(message: string): never
   /** The configured module folders and packages (the check loads them beside the package under check). */
   modules: { directories: string[]; packages: string[] }
+}
+
+/** The flags of `records module check`. */
+interface CheckFlags {
+  'load-only'?: boolean | string
+  'max-transitions'?: string | boolean
 }
 
 const slug = /^[a-z][a-z0-9-]*$/
@@ -53,7 +60,8 @@ export function scaffoldFiles(key: string, packageName: string): Record<string, 
     type: 'module',
     files: ['module.ts', 'README.md'],
     [manifestKey]: { entry: 'module.ts', host: hostRange(), key },
-    scripts: { typecheck: 'tsc --noEmit', check: 'records module check .' },
+    // `npm test`: the platform's conformance kit on a scratch database (records module check runs it).
+    scripts: { typecheck: 'tsc --noEmit', test: 'records module check .', check: 'records module check . --load-only' },
     peerDependencies: { [sdkName]: `^${sdkVersion}` },
     devDependencies: { [sdkName]: `^${sdkVersion}`, typescript: '^5.9.0' }
   }
@@ -105,8 +113,12 @@ A module package for the QEHS records platform: ${title.toLowerCase()} records, 
 defined in \`module.ts\` with the module SDK (\`${sdkName}\`).
 
 - \`npm run typecheck\`: tsc against the SDK's types (an unknown key in the definition is a type error).
-- \`npx records module check .\` (from a platform checkout, or \`npm run check\` where \`records\` is on the path):
-  the platform loads the package as a deployment would and says whether it is accepted.
+- \`npm test\` (where the platform's \`records\` command is on the path; from a platform checkout:
+  \`npx records module check <this folder>\`): the platform loads the package as a deployment would, then runs
+  its conformance kit on a scratch database: records created, read, patched and deleted, every transition with
+  its guards, roles and four-eyes rule, row and field rules, bulk, exports in CSV, XLSX and PDF, the OpenAPI
+  document and the GraphQL schema, one line per check. It fails when any check fails.
+- \`npm run check\`: the load alone (\`records module check . --load-only\`), in a second.
 - \`npm pack\` makes the tarball an operator installs into the platform's \`node_modules\` and lists in
   \`modules.packages\`; a tenant gets the module when its \`tenants.<id>.modules\` names \`${key}\`.
 
@@ -142,7 +154,9 @@ function scaffold(io: ModuleCliIo, key: string | undefined, values: { name?: str
   mkdirSync(dir, { recursive: true })
   for (const [file, text] of Object.entries(scaffoldFiles(key, packageName))) writeFileSync(join(dir, file), text)
   io.out(`Created ${packageName} (module "${key}") in ${dir}`)
-  io.out(`Next: cd ${dir} && npm install && npm run typecheck && npx records module check .`)
+  io.out(
+    `Next: cd ${dir} && npm install && npm run typecheck && npm test (the conformance kit: records module check .)`
+  )
 }
 
 /**
@@ -174,44 +188,73 @@ function stagePackage(io: ModuleCliIo, target: string): { dir: string; done: () 
   return { dir: existsSync(join(stage, 'package', 'package.json')) ? join(stage, 'package') : stage, done }
 }
 
+interface LoadedPackage {
+  name: string
+  module?: RegisteredModule
+  refused?: UnavailablePackage
+  /** Every module that loaded with it (the configured ones beside it). */
+  loaded: RegisteredModule[]
+}
+
+/** Loads a staged package folder beside the configured modules (for the modules its record references name). */
+async function loadStaged(io: ModuleCliIo, dir: string): Promise<LoadedPackage> {
+  const name = (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string }).name ?? basename(dir)
+  const registry = await loadModules({ ...io.modules, packageDirs: [dir] })
+  const loaded = registry.all()
+  // By its folder: a configured copy of the same package (a module of this repository checked from its folder) is
+  // refused as a duplicate of the staged one, which loads first and wins its key.
+  const module = loaded.find((r) => r.definition.packagePath === resolve(dir))
+  if (module) return { name, module, loaded }
+  return { name, refused: registry.unavailable.find((u) => u.packageName === name), loaded }
+}
+
 /**
- * Loads a package folder or tarball as a deployment would, beside the configured modules (for the modules its record
- * references name): its module, or why it is refused (its manifest, host range or definition). The one load of
- * `check` and `diff`.
+ * Loads a package folder or tarball as a deployment would, beside the configured modules: its module, or why it is
+ * refused (its manifest, host range or definition). The one load of `check` and `diff`.
  */
-async function loadPackageAt(
-  io: ModuleCliIo,
-  target: string
-): Promise<{ name: string; module?: RegisteredModule; refused?: UnavailablePackage }> {
+async function loadPackageAt(io: ModuleCliIo, target: string): Promise<LoadedPackage> {
   const { dir, done } = stagePackage(io, target)
   try {
-    const name =
-      (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string }).name ?? basename(dir)
-    const registry = await loadModules({ ...io.modules, packageDirs: [dir] })
-    const refused = registry.unavailable.find((u) => u.packageName === name)
-    return refused ? { name, refused } : { name, module: registry.all().find((r) => r.package.name === name) }
+    return await loadStaged(io, dir)
   } finally {
     done()
   }
 }
 
 /**
- * `records module check <dir|tgz>`: whether the package is accepted (loadPackageAt). Exit 0 when it is, 1 with the
- * reason when not.
+ * `records module check <dir|tgz> [--load-only] [--max-transitions N]`: whether the package is accepted (its
+ * manifest, host range and definition), then the conformance kit on a scratch database (module-check.ts) unless
+ * `--load-only`. Exit 0 when all holds, 1 with the reason or the failed checks when not.
  */
-async function check(io: ModuleCliIo, target: string | undefined): Promise<boolean> {
-  if (!target) io.fail('records module check <folder|tarball>')
-  const { name, module: m, refused } = await loadPackageAt(io, target)
-  if (!m) {
-    io.out(`REFUSED ${name}: ${refused?.where}: ${refused?.problem}`)
-    return false
+async function check(io: ModuleCliIo, target: string | undefined, values: CheckFlags): Promise<boolean> {
+  if (!target) io.fail('records module check <folder|tarball> [--load-only] [--max-transitions N]')
+  const maxTransitions = values['max-transitions'] === undefined ? undefined : Number(values['max-transitions'])
+  if (maxTransitions !== undefined && !(Number.isInteger(maxTransitions) && maxTransitions > 0))
+    io.fail('--max-transitions takes a positive whole number')
+  const { dir, done } = stagePackage(io, target)
+  try {
+    const { name, module: m, refused, loaded } = await loadStaged(io, dir)
+    if (!m) {
+      io.out(`REFUSED ${name}: ${refused?.where}: ${refused?.problem}`)
+      return false
+    }
+    const d = m.definition
+    io.out(`OK ${name}@${m.package.version ?? '?'}: module "${d.key}" ${d.version}, host ${m.package.host ?? 'any'}`)
+    io.out(
+      `   ${d.fields.length} fields, ${d.workflow.states.length} states, ${d.workflow.transitions.length} transitions, roles ${Object.keys(d.permissions).join(', ') || '-'}`
+    )
+    if (values['load-only']) return true
+    io.out(`Conformance kit (a scratch database, removed after):`)
+    return await runScratchConformance(
+      io,
+      dir,
+      d,
+      loaded.map((r) => r.definition),
+      { maxTransitions }
+    )
+  } finally {
+    done()
   }
-  const d = m.definition
-  io.out(`OK ${name}@${m.package.version ?? '?'}: module "${d.key}" ${d.version}, host ${m.package.host ?? 'any'}`)
-  io.out(
-    `   ${d.fields.length} fields, ${d.workflow.states.length} states, ${d.workflow.transitions.length} transitions, roles ${Object.keys(d.permissions).join(', ') || '-'}`
-  )
-  return true
 }
 
 /** The definition a package exports; a refused package stops the command. */
@@ -243,14 +286,14 @@ export async function moduleCommand(
   io: ModuleCliIo,
   action: string | undefined,
   arg: string | undefined,
-  values: { name?: string; dir?: string },
+  values: { name?: string; dir?: string } & CheckFlags,
   second?: string
 ): Promise<'done' | 'refused' | undefined> {
   if (action === 'new') {
     scaffold(io, arg, values)
     return 'done'
   }
-  if (action === 'check') return (await check(io, arg)) ? 'done' : 'refused'
+  if (action === 'check') return (await check(io, arg, values)) ? 'done' : 'refused'
   if (action === 'diff') return (await diff(io, arg, second)) ? 'done' : 'refused'
   return undefined
 }

@@ -14,7 +14,8 @@ import { startTestServer } from '../helpers/server.ts'
 /**
  * A module author's way, end to end, with no platform code touched: `records module new` scaffolds a
  * package in a folder of its own, the package's own tsc passes against the SDK (and refuses a typo),
- * `npm pack` makes its tarball, `records module check` accepts it, the tarball is installed into the
+ * `npm pack` makes its tarball, `records module check` accepts it and its conformance kit passes (also as the
+ * package's own `npm test`), the tarball is installed into the
  * deployment's node_modules and listed in config, and a tenant uses the module over REST, bulk,
  * exports, GraphQL and OpenAPI.
  */
@@ -84,8 +85,22 @@ t.test('npm pack makes the tarball, and records module check accepts it or says 
   const ok = await cli('module', 'check', tarball)
   t.equal(ok.code, 0, ok.stdout + ok.stderr)
   t.match(ok.stdout, new RegExp(`^OK ${packageName}@1\\.0\\.0: module "risk-assessment" 1\\.0\\.0, host >=0\\.`))
-  const folder = await cli('module', 'check', dir)
+  // The whole conformance kit ran on a scratch database, and every check held.
+  t.match(ok.stdout, /\nConformance kit \(a scratch database, removed after\):\n/)
+  t.notMatch(ok.stdout, /^ {2}FAIL /m, 'no check failed')
+  for (const sentence of [
+    'creates a record with every field',
+    'transition "approve": refuses the record\'s creator (four eyes)',
+    'transition "submit": refuses without the fields its guard needs, naming them: names owner',
+    'loads NDJSON rows in bulk with one outcome per row, the bad row refused',
+    'exports its records to XLSX and downloads the file',
+    'types the module in the GraphQL schema, and a query of a record returns its fields'
+  ])
+    t.ok(ok.stdout.includes(`\n  ok   ${sentence}`), sentence)
+  t.match(ok.stdout, /\nall \d+ checks passed\n$/)
+  const folder = await cli('module', 'check', dir, '--load-only')
   t.equal(folder.code, 0, 'a folder checks the same')
+  t.notMatch(folder.stdout, /Conformance kit/, '--load-only loads the package and runs no kit')
 
   const broken = join(work, 'broken')
   rmSync(broken, { recursive: true, force: true })
@@ -99,6 +114,23 @@ t.test('npm pack makes the tarball, and records module check accepts it or says 
     'REFUSED @fixture-author/broken: workflow transition "approve": to names unknown state "archived"'
   )
   t.same(readdirSync(join(projectRoot, 'node_modules', '.records-module-check')), [], 'nothing left staged')
+})
+
+t.test('npm test in the scaffolded package runs records module check . (the conformance kit)', async (t) => {
+  // What the author has once the platform is installed beside the package: its `records` command on the path.
+  const bin = join(work, 'bin')
+  mkdirSync(bin, { recursive: true })
+  symlinkSync(join(projectRoot, 'bin', 'records.js'), join(bin, 'records'))
+  const run = await exec('npm', ['test', '--silent'], {
+    cwd: dir,
+    env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+    timeout: 120_000
+  }).then(
+    (r) => ({ code: 0, out: r.stdout }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr })
+  )
+  t.equal(run.code, 0, run.out)
+  t.match(run.out, /\nall \d+ checks passed\n/)
 })
 
 t.test(
