@@ -109,6 +109,16 @@ export function payloadTypes(
       const description = [f.label, f.description].filter(Boolean).join(': ') || undefined
       let resolve: Resolver | undefined
       if (g.resolve === 'user') resolve = (p) => (typeof p[f.key] === 'string' ? { id: p[f.key] } : null)
+      // A stored value the module's options no longer have (a record its migration could not move) is left out: an
+      // enum cannot carry it, and one such value must not fail the whole record (REST shows it as stored).
+      if (f.type === 'singleChoice' || f.type === 'multipleChoice') {
+        const known = new Set(f.options.map((o) => (typeof o === 'string' ? o : o.value)))
+        resolve = (p) => {
+          const v = p[f.key]
+          if (Array.isArray(v)) return v.filter((x) => known.has(x as string))
+          return typeof v === 'string' && known.has(v) ? v : null
+        }
+      }
       if (g.resolve === 'record' && f.type === 'recordRef') {
         const target = typeOfModule.has(f.module) ? f.module : undefined
         resolve = (p, _a, ctx, info) => {

@@ -83,12 +83,13 @@ export function planMove(module: RegisteredModule, row: RecordRow): Move {
 
 /**
  * A record as the loaded version of its module presents it: a record not yet moved is moved in memory (a read writes
- * nothing). A record the migration refuses is shown as it is stored: a read never fails for it.
+ * nothing). One the new version refuses is shown as far as its migration took it (fields and states renamed), under
+ * its stored `moduleVersion`, or as it is stored when the migration itself failed: a read never fails for it.
  */
 export function asCurrent(module: RegisteredModule, row: RecordRow): RecordRow {
   if (row.module_version === module.definition.version) return row
   const m = planMove(module, row)
-  return m.op ? { ...m.row, version: row.version } : row
+  return m.op ? { ...m.row, version: row.version } : m.row
 }
 
 /**
@@ -290,7 +291,7 @@ export async function migrationRefusals(
 ): Promise<Array<{ recordId: string; number: string; fromVersion: string; reason: string }>> {
   const { rows } = await db.query(
     `SELECT record_id AS "recordId", number, from_version AS "fromVersion", reason FROM record_migration_refusals
-      WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3 ORDER BY at, record_id LIMIT $4`,
+      WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3 ORDER BY at, number, record_id LIMIT $4`,
     [tenantId, moduleKey, toVersion, limit]
   )
   return rows

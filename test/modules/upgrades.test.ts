@@ -265,6 +265,14 @@ t.test(
       `INSERT INTO records (tenant_id, id, module_key, module_version, number, state, payload, created_by, updated_by)
      VALUES ('acme', gen_random_uuid(), 'permit', '1.1.0', 'OLD-BAD', 'open', '{"title": 7}', '{"type":"system","id":"seed","name":"seed"}', '{"type":"system","id":"seed","name":"seed"}')`
     )
+    // And one the migration moves but 2.0.0 refuses: a choice value no version has.
+    const odd = (
+      await seeded.platform.db.system.query(
+        `INSERT INTO records (tenant_id, id, module_key, module_version, number, state, payload, created_by, updated_by)
+       VALUES ('acme', gen_random_uuid(), 'permit', '1.1.0', 'OLD-ODD', 'open', '{"title": "Odd", "site": "Hull", "kind": "welding"}', '{"type":"system","id":"seed","name":"seed"}', '{"type":"system","id":"seed","name":"seed"}')
+       RETURNING id`
+      )
+    ).rows[0].id
     await seeded.close()
     const server = await startWithJobs(true)
     t.teardown(() => server.close())
@@ -277,18 +285,21 @@ t.test(
     t.match(migration, {
       toVersion: '2.0.0',
       state: 'done',
-      total: 1201,
+      total: 1202,
       migrated: 1200,
-      refused: 1,
-      remaining: 1,
-      refusals: [{ number: 'OLD-BAD', fromVersion: '1.1.0', reason: /the migration refused it/ }]
+      refused: 2,
+      remaining: 2,
+      refusals: [
+        { number: 'OLD-BAD', fromVersion: '1.1.0', reason: /the migration refused it/ },
+        { number: 'OLD-ODD', fromVersion: '1.1.0', reason: /payload\.kind must be equal to one of the allowed values/ }
+      ]
     })
     const { rows } = await server.platform.db.system.query(
       `SELECT module_version, count(*)::int AS n, count(*) FILTER (WHERE payload ? 'site' OR state = 'open')::int AS stale
        FROM records WHERE tenant_id = 'acme' AND module_key = 'permit' GROUP BY module_version ORDER BY module_version`
     )
     t.same(rows, [
-      { module_version: '1.1.0', n: 1, stale: 1 },
+      { module_version: '1.1.0', n: 2, stale: 2 },
       { module_version: '2.0.0', n: 1201, stale: 0 }
     ])
     const activity = await server.platform.db.system.query(
