@@ -36,11 +36,13 @@ const v1_1 = {
   ]
 }
 const fixtures = fixtureModules([v1])
-t.teardown(() => fixtures.remove())
 const db = await freshDatabase()
-t.teardown(() => db.drop())
 // The job scheduler of the starts with jobs leaves a timer behind: the process ends after the teardown.
-t.teardown(() => void setTimeout(() => process.exit(), 200).unref())
+t.teardown(async () => {
+  fixtures.remove()
+  await db.drop()
+  setTimeout(() => process.exit(), 200).unref()
+})
 
 /**
  * Replaces the fixture package with another version of it, as installing another version would. Each version gets a
