@@ -1,11 +1,10 @@
-import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import pg from 'pg'
 import { createPlatform, startServer } from '../app.ts'
 import { loadConfig } from '../config.ts'
 import { startEmbedded } from '../db/embedded.ts'
+import { scratchDatabase as newDatabase } from '../db/scratch.ts'
 import { runConformance, type CheckResult } from '../modules/conformance/kit.ts'
 import { platformTarget } from '../modules/conformance/target.ts'
 import type { ModuleDefinition } from '../modules/types.ts'
@@ -35,33 +34,13 @@ async function scratchDatabase(base: ReturnType<typeof loadConfig>): Promise<{ u
         database: 'postgres'
       })
   const serverUrl = base.database.url ?? embedded!.url
-  const name = `records_module_check_${process.pid}_${randomBytes(3).toString('hex')}`
-  const admin = new pg.Client({ connectionString: serverUrl })
-  await admin.connect()
-  try {
-    await admin.query(`CREATE DATABASE ${name}`)
-  } finally {
-    await admin.end()
-  }
-  const url = new URL(serverUrl)
-  url.pathname = `/${name}`
+  const db = await newDatabase(serverUrl, 'records_module_check')
   return {
-    url: url.toString(),
+    url: db.url,
     async drop() {
-      const c = new pg.Client({ connectionString: serverUrl })
-      await c.connect()
       try {
-        for (const until = Date.now() + 3000; Date.now() < until;) {
-          const { rows } = await c.query(
-            'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-            [name]
-          )
-          if (rows[0].n === 0) break
-          await new Promise((r) => setTimeout(r, 50))
-        }
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+        await db.drop()
       } finally {
-        await c.end()
         if (embedded?.startedHere) await embedded.stop()
       }
     }

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import semver from 'semver'
 import type { BreakingChange } from './diff.ts'
 import type { FieldDefinition, MigratingRecord, MigrationStep, ModuleDefinition, ModuleMigration } from './types.ts'
@@ -86,8 +87,17 @@ function checkStep(
   const needField = (path: string, member: string) => {
     if (!fieldAt(target.fields, path)) fail(`${at}.${member}`, `"${path}" is not a field of version ${target.version}`)
   }
-  if (step.op === 'renameField') needField(step.to, 'to')
-  if (step.op === 'setDefault') needField(step.field, 'field')
+  if (step.op === 'renameField') {
+    needField(step.to, 'to')
+    const level = (p: string) => (p.includes('.') ? p.slice(0, p.indexOf('.')) : '')
+    if (level(step.from) !== level(step.to))
+      fail(`${at}.to`, `"${step.from}" → "${step.to}": a field moves within its level (top level, or one group)`)
+  }
+  if (step.op === 'setDefault') {
+    needField(step.field, 'field')
+    const problem = defaultProblem(fieldAt(target.fields, step.field)!, step.value)
+    if (problem) fail(`${at}.value`, problem)
+  }
   if (step.op === 'mapChoice') {
     needField(step.field, 'field')
     const f = fieldAt(target.fields, step.field)!
@@ -100,10 +110,36 @@ function checkStep(
     fail(`${at}.to`, `"${step.to}" is not a state of version ${target.version}`)
 }
 
+/** Why `value` cannot be the value of field `f` (its type, its options), or undefined. */
+function defaultProblem(f: FieldDefinition, value: unknown): string | undefined {
+  const options = 'options' in f ? new Set(f.options.map((o) => (typeof o === 'string' ? o : o.value))) : undefined
+  switch (f.type) {
+    case 'number':
+    case 'integer':
+      return typeof value !== 'number' || (f.type === 'integer' && !Number.isInteger(value))
+        ? `must be ${f.type === 'integer' ? 'an integer' : 'a number'} for "${f.key}"`
+        : undefined
+    case 'boolean':
+      return typeof value !== 'boolean' ? `must be true or false for "${f.key}"` : undefined
+    case 'singleChoice':
+      return typeof value !== 'string' || !options!.has(value) ? `must be an option of "${f.key}"` : undefined
+    case 'multipleChoice':
+      return !Array.isArray(value) || value.some((v) => typeof v !== 'string' || !options!.has(v))
+        ? `must be a list of options of "${f.key}"`
+        : undefined
+    case 'group':
+      return !Array.isArray(value) ? `must be a list of items for "${f.key}"` : undefined
+    case 'location':
+      return !isObject(value) ? `must be a location object for "${f.key}"` : undefined
+    default:
+      return typeof value !== 'string' ? `must be a string for "${f.key}"` : undefined
+  }
+}
+
 /**
  * The migrations that take a record at `from` to `target`, in order: each step the one whose range accepts the version
- * reached so far and that goes furthest without passing `target`. Empty when none applies (the versions between differ
- * only compatibly, or `from` is not a version).
+ * reached so far with the nearest target (so that each runs in turn when ranges overlap), never past `target`. Empty
+ * when none applies (the versions between differ only compatibly, or `from` is not a version).
  */
 export function migrationChain(
   migrations: readonly ModuleMigration[],
@@ -117,7 +153,7 @@ export function migrationChain(
     const next = migrations
       .filter((m) => semver.satisfies(v, m.from, { includePrerelease: true }) && semver.gt(m.to, v))
       .filter((m) => semver.lte(m.to, target))
-      .sort((a, b) => semver.rcompare(a.to, b.to))[0]
+      .sort((a, b) => semver.compare(a.to, b.to))[0]
     if (!next) break
     chain.push(next)
     at = next.to
@@ -137,22 +173,27 @@ function atPath(
   if (Array.isArray(items)) for (const item of items) if (isObject(item)) fn(item, path.slice(dot + 1))
 }
 
+/** Moves `holder[from]` to `holder[to]`; a record already holding another value at `to` is refused, not overwritten. */
+function moveValue(holder: Record<string, unknown>, from: string, to: string) {
+  const there = holder[to]
+  if (there !== undefined && there !== null && !isDeepStrictEqual(there, holder[from]))
+    throw new Error(`renameField ${from} → ${to}: the record already holds another value in "${to}"`)
+  holder[to] = holder[from]
+  delete holder[from]
+}
+
 function applyStep(r: MigratingRecord, s: MigrationStep) {
   switch (s.op) {
     case 'renameField': {
       const dot = s.from.indexOf('.')
       const sameGroup = dot >= 0 && s.to.startsWith(s.from.slice(0, dot + 1))
       if (dot < 0 && !s.to.includes('.')) {
-        if (s.from in r.payload) {
-          r.payload[s.to] = r.payload[s.from]
-          delete r.payload[s.from]
+        if (Object.hasOwn(r.payload, s.from)) {
+          moveValue(r.payload, s.from, s.to)
         }
       } else if (sameGroup)
         atPath(r.payload, s.from, (item, key) => {
-          if (key in item) {
-            item[s.to.slice(dot + 1)] = item[key]
-            delete item[key]
-          }
+          if (Object.hasOwn(item, key)) moveValue(item, key, s.to.slice(dot + 1))
         })
       else throw new Error(`renameField ${s.from} → ${s.to}: a field moves within its level (top level, or one group)`)
       return
@@ -189,21 +230,24 @@ export function applyMigrations(chain: readonly ModuleMigration[], record: Migra
       const out = m.transform(r)
       if (!isObject(out) || !isObject(out.payload) || typeof out.state !== 'string')
         throw new Error(`the transform of ${m.from} → ${m.to} did not return a record ({ payload, state })`)
-      r = { payload: out.payload, state: out.state }
+      // A copy: a transform may return objects it shares (a module-level default) that later steps would change.
+      r = { payload: structuredClone(out.payload), state: out.state }
     }
   }
   return r
 }
 
 /**
- * Whether a chain answers a breaking change: a transform answers anything (the author says so); otherwise a removed
+ * Whether a chain answers a breaking change: the last migration's transform answers anything (the author says so); otherwise a removed
  * field needs a rename or removal of it, a field made (or added) required a default, a removed option a mapping of it,
  * a removed state a rename of it. A removed transition leaves records as they are (its activity keeps its key). A
  * changed type, narrowed limit, new pattern or changed reference needs a transform.
  */
 export function answers(chain: readonly ModuleMigration[], b: BreakingChange): boolean {
   if (b.subject.kind === 'transition') return true
-  if (chain.some((m) => m.transform)) return true
+  // The last migration's transform ends at the loaded version: it answers what is left. An earlier one only knew the
+  // version it ended at, not changes made after it.
+  if (chain.at(-1)?.transform) return true
   const steps = chain.flatMap((m) => m.steps ?? [])
   const s = b.subject
   switch (s.kind) {

@@ -19,9 +19,12 @@ const server = await startTestServer({
   jobs: { enabled: true, processEverySeconds: 1 },
   tenants: { conformance: { name: 'Conformance', modules: shipped.map((m) => m.key) } }
 })
-t.teardown(() => server.close())
 // Agenda leaves a referenced timer behind job runs (see test/idempotency/purge-job.test.ts): end the process once done.
-t.teardown(() => void setTimeout(() => process.exit(), 200).unref())
+// One teardown: the server closes before the timer ends the process (a second teardown's timer fired first under load).
+t.teardown(async () => {
+  await server.close()
+  setTimeout(() => process.exit(), 200).unref()
+})
 const target = await platformTarget(server.platform, server.url, 'conformance')
 
 t.ok(shipped.length >= 3, `the repository ships ${shipped.map((m) => m.key).join(', ')}`)

@@ -13,19 +13,29 @@ export function fixtureModules(definitions: Array<Record<string, unknown> & { ke
   remove(): void
 } {
   const directory = mkdtempSync(join(projectRoot, 'test', 'fixtures-modules-'))
-  for (const d of definitions) {
-    const dir = join(directory, d.key)
-    mkdirSync(dir)
-    writeFileSync(
-      join(dir, 'package.json'),
-      JSON.stringify({
-        name: `@fixture/${d.key}`,
-        version: '1.0.0',
-        type: 'module',
-        'records-module': { entry: 'module.ts', host: '>=0.1.0 <1.0.0' }
-      })
-    )
-    writeFileSync(join(dir, 'module.ts'), `export default ${JSON.stringify(d, null, 2)}\n`)
-  }
+  for (const d of definitions) writeModulePackage(join(directory, d.key), d, { version: '1.0.0' })
   return { directory, remove: () => rmSync(directory, { recursive: true, force: true }) }
+}
+
+/**
+ * Writes one module package into `dir` (made afresh): package.json `@fixture/<key>` at the definition's version
+ * unless `o.version` says otherwise, and module.ts exporting the definition, then `o.source` (e.g. its migrations).
+ */
+export function writeModulePackage(
+  dir: string,
+  definition: Record<string, unknown> & { key: string },
+  o: { version?: string; source?: string } = {}
+) {
+  rmSync(dir, { recursive: true, force: true })
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({
+      name: `@fixture/${definition.key}`,
+      version: o.version ?? String(definition.version),
+      type: 'module',
+      'records-module': { entry: 'module.ts', host: '>=0.1.0 <1.0.0' }
+    })
+  )
+  writeFileSync(join(dir, 'module.ts'), `export default ${JSON.stringify(definition, null, 2)}\n${o.source ?? ''}`)
 }

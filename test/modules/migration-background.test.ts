@@ -1,8 +1,7 @@
 // tap: own process (it spawns service processes, kills one in the middle of a module migration and starts another)
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from '../helpers/tap.ts'
-import { fixtureModules } from '../helpers/fixture-modules.ts'
+import { fixtureModules, writeModulePackage } from '../helpers/fixture-modules.ts'
 import { cluster, type Instance } from '../instances/instances.ts'
 
 /**
@@ -63,21 +62,8 @@ const migrations = `export const migrations = [{
 
 const fixtures = fixtureModules([])
 t.teardown(() => fixtures.remove())
-const install = (definition: Record<string, unknown>, extra = '') => {
-  const dir = join(fixtures.directory, 'permit')
-  rmSync(dir, { recursive: true, force: true })
-  mkdirSync(dir)
-  writeFileSync(
-    join(dir, 'package.json'),
-    JSON.stringify({
-      name: '@fixture/permit',
-      version: String(definition.version),
-      type: 'module',
-      'records-module': { entry: 'module.ts', host: '>=0.1.0 <1.0.0' }
-    })
-  )
-  writeFileSync(join(dir, 'module.ts'), `export default ${JSON.stringify(definition)}\n${extra}`)
-}
+const install = (definition: Record<string, unknown> & { key: string }, source = '') =>
+  writeModulePackage(join(fixtures.directory, 'permit'), definition, { source })
 
 const c = await cluster({
   tenants: { acme: { name: 'Acme', modules: ['permit'] } },

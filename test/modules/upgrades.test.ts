@@ -1,9 +1,9 @@
 // tap: own process (Agenda leaves a timer behind, so its teardown ends the process)
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import t from '../helpers/tap.ts'
 import { freshDatabase } from '../helpers/database.ts'
-import { fixtureModules } from '../helpers/fixture-modules.ts'
+import { fixtureModules, writeModulePackage } from '../helpers/fixture-modules.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 
 /**
@@ -50,20 +50,9 @@ t.teardown(async () => {
  * reads the new one).
  */
 let installs = 0
-const install = (definition: Record<string, unknown>, migrations = '') => {
+const install = (definition: Record<string, unknown> & { key: string }, migrations = '') => {
   for (const entry of readdirSync(fixtures.directory)) rmSync(join(fixtures.directory, entry), { recursive: true })
-  const dir = join(fixtures.directory, `permit-${++installs}`)
-  mkdirSync(dir)
-  writeFileSync(
-    join(dir, 'package.json'),
-    JSON.stringify({
-      name: '@fixture/permit',
-      version: String(definition.version),
-      type: 'module',
-      'records-module': { entry: 'module.ts', host: '>=0.1.0 <1.0.0' }
-    })
-  )
-  writeFileSync(join(dir, 'module.ts'), `export default ${JSON.stringify(definition)}\n${migrations}`)
+  writeModulePackage(join(fixtures.directory, `permit-${++installs}`), definition, { source: migrations })
 }
 
 /** One start of the service on the shared database; the caller closes it. */
