@@ -51,6 +51,15 @@ const usage = `records: admin CLI of the records platform (works with or without
                                                     and any change it leaves unanswered; REFUSED (exit 1) for a
                                                     downgrade, or breaking changes without a new major version or
                                                     without migrations that answer them
+  records module migrations --tenant ID [--module KEY]
+                                                    each migration run of the tenant's modules (to version, state,
+                                                    total, migrated, refused, remaining, started, finished) and
+                                                    every record it refused (number, id, from version, reason)
+  records module dry-run --tenant ID --module KEY [--package FOLDER|TARBALL]
+                                                    every live record not under the target version (the loaded
+                                                    package's, or the given package's) moved in memory: each one it
+                                                    would refuse, with why, then a count; writes nothing; exit 1
+                                                    when any would be refused
 
 Database: DATABASE_URL, or the embedded PostgreSQL in ./data (started if needed).`
 
@@ -140,6 +149,8 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
       'load-only': { type: 'boolean' },
       'max-transitions': { type: 'string' },
       previous: { type: 'string' },
+      module: { type: 'string' },
+      package: { type: 'string' },
       help: { type: 'boolean', short: 'h' }
     }
   })
