@@ -36,15 +36,30 @@ const usage = `records: admin CLI of the records platform (works with or without
 
   records module new KEY [--name @scope/package] [--dir PATH]
                                                     scaffold a module package (definition, README, tsconfig, manifest)
-  records module check FOLDER|TARBALL [--load-only] [--max-transitions N]
+  records module check FOLDER|TARBALL [--previous FOLDER|TARBALL] [--load-only] [--max-transitions N]
                                                     load a module package as a deployment would (OK, or REFUSED with
                                                     where and what), then run the conformance kit on a scratch
                                                     database: records, every transition (at most N, default 40),
                                                     row and field rules, bulk, exports, OpenAPI, GraphQL; one line
-                                                    per check, exit 1 on any failure; --load-only: the load alone
+                                                    per check, exit 1 on any failure; --load-only: no kit;
+                                                    --previous: first the upgrade from that published version, in
+                                                    memory: the release accepted (its migrations answer every
+                                                    breaking change), and sample records of the old version (minimal
+                                                    and full, one per state) moved by the migrations and valid
   records module diff OLD NEW                       what a new version changes for stored records: breaking changes,
-                                                    compatible ones; REFUSED (exit 1) for a downgrade, or breaking
-                                                    changes without a new major version
+                                                    compatible ones, the migration chain the new package declares
+                                                    and any change it leaves unanswered; REFUSED (exit 1) for a
+                                                    downgrade, or breaking changes without a new major version or
+                                                    without migrations that answer them
+  records module migrations --tenant ID [--module KEY]
+                                                    each migration run of the tenant's modules (to version, state,
+                                                    total, migrated, refused, remaining, started, finished) and
+                                                    every record it refused (number, id, from version, reason)
+  records module dry-run --tenant ID --module KEY [--package FOLDER|TARBALL]
+                                                    every live record not under the target version (the loaded
+                                                    package's, or the given package's) moved in memory: each one it
+                                                    would refuse, with why, then a count; writes nothing; exit 1
+                                                    when any would be refused
 
 Database: DATABASE_URL, or the embedded PostgreSQL in ./data (started if needed).`
 
@@ -133,6 +148,9 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
       dir: { type: 'string' },
       'load-only': { type: 'boolean' },
       'max-transitions': { type: 'string' },
+      previous: { type: 'string' },
+      module: { type: 'string' },
+      package: { type: 'string' },
       help: { type: 'boolean', short: 'h' }
     }
   })

@@ -111,6 +111,11 @@ export async function runScratchConformance(
     await db.drop()
     rmSync(files, { recursive: true, force: true })
   }
+  return printChecks(io, results)
+}
+
+/** One line per check (`ok` or `FAIL`, the name, what was seen), then the count; true when all held. */
+export function printChecks(io: Pick<ScratchIo, 'out'>, results: readonly CheckResult[]): boolean {
   for (const r of results) io.out(`  ${r.ok ? 'ok  ' : 'FAIL'} ${r.name}${r.detail ? `: ${r.detail}` : ''}`)
   const failed = results.filter((r) => !r.ok).length
   io.out(failed ? `${failed} of ${results.length} checks failed` : `all ${results.length} checks passed`)

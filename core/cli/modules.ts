@@ -4,8 +4,9 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statS
 import { basename, join, resolve, sep } from 'node:path'
 import semver from 'semver'
 import { projectRoot } from '../paths.ts'
-import { runScratchConformance, type ScratchIo } from './module-check.ts'
+import { printChecks, runScratchConformance, type ScratchIo } from './module-check.ts'
 import { checkRelease } from '../modules/diff.ts'
+import { chainText, upgradeChecks } from '../modules/conformance/upgrade-checks.ts'
 import {
   coreVersion,
   loadModules,
@@ -13,7 +14,6 @@ import {
   type RegisteredModule,
   type UnavailablePackage
 } from '../modules/registry.ts'
-import type { LoadedModule } from '../modules/types.ts'
 
 /** What `records module …` needs of the command line: where to write, and how to refuse. */
 export interface ModuleCliIo extends ScratchIo {
@@ -26,6 +26,7 @@ export interface ModuleCliIo extends ScratchIo {
 /** The flags of `records module check`. */
 interface CheckFlags {
   'load-only'?: boolean | string
+  previous?: string | boolean
   'max-transitions'?: string | boolean
 }
 
@@ -164,7 +165,7 @@ function scaffold(io: ModuleCliIo, key: string | undefined, values: { name?: str
  * imports the SDK by name from the platform's copy as it will once installed (a folder's own `node_modules` is left
  * out). A tarball `npm pack` made is unpacked there. The staging folder is removed after.
  */
-function stagePackage(io: ModuleCliIo, target: string): { dir: string; done: () => void } {
+function stagePackage(io: Pick<ModuleCliIo, 'fail'>, target: string): { dir: string; done: () => void } {
   const path = resolve(target)
   if (!existsSync(path)) io.fail(`${target}: no such folder or file`)
   const isFolder = statSync(path).isDirectory()
@@ -188,7 +189,7 @@ function stagePackage(io: ModuleCliIo, target: string): { dir: string; done: () 
   return { dir: existsSync(join(stage, 'package', 'package.json')) ? join(stage, 'package') : stage, done }
 }
 
-interface LoadedPackage {
+export interface LoadedPackage {
   name: string
   module?: RegisteredModule
   refused?: UnavailablePackage
@@ -197,7 +198,7 @@ interface LoadedPackage {
 }
 
 /** Loads a staged package folder beside the configured modules (for the modules its record references name). */
-async function loadStaged(io: ModuleCliIo, dir: string): Promise<LoadedPackage> {
+async function loadStaged(io: Pick<ModuleCliIo, 'modules'>, dir: string): Promise<LoadedPackage> {
   const name = (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string }).name ?? basename(dir)
   const registry = await loadModules({ ...io.modules, packageDirs: [dir] })
   const loaded = registry.all()
@@ -212,7 +213,7 @@ async function loadStaged(io: ModuleCliIo, dir: string): Promise<LoadedPackage> 
  * Loads a package folder or tarball as a deployment would, beside the configured modules: its module, or why it is
  * refused (its manifest, host range or definition). The one load of `check` and `diff`.
  */
-async function loadPackageAt(io: ModuleCliIo, target: string): Promise<LoadedPackage> {
+export async function loadPackageAt(io: Pick<ModuleCliIo, 'fail' | 'modules'>, target: string): Promise<LoadedPackage> {
   const { dir, done } = stagePackage(io, target)
   try {
     return await loadStaged(io, dir)
@@ -222,12 +223,16 @@ async function loadPackageAt(io: ModuleCliIo, target: string): Promise<LoadedPac
 }
 
 /**
- * `records module check <dir|tgz> [--load-only] [--max-transitions N]`: whether the package is accepted (its
- * manifest, host range and definition), then the conformance kit on a scratch database (module-check.ts) unless
+ * `records module check <dir|tgz> [--previous <dir|tgz>] [--load-only] [--max-transitions N]`: whether the package is
+ * accepted (its manifest, host range and definition); with `--previous`, the upgrade from that published version
+ * (conformance/upgrade-checks.ts, in memory); then the conformance kit on a scratch database (module-check.ts) unless
  * `--load-only`. Exit 0 when all holds, 1 with the reason or the failed checks when not.
  */
 async function check(io: ModuleCliIo, target: string | undefined, values: CheckFlags): Promise<boolean> {
-  if (!target) io.fail('records module check <folder|tarball> [--load-only] [--max-transitions N]')
+  if (!target)
+    io.fail('records module check <folder|tarball> [--previous <folder|tarball>] [--load-only] [--max-transitions N]')
+  if (values.previous !== undefined && typeof values.previous !== 'string')
+    io.fail('--previous takes the folder or tarball of the previous published version')
   const maxTransitions = values['max-transitions'] === undefined ? undefined : Number(values['max-transitions'])
   if (maxTransitions !== undefined && !(Number.isInteger(maxTransitions) && maxTransitions > 0))
     io.fail('--max-transitions takes a positive whole number')
@@ -243,25 +248,38 @@ async function check(io: ModuleCliIo, target: string | undefined, values: CheckF
     io.out(
       `   ${d.fields.length} fields, ${d.workflow.states.length} states, ${d.workflow.transitions.length} transitions, roles ${Object.keys(d.permissions).join(', ') || '-'}`
     )
-    if (values['load-only']) return true
+    let upgraded = true
+    if (values.previous) {
+      const old = await loadPackageAt(io, values.previous)
+      if (!old.module) {
+        io.out(`REFUSED previous ${old.name}: ${old.refused?.where}: ${old.refused?.problem}`)
+        return false
+      }
+      io.out(
+        `Upgrade from ${old.name}@${old.module.package.version ?? '?'} (module ${old.module.definition.version}), in memory:`
+      )
+      upgraded = printChecks(io, upgradeChecks(old.module, m))
+    }
+    if (values['load-only']) return upgraded
     io.out(`Conformance kit (a scratch database, removed after):`)
-    return await runScratchConformance(
+    const conforms = await runScratchConformance(
       io,
       dir,
       d,
       loaded.map((r) => r.definition),
       { maxTransitions }
     )
+    return upgraded && conforms
   } finally {
     done()
   }
 }
 
-/** The definition a package exports; a refused package stops the command. */
-async function definitionIn(io: ModuleCliIo, target: string): Promise<LoadedModule> {
+/** The module a package provides; a refused package stops the command. */
+async function moduleIn(io: ModuleCliIo, target: string): Promise<RegisteredModule> {
   const { name, module: m, refused } = await loadPackageAt(io, target)
   if (!m) return io.fail(`${target}: ${name} is refused: ${refused?.where}: ${refused?.problem}`)
-  return m.definition
+  return m
 }
 
 /**
@@ -270,13 +288,17 @@ async function definitionIn(io: ModuleCliIo, target: string): Promise<LoadedModu
  */
 async function diff(io: ModuleCliIo, oldTarget: string | undefined, newTarget: string | undefined): Promise<boolean> {
   if (!oldTarget || !newTarget) io.fail('records module diff <old folder|tarball> <new folder|tarball>')
-  const before = await definitionIn(io, oldTarget)
-  const after = await definitionIn(io, newTarget)
-  const result = checkRelease(before, after)
+  const before = (await moduleIn(io, oldTarget)).definition
+  const next = await moduleIn(io, newTarget)
+  const after = next.definition
+  const result = checkRelease(before, after, next.migrations)
   io.out(`${before.key} ${before.version} → ${after.version}`)
   for (const b of result.breaking) io.out(`  BREAKING ${b.at}: ${b.change}`)
   for (const c of result.compatible) io.out(`  compatible ${c}`)
   if (!result.breaking.length && !result.compatible.length) io.out('  no change to the definition')
+  // checkRelease looks for migrations only when the version may carry the breaking changes.
+  if (result.migrations) io.out(`  migrations ${chainText(result.migrations)}`)
+  for (const b of result.unanswered) io.out(`  UNANSWERED ${b.at}: ${b.change}`)
   io.out(result.refused ? `REFUSED: ${result.refused}` : 'OK')
   return !result.refused
 }

@@ -1,15 +1,17 @@
 import { isDeepStrictEqual } from 'node:util'
 import semver from 'semver'
 import type { BreakingChange } from './diff.ts'
+import type { RegisteredModule } from './registry.ts'
 import type { FieldDefinition, MigratingRecord, MigrationStep, ModuleDefinition, ModuleMigration } from './types.ts'
 import { ModuleDefinitionError } from './validate.ts'
 
 /**
  * Module migrations (a package's `migrations` export, declared with the SDK's defineMigrations): how records stored
  * under an older version of a module move to the loaded one. Here: their check at load, the chain that takes a record
- * from its version to the loaded one, applying it to one record, and which breaking changes a chain answers. Where
- * they run (reads, writes, the background job) is the records plugin's (records.migrate.ts); docs/modules.md,
- * "Upgrading a module", is the author's guide.
+ * from its version to the loaded one, applying it to one record, the move of one record with the new version's verdict
+ * on it (`moveRecord`, `refusalOf`), and which breaking changes a chain answers. Where they run (reads, writes, the
+ * background job, the dry run) is the records plugin's (records.migrate.ts); `records module check --previous` moves
+ * sample records with the same functions. docs/modules.md, "Upgrading a module", is the author's guide.
  */
 
 const stepMembers: Record<MigrationStep['op'], readonly string[]> = {
@@ -266,4 +268,48 @@ export function answers(chain: readonly ModuleMigration[], b: BreakingChange): b
     default:
       return false
   }
+}
+
+/** What a version of a module needs to judge a record: its version, states, payload validator and migrations. */
+export type MoveTarget = Pick<RegisteredModule, 'definition' | 'states' | 'validatePayload' | 'migrateFrom'>
+
+/** Why `target` refuses a record (as a migration left it, or as stored), or undefined when it accepts it. */
+export function refusalOf(target: MoveTarget, record: MigratingRecord): string | undefined {
+  const problems: string[] = []
+  if (!target.states.has(record.state))
+    problems.push(`state "${record.state}" is not a state of version ${target.definition.version}`)
+  if (!target.validatePayload(record.payload))
+    for (const e of target.validatePayload.errors ?? [])
+      problems.push(
+        `payload${e.instancePath.replace(/\//g, '.')} ${e.message}${e.params && 'additionalProperty' in e.params ? ` (${e.params.additionalProperty})` : ''}`
+      )
+  return problems.length ? problems.join('; ') : undefined
+}
+
+/** The outcome of moving one record to a version: where it ends up, and whether that version takes it. */
+export interface RecordMove {
+  /** The record after the migration chain (the record itself when none applies). */
+  record: MigratingRecord
+  /** Whether a migration applied (false: the versions differ only compatibly, or the record is at the version). */
+  migrated: boolean
+  /** Why the version refuses the moved record (a migration that threw, or what it left invalid). */
+  refusal?: string
+}
+
+/**
+ * The move of one record stored under `fromVersion` to `target` (pure: nothing is written), the one rule the records
+ * plugin (reads, writes, the job, the dry run) and `records module check --previous` apply: the migration chain, then
+ * the target's verdict on what it made. A record no migration applies to is not judged here (it is stored under its
+ * own version until its next write, which the target checks): callers that must know call `refusalOf` on it.
+ */
+export function moveRecord(target: MoveTarget, fromVersion: string, record: MigratingRecord): RecordMove {
+  if (fromVersion === target.definition.version) return { record, migrated: false }
+  let moved
+  try {
+    moved = target.migrateFrom(fromVersion, record)
+  } catch (err) {
+    return { record, migrated: false, refusal: `the migration refused it: ${(err as Error).message}` }
+  }
+  if (!moved) return { record, migrated: false }
+  return { record: moved, migrated: true, refusal: refusalOf(target, moved) }
 }

@@ -146,9 +146,14 @@ export class ModuleRegistry {
     return entry
   }
 
-  /** Disables a package: its problem is kept for operators, its module (if it was registered) leaves the registry. */
-  disable(err: ModuleDefinitionError, key?: string) {
-    if (key !== undefined && this.modules.get(key)?.definition.packageName === err.packageName) this.modules.delete(key)
+  /**
+   * Disables a package: its problem is kept for operators; `registered`, the folder of a package whose module was
+   * registered, takes that module out of the registry. By folder, not name: another version of the same package (the
+   * one under `records module check`, a dry run's) may hold the key, and a copy refused beside it must not remove it.
+   */
+  disable(err: ModuleDefinitionError, key?: string, registered?: string) {
+    if (key !== undefined && registered !== undefined && this.modules.get(key)?.definition.packagePath === registered)
+      this.modules.delete(key)
     this.unavailable.push({ packageName: err.packageName, key, where: err.where, problem: err.problem })
   }
 
@@ -173,7 +178,8 @@ export class ModuleRegistry {
             `field "${missing.key}"`,
             `references module "${missing.module}", which no loaded package provides`
           ),
-          m.definition.key
+          m.definition.key,
+          m.definition.packagePath
         )
         changed = true
       }

@@ -4,6 +4,7 @@ import { transaction, type Queryable } from '../../core/db/index.ts'
 import type { Platform } from '../../core/declarations.ts'
 import { handBack, type JobContext, type JobDefinition } from '../../core/jobs/index.ts'
 import { logger } from '../../core/logger.ts'
+import { moveRecord } from '../../core/modules/migrate.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import { diffPayload } from './records.payload.ts'
 import { recordColumns, type RecordRow } from './records.repository.ts'
@@ -38,33 +39,23 @@ interface Move {
   refusal?: string
 }
 
-/** Why the loaded version refuses a record as a migration left it, or undefined when it accepts it. */
-function refusalOf(module: RegisteredModule, payload: Record<string, unknown>, state: string): string | undefined {
-  const problems: string[] = []
-  if (!module.states.has(state))
-    problems.push(`state "${state}" is not a state of version ${module.definition.version}`)
-  if (!module.validatePayload(payload))
-    for (const e of module.validatePayload.errors ?? [])
-      problems.push(
-        `payload${e.instancePath.replace(/\//g, '.')} ${e.message}${e.params && 'additionalProperty' in e.params ? ` (${e.params.additionalProperty})` : ''}`
-      )
-  return problems.length ? problems.join('; ') : undefined
-}
-
-/** The move of one stored record to the loaded version (pure: nothing is written). */
+/** The move of one stored record to the loaded version (pure: nothing is written); the rule is core's `moveRecord`. */
 export function planMove(module: RegisteredModule, row: RecordRow): Move {
   const to = module.definition.version
   if (row.module_version === to) return { row }
-  let moved
-  try {
-    moved = module.migrateFrom(row.module_version, { payload: row.payload, state: row.state })
-  } catch (err) {
-    return { row, refusal: `the migration refused it: ${(err as Error).message}` }
-  }
+  const {
+    record: moved,
+    migrated,
+    refusal
+  } = moveRecord(module, row.module_version, {
+    payload: row.payload,
+    state: row.state
+  })
+  // A migration that threw: the record is shown as stored, and refused.
+  if (refusal && !migrated) return { row, refusal }
   // No migration between the versions: they differ only compatibly, and the record's next write stores it under this one.
-  if (!moved) return { row }
+  if (!migrated) return { row }
   const shown = { ...row, payload: moved.payload, state: moved.state }
-  const refusal = refusalOf(module, moved.payload, moved.state)
   if (refusal) return { row: shown, refusal }
   const stateNote = moved.state !== row.state ? `; state ${row.state} → ${moved.state}` : ''
   return {

@@ -10,6 +10,7 @@ import { recordsMigrations } from './migrations/index.ts'
 import { describeRecords } from './records.openapi.ts'
 import { recordsGraphQL } from './records.graphql.ts'
 import { migrationJob } from './records.migrate.ts'
+import { migrationCli } from './records.migrate-cli.ts'
 
 declare module '../../core/declarations.ts' {
   interface ServiceTypes {
@@ -61,5 +62,6 @@ export const recordsPlugin: Plugin = {
   colonMethods: [recordsPath],
   describe: describeRecords,
   graphql: recordsGraphQL,
-  jobs: (app) => [migrationJob(app.get('platform'))]
+  jobs: (app) => [migrationJob(app.get('platform'))],
+  cli: migrationCli
 }

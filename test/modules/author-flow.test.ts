@@ -134,7 +134,7 @@ t.test('npm test in the scaffolded package runs records module check . (the conf
 })
 
 t.test(
-  'records module diff names the breaking changes of a new version and refuses one without a new major',
+  'records module diff names the breaking changes of a new version and refuses one without a new major or a migration',
   async (t) => {
     const next = join(work, 'next')
     cpSync(dir, next, { recursive: true })
@@ -154,9 +154,18 @@ t.test(
       'REFUSED: 2 breaking change(s) need a new major version (1.0.0 → 2.0.0 or later)'
     ])
     writeFileSync(join(next, 'module.ts'), changed.replace("version: '1.0.0'", "version: '2.0.0'"))
+    const unmigrated = await cli('module', 'diff', tarball, next)
+    t.equal(unmigrated.code, 1, 'a new major without a migration is refused')
+    t.match(
+      unmigrated.stdout,
+      /^ {2}migrations none\n {2}UNANSWERED field "site": removed[\s\S]*\nREFUSED: 2 breaking change\(s\) need a migration from 1\.0\.0/m
+    )
+    // The package declares the migration that answers both changes.
+    const migration = `export const migrations = [{ from: '^1.0.0', to: '2.0.0', steps: [{ op: 'removeField', field: 'site' }, { op: 'mapChoice', field: 'priority', values: { low: 'medium' } }] }]\n`
+    writeFileSync(join(next, 'module.ts'), changed.replace("version: '1.0.0'", "version: '2.0.0'") + migration)
     const major = await cli('module', 'diff', tarball, next)
     t.equal(major.code, 0, major.stdout)
-    t.match(major.stdout, /BREAKING field "site"[\s\S]*\nOK\n$/)
+    t.match(major.stdout, /BREAKING field "site"[\s\S]*\n {2}migrations \^1\.0\.0 → 2\.0\.0\nOK\n$/)
     const down = await cli('module', 'diff', next, tarball)
     t.equal(down.code, 1)
     t.match(down.stdout, /REFUSED: a downgrade \(2\.0\.0 → 1\.0\.0\)/)

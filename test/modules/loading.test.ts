@@ -234,6 +234,21 @@ t.test('disables the second package of a module key and keeps the first', async 
   t.equal(registry.unavailableModule('twice'), undefined, 'the key itself is served')
 })
 
+t.test(
+  'a package loaded first keeps its key when a configured copy of the same package is refused beside it',
+  async (t) => {
+    // What records module check and dry-run do: the new version of a package, staged, beside the deployment's old one.
+    const configured = writePackage('versions/old', '@fixture/versioned', validDefinition('versioned'))
+    const staged = join(
+      writePackage('versions/new', '@fixture/versioned', { ...validDefinition('versioned'), version: '2.0.0' }),
+      'pkg'
+    )
+    const registry = await loadModules({ directories: [configured], packages: [], packageDirs: [staged] })
+    t.equal(registry.get('versioned')?.definition.version, '2.0.0', 'the staged version serves')
+    t.match(registry.unavailable, [{ packageName: '@fixture/versioned', where: 'key', problem: /already provided/ }])
+  }
+)
+
 t.test('a package that cannot be loaded is disabled beside good ones, and so is a module referencing it', async (t) => {
   const dir = join(root, 'mixed')
   writePackage('mixed/good', '@fixture/good', validDefinition('good'))
