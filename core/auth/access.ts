@@ -110,7 +110,13 @@ export function rowRule(principal: Principal, module: RegisteredModule): RowRule
 export function hiddenFields(principal: Principal, module: RegisteredModule): ReadonlySet<string> {
   if (principal.roles === 'all') return noFields
   const roles = principal.roles
-  const hidden = module.restrictedFields.filter((f) => !f.access!.read.some((r) => roles.includes(r))).map((f) => f.key)
+  const { renamed, removed } = module.formerKeys
+  // A renamed field's earlier keys follow its rule; a removed field's rule is gone with it, so it is shown to none but
+  // the tenant's own keys (older activity entries and records not yet moved still name them).
+  const hidden = module.restrictedFields
+    .filter((f) => !f.access!.read.some((r) => roles.includes(r)))
+    .flatMap((f) => [f.key, ...(renamed.get(f.key) ?? [])])
+  hidden.push(...removed)
   return hidden.length ? new Set(hidden) : noFields
 }
 const noFields: ReadonlySet<string> = new Set()

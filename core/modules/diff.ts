@@ -152,15 +152,16 @@ const describe = (changes: readonly BreakingChange[]) => changes.map((b) => `${b
 /**
  * Why a tenant that installed `stored` (the definition it was last synced at) may not move to `loaded`, or undefined
  * when it may: a refused release (a downgrade, breaking changes without a new major version, or without migrations
- * in the package that answer them). A version never recorded (a database from before definitions were kept) is taken
- * as it is.
+ * in the package that answer them; a definition changed under the tenant's own version). A version never recorded (a
+ * database from before definitions were kept) is taken as it is.
  */
 export function upgradeRefusal(
   stored: ModuleDefinition | undefined,
   loaded: ModuleDefinition,
   migrations: readonly ModuleMigration[] = []
 ): string | undefined {
-  if (!stored || stored.version === loaded.version) return undefined
+  // The same version is checked too: a definition changed under the version a tenant's records were written under.
+  if (!stored) return undefined
   const r = checkRelease(stored, loaded, migrations)
   if (!r.refused) return undefined
   // A refusal for unanswered changes names them already.

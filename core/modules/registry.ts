@@ -53,6 +53,11 @@ export interface RegisteredModule {
   /** The migrations its package declares (core/modules/migrate.ts), checked against the definition. */
   migrations: readonly ModuleMigration[]
   /**
+   * Keys its migrations renamed, by the key they became (top level), and keys they removed: older activity entries,
+   * a migration's own entry and records not yet moved still name them, and field rules follow them (access.ts).
+   */
+  formerKeys: { renamed: ReadonlyMap<string, readonly string[]>; removed: readonly string[] }
+  /**
    * A record stored under `version` as it is under this one (the migration chain between them applied), or undefined
    * when it is at this version or no migration applies. Throws when a migration refuses the record.
    */
@@ -140,6 +145,7 @@ export class ModuleRegistry {
         })
       ),
       migrations,
+      formerKeys: formerKeysOf(migrations),
       migrateFrom: migrator(migrations, definition.version)
     }
     this.modules.set(definition.key, entry)
@@ -185,6 +191,24 @@ export class ModuleRegistry {
       }
     }
   }
+}
+
+/** RegisteredModule.formerKeys: the top-level renames and removals of the migrations, in version order, followed through. */
+function formerKeysOf(migrations: readonly ModuleMigration[]): RegisteredModule['formerKeys'] {
+  const renamed = new Map<string, string[]>()
+  const removed: string[] = []
+  for (const m of [...migrations].sort((a, b) => semver.compare(a.to, b.to)))
+    for (const step of m.steps ?? []) {
+      if (step.op === 'renameField' && !step.from.includes('.')) {
+        const olds = [step.from, ...(renamed.get(step.from) ?? [])]
+        renamed.delete(step.from)
+        renamed.set(step.to, [...(renamed.get(step.to) ?? []), ...olds])
+      } else if (step.op === 'removeField' && !step.field.includes('.')) {
+        removed.push(step.field, ...(renamed.get(step.field) ?? []))
+        renamed.delete(step.field)
+      }
+    }
+  return { renamed, removed }
 }
 
 /** RegisteredModule.migrateFrom: the chain from each stored version, worked out once. */

@@ -171,10 +171,13 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
     transaction(pool, async (client) => {
       // One writer at a time when several instances start together.
       await client.query('SELECT pg_advisory_xact_lock(7301)')
-      // Each loaded version's definition, kept as it was first served: what the next version is compared with.
+      // Each loaded version's definition, kept as it was when a tenant first moved to it: what the next version is
+      // compared with. One no tenant is on is replaced by what is loaded (a package corrected before it was used).
       for (const m of registry.all())
         await client.query(
-          'INSERT INTO module_definitions (module_key, version, definition) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+          `INSERT INTO module_definitions (module_key, version, definition) VALUES ($1, $2, $3)
+           ON CONFLICT (module_key, version) DO UPDATE SET definition = excluded.definition
+            WHERE NOT EXISTS (SELECT 1 FROM tenant_modules t WHERE t.module_key = $1 AND t.module_version = $2)`,
           [m.definition.key, m.definition.version, JSON.stringify(exported(m))]
         )
       const stored = await storedDefinitions(client)

@@ -567,18 +567,21 @@ export class BulkRun {
     const { principal, module } = this
     const key = module.definition.key
     const existing = new Map<string, RecordRow>()
+    let refused: ReadonlyMap<string, unknown> = new Map()
     if (upserts) {
       await repo.lockExternalRefs(client, principal.tenantId, key)
       const refs = rows.filter((r) => r.externalRef !== undefined).map((r) => r.externalRef!)
       // Records not yet under the loaded version of the module move first, as a single write's do (records.migrate.ts).
-      if (refs.length)
-        for (const rec of await moveLocked(
+      if (refs.length) {
+        const moved = await moveLocked(
           client,
           principal.tenantId,
           module,
           await repo.lockByExternalRefs(client, principal.tenantId, key, refs)
-        ))
-          existing.set(rec.external_ref!, rec)
+        )
+        for (const rec of moved.rows) existing.set(rec.external_ref!, rec)
+        refused = moved.refused
+      }
     }
     const rule = rowRule(principal, module)
     const plans: Plan[] = []
@@ -590,6 +593,12 @@ export class BulkRun {
           else plans.push({ row, payload: row.payload! })
           continue
         }
+        // A record its module's migration could not move is corrected by a single PATCH, not by a bulk row.
+        if (refused.has(current.id))
+          throw problems.conflict(
+            'record.migration_refused',
+            `The ${key} record with externalRef "${row.externalRef}" is stored under an older version of the module, which version ${module.definition.version} refuses as its migration leaves it: correct it with PATCH /api/v1/records/${current.id} first.`
+          )
         if (rule?.test(current) === false) {
           throw problems.conflict(
             'record.external_ref_taken',

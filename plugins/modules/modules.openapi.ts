@@ -141,7 +141,8 @@ export function describeModules(ctx: DocContext): Fragment {
                     },
                     remaining: {
                       type: 'integer',
-                      description: 'Live records still under an older version (refused ones included).'
+                      description:
+                        'While running: live records still under a version the migration moves (refused ones included). Once done: the refused records no write has made valid since.'
                     },
                     startedAt: { type: 'string', format: 'date-time' },
                     updatedAt: { type: 'string', format: 'date-time' },

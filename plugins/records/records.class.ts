@@ -17,7 +17,7 @@ import { canonicalExternalRef } from './records.external-ref.ts'
 import { hasValue } from './records.payload.ts'
 import { createRules, deleteRules, transitionRules, updateRules } from './records.rules.ts'
 import { changeRecords, createRecordRows, type RecordChangeOp } from './records.write.ts'
-import { asCurrent, moveLocked } from './records.migrate.ts'
+import { asCurrent, moveLocked, settleRefused } from './records.migrate.ts'
 import {
   recordCreateValidator,
   recordPatchValidator,
@@ -138,7 +138,7 @@ export class RecordsService {
     hidden?: ReadonlySet<string>
   ): RecordOut {
     const row = asCurrent(module, stored)
-    const out = view(principal, module, row, hidden)
+    const out = viewCurrent(principal, module, row, hidden)
     out.attachments ??= []
     out.availableTransitions = this.firable(principal, module, row.state).map((t) => ({
       key: t.key,
@@ -315,8 +315,10 @@ export class RecordsService {
         )
       }
       // A record not yet under the loaded version of its module moves first (records.migrate.ts).
-      const [current] = await moveLocked(client, principal.tenantId, module, [row!])
-      const c = await change(current, module, principal, client)
+      const moved = await moveLocked(client, principal.tenantId, module, [row!])
+      const c = await change(moved.rows[0], module, principal, client)
+      const refused = moved.refused.get(id)
+      if (c && refused) await settleRefused(client, principal.tenantId, module, refused, c)
       // A single change is a batch of one through the write path bulk uses (records.write.ts).
       if (c)
         await changeRecords(client, { tenantId: principal.tenantId, actor: principal.actor }, module, [{ ...c, id }])
@@ -392,7 +394,17 @@ export function view(
   row: repo.RecordRow,
   hidden = hiddenFields(principal, module)
 ): RecordOut {
-  const out = repo.toRecord(asCurrent(module, row))
+  return viewCurrent(principal, module, asCurrent(module, row), hidden)
+}
+
+/** `view` of a row `asCurrent` has made already (applying a migration twice would move a refused record twice). */
+function viewCurrent(
+  principal: Principal,
+  module: RegisteredModule,
+  row: repo.RecordRow,
+  hidden = hiddenFields(principal, module)
+): RecordOut {
+  const out = repo.toRecord(row)
   if (!hidden.size) return out
   out.payload = redactPayload(out.payload, hidden)
   if (out.activity) out.activity = redactActivity(out.activity, hidden)

@@ -41,6 +41,26 @@ function filterType(sc: GraphQLSchemaBuild['sc'], scalarName: string, operators:
   return name
 }
 
+/** A resolver that answers null for a stored value the field's GraphQL type cannot carry; undefined where any will do. */
+function tolerantValue(f: FieldDefinition): Resolver | undefined {
+  const fits: (v: unknown) => boolean =
+    f.type === 'number'
+      ? (v) => typeof v === 'number'
+      : f.type === 'integer'
+        ? (v) => Number.isInteger(v)
+        : f.type === 'boolean'
+          ? (v) => typeof v === 'boolean'
+          : f.type === 'group'
+            ? (v) => Array.isArray(v) && v.every((x) => typeof x === 'object' && x !== null && !Array.isArray(x))
+            : f.type === 'location'
+              ? (v) => typeof v === 'object' && v !== null && !Array.isArray(v)
+              : (v) => typeof v === 'string'
+  return (p) => {
+    const v = (p as Record<string, unknown>)[f.key]
+    return v === undefined || v === null || !fits(v) ? null : v
+  }
+}
+
 /**
  * One module's payload types as this caller sees them (`visible`: its fields less those
  * hidden from it): `<T>Payload` with typed fields (core/modules/derive/graphql.ts), its
@@ -134,6 +154,9 @@ export function payloadTypes(
             resolve: (p: Record<string, unknown>) => p[f.key] ?? null
           }
       }
+      // Likewise a stored value of another type (a field retyped by a release whose migration could not move the
+      // record): null, not an error for the whole record.
+      resolve ??= tolerantValue(f)
       out[f.key] = { type: g.output, description, ...(resolve ? { resolve } : {}) }
     }
     return out

@@ -4,7 +4,8 @@ import { transaction, type Queryable } from '../../core/db/index.ts'
 import type { Platform } from '../../core/declarations.ts'
 import { handBack, type JobContext, type JobDefinition } from '../../core/jobs/index.ts'
 import { logger } from '../../core/logger.ts'
-import { moveRecord } from '../../core/modules/migrate.ts'
+import { migrationChain, moveRecord, refusalOf } from '../../core/modules/migrate.ts'
+import { problems } from '../../core/errors/index.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import { diffPayload } from './records.payload.ts'
 import { recordColumns, type RecordRow } from './records.repository.ts'
@@ -83,24 +84,74 @@ export function asCurrent(module: RegisteredModule, row: RecordRow): RecordRow {
   return m.op ? { ...m.row, version: row.version } : m.row
 }
 
+/** A locked record the loaded version refuses as its migration leaves it: the move a valid write comes after. */
+export interface RefusedMove {
+  /** The move, written (before the writer's own change) once the writer's change makes the record valid. */
+  op: RecordChangeOp
+  reason: string
+}
+
 /**
  * Moves records a writer holds locked (SELECT … FOR UPDATE) to the loaded version before it changes them: one
  * statement through the write path for those a migration moves (their `migrated` entry and event come before the
- * writer's own). Returns the rows as the writer's rules must see them, in order: moved (version + 1), or, for one the
- * new version refuses, as the migration left it in memory (the writer's change, checked against the loaded version,
- * may make it valid and is then stored under that version).
+ * writer's own). Returns the rows as the writer's rules must see them, in order (moved, version + 1; or, for one the
+ * new version refuses, as the migration left it in memory), and the refused ones by id: a writer changes such a record
+ * only when the result is valid (`settleRefused`).
  */
 export async function moveLocked(
   client: pg.PoolClient,
   tenantId: string,
   module: RegisteredModule,
   rows: readonly RecordRow[]
-): Promise<RecordRow[]> {
-  if (rows.every((r) => r.module_version === module.definition.version)) return [...rows]
+): Promise<{ rows: RecordRow[]; refused: ReadonlyMap<string, RefusedMove> }> {
+  const refused = new Map<string, RefusedMove>()
+  if (rows.every((r) => r.module_version === module.definition.version)) return { rows: [...rows], refused }
   const moves = rows.map((r) => planMove(module, r))
   const ops = moves.flatMap((m) => (m.op ? [m.op] : []))
   if (ops.length) await changeRecords(client, writerFor(tenantId), module, ops)
-  return moves.map((m) => m.row)
+  moves.forEach((m, i) => {
+    if (!m.refusal) return
+    const r = rows[i]
+    refused.set(r.id, {
+      reason: m.refusal,
+      op: {
+        id: r.id,
+        payload: m.row.payload,
+        state: m.row.state,
+        action: 'migrated',
+        changes: diffPayload(r.payload, m.row.payload),
+        comment: `Moved from module version ${r.module_version} to ${module.definition.version} with the change that follows, which makes it valid.`,
+        migration: { from: r.module_version, to: module.definition.version }
+      }
+    })
+  })
+  return { rows: moves.map((m) => m.row), refused }
+}
+
+/**
+ * Before a writer's change of a record the loaded version refused (`moveLocked`): the change is refused (409
+ * `record.migration_refused`) unless the record it leaves is valid under the loaded version; when it is, the move is
+ * written first (its `migrated` entry, as the job would have) and the record leaves the run's refusals.
+ */
+export async function settleRefused(
+  client: pg.PoolClient,
+  tenantId: string,
+  module: RegisteredModule,
+  refused: RefusedMove,
+  after: { payload: Record<string, unknown>; state: string; action: string }
+) {
+  const still = after.action === 'deleted' ? refused.reason : refusalOf(module, after)
+  if (still)
+    throw problems.conflict(
+      'record.migration_refused',
+      `This record is stored under an older version of module "${module.definition.key}", and version ${module.definition.version} refuses it as its migration leaves it: ${still}. A PATCH that makes it valid moves it to ${module.definition.version} (GET shows it as the migration leaves it); until then other changes are refused.`,
+      { reason: still }
+    )
+  await changeRecords(client, writerFor(tenantId), module, [refused.op])
+  await client.query(
+    'DELETE FROM record_migration_refusals WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3 AND record_id = $4',
+    [tenantId, module.definition.key, module.definition.version, refused.op.id]
+  )
 }
 
 // ---- The background job.
@@ -116,7 +167,7 @@ export interface MigrationRun {
   total: number
   migrated: number
   refused: number
-  /** Live records still under an older version (refused ones included), counted when asked. */
+  /** While running: live records still under a version the run moves (refused ones included); done: refused ones still refused. */
   remaining?: number
   startedAt: string
   updatedAt: string
@@ -128,38 +179,44 @@ const runColumns = `tenant_id AS "tenantId", module_key AS "moduleKey", to_versi
   to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt",
   to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedAt"`
 
-/** Live records of the module not under `version` and not refused by it. */
-const behind = `r.tenant_id = $1 AND r.module_key = $2 AND r.deleted_at IS NULL AND r.module_version <> $3
+/**
+ * Live records of the module that the run to `$3` moves (stored under one of the versions `$4` a migration chain takes
+ * to it) and that it has not refused.
+ */
+const behind = `r.tenant_id = $1 AND r.module_key = $2 AND r.deleted_at IS NULL AND r.module_version = ANY($4::text[])
   AND NOT EXISTS (SELECT 1 FROM record_migration_refusals x
                    WHERE x.tenant_id = r.tenant_id AND x.module_key = r.module_key AND x.to_version = $3 AND x.record_id = r.id)`
 
-/** The run of a tenant's module to its loaded version, made when first asked for (counting the records to move). */
+/**
+ * The versions of a module the deployment has served (core's `module_definitions`) from which a migration chain leads
+ * to the loaded one: records stored under any other version are at it already, or differ only compatibly (stored
+ * under the loaded version at their next write), and the job leaves them.
+ */
+async function versionsToMove(db: Queryable, m: RegisteredModule): Promise<string[]> {
+  const { rows } = await db.query<{ version: string }>('SELECT version FROM module_definitions WHERE module_key = $1', [
+    m.definition.key
+  ])
+  const to = m.definition.version
+  return rows.map((r) => r.version).filter((v) => v !== to && migrationChain(m.migrations, v, to).length > 0)
+}
+
+/** The run of a tenant's module to its loaded version, made when first asked for (its versions, the records to move). */
 async function runOf(
   db: Queryable,
   tenantId: string,
   m: RegisteredModule
-): Promise<MigrationRun & { afterSeq: string }> {
+): Promise<MigrationRun & { afterSeq: string; fromVersions: string[] }> {
   const key = [tenantId, m.definition.key, m.definition.version]
-  const { rows } = await db.query(
-    `SELECT ${runColumns} FROM record_migrations WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3`,
-    key
-  )
+  const select = `SELECT ${runColumns}, from_versions AS "fromVersions" FROM record_migrations WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3`
+  const { rows } = await db.query(select, key)
   if (rows[0]) return rows[0]
-  const { rows: made } = await db.query(
-    `INSERT INTO record_migrations (tenant_id, module_key, to_version, total)
-     SELECT $1, $2, $3, count(*) FROM records r WHERE ${behind}
-     ON CONFLICT DO NOTHING RETURNING ${runColumns}`,
-    key
+  await db.query(
+    `INSERT INTO record_migrations (tenant_id, module_key, to_version, from_versions, total)
+     SELECT $1, $2, $3, $4, count(*) FROM records r WHERE ${behind}
+     ON CONFLICT DO NOTHING`,
+    [...key, await versionsToMove(db, m)]
   )
-  return (
-    made[0] ??
-    (
-      await db.query(
-        `SELECT ${runColumns} FROM record_migrations WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3`,
-        key
-      )
-    ).rows[0]
-  )
+  return (await db.query(select, key)).rows[0]
 }
 
 /**
@@ -167,12 +224,18 @@ async function runOf(
  * transaction with the run's progress; those the new version refuses are listed instead. Returns how many it read
  * and the position it reached.
  */
-async function moveBatch(pool: pg.Pool, tenantId: string, m: RegisteredModule, afterSeq: string) {
+async function moveBatch(
+  pool: pg.Pool,
+  tenantId: string,
+  m: RegisteredModule,
+  versions: readonly string[],
+  afterSeq: string
+) {
   return transaction(pool, async (client) => {
     const { rows } = await client.query<RecordRow>({
       name: 'records-migrate-batch',
-      text: `SELECT ${recordColumns} FROM records r WHERE ${behind} AND r.seq > $4 ORDER BY r.seq LIMIT $5 FOR UPDATE SKIP LOCKED`,
-      values: [tenantId, m.definition.key, m.definition.version, afterSeq, migrationBatch]
+      text: `SELECT ${recordColumns} FROM records r WHERE ${behind} AND r.seq > $5 ORDER BY r.seq LIMIT $6 FOR UPDATE SKIP LOCKED`,
+      values: [tenantId, m.definition.key, m.definition.version, versions, afterSeq, migrationBatch]
     })
     if (!rows.length) return { read: 0, last: afterSeq }
     const moves = rows.map((r) => planMove(m, r))
@@ -209,14 +272,17 @@ async function moveModule(pool: pg.Pool, tenantId: string, m: RegisteredModule, 
   let after = run.afterSeq
   for (;;) {
     if (job.signal.aborted) return false
-    const { read, last } = await moveBatch(pool, tenantId, m, after)
+    const { read, last } = await moveBatch(pool, tenantId, m, run.fromVersions, after)
     await job.touch()
     if (read) {
       after = last
       continue
     }
     const key = [tenantId, m.definition.key, m.definition.version]
-    const { rows } = await pool.query(`SELECT EXISTS (SELECT 1 FROM records r WHERE ${behind}) AS left`, key)
+    const { rows } = await pool.query(`SELECT EXISTS (SELECT 1 FROM records r WHERE ${behind}) AS left`, [
+      ...key,
+      run.fromVersions
+    ])
     if (!rows[0].left) {
       await pool.query(
         `UPDATE record_migrations SET state = 'done', finished_at = now(), updated_at = now(), passes = passes + 1
@@ -262,9 +328,14 @@ export function migrationJob(platform: Platform): JobDefinition {
 /** The runs of a tenant's modules (one module's with `moduleKey`), newest first, with the records still behind each. */
 export async function migrationRuns(db: Queryable, tenantId: string, moduleKey?: string): Promise<MigrationRun[]> {
   const { rows } = await db.query(
+    // Remaining: while a run goes on, the live records still under a version it moves (read only then: a scan of the
+    // module's records); once it is done, the refused records no write has made valid since.
     `SELECT ${runColumns},
-        (SELECT count(*)::int FROM records r WHERE r.tenant_id = m.tenant_id AND r.module_key = m.module_key
-            AND r.deleted_at IS NULL AND r.module_version <> m.to_version) AS remaining
+        CASE WHEN m.state = 'running'
+          THEN (SELECT count(*)::int FROM records r WHERE r.tenant_id = m.tenant_id AND r.module_key = m.module_key
+                  AND r.deleted_at IS NULL AND r.module_version = ANY(m.from_versions))
+          ELSE (SELECT count(*)::int FROM record_migration_refusals x
+                 WHERE x.tenant_id = m.tenant_id AND x.module_key = m.module_key AND x.to_version = m.to_version) END AS remaining
        FROM record_migrations m WHERE tenant_id = $1 AND ($2::text IS NULL OR module_key = $2)
       ORDER BY started_at DESC, module_key`,
     [tenantId, moduleKey ?? null]

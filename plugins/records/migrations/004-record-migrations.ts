@@ -12,6 +12,7 @@ export async function up(knex: Knex) {
     tenant_id text NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
     module_key text NOT NULL,
     to_version text NOT NULL,
+    from_versions text[] NOT NULL DEFAULT '{}',
     state text NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'done')),
     total bigint NOT NULL DEFAULT 0,
     migrated bigint NOT NULL DEFAULT 0,
