@@ -163,7 +163,7 @@ function scaffold(io: ModuleCliIo, key: string | undefined, values: { name?: str
 /**
  * The package to check, staged where a deployment has its packages: under the platform's `node_modules`, so that it
  * imports the SDK by name from the platform's copy as it will once installed (a folder's own `node_modules` is left
- * out). A tarball `npm pack` made is unpacked there. The staging folder is removed after.
+ * out). A tarball `npm pack` made is unpacked there, in a folder named by the process id. The staging folder is removed after.
  */
 function stagePackage(io: Pick<ModuleCliIo, 'fail'>, target: string): { dir: string; done: () => void } {
   const path = resolve(target)
@@ -171,7 +171,7 @@ function stagePackage(io: Pick<ModuleCliIo, 'fail'>, target: string): { dir: str
   const isFolder = statSync(path).isDirectory()
   if (!isFolder && !/\.(tgz|tar\.gz)$/.test(path))
     io.fail(`${target}: give a package folder or a .tgz made by npm pack`)
-  const stage = join(projectRoot, 'node_modules', '.records-module-check', randomUUID())
+  const stage = join(projectRoot, 'node_modules', '.records-module-check', `${process.pid}-${randomUUID()}`)
   mkdirSync(stage, { recursive: true })
   const done = () => rmSync(stage, { recursive: true, force: true })
   try {

@@ -76,11 +76,13 @@ export function planMove(module: RegisteredModule, row: RecordRow): Move {
 /**
  * A record as the loaded version of its module presents it: a record not yet moved is moved in memory (a read writes
  * nothing). One the new version refuses is shown as far as its migration took it (fields and states renamed), under
- * its stored `moduleVersion`, or as it is stored when the migration itself failed: a read never fails for it.
+ * its stored `moduleVersion`, or as it is stored when the migration itself failed, and says so (`migrationRefused`,
+ * which the OpenAPI document describes): a read never fails for it.
  */
 export function asCurrent(module: RegisteredModule, row: RecordRow): RecordRow {
   if (row.module_version === module.definition.version) return row
   const m = planMove(module, row)
+  if (m.refusal) return { ...m.row, migration_refused: { fromVersion: row.module_version, reason: m.refusal } }
   return m.op ? { ...m.row, version: row.version } : m.row
 }
 

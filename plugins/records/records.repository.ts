@@ -49,6 +49,8 @@ export interface RecordRow {
   external_ref: string | null
   /** Only in list queries that page by change (see updatedAtExact). */
   updated_at_exact?: string
+  /** Set by asCurrent (records.migrate.ts) on a record the loaded module version refuses as its migration leaves it. */
+  migration_refused?: { fromVersion: string; reason: string }
   /** The JSON activityJson and attachmentsJson build, in the answer's shape. */
   activity?: NonNullable<RecordOut['activity']>
   attachments?: NonNullable<RecordOut['attachments']>
@@ -73,6 +75,7 @@ export function toRecord(row: RecordRow): RecordOut {
     out.deletedAt = row.deleted_at
     out.deletedBy = row.deleted_by ?? undefined
   }
+  if (row.migration_refused) out.migrationRefused = row.migration_refused
   if (row.activity) out.activity = row.activity
   if (row.attachments) out.attachments = row.attachments
   return out

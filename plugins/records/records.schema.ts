@@ -109,6 +109,15 @@ export const recordSchema = Type.Object(
   {
     ...systemProperties(),
     payload: Type.Record(Type.String(), Type.Unknown()),
+    migrationRefused: Type.Optional(
+      Type.Object(
+        { fromVersion: Type.String(), reason: Type.String() },
+        {
+          description:
+            "Present only on a record stored under an older version of its module that the loaded version refuses as the module's migration leaves it (docs/modules.md, Upgrade): shown as far as the migration took it, its payload and state may hold values this version does not define. A PATCH that makes it valid moves it; other changes answer 409 record.migration_refused."
+        }
+      )
+    ),
     activity: Type.Optional(Type.Array(Type.Ref(activitySchema))),
     attachments: Type.Optional(Type.Array(Type.Ref(recordAttachmentSchema))),
     availableTransitions: Type.Optional(

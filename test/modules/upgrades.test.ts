@@ -310,15 +310,33 @@ t.test(
       1,
       'a record moved on write is not moved again'
     )
-    // Read over HTTP it is the stored record, which the 2.0.0 OpenAPI document does not describe (docs/modules.md says to
-    // run the dry run before upgrading); here it is checked as stored.
-    const bad = await server.platform.db.system.query(
-      "SELECT module_version, payload FROM records WHERE number = 'OLD-BAD'"
-    )
+    // Over REST, refused records say so (migrationRefused), as the OpenAPI document describes them (the contract check
+    // of every response runs when the server closes).
+    const bad = await server.request('GET', '/api/v1/records?moduleKey=permit&number=OLD-BAD')
     t.match(
-      bad.rows[0],
-      { module_version: '1.1.0', payload: { title: 7 } },
-      'the refused record is kept as it is stored'
+      bad.body.items[0],
+      {
+        moduleVersion: '1.1.0',
+        state: 'open',
+        payload: { title: 7 },
+        migrationRefused: { fromVersion: '1.1.0', reason: /the migration refused it/ }
+      },
+      'a record whose migration failed reads as it is stored'
+    )
+    const restOdd = await server.request('GET', `/api/v1/records/${odd}`)
+    t.match(
+      restOdd.body,
+      {
+        moduleVersion: '1.1.0',
+        state: 'active',
+        payload: { kind: 'welding', location: 'Hull' },
+        migrationRefused: { fromVersion: '1.1.0', reason: /payload\.kind/ }
+      },
+      'one the new version refuses reads as far as the migration took it'
+    )
+    t.notOk(
+      'migrationRefused' in (await server.request('GET', `/api/v1/records/${movedOnWrite}`)).body,
+      'a moved one does not'
     )
     const gql = await server.request('POST', '/api/graphql', {
       body: {

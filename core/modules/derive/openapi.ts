@@ -130,14 +130,21 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
       title: `${d.title} record`,
       allOf: [
         { $ref: '#/components/schemas/Record' },
+        { type: 'object', properties: { moduleKey: { const: d.key } } },
         {
-          type: 'object',
-          properties: {
-            moduleKey: { const: d.key },
-            state,
-            payload: payloadOut,
-            availableTransitions: { type: 'array', items: { type: 'object', properties: { key: transition } } }
-          }
+          // A record its module's migration could not move (`migrationRefused`) may hold what this version does not
+          // define; every other record is as this version describes it.
+          anyOf: [
+            {
+              type: 'object',
+              properties: {
+                state,
+                payload: payloadOut,
+                availableTransitions: { type: 'array', items: { type: 'object', properties: { key: transition } } }
+              }
+            },
+            { type: 'object', required: ['migrationRefused'] }
+          ]
         }
       ]
     },
