@@ -1,4 +1,5 @@
 import type pg from 'pg'
+import semver from 'semver'
 import type { AppConfig } from '../config.ts'
 import { transaction, type Queryable } from '../db/index.ts'
 import { listenWithReconnect, type Listening } from '../db/listen.ts'
@@ -148,9 +149,24 @@ async function storedDefinitions(db: Queryable): Promise<StoredDefinitions> {
   return new Map(rows.map((r) => [`${r.module_key}@${r.version}`, r.definition]))
 }
 
-/** Why a tenant on version `recorded` of a module may not move to the loaded one (upgradeRefusal), if it may not. */
-const refusalOf = (stored: StoredDefinitions, m: RegisteredModule, recorded: string | null | undefined) =>
-  recorded ? upgradeRefusal(stored.get(`${m.definition.key}@${recorded}`), m.definition, m.migrations) : undefined
+/**
+ * Why a tenant on version `recorded` of a module may not move to the loaded one (upgradeRefusal), if it may not. Every
+ * earlier version a tenant was on is checked too: records keep the version they were last written under, so records
+ * of any of them may still be stored, and the loaded version (its migrations) must take each.
+ */
+function refusalOf(stored: StoredDefinitions, m: RegisteredModule, recorded: string | null | undefined) {
+  if (!recorded) return undefined
+  const { key, version } = m.definition
+  const own = upgradeRefusal(stored.get(`${key}@${recorded}`), m.definition, m.migrations)
+  if (own) return own
+  for (const [at, definition] of stored)
+    if (at.startsWith(`${key}@`) && definition.version !== recorded && semver.lt(definition.version, version)) {
+      const refusal = upgradeRefusal(definition, m.definition, m.migrations)
+      if (refusal)
+        return `${refusal} (records written under ${definition.version}, a version this deployment served, may still be stored)`
+    }
+  return undefined
+}
 
 /** A definition as its package exports it (without what the registry adds), as recorded. */
 function exported(m: RegisteredModule): ModuleDefinition {
@@ -171,15 +187,6 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
     transaction(pool, async (client) => {
       // One writer at a time when several instances start together.
       await client.query('SELECT pg_advisory_xact_lock(7301)')
-      // Each loaded version's definition, kept as it was when a tenant first moved to it: what the next version is
-      // compared with. One no tenant is on is replaced by what is loaded (a package corrected before it was used).
-      for (const m of registry.all())
-        await client.query(
-          `INSERT INTO module_definitions (module_key, version, definition) VALUES ($1, $2, $3)
-           ON CONFLICT (module_key, version) DO UPDATE SET definition = excluded.definition
-            WHERE NOT EXISTS (SELECT 1 FROM tenant_modules t WHERE t.module_key = $1 AND t.module_version = $2)`,
-          [m.definition.key, m.definition.version, JSON.stringify(exported(m))]
-        )
       const stored = await storedDefinitions(client)
       const { rows: installed } = await client.query<{
         tenant_id: string
@@ -202,6 +209,15 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
           const was = recorded.get(`${id}/${key}`)
           const refusal = m && refusalOf(stored, m, was)
           if (refusal) logger.error('module upgrade refused', { tenantId: id, module: key, reason: refusal })
+          // The definition of each version a tenant moves to (or stays on), kept as it was then: what the next version is
+          // compared with. Only versions tenants are on are kept, so a package corrected before any tenant used it
+          // replaces its definition.
+          else if (m && !stored.has(`${key}@${m.definition.version}`)) {
+            await client.query(
+              'INSERT INTO module_definitions (module_key, version, definition) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+              [key, m.definition.version, JSON.stringify(exported(m))]
+            )
+          }
           await client.query(
             `INSERT INTO tenant_modules (tenant_id, module_key, module_version) VALUES ($1, $2, $3)
            ON CONFLICT (tenant_id, module_key) DO UPDATE

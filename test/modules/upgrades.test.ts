@@ -441,3 +441,29 @@ t.test(
     ])
   }
 )
+
+t.test("a release must take every version the tenant's records may be under, not only the tenant's own", async (t) => {
+  const v2_1 = { ...v2, version: '2.1.0', fields: [...v2.fields, { key: 'permitHolder', type: 'user' }] }
+  const v3 = {
+    ...v2_1,
+    version: '3.0.0',
+    fields: v2_1.fields.map((f) => (f.key === 'notes' ? { ...f, key: 'remarks' } : f))
+  }
+  const fromTwo = `{ from: '^2.0.0', to: '3.0.0', steps: [{ op: 'renameField', from: 'notes', to: 'remarks' }] }`
+  install(v3, `export const migrations = [${fromTwo}]\n`)
+  const refused = await start()
+  t.match(await unavailableReason(refused), [
+    {
+      key: 'permit',
+      reason:
+        /permit 1\.\d\.0 → 3\.0\.0 refused: .*need a migration from 1\.\d\.0.*a version this deployment served, may still be stored/
+    }
+  ])
+  await refused.close()
+  install(v3, v2Migrations.replace(/\]\s*$/, `, ${fromTwo}]\n`))
+  const server = await start()
+  t.teardown(() => server.close())
+  t.same(await unavailableReason(server), [], 'with migrations from 1.x and 2.x it applies')
+  const r = await server.request('GET', `/api/v1/records/${movedOnWrite}`)
+  t.match(r.body, { moduleVersion: '3.0.0', payload: { remarks: 'Checked' } })
+})
