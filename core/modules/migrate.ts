@@ -240,6 +240,24 @@ export function applyMigrations(chain: readonly ModuleMigration[], record: Migra
 }
 
 /**
+ * What a chain's steps alone make of a record (no transform; a step that cannot apply is passed by): how a record
+ * whose migration failed is shown and handed to a writer, fields and states renamed as far as they can be, so that a
+ * write can make it valid.
+ */
+export function applySteps(chain: readonly ModuleMigration[], record: MigratingRecord): MigratingRecord {
+  const r: MigratingRecord = { payload: structuredClone(record.payload), state: record.state }
+  for (const m of chain)
+    for (const s of m.steps ?? []) {
+      try {
+        applyStep(r, s)
+      } catch {
+        // A rename onto a field holding another value: left as it is.
+      }
+    }
+  return r
+}
+
+/**
  * Whether a chain answers a breaking change: the last migration's transform answers anything (the author says so); otherwise a removed
  * field needs a rename or removal of it, a field made (or added) required a default, a removed option a mapping of it,
  * a removed state a rename of it. A removed transition leaves records as they are (its activity keeps its key). A
@@ -271,7 +289,10 @@ export function answers(chain: readonly ModuleMigration[], b: BreakingChange): b
 }
 
 /** What a version of a module needs to judge a record: its version, states, payload validator and migrations. */
-export type MoveTarget = Pick<RegisteredModule, 'definition' | 'states' | 'validatePayload' | 'migrateFrom'>
+export type MoveTarget = Pick<
+  RegisteredModule,
+  'definition' | 'states' | 'validatePayload' | 'migrateFrom' | 'migrations'
+>
 
 /** Why `target` refuses a record (as a migration left it, or as stored), or undefined when it accepts it. */
 export function refusalOf(target: MoveTarget, record: MigratingRecord): string | undefined {
@@ -308,7 +329,9 @@ export function moveRecord(target: MoveTarget, fromVersion: string, record: Migr
   try {
     moved = target.migrateFrom(fromVersion, record)
   } catch (err) {
-    return { record, migrated: false, refusal: `the migration refused it: ${(err as Error).message}` }
+    // Refused, and shown as its steps leave it (fields and states renamed) for a write to correct.
+    const steps = applySteps(migrationChain(target.migrations, fromVersion, target.definition.version), record)
+    return { record: steps, migrated: true, refusal: `the migration refused it: ${(err as Error).message}` }
   }
   if (!moved) return { record, migrated: false }
   return { record: moved, migrated: true, refusal: refusalOf(target, moved) }

@@ -145,7 +145,7 @@ export class ModuleRegistry {
         })
       ),
       migrations,
-      formerKeys: formerKeysOf(migrations),
+      formerKeys: formerKeysOf(migrations, new Set(definition.fields.map((f) => f.key))),
       migrateFrom: migrator(migrations, definition.version)
     }
     this.modules.set(definition.key, entry)
@@ -193,8 +193,14 @@ export class ModuleRegistry {
   }
 }
 
-/** RegisteredModule.formerKeys: the top-level renames and removals of the migrations, in version order, followed through. */
-function formerKeysOf(migrations: readonly ModuleMigration[]): RegisteredModule['formerKeys'] {
+/**
+ * RegisteredModule.formerKeys: the top-level renames and removals of the migrations, in version order, followed
+ * through, less the keys the loaded version has fields of again.
+ */
+function formerKeysOf(
+  migrations: readonly ModuleMigration[],
+  live: ReadonlySet<string>
+): RegisteredModule['formerKeys'] {
   const renamed = new Map<string, string[]>()
   const removed: string[] = []
   for (const m of [...migrations].sort((a, b) => semver.compare(a.to, b.to)))
@@ -208,7 +214,13 @@ function formerKeysOf(migrations: readonly ModuleMigration[]): RegisteredModule[
         renamed.delete(step.field)
       }
     }
-  return { renamed, removed }
+  // A key the loaded version uses again for a field of its own is that field's, with that field's rule.
+  for (const [key, olds] of renamed)
+    renamed.set(
+      key,
+      olds.filter((k) => !live.has(k))
+    )
+  return { renamed, removed: removed.filter((k) => !live.has(k)) }
 }
 
 /** RegisteredModule.migrateFrom: the chain from each stored version, worked out once. */

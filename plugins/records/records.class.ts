@@ -316,9 +316,9 @@ export class RecordsService {
       }
       // A record not yet under the loaded version of its module moves first (records.migrate.ts).
       const moved = await moveLocked(client, principal.tenantId, module, [row!])
-      const c = await change(moved.rows[0], module, principal, client)
+      let c = await change(moved.rows[0], module, principal, client)
       const refused = moved.refused.get(id)
-      if (c && refused) await settleRefused(client, principal.tenantId, module, refused, c)
+      if (c && refused) c = await settleRefused(client, principal.tenantId, module, refused, c, row!)
       // A single change is a batch of one through the write path bulk uses (records.write.ts).
       if (c)
         await changeRecords(client, { tenantId: principal.tenantId, actor: principal.actor }, module, [{ ...c, id }])

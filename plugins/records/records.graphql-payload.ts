@@ -54,7 +54,7 @@ function tolerantValue(f: FieldDefinition): Resolver | undefined {
             ? (v) => Array.isArray(v) && v.every((x) => typeof x === 'object' && x !== null && !Array.isArray(x))
             : f.type === 'location'
               ? (v) => typeof v === 'object' && v !== null && !Array.isArray(v)
-              : (v) => typeof v === 'string'
+              : (v) => typeof v !== 'object'
   return (p) => {
     const v = (p as Record<string, unknown>)[f.key]
     return v === undefined || v === null || !fits(v) ? null : v
@@ -76,6 +76,9 @@ export function payloadTypes(
 ): { filterable: boolean } {
   const { sc, names } = build
   const d = m.definition
+  // Records a migration could not move exist only for modules that declare migrations: only their fields pay for the
+  // resolvers that keep such a record's stray values from failing it.
+  const tolerant = m.migrations.length > 0
   const enumOf = (name: string, options: Array<{ value: string; label?: string }>, what: string) => {
     if (!sc.has(name)) {
       const values = names.enumNames(options.map((o) => o.value))
@@ -131,7 +134,7 @@ export function payloadTypes(
       if (g.resolve === 'user') resolve = (p) => (typeof p[f.key] === 'string' ? { id: p[f.key] } : null)
       // A stored value the module's options no longer have (a record its migration could not move) is left out: an
       // enum cannot carry it, and one such value must not fail the whole record (REST shows it as stored).
-      if (f.type === 'singleChoice' || f.type === 'multipleChoice') {
+      if (tolerant && (f.type === 'singleChoice' || f.type === 'multipleChoice')) {
         const known = new Set(f.options.map((o) => (typeof o === 'string' ? o : o.value)))
         resolve = (p) => {
           const v = p[f.key]
@@ -156,7 +159,7 @@ export function payloadTypes(
       }
       // Likewise a stored value of another type (a field retyped by a release whose migration could not move the
       // record): null, not an error for the whole record.
-      resolve ??= tolerantValue(f)
+      if (tolerant) resolve ??= tolerantValue(f)
       out[f.key] = { type: g.output, description, ...(resolve ? { resolve } : {}) }
     }
     return out

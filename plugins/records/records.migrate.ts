@@ -131,29 +131,36 @@ export async function moveLocked(
 }
 
 /**
- * Before a writer's change of a record the loaded version refused (`moveLocked`): the change is refused (409
- * `record.migration_refused`) unless the record it leaves is valid under the loaded version; when it is, the move is
- * written first (its `migrated` entry, as the job would have) and the record leaves the run's refusals.
+ * Before a writer's change of a record the loaded version refused (`moveLocked`), returns the change to write. A
+ * delete needs no valid record: the record is deleted as it is stored, under its own version. Any other change is
+ * refused (409 `record.migration_refused`) unless the record it leaves is valid under the loaded version; when it is,
+ * the move is written first (its `migrated` entry, as the job would have). Either way the record leaves the refusals.
  */
-export async function settleRefused(
+export async function settleRefused<C extends { payload: Record<string, unknown>; state: string; action: string }>(
   client: pg.PoolClient,
   tenantId: string,
   module: RegisteredModule,
   refused: RefusedMove,
-  after: { payload: Record<string, unknown>; state: string; action: string }
-) {
-  const still = after.action === 'deleted' ? refused.reason : refusalOf(module, after)
+  change: C,
+  stored: RecordRow
+): Promise<C & { moduleVersion?: string }> {
+  const deleted = change.action === 'deleted'
+  const still = deleted ? undefined : refusalOf(module, change)
   if (still)
     throw problems.conflict(
       'record.migration_refused',
-      `This record is stored under an older version of module "${module.definition.key}", and version ${module.definition.version} refuses it as its migration leaves it: ${still}. A PATCH that makes it valid moves it to ${module.definition.version} (GET shows it as the migration leaves it); until then other changes are refused.`,
+      `This record is stored under an older version of module "${module.definition.key}", and version ${module.definition.version} refuses it as its migration leaves it: ${still}. A PATCH that makes it valid moves it to ${module.definition.version} (GET shows it as the migration leaves it), and a DELETE removes it; other changes are refused until then.`,
       { reason: still }
     )
-  await changeRecords(client, writerFor(tenantId), module, [refused.op])
+  if (!deleted) await changeRecords(client, writerFor(tenantId), module, [refused.op])
+  // Off every run's list (an earlier version's run listed it too).
   await client.query(
-    'DELETE FROM record_migration_refusals WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3 AND record_id = $4',
-    [tenantId, module.definition.key, module.definition.version, refused.op.id]
+    'DELETE FROM record_migration_refusals WHERE tenant_id = $1 AND module_key = $2 AND record_id = $3',
+    [tenantId, module.definition.key, refused.op.id]
   )
+  return deleted
+    ? { ...change, payload: stored.payload, state: stored.state, moduleVersion: stored.module_version }
+    : change
 }
 
 // ---- The background job.

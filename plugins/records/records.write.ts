@@ -52,6 +52,8 @@ export interface RecordChangeOp {
   comment?: string
   /** A migration's move (action `migrated`): the versions, for its event. */
   migration?: { from: string; to: string }
+  /** The module version the record stays under, when not the loaded one (a refused record deleted as it is stored). */
+  moduleVersion?: string
 }
 
 export interface CreateOptions {
@@ -230,11 +232,11 @@ export async function createRecordRows(
 
 const changeStatement = `WITH input AS (
     SELECT t.* FROM ROWS FROM (jsonb_to_recordset($2::jsonb) AS (id uuid, payload jsonb, state text, action text,
-      changes jsonb, transition jsonb, comment text, type text, data jsonb))
-      WITH ORDINALITY AS t(id, payload, state, action, changes, transition, comment, type, data, ord)),
+      changes jsonb, transition jsonb, comment text, type text, data jsonb, module_version text))
+      WITH ORDINALITY AS t(id, payload, state, action, changes, transition, comment, type, data, module_version, ord)),
   r AS (
     UPDATE records SET payload = input.payload, state = input.state, version = records.version + 1, updated_at = now(),
-      updated_by = $3, module_version = $4,
+      updated_by = $3, module_version = coalesce(input.module_version, $4),
       deleted_at = CASE WHEN input.action = 'deleted' THEN now() ELSE records.deleted_at END,
       deleted_by = CASE WHEN input.action = 'deleted' THEN $3 ELSE records.deleted_by END
     FROM input WHERE records.tenant_id = $1 AND records.id = input.id
@@ -288,7 +290,8 @@ export async function changeRecords(
         transition: op.transition ?? null,
         comment: op.comment ?? null,
         type,
-        data
+        data,
+        module_version: op.moduleVersion ?? null
       }
     })
   )

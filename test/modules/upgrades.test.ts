@@ -317,11 +317,11 @@ t.test(
       bad.body.items[0],
       {
         moduleVersion: '1.1.0',
-        state: 'open',
-        payload: { title: 7 },
+        state: 'active',
+        payload: { title: 7, risk: 'low' },
         migrationRefused: { fromVersion: '1.1.0', reason: /the migration refused it/ }
       },
-      'a record whose migration failed reads as it is stored'
+      'a record whose migration failed reads as its steps leave it'
     )
     const restOdd = await server.request('GET', `/api/v1/records/${odd}`)
     t.match(
@@ -381,7 +381,6 @@ t.test('a record the new version refuses takes only a write that makes it valid,
   t.equal(close.status, 409, 'nor a transition that leaves it invalid')
   t.equal(close.body.code, 'record.migration_refused')
   t.match(close.body.detail, /version 2\.0\.0 refuses it as its migration leaves it: payload\.kind/)
-  t.equal((await server.request('DELETE', `/api/v1/records/${oddId}`)).status, 409, 'nor a delete')
   const stored = await server.platform.db.system.query('SELECT module_version, state FROM records WHERE id = $1', [
     oddId
   ])
@@ -400,6 +399,17 @@ t.test('a record the new version refuses takes only a write that makes it valid,
   ])
   const migration = (await server.request('GET', '/api/v1/modules/permit')).body.migration
   t.match(migration, { state: 'done', remaining: 1, refusals: [{ number: 'OLD-BAD' }] }, 'no longer listed as refused')
+
+  // One whose migration failed outright: a delete removes it as it is stored, under its own version.
+  const bad = (await server.request('GET', '/api/v1/records?moduleKey=permit&number=OLD-BAD')).body.items[0]
+  const removed = await server.request('DELETE', `/api/v1/records/${bad.id}`)
+  t.equal(removed.status, 200, JSON.stringify(removed.body))
+  const gone = await server.platform.db.system.query(
+    'SELECT module_version, payload, deleted_at IS NOT NULL AS deleted FROM records WHERE id = $1',
+    [bad.id]
+  )
+  t.same(gone.rows[0], { module_version: '1.1.0', payload: { title: 7 }, deleted: true })
+  t.match((await server.request('GET', '/api/v1/modules/permit')).body.migration, { remaining: 0, refusals: [] })
 })
 
 t.test('a compatible release that keeps the migrations moves what is left and finishes', async (t) => {
@@ -412,9 +422,8 @@ t.test('a compatible release that keeps the migrations moves what is left and fi
     await new Promise((r) => setTimeout(r, 250))
     migration = (await server.request('GET', '/api/v1/modules/permit')).body.migration
   } while (migration?.state !== 'done' && Date.now() < deadline)
-  // The records of 2.0.0 are not moved again (they differ only compatibly); the one record of 1.1.0 still refused is
-  // refused by this run too, and the run ends.
-  t.match(migration, { toVersion: '2.1.0', state: 'done', total: 1, migrated: 0, refused: 1, remaining: 1 })
+  // The records of 2.0.0 are not moved again (they differ only compatibly), and the run ends.
+  t.match(migration, { toVersion: '2.1.0', state: 'done', total: 0, migrated: 0, refused: 0, remaining: 0 })
   const { rows } = await server.platform.db.system.query(
     "SELECT module_version, count(*)::int AS n FROM records WHERE module_key = 'permit' GROUP BY 1 ORDER BY 1"
   )

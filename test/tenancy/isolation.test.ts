@@ -207,6 +207,8 @@ t.test('every tenant-owned table leads its primary key and every index with tena
       'groups',
       'idempotency_keys',
       'record_activity',
+      'record_migration_refusals',
+      'record_migrations',
       'record_sequences',
       'records',
       'sessions',
