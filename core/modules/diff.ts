@@ -150,21 +150,35 @@ export function checkRelease(
 const describe = (changes: readonly BreakingChange[]) => changes.map((b) => `${b.at}: ${b.change}`).join('; ')
 
 /**
- * Why a tenant that installed `stored` (the definition it was last synced at) may not move to `loaded`, or undefined
- * when it may: a refused release (a downgrade, breaking changes without a new major version, or without migrations
- * in the package that answer them; a definition changed under the tenant's own version). A version never recorded (a
- * database from before definitions were kept) is taken as it is.
+ * Why records stored under `stored` may not move to `loaded`, or undefined when they may: a refused release (a
+ * downgrade, a definition changed under the same version, breaking changes without a new major version or without
+ * migrations that answer them). The migration chain is judged hop by hop where the definition each hop ends at is
+ * known (`definitionAt`: the versions the deployment served), so a transform early in the chain answers the changes of
+ * its own hop; the rest of the way is judged against the loaded definition. A version never recorded (a database from
+ * before definitions were kept) is taken as it is.
  */
 export function upgradeRefusal(
   stored: ModuleDefinition | undefined,
   loaded: ModuleDefinition,
-  migrations: readonly ModuleMigration[] = []
+  migrations: readonly ModuleMigration[] = [],
+  definitionAt: (version: string) => ModuleDefinition | undefined = () => undefined
 ): string | undefined {
-  // The same version is checked too: a definition changed under the version a tenant's records were written under.
   if (!stored) return undefined
-  const r = checkRelease(stored, loaded, migrations)
+  let from = stored
+  for (const hop of migrationChain(migrations, stored.version, loaded.version)) {
+    const target = hop.to === loaded.version ? loaded : definitionAt(hop.to)
+    if (!target) break
+    const refusal = refusalText(from, target, checkRelease(from, target, [hop]))
+    if (refusal) return refusal
+    from = target
+  }
+  if (from === loaded) return undefined
+  return refusalText(from, loaded, checkRelease(from, loaded, migrations))
+}
+
+function refusalText(from: ModuleDefinition, to: ModuleDefinition, r: ReleaseCheck): string | undefined {
   if (!r.refused) return undefined
   // A refusal for unanswered changes names them already.
   const changes = r.migrations?.length ? '' : describe(r.breaking)
-  return `${loaded.key} ${stored.version} → ${loaded.version} refused: ${r.refused}${changes ? ` (${changes})` : ''}; the tenant stays on ${stored.version} until a release it may move to is installed`
+  return `${to.key} ${from.version} → ${to.version} refused: ${r.refused}${changes ? ` (${changes})` : ''}`
 }

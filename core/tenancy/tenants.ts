@@ -1,5 +1,4 @@
 import type pg from 'pg'
-import semver from 'semver'
 import type { AppConfig } from '../config.ts'
 import { transaction, type Queryable } from '../db/index.ts'
 import { listenWithReconnect, type Listening } from '../db/listen.ts'
@@ -22,6 +21,8 @@ export interface Tenant {
   unavailable: ReadonlyMap<string, string>
   /** Installed module -> the version recorded at its installation or last sync (null: its package never loaded here). */
   versions: ReadonlyMap<string, string | null>
+  /** Installed module -> every version the tenant has been on whose records may still be stored (core migration 018). */
+  history: ReadonlyMap<string, readonly string[]>
 }
 
 /** Announced (at commit) by every sync of tenants and modules; each instance's directory reloads on it. */
@@ -65,7 +66,8 @@ export class TenantDirectory {
     const { rows } = await systemScope('tenants.load', () =>
       this.pool.query(
         `SELECT t.id, t.name, coalesce(array_agg(m.module_key ORDER BY m.module_key) FILTER (WHERE m.installed), '{}') AS modules,
-                coalesce(jsonb_object_agg(m.module_key, m.module_version) FILTER (WHERE m.installed), '{}') AS versions
+                coalesce(jsonb_object_agg(m.module_key, m.module_version) FILTER (WHERE m.installed), '{}') AS versions,
+                coalesce(jsonb_object_agg(m.module_key, m.versions) FILTER (WHERE m.installed), '{}') AS history
            FROM tenants t LEFT JOIN tenant_modules m ON m.tenant_id = t.id GROUP BY t.id, t.name`
       )
     )
@@ -75,14 +77,14 @@ export class TenantDirectory {
       const modules = new Map<string, RegisteredModule>()
       const unavailable = new Map<string, string>()
       const versions = new Map(Object.entries(r.versions as Record<string, string | null>))
+      const history = new Map(Object.entries(r.history as Record<string, string[]>))
       for (const key of r.modules as string[]) {
         const m = this.registry.get(key)
-        const recorded = versions.get(key)
-        const refusal = m && refusalOf(stored, m, recorded)
+        const refusal = m && refusalOf(stored, m, versions.get(key), history.get(key))
         if (m && !refusal) modules.set(key, m)
         else unavailable.set(key, refusal ?? unavailableReason(this.registry, key))
       }
-      next.set(r.id, { id: r.id, name: r.name, modules, unavailable, versions })
+      next.set(r.id, { id: r.id, name: r.name, modules, unavailable, versions, history })
     }
     this.tenants = next
   }
@@ -150,21 +152,24 @@ async function storedDefinitions(db: Queryable): Promise<StoredDefinitions> {
 }
 
 /**
- * Why a tenant on version `recorded` of a module may not move to the loaded one (upgradeRefusal), if it may not. Every
- * earlier version a tenant was on is checked too: records keep the version they were last written under, so records
- * of any of them may still be stored, and the loaded version (its migrations) must take each.
+ * Why a tenant on version `recorded` of a module may not move to the loaded one, if it may not (upgradeRefusal). The
+ * other versions it was on (`history`) are checked too: records keep the version they were last written under, so
+ * records of any of them may still be stored, and the loaded version (its migrations) must take each.
  */
-function refusalOf(stored: StoredDefinitions, m: RegisteredModule, recorded: string | null | undefined) {
+function refusalOf(
+  stored: StoredDefinitions,
+  m: RegisteredModule,
+  recorded: string | null | undefined,
+  history: readonly string[] = []
+): string | undefined {
   if (!recorded) return undefined
-  const { key, version } = m.definition
-  const own = upgradeRefusal(stored.get(`${key}@${recorded}`), m.definition, m.migrations)
-  if (own) return own
-  for (const [at, definition] of stored)
-    if (at.startsWith(`${key}@`) && definition.version !== recorded && semver.lt(definition.version, version)) {
-      const refusal = upgradeRefusal(definition, m.definition, m.migrations)
-      if (refusal)
-        return `${refusal} (records written under ${definition.version}, a version this deployment served, may still be stored)`
-    }
+  const { key } = m.definition
+  const at = (version: string) => stored.get(`${key}@${version}`)
+  for (const version of [recorded, ...history.filter((v) => v !== recorded)]) {
+    const refusal = upgradeRefusal(at(version), m.definition, m.migrations, at)
+    if (refusal)
+      return `${refusal}${version === recorded ? '' : ` (records written under ${version}, a version this tenant was on, may still be stored)`}; the tenant stays on ${recorded} until a release it may move to is installed`
+  }
   return undefined
 }
 
@@ -192,8 +197,10 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
         tenant_id: string
         module_key: string
         module_version: string | null
-      }>('SELECT tenant_id, module_key, module_version FROM tenant_modules')
+        versions: string[]
+      }>('SELECT tenant_id, module_key, module_version, versions FROM tenant_modules')
       const recorded = new Map(installed.map((r) => [`${r.tenant_id}/${r.module_key}`, r.module_version]))
+      const history = new Map(installed.map((r) => [`${r.tenant_id}/${r.module_key}`, r.versions]))
       for (const [id, t] of Object.entries(config.tenants)) {
         const { rows } = await client.query(
           `INSERT INTO tenants (id, name) VALUES ($1, $2)
@@ -207,7 +214,7 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
           // one the tenant may not move to (its calls answer 503 until a release it may move to is installed).
           const m = registry.get(key)
           const was = recorded.get(`${id}/${key}`)
-          const refusal = m && refusalOf(stored, m, was)
+          const refusal = m && refusalOf(stored, m, was, history.get(`${id}/${key}`))
           if (refusal) logger.error('module upgrade refused', { tenantId: id, module: key, reason: refusal })
           // The definition of each version a tenant moves to (or stays on), kept as it was then: what the next version is
           // compared with. Only versions tenants are on are kept, so a package corrected before any tenant used it
@@ -218,10 +225,14 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
               [key, m.definition.version, JSON.stringify(exported(m))]
             )
           }
+          // The version it moves to joins those it has been on (its records may be under any of them).
           await client.query(
-            `INSERT INTO tenant_modules (tenant_id, module_key, module_version) VALUES ($1, $2, $3)
+            `INSERT INTO tenant_modules (tenant_id, module_key, module_version, versions)
+             VALUES ($1, $2, $3, CASE WHEN $3::text IS NULL THEN '{}' ELSE ARRAY[$3::text] END)
            ON CONFLICT (tenant_id, module_key) DO UPDATE
-             SET module_version = coalesce(excluded.module_version, tenant_modules.module_version), installed = true, uninstalled_at = NULL`,
+             SET module_version = coalesce(excluded.module_version, tenant_modules.module_version), installed = true, uninstalled_at = NULL,
+                 versions = CASE WHEN excluded.module_version IS NULL OR excluded.module_version = ANY(tenant_modules.versions)
+                                 THEN tenant_modules.versions ELSE tenant_modules.versions || excluded.module_version END`,
             [id, key, refusal ? null : (m?.definition.version ?? null)]
           )
         }
@@ -235,4 +246,16 @@ export async function syncTenants(pool: pg.Pool, config: AppConfig, registry: Mo
     })
   )
   return created
+}
+
+/**
+ * Takes `versions` off the versions a tenant was on for a module once no live record of it is stored under them (a
+ * migration run that moved them all): an upgrade is no longer held to them. The current version stays.
+ */
+export async function forgetVersions(db: Queryable, tenantId: string, moduleKey: string, versions: readonly string[]) {
+  await db.query(
+    `UPDATE tenant_modules SET versions = ARRAY(SELECT v FROM unnest(versions) v WHERE v = module_version OR NOT v = ANY($3::text[]))
+      WHERE tenant_id = $1 AND module_key = $2`,
+    [tenantId, moduleKey, versions]
+  )
 }

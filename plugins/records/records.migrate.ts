@@ -4,6 +4,7 @@ import { transaction, type Queryable } from '../../core/db/index.ts'
 import type { Platform } from '../../core/declarations.ts'
 import { handBack, type JobContext, type JobDefinition } from '../../core/jobs/index.ts'
 import { logger } from '../../core/logger.ts'
+import { forgetVersions } from '../../core/tenancy/tenants.ts'
 import { migrationChain, moveRecord, refusalOf } from '../../core/modules/migrate.ts'
 import { problems } from '../../core/errors/index.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
@@ -197,23 +198,21 @@ const behind = `r.tenant_id = $1 AND r.module_key = $2 AND r.deleted_at IS NULL 
                    WHERE x.tenant_id = r.tenant_id AND x.module_key = r.module_key AND x.to_version = $3 AND x.record_id = r.id)`
 
 /**
- * The versions of a module the deployment has served (core's `module_definitions`) from which a migration chain leads
- * to the loaded one: records stored under any other version are at it already, or differ only compatibly (stored
- * under the loaded version at their next write), and the job leaves them.
+ * The versions the tenant was on (core's `tenant_modules.versions`) from which a migration chain leads to the loaded
+ * one: records stored under any other version are at it already, or differ only compatibly (stored under the loaded
+ * version at their next write), and the job leaves them.
  */
-async function versionsToMove(db: Queryable, m: RegisteredModule): Promise<string[]> {
-  const { rows } = await db.query<{ version: string }>('SELECT version FROM module_definitions WHERE module_key = $1', [
-    m.definition.key
-  ])
+function versionsToMove(history: readonly string[], m: RegisteredModule): string[] {
   const to = m.definition.version
-  return rows.map((r) => r.version).filter((v) => v !== to && migrationChain(m.migrations, v, to).length > 0)
+  return history.filter((v) => v !== to && migrationChain(m.migrations, v, to).length > 0)
 }
 
 /** The run of a tenant's module to its loaded version, made when first asked for (its versions, the records to move). */
 async function runOf(
   db: Queryable,
   tenantId: string,
-  m: RegisteredModule
+  m: RegisteredModule,
+  history: readonly string[]
 ): Promise<MigrationRun & { afterSeq: string; fromVersions: string[] }> {
   const key = [tenantId, m.definition.key, m.definition.version]
   const select = `SELECT ${runColumns}, from_versions AS "fromVersions" FROM record_migrations WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3`
@@ -223,7 +222,7 @@ async function runOf(
     `INSERT INTO record_migrations (tenant_id, module_key, to_version, from_versions, total)
      SELECT $1, $2, $3, $4, count(*) FROM records r WHERE ${behind}
      ON CONFLICT DO NOTHING`,
-    [...key, await versionsToMove(db, m)]
+    [...key, versionsToMove(history, m)]
   )
   return (await db.query(select, key)).rows[0]
 }
@@ -275,8 +274,14 @@ async function moveBatch(
  * reads in list order from where the last stopped (so a restarted job goes on), skipping records a writer holds
  * (they move on that write, or on the next pass). Returns false when the instance is draining (handed back).
  */
-async function moveModule(pool: pg.Pool, tenantId: string, m: RegisteredModule, job: JobContext): Promise<boolean> {
-  const run = await runOf(pool, tenantId, m)
+async function moveModule(
+  pool: pg.Pool,
+  tenantId: string,
+  m: RegisteredModule,
+  history: readonly string[],
+  job: JobContext
+): Promise<boolean> {
+  const run = await runOf(pool, tenantId, m, history)
   if (run.state === 'done') return true
   let after = run.afterSeq
   for (;;) {
@@ -298,6 +303,12 @@ async function moveModule(pool: pg.Pool, tenantId: string, m: RegisteredModule, 
           WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3`,
         key
       )
+      // Every record under those versions moved: an upgrade is no longer held to them (refused ones keep them).
+      const { rows: refused } = await pool.query(
+        'SELECT EXISTS (SELECT 1 FROM record_migration_refusals WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3) AS any',
+        key
+      )
+      if (!refused[0].any) await forgetVersions(pool, tenantId, m.definition.key, run.fromVersions)
       logger.info('module migration done', { tenantId, module: m.definition.key, version: m.definition.version })
       return true
     }
@@ -327,7 +338,8 @@ export function migrationJob(platform: Platform): JobDefinition {
       for (const tenant of platform.tenants.list())
         for (const m of tenant.modules.values()) {
           if (!m.migrations.length) continue
-          if (!(await moveModule(platform.db.pool, tenant.id, m, job))) return handBack()
+          const history = tenant.history.get(m.definition.key) ?? []
+          if (!(await moveModule(platform.db.pool, tenant.id, m, history, job))) return handBack()
         }
       return undefined
     }

@@ -36,6 +36,7 @@ const singleList = [
 const addedSince = [
   'core/016-unavailable-modules',
   'core/017-module-definitions',
+  'core/018-module-version-history',
   'records/003-activity-key-check',
   'records/004-record-migrations',
   'exports/003-encoded-chunks'
@@ -136,6 +137,7 @@ t.test(
       'core/015-tenant-led-keys',
       'core/016-unavailable-modules',
       'core/017-module-definitions',
+  'core/018-module-version-history',
       'records/003-activity-key-check',
       'records/004-record-migrations',
       'exports/002-chunks',

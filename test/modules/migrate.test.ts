@@ -1,7 +1,7 @@
 import t from '../helpers/tap.ts'
 import { hiddenFields } from '../../core/auth/access.ts'
 import type { Principal } from '../../core/auth/principal.ts'
-import { checkRelease } from '../../core/modules/diff.ts'
+import { checkRelease, upgradeRefusal } from '../../core/modules/diff.ts'
 import { applyMigrations, migrationChain } from '../../core/modules/migrate.ts'
 import { ModuleRegistry } from '../../core/modules/registry.ts'
 import type { ModuleDefinition, ModuleMigration } from '../../core/modules/types.ts'
@@ -130,5 +130,39 @@ t.test(
     t.same([...hiddenFields(user(['auditor']), m)].sort(), ['bonus', 'pay', 'salary'])
     t.same([...hiddenFields(user(['hr']), m)].sort(), ['bonus'])
     t.same([...hiddenFields({ ...user([]), roles: 'all' }, m)], [])
+  }
+)
+
+t.test(
+  'a chain is judged hop by hop where the versions between are known: an early transform answers its own hop',
+  async (t) => {
+    const one: ModuleDefinition = {
+      ...v2,
+      version: '1.0.0',
+      fields: v2.fields.map((f) => (f.key === 'pay' ? { key: 'pay', type: 'text' } : f))
+    }
+    const three: ModuleDefinition = {
+      ...v2,
+      version: '3.0.0',
+      fields: v2.fields.map((f) => (f.key === 'location' ? { ...f, key: 'site' } : f))
+    }
+    const migrations: ModuleMigration[] = [
+      {
+        from: '^1.0.0',
+        to: '2.0.0',
+        transform: (r) => ({ ...r, payload: { ...r.payload, pay: Number(r.payload.pay) } })
+      },
+      { from: '^2.0.0', to: '3.0.0', steps: [{ op: 'renameField', from: 'location', to: 'site' }] }
+    ]
+    t.equal(
+      upgradeRefusal(one, three, migrations, (v) => (v === '2.0.0' ? v2 : undefined)),
+      undefined,
+      '1.0.0 → 2.0.0 (the transform retypes pay) → 3.0.0 (a rename)'
+    )
+    t.match(
+      upgradeRefusal(one, three, migrations),
+      /do not answer 1 breaking change\(s\): field "pay": type text → number/,
+      'without 2.0.0 known, the whole way is judged at once'
+    )
   }
 )

@@ -459,13 +459,25 @@ t.test("a release must take every version the tenant's records may be under, not
     fields: v2_1.fields.map((f) => (f.key === 'notes' ? { ...f, key: 'remarks' } : f))
   }
   const fromTwo = `{ from: '^2.0.0', to: '3.0.0', steps: [{ op: 'renameField', from: 'notes', to: 'remarks' }] }`
+  // The runs so far moved every record off 1.x, so the tenant is no longer held to it; a record of 1.1.0 that is still
+  // stored (as one the job had not reached would be) puts 1.1.0 back among the versions it was on.
+  const seeded = await start()
+  const { rows } = await seeded.platform.db.system.query(
+    `INSERT INTO records (tenant_id, id, module_key, module_version, number, state, payload, created_by, updated_by)
+     VALUES ('acme', gen_random_uuid(), 'permit', '1.1.0', 'OLD-LATE', 'open', '{"title": "Late", "site": "York", "notes": "n"}',
+             '{"type":"system","id":"seed","name":"seed"}', '{"type":"system","id":"seed","name":"seed"}') RETURNING id`
+  )
+  await seeded.platform.db.system.query(
+    "UPDATE tenant_modules SET versions = versions || '{1.1.0}' WHERE tenant_id = 'acme' AND module_key = 'permit'"
+  )
+  await seeded.close()
   install(v3, `export const migrations = [${fromTwo}]\n`)
   const refused = await start()
   t.match(await unavailableReason(refused), [
     {
       key: 'permit',
       reason:
-        /permit 1\.\d\.0 → 3\.0\.0 refused: .*need a migration from 1\.\d\.0.*a version this deployment served, may still be stored/
+        /permit 1\.1\.0 → 3\.0\.0 refused: .*need a migration from 1\.1\.0.*records written under 1\.1\.0, a version this tenant was on, may still be stored/
     }
   ])
   await refused.close()
@@ -475,4 +487,10 @@ t.test("a release must take every version the tenant's records may be under, not
   t.same(await unavailableReason(server), [], 'with migrations from 1.x and 2.x it applies')
   const r = await server.request('GET', `/api/v1/records/${movedOnWrite}`)
   t.match(r.body, { moduleVersion: '3.0.0', payload: { remarks: 'Checked' } })
+  const late = await server.request('GET', `/api/v1/records/${rows[0].id}`)
+  t.match(
+    late.body,
+    { moduleVersion: '3.0.0', state: 'active', payload: { location: 'York', remarks: 'n↑', risk: 'low' } },
+    'a record of 1.1.0 reads through both migrations'
+  )
 })
