@@ -137,7 +137,7 @@ t.test(
       'core/015-tenant-led-keys',
       'core/016-unavailable-modules',
       'core/017-module-definitions',
-  'core/018-module-version-history',
+      'core/018-module-version-history',
       'records/003-activity-key-check',
       'records/004-record-migrations',
       'exports/002-chunks',
