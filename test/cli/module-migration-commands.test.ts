@@ -4,11 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import t from '../helpers/tap.ts'
-import { runCli } from '../../core/cli/index.ts'
+import { records } from '../helpers/cli.ts'
 import { freshDatabase } from '../helpers/database.ts'
-import { fixtureModules } from '../helpers/fixture-modules.ts'
+import { fixtureModules, permitMigrations } from '../helpers/fixture-modules.ts'
 import { startTestServer } from '../helpers/server.ts'
-import { plugins } from '../../plugins/index.ts'
 
 /**
  * Module migrations from the command line, as an author and an operator use them: `records module check --previous`
@@ -57,18 +56,7 @@ const v2 = {
   }
 }
 /** The migration that answers every change; its transform refuses a title that is not text. */
-const goodMigrations = `export const migrations = [{
-  from: '^1.0.0',
-  to: '2.0.0',
-  steps: [
-    { op: 'renameField', from: 'site', to: 'location' },
-    { op: 'mapChoice', field: 'kind', values: { 'hot-work': 'hot' } },
-    { op: 'setDefault', field: 'risk', value: 'low' },
-    { op: 'renameState', from: 'open', to: 'active' }
-  ],
-  transform: (r) => ({ ...r, payload: { ...r.payload, title: r.payload.title.trim() } })
-}]
-`
+const goodMigrations = permitMigrations()
 /** A transform answers every change as far as the release check can tell, but this one changes nothing. */
 const lazyMigrations = `export const migrations = [{ from: '^1.0.0', to: '2.0.0', transform: (r) => r }]\n`
 /** Steps for the field rename alone: the choice, the required field and the state go unanswered. */
@@ -95,20 +83,13 @@ const lazy = writePackage(join(work, 'permit-2.0.0-lazy'), v2, lazyMigrations)
 const partial = writePackage(join(work, 'permit-2.0.0-partial'), v2, partialMigrations)
 
 /** Runs the CLI in this process, as bin/records.js does, with `config` on top of the test configuration. */
-async function records(config: Record<string, unknown>, ...args: string[]) {
-  let stdout = ''
-  let stderr = ''
-  const code = await runCli(args, plugins, {
-    out: (s) => void (stdout += s),
-    err: (s) => void (stderr += s),
-    input: async () => '',
-    config
-  })
-  return { code, stdout, stderr, lines: stdout.split('\n') }
+async function cli(config: Record<string, unknown>, ...args: string[]) {
+  const out = await records(args, { config })
+  return { ...out, lines: out.stdout.split('\n') }
 }
 
 t.test('check --previous passes a release whose migration moves every sample record to a valid one', async (t) => {
-  const r = await records({}, 'module', 'check', good, '--previous', published, '--load-only')
+  const r = await cli({}, 'module', 'check', good, '--previous', published, '--load-only')
   t.equal(r.code, 0, 'exits 0', { output: r.stdout + r.stderr })
   t.match(r.stdout, /^OK @fixture\/permit@2\.0\.0: module "permit" 2\.0\.0/m)
   t.match(r.stdout, /^Upgrade from @fixture\/permit@1\.0\.0 \(module 1\.0\.0\), in memory:$/m)
@@ -126,7 +107,7 @@ t.test('check --previous passes a release whose migration moves every sample rec
 })
 
 t.test('check --previous fails a release whose migration leaves a sample record invalid, naming it', async (t) => {
-  const r = await records({}, 'module', 'check', lazy, '--previous', published, '--load-only')
+  const r = await cli({}, 'module', 'check', lazy, '--previous', published, '--load-only')
   t.equal(r.code, 1, 'exit 1')
   t.match(r.stdout, /^ {2}ok {3}the release 1\.0\.0 → 2\.0\.0 is accepted/m, 'the release check alone cannot tell')
   t.match(
@@ -138,7 +119,7 @@ t.test('check --previous fails a release whose migration leaves a sample record 
 })
 
 t.test('check --previous fails a refused release, one line per change its migrations leave unanswered', async (t) => {
-  const r = await records({}, 'module', 'check', partial, '--previous', published, '--load-only')
+  const r = await cli({}, 'module', 'check', partial, '--previous', published, '--load-only')
   t.equal(r.code, 1)
   t.match(
     r.stdout,
@@ -151,7 +132,7 @@ t.test('check --previous fails a refused release, one line per change its migrat
   ])
     t.ok(r.lines.includes(`  FAIL a migration answers ${change}: no step or transform does`), change)
   t.notMatch(r.stdout, /moves to 2\.0\.0/, 'no sample is moved by a refused release')
-  const unmigrated = await records(
+  const unmigrated = await cli(
     {},
     'module',
     'check',
@@ -168,7 +149,7 @@ t.test('check --previous fails a refused release, one line per change its migrat
 })
 
 t.test('check --previous runs before the conformance kit, which still runs on a scratch database', async (t) => {
-  const r = await records({}, 'module', 'check', good, '--previous', published, '--max-transitions', '2')
+  const r = await cli({}, 'module', 'check', good, '--previous', published, '--max-transitions', '2')
   t.equal(r.code, 0, 'exits 0', { output: r.stdout + r.stderr })
   const upgrade = r.stdout.indexOf('Upgrade from')
   const kit = r.stdout.indexOf('Conformance kit')
@@ -179,13 +160,13 @@ t.test('check --previous runs before the conformance kit, which still runs on a 
 t.test(
   'diff takes the new package’s migrations into account: the chain, and the changes it leaves unanswered',
   async (t) => {
-    const ok = await records({}, 'module', 'diff', published, good)
+    const ok = await cli({}, 'module', 'diff', published, good)
     t.equal(ok.code, 0, 'exits 0', { output: ok.stdout + ok.stderr })
     t.match(ok.stdout, /^ {2}BREAKING field "site": removed/m)
     t.match(ok.stdout, /^ {2}migrations \^1\.0\.0 → 2\.0\.0 \(with a transform\)$/m)
     t.notMatch(ok.stdout, /UNANSWERED/)
     t.match(ok.stdout, /^OK$/m)
-    const refused = await records({}, 'module', 'diff', published, partial)
+    const refused = await cli({}, 'module', 'diff', published, partial)
     t.equal(refused.code, 1)
     t.match(refused.stdout, /^ {2}migrations \^1\.0\.0 → 2\.0\.0$/m)
     t.match(refused.stdout, /^ {2}UNANSWERED field "kind": option "hot-work" removed$/m)
@@ -247,7 +228,7 @@ t.test('the tenant stores records under 1.0.0, some of which 2.0.0 will refuse',
 
 t.test('dry-run with the new package lists every record it would refuse, with why, and writes nothing', async (t) => {
   const before = await fingerprint()
-  const r = await records(deployment, 'module', 'dry-run', '--tenant', 'acme', '--module', 'permit', '--package', good)
+  const r = await cli(deployment, 'module', 'dry-run', '--tenant', 'acme', '--module', 'permit', '--package', good)
   t.equal(r.code, 1, 'exit 1: some would be refused')
   t.equal(r.stderr, `records: ${badCount} record(s) of permit would be refused by 2.0.0\n`)
   t.match(r.stdout, /^Dry run of tenant acme's permit records to 2\.0\.0 \(nothing is written\):$/m)
@@ -267,24 +248,14 @@ t.test('dry-run with the new package lists every record it would refuse, with wh
 
 t.test('dry-run refuses a package of another module, a module the tenant lacks and a missing tenant', async (t) => {
   const other = writePackage(join(work, 'other'), { ...v1, key: 'work-order', title: 'Work order' })
-  const wrong = await records(
-    deployment,
-    'module',
-    'dry-run',
-    '--tenant',
-    'acme',
-    '--module',
-    'permit',
-    '--package',
-    other
-  )
+  const wrong = await cli(deployment, 'module', 'dry-run', '--tenant', 'acme', '--module', 'permit', '--package', other)
   t.equal(wrong.code, 2)
   t.match(wrong.stderr, /provides module "work-order", not "permit"/)
-  const absent = await records(deployment, 'module', 'dry-run', '--tenant', 'acme', '--module', 'inspection')
+  const absent = await cli(deployment, 'module', 'dry-run', '--tenant', 'acme', '--module', 'inspection')
   t.equal(absent.code, 2)
   t.match(absent.stderr, /module "inspection" is not installed for tenant acme/)
-  t.equal((await records(deployment, 'module', 'dry-run', '--module', 'permit')).code, 2, '--tenant is required')
-  const loaded = await records(deployment, 'module', 'dry-run', '--tenant', 'acme', '--module', 'permit')
+  t.equal((await cli(deployment, 'module', 'dry-run', '--module', 'permit')).code, 2, '--tenant is required')
+  const loaded = await cli(deployment, 'module', 'dry-run', '--tenant', 'acme', '--module', 'permit')
   t.equal(loaded.code, 0, 'against the loaded 1.0.0 nothing is behind')
   t.match(
     loaded.stdout,
@@ -293,7 +264,7 @@ t.test('dry-run refuses a package of another module, a module the tenant lacks a
 })
 
 t.test('migrations shows no run before the upgrade', async (t) => {
-  const r = await records(deployment, 'module', 'migrations', '--tenant', 'acme')
+  const r = await cli(deployment, 'module', 'migrations', '--tenant', 'acme')
   t.equal(r.code, 0, 'exits 0', { output: r.stderr })
   t.equal(r.stdout, 'No module migration has run for tenant acme.\n')
 })
@@ -315,7 +286,7 @@ t.test(
     t.match(migration, { state: 'done', refused: badCount })
     t.ok(migration.refusals.length < badCount, `the API lists ${migration.refusals.length} of them`)
 
-    const r = await records(deployment, 'module', 'migrations', '--tenant', 'acme', '--module', 'permit')
+    const r = await cli(deployment, 'module', 'migrations', '--tenant', 'acme', '--module', 'permit')
     t.equal(r.code, 0, 'exits 0', { output: r.stderr })
     t.match(
       r.lines[0],
@@ -336,12 +307,12 @@ t.test(
       'each names its number, id, version and reason'
     )
     t.equal(
-      (await records(deployment, 'module', 'migrations', '--tenant', 'acme', '--module', 'incident')).stdout,
+      (await cli(deployment, 'module', 'migrations', '--tenant', 'acme', '--module', 'incident')).stdout,
       'No module migration has run for tenant acme, module incident.\n'
     )
 
     // The loaded version is 2.0.0 now: the dry run without a package sees the refused records still behind it.
-    const dry = await records(deployment, 'module', 'dry-run', '--tenant', 'acme', '--module', 'permit')
+    const dry = await cli(deployment, 'module', 'dry-run', '--tenant', 'acme', '--module', 'permit')
     t.equal(dry.code, 1)
     t.equal(dry.lines.filter((l) => l.startsWith('  REFUSED ')).length, badCount)
     t.match(

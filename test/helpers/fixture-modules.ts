@@ -39,3 +39,23 @@ export function writeModulePackage(
   )
   writeFileSync(join(dir, 'module.ts'), `export default ${JSON.stringify(definition, null, 2)}\n${o.source ?? ''}`)
 }
+
+/** The transform of `permitMigrations` unless one is given: trims the title (and refuses one that is not text). */
+const trimTitle = '(r) => ({ ...r, payload: { ...r.payload, title: r.payload.title.trim() } })'
+
+/**
+ * The `migrations` export (source text) of the permit fixtures' 2.0.0: site → location, choice hot-work → hot, risk
+ * defaulted to low, state open → active, then `transform`.
+ */
+export const permitMigrations = (transform = trimTitle) => `export const migrations = [{
+  from: '^1.0.0',
+  to: '2.0.0',
+  steps: [
+    { op: 'renameField', from: 'site', to: 'location' },
+    { op: 'mapChoice', field: 'kind', values: { 'hot-work': 'hot' } },
+    { op: 'setDefault', field: 'risk', value: 'low' },
+    { op: 'renameState', from: 'open', to: 'active' }
+  ],
+  transform: ${transform}
+}]
+`

@@ -6,9 +6,8 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { promisify } from 'node:util'
 import t from '../helpers/tap.ts'
-import { runCli } from '../../core/cli/index.ts'
+import { records } from '../helpers/cli.ts'
 import { projectRoot } from '../../core/paths.ts'
-import { plugins } from '../../plugins/index.ts'
 import { startTestServer } from '../helpers/server.ts'
 
 /**
@@ -35,16 +34,7 @@ const dir = join(work, 'risk-assessment')
 // Agenda leaves a referenced timer behind job runs (see test/idempotency/purge-job.test.ts): end the process once done.
 t.teardown(() => void setTimeout(() => process.exit(), 200).unref())
 
-async function cli(...args: string[]) {
-  let stdout = ''
-  let stderr = ''
-  const code = await runCli(args, plugins, {
-    out: (s) => void (stdout += s),
-    err: (s) => void (stderr += s),
-    input: async () => ''
-  })
-  return { code, stdout, stderr }
-}
+const cli = (...args: string[]) => records(args)
 
 const tsc = (project: string) =>
   exec(process.execPath, [join(projectRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', project]).then(

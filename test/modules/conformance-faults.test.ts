@@ -3,8 +3,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from '../helpers/tap.ts'
-import { runCli } from '../../core/cli/index.ts'
-import { plugins } from '../../plugins/index.ts'
+import { records } from '../helpers/cli.ts'
 
 /**
  * The conformance kit catches what loading a definition cannot: each package below loads (the definition is
@@ -16,16 +15,7 @@ t.teardown(() => rmSync(work, { recursive: true, force: true }))
 // Agenda leaves a referenced timer behind job runs (see test/idempotency/purge-job.test.ts): end the process once done.
 t.teardown(() => void setTimeout(() => process.exit(), 200).unref())
 
-async function cli(...args: string[]) {
-  let stdout = ''
-  let stderr = ''
-  const code = await runCli(args, plugins, {
-    out: (s) => void (stdout += s),
-    err: (s) => void (stderr += s),
-    input: async () => ''
-  })
-  return { code, stdout, stderr }
-}
+const cli = (...args: string[]) => records(args)
 
 const base = join(work, 'base')
 const made = await cli('module', 'new', 'permit', '--name', '@fixture-kit/permit', '--dir', base)

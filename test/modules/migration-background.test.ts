@@ -1,7 +1,7 @@
 // tap: own process (it spawns service processes, kills one in the middle of a module migration and starts another)
 import { join } from 'node:path'
 import t from '../helpers/tap.ts'
-import { fixtureModules, writeModulePackage } from '../helpers/fixture-modules.ts'
+import { fixtureModules, writeModulePackage, permitMigrations } from '../helpers/fixture-modules.ts'
 import { cluster, type Instance } from '../instances/instances.ts'
 
 /**
@@ -47,18 +47,7 @@ const v2 = {
     transitions: [{ key: 'close', from: ['active'], to: 'closed' }]
   }
 }
-const migrations = `export const migrations = [{
-  from: '^1.0.0',
-  to: '2.0.0',
-  steps: [
-    { op: 'renameField', from: 'site', to: 'location' },
-    { op: 'mapChoice', field: 'kind', values: { 'hot-work': 'hot' } },
-    { op: 'setDefault', field: 'risk', value: 'low' },
-    { op: 'renameState', from: 'open', to: 'active' }
-  ],
-  transform: (r) => ({ ...r, payload: { ...r.payload, title: r.payload.title.trim() } })
-}]
-`
+const migrations = permitMigrations()
 
 const fixtures = fixtureModules([])
 t.teardown(() => fixtures.remove())

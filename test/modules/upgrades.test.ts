@@ -3,7 +3,7 @@ import { readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import t from '../helpers/tap.ts'
 import { freshDatabase } from '../helpers/database.ts'
-import { fixtureModules, writeModulePackage } from '../helpers/fixture-modules.ts'
+import { fixtureModules, writeModulePackage, permitMigrations } from '../helpers/fixture-modules.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 
 /**
@@ -154,19 +154,10 @@ const v2 = {
   },
   permissions: { admin: ['read', 'create', 'update', 'transition:close'] }
 }
-const v2Migrations = `export const migrations = [{
-  from: '^1.0.0',
-  to: '2.0.0',
-  steps: [
-    { op: 'renameField', from: 'site', to: 'location' },
-    { op: 'mapChoice', field: 'kind', values: { 'hot-work': 'hot' } },
-    { op: 'setDefault', field: 'risk', value: 'low' },
-    { op: 'renameState', from: 'open', to: 'active' }
-  ],
-  // Not idempotent on purpose: a migration applied twice to one record would show a second mark.
-  transform: (r) => ({ ...r, payload: { ...r.payload, title: r.payload.title.trim(), notes: (r.payload.notes ?? '') + '↑' } })
-}]
-`
+// Not idempotent on purpose: a migration applied twice to one record would show a second mark.
+const v2Migrations = permitMigrations(
+  "(r) => ({ ...r, payload: { ...r.payload, title: r.payload.title.trim(), notes: (r.payload.notes ?? '') + '↑' } })"
+)
 
 t.test('a breaking release whose migration does not answer every change is refused, naming the change', async (t) => {
   install(
@@ -273,12 +264,7 @@ t.test(
     await seeded.close()
     const server = await startWithJobs(true)
     t.teardown(() => server.close())
-    const deadline = Date.now() + 60_000
-    let migration
-    do {
-      await new Promise((r) => setTimeout(r, 250))
-      migration = (await server.request('GET', '/api/v1/modules/permit')).body.migration
-    } while (migration?.state !== 'done' && Date.now() < deadline)
+    const migration = await migrationDone(server)
     t.match(migration, {
       toVersion: '2.0.0',
       state: 'done',
@@ -360,6 +346,17 @@ t.test(
   }
 )
 
+/** The permit module's migration as its tenant admin sees it, once the job has finished it (or after a minute). */
+async function migrationDone(server: TestServer) {
+  const deadline = Date.now() + 60_000
+  let migration
+  do {
+    await new Promise((r) => setTimeout(r, 250))
+    migration = (await server.request('GET', '/api/v1/modules/permit')).body.migration
+  } while (migration?.state !== 'done' && Date.now() < deadline)
+  return migration
+}
+
 /** A start with the job scheduler on (the migration job), or off. */
 function startWithJobs(enabled: boolean) {
   return startTestServer({
@@ -416,12 +413,7 @@ t.test('a compatible release that keeps the migrations moves what is left and fi
   install({ ...v2, version: '2.1.0', fields: [...v2.fields, { key: 'permitHolder', type: 'user' }] }, v2Migrations)
   const server = await startWithJobs(true)
   t.teardown(() => server.close())
-  const deadline = Date.now() + 60_000
-  let migration
-  do {
-    await new Promise((r) => setTimeout(r, 250))
-    migration = (await server.request('GET', '/api/v1/modules/permit')).body.migration
-  } while (migration?.state !== 'done' && Date.now() < deadline)
+  const migration = await migrationDone(server)
   // The records of 2.0.0 are not moved again (they differ only compatibly), and the run ends.
   t.match(migration, { toVersion: '2.1.0', state: 'done', total: 0, migrated: 0, refused: 0, remaining: 0 })
   const { rows } = await server.platform.db.system.query(

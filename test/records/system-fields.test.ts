@@ -72,7 +72,9 @@ t.test(
     const own = new Set(systemFields.map((f) => f.key as string))
     t.same(
       Object.keys(recordSchema.properties).filter((k) => !own.has(k)),
-      ['payload', 'activity', 'attachments', 'availableTransitions'],
+      // migrationRefused is what a read says of a record its module's migration could not move (like
+      // availableTransitions, not a stored column); GraphQL answers such a record's stray values as null instead.
+      ['payload', 'migrationRefused', 'activity', 'attachments', 'availableTransitions'],
       'the TypeBox record has no system field of its own'
     )
     t.same(
