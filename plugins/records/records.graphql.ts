@@ -109,6 +109,12 @@ function recordTypes({ sc }: GraphQLSchemaBuild) {
     name: 'AvailableTransition',
     fields: { key: 'String!', label: 'String!', to: 'String!', missingFields: '[String!]!' }
   })
+  sc.createObjectTC({
+    name: 'MigrationRefusal',
+    description:
+      "Why a record stored under an older version of its module is not moved to the loaded one: the version it is stored under and what that version refuses (docs/modules.md, Upgrade). Its fields are shown as far as the module's migration took them; values their types cannot carry read as null.",
+    fields: { fromVersion: 'String!', reason: 'String!' }
+  })
 }
 
 // A record loaded without what the selection asks (a mutation's result is complete; a reference batch asks for what it needs) fetches it once.
@@ -129,6 +135,12 @@ const envelope: ObjectTypeComposerFieldConfigMapDefinition<RecordOut, GraphQLCon
   ...systemFieldsGraphQL(),
   activity: { type: '[ActivityEntry!]!', resolve: complete('activity') },
   attachments: { type: '[Attachment!]!', resolve: complete('attachments') },
+  migrationRefused: {
+    type: 'MigrationRefusal',
+    description:
+      "Set only on a record the loaded module version refuses as the module's migration leaves it (REST's migrationRefused)",
+    resolve: (r: RecordOut) => r.migrationRefused ?? null
+  },
   availableTransitions: {
     type: '[AvailableTransition!]!',
     description: "Transitions the caller's roles may fire now, with the fields each still needs",

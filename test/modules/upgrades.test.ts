@@ -326,7 +326,7 @@ t.test(
     )
     const gql = await server.request('POST', '/api/graphql', {
       body: {
-        query: `{ record(id: "${odd}") { moduleVersion state ... on Permit { payload { title location kind risk notes } } } }`
+        query: `{ record(id: "${odd}") { moduleVersion state migrationRefused { fromVersion } ... on Permit { payload { title location kind risk notes } } } }`
       }
     })
     t.same(
@@ -336,6 +336,7 @@ t.test(
           record: {
             moduleVersion: '1.1.0',
             state: 'active',
+            migrationRefused: { fromVersion: '1.1.0' },
             payload: { title: 'Odd', location: 'Hull', kind: null, risk: 'LOW', notes: '↑' }
           }
         }

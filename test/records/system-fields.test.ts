@@ -79,7 +79,7 @@ t.test(
     )
     t.same(
       Object.keys(recordInterface.getFields()).filter((k) => !own.has(k)),
-      ['activity', 'attachments', 'availableTransitions'],
+      ['activity', 'attachments', 'migrationRefused', 'availableTransitions'],
       'nor the GraphQL Record'
     )
   }
