@@ -137,15 +137,25 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
       checks: () => Object.fromEntries(app.get('readiness')),
       timeoutMs: platform.config.health.timeoutMs,
       errorsUrl: () => app.get('errorsUrl'),
-      degraded: () =>
-        platform.registry.unavailable.length
-          ? {
-              modulePackages: platform.registry.unavailable.map((u) => ({
-                package: u.packageName,
-                ...(u.key ? { module: u.key } : {})
-              }))
-            }
-          : undefined
+      degraded: () => {
+        const degraded: Record<string, unknown> = {}
+        if (platform.registry.unavailable.length)
+          degraded.modulePackages = platform.registry.unavailable.map((u) => ({
+            package: u.packageName,
+            ...(u.key ? { module: u.key } : {})
+          }))
+        // Loaded modules some tenants may not move to (a downgrade, breaking changes no migration answers): how many
+        // tenants each, not which (the reasons are the log's and, for each tenant's admins, GET /api/v1/modules).
+        const refused = new Map<string, number>()
+        for (const t of platform.tenants.list())
+          for (const key of t.unavailable.keys())
+            if (platform.registry.get(key)) refused.set(key, (refused.get(key) ?? 0) + 1)
+        if (refused.size)
+          degraded.moduleUpgradesRefused = [...refused]
+            .sort(([a], [b]) => a.localeCompare(b))
+            .map(([module, tenants]) => ({ module, tenants }))
+        return Object.keys(degraded).length ? degraded : undefined
+      }
     })
   )
   for (const m of options.outermost?.(app) ?? []) app.use(m)

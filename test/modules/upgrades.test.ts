@@ -118,6 +118,13 @@ t.test('a breaking release without a migration leaves the tenant on its version,
     { version: '2.0.0', installed: { version: '1.1.0' } }
   )
   t.equal((await server.request('GET', '/api/v1/records?moduleKey=incident')).status, 200, 'the other modules serve')
+  const ready = await server.request('GET', '/readyz', { token: null })
+  t.equal(ready.status, 200, 'ready: the other modules serve')
+  t.same(
+    ready.body.degraded,
+    { moduleUpgradesRefused: [{ module: 'permit', tenants: 1 }] },
+    'operators see it on /readyz'
+  )
 })
 
 t.test('a downgrade is refused; the recorded version again serves', async (t) => {
