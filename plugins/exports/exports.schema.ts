@@ -1,12 +1,13 @@
 import { Type, type Static, type TSchema } from '@feathersjs/typebox'
 import { systemFields, type SystemField } from '../../core/modules/system-fields.ts'
 import { compileData } from '../../core/validation.ts'
+import { dateFilterProperties } from '../records/records.shared.ts'
 import { exportContentTypes, exportFormats } from './exports.shared.ts'
 
 /** The list endpoint's filters, as an export is asked for with them and reports them. */
 const exportFilters = {
   state: Type.Optional(Type.String({ minLength: 1 })),
-  updatedSince: Type.Optional(Type.String({ format: 'date-time' })),
+  ...dateFilterProperties,
   externalRef: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   includeDeleted: Type.Optional(Type.Boolean()),
   payload: Type.Optional(

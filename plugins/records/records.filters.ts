@@ -5,7 +5,7 @@ import { fieldToFilter, sqlOperators, type Operator } from '../../core/modules/d
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import { isUuid, validationError } from '../../core/validation.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
-import type { RecordQuery } from './records.schema.ts'
+import { dateFilterColumns, type DateFilterName, type RecordQuery } from './records.schema.ts'
 
 /** One SQL condition of a list: its shape (part of the prepared statement's key), its values, its knex form. */
 export interface FilterClause {
@@ -104,9 +104,9 @@ const idFilter = filter<string[]>({
 
 /** A filter on one column by equality or `>=`, its value as the query gives it (after `canonical`). */
 const columnFilter = (
-  name: 'externalRef' | 'number' | 'updatedSince',
+  name: 'externalRef' | 'number' | DateFilterName,
   column: string,
-  operator: '=' | '>=',
+  operator: '=' | '>=' | '<',
   canonical: (v: string) => string = (v) => v
 ) =>
   filter<string>({
@@ -147,7 +147,10 @@ const recordFilters: ReadonlyArray<RecordFilter<unknown>> = [
   idFilter,
   columnFilter('externalRef', 'r.external_ref', '=', canonicalExternalRef),
   columnFilter('number', 'r.number', '='),
-  columnFilter('updatedSince', 'r.updated_at', '>='),
+  // Where updatedSince alone stood: a cursor issued with it keeps its scope.
+  ...(Object.keys(dateFilterColumns) as DateFilterName[]).map((name) =>
+    columnFilter(name, dateFilterColumns[name].column, dateFilterColumns[name].operator)
+  ),
   payloadFilter
 ]
 

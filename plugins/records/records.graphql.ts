@@ -11,7 +11,7 @@ import type { RegisteredModule } from '../../core/modules/registry.ts'
 import { systemFields, type SystemField, type SystemFieldKind } from '../../core/modules/system-fields.ts'
 import { article, payloadTypes } from './records.graphql-payload.ts'
 import { connectionSelection, recordLoader } from './records.graphql-selection.ts'
-import type { RecordOut } from './records.schema.ts'
+import { dateFilterProperties, type RecordOut } from './records.schema.ts'
 import { recordsPath } from './records.shared.ts'
 
 /** One row per system field kind (core/modules/system-fields.ts): its GraphQL type, when present on every record. */
@@ -245,10 +245,12 @@ function moduleRootFields(
       after: { type: 'String', description: "The previous page's pageInfo.endCursor" },
       state: `[${T}State!]`,
       ...(filterable ? { filter: `${T}Filter` } : {}),
-      updatedSince: {
-        type: 'DateTime',
-        description: 'Only records changed at or after this instant, oldest change first'
-      },
+      ...Object.fromEntries(
+        Object.entries(dateFilterProperties).map(([name, schema]) => [
+          name,
+          { type: 'DateTime', description: schema.description }
+        ])
+      ),
       includeDeleted: { type: 'Boolean', description: 'Also soft-deleted records (with deletedAt)' },
       externalRef: 'String',
       number: 'String'
@@ -261,7 +263,9 @@ function moduleRootFields(
         ...(args.after ? { cursor: args.after } : {}),
         ...(args.state?.length ? { state: args.state.join(',') } : {}),
         ...(args.filter ? { payload: filterToQuery(args.filter) } : {}),
-        ...(args.updatedSince ? { updatedSince: args.updatedSince } : {}),
+        ...Object.fromEntries(
+          Object.keys(dateFilterProperties).flatMap((name) => (args[name] ? [[name, args[name]]] : []))
+        ),
         ...(args.includeDeleted ? { includeDeleted: true } : {}),
         ...(args.externalRef !== undefined && args.externalRef !== null ? { externalRef: args.externalRef } : {}),
         ...(args.number !== undefined && args.number !== null ? { number: args.number } : {})

@@ -178,6 +178,27 @@ export const recordTransitionSchema = Type.Object(
 )
 export type RecordTransition = Static<typeof recordTransitionSchema>
 
+const dateFilter = (description: string) => Type.Optional(Type.String({ format: 'date-time', description }))
+
+/**
+ * The date-range filters of a list, half-open (since ≤ t < before): one table for REST's query (below), GraphQL's
+ * arguments, an export's filters and the SQL (`dateFilterColumns`, records.filters.ts).
+ */
+export const dateFilterProperties = {
+  createdSince: dateFilter('Only records created at or after this instant'),
+  createdBefore: dateFilter('Only records created before this instant'),
+  updatedSince: dateFilter('Only records changed at or after this instant, oldest change first'),
+  updatedBefore: dateFilter('Only records last changed before this instant')
+}
+export type DateFilterName = keyof typeof dateFilterProperties
+/** Each date-range filter's column and comparison. */
+export const dateFilterColumns: Record<DateFilterName, { column: string; operator: '>=' | '<' }> = {
+  createdSince: { column: 'r.created_at', operator: '>=' },
+  createdBefore: { column: 'r.created_at', operator: '<' },
+  updatedSince: { column: 'r.updated_at', operator: '>=' },
+  updatedBefore: { column: 'r.updated_at', operator: '<' }
+}
+
 export const recordQuerySchema = (maxLimit: number) =>
   Type.Object(
     {
@@ -187,12 +208,7 @@ export const recordQuerySchema = (maxLimit: number) =>
       state: Type.Optional(
         Type.String({ minLength: 1, description: 'Workflow state, or several separated by commas' })
       ),
-      updatedSince: Type.Optional(
-        Type.String({
-          format: 'date-time',
-          description: 'Only records changed at or after this instant, oldest change first'
-        })
-      ),
+      ...dateFilterProperties,
       payload: Type.Optional(
         Type.Record(
           Type.String(),

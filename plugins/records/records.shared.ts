@@ -11,6 +11,7 @@ export { view } from './records.class.ts'
 export {
   activityActions,
   activitySchema,
+  dateFilterProperties,
   actorSchema,
   externalRefSchema,
   fieldChangeSchema,

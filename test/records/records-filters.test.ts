@@ -37,6 +37,9 @@ const filters: Record<string, string> = {
   externalRef: 'externalRef=F-1',
   number: `number=${made[2].number}`,
   updatedSince: 'updatedSince=2000-01-01T00:00:00Z',
+  updatedBefore: 'updatedBefore=2999-01-01T00:00:00Z',
+  createdSince: 'createdSince=2000-01-01T00:00:00Z',
+  createdBefore: 'createdBefore=2999-01-01T00:00:00Z',
   payload: 'payload[severity]=high'
 }
 
