@@ -33,6 +33,22 @@ export class ShapedQuery {
   }
 
   async run<T>(db: Queryable): Promise<T[]> {
+    const { c, values } = this.compile()
+    const { rows } = await db.query(c.name ? { name: c.name, text: c.text, values } : { text: c.text, values })
+    return rows as T[]
+  }
+
+  /** The planner's estimate of how many rows the query returns (EXPLAIN, nothing run): a count too costly to make. */
+  async estimate(db: Queryable): Promise<number> {
+    const { c, values } = this.compile()
+    const { rows } = await db.query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>({
+      text: `EXPLAIN (FORMAT JSON) ${c.text}`,
+      values
+    })
+    return Math.round(rows[0]['QUERY PLAN'][0].Plan['Plan Rows'])
+  }
+
+  private compile(): { c: Compiled; values: unknown[] } {
     const key = `${this.id}|${this.parts.map((p) => p.shape).join('|')}`
     const values = this.parts.flatMap((p) => p.values)
     let c = compiled.get(key)
@@ -49,7 +65,6 @@ export class ShapedQuery {
       }
       if (c.name) compiled.set(key, c)
     }
-    const { rows } = await db.query(c.name ? { name: c.name, text: c.text, values } : { text: c.text, values })
-    return rows as T[]
+    return { c, values }
   }
 }

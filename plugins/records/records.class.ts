@@ -58,9 +58,14 @@ export interface RecordPage {
   limit: number
   /** With params.countOnly. */
   total?: number
+  /** With `count=true`: the records the filters select, exact up to countBound, else estimated. */
+  count?: { value: number; exact: boolean }
   /** With params.itemCursors: the cursor of the page that starts after each item. */
   cursors?: string[]
 }
+
+/** Records a list counts exactly when asked (`count=true`); above it, the count is the planner's estimate. */
+export const countBound = 10_000
 
 export interface RecordsOptions {
   pool: pg.Pool
@@ -205,17 +210,21 @@ export class RecordsService {
     ].join('.')
     // Internal callers (exports) may ask for the count of the same selection instead of a page.
     const countOnly = params.countOnly === true && !params.provider
-    // Tenant and module are pinned on both shapes, first: the count once lacked them and counted every tenant's records.
-    const select = (
+    // A cursor is bound to its tenant, module and filters: the same clauses as the SQL make its scope (records.filters.ts).
+    const filters = listFilters(principal.tenantId, { query: q, module, rule, hidden, limit })
+    // Tenant and module are pinned on every shape, first: the count once lacked them and counted every tenant's records.
+    const selection = (query: ShapedQuery) => {
+      query
+        .add('tenant', [principal.tenantId], (b) => b.where('r.tenant_id', principal.tenantId))
+        .add('module', [module.definition.key], (b) => b.andWhere('r.module_key', module.definition.key))
+      for (const c of filters.clauses) query.add(c.shape, c.values, c.apply)
+      return query
+    }
+    const select = selection(
       countOnly
         ? new ShapedQuery('records.count', () => sql('records as r').select(sql.raw('count(*)::int AS total')))
         : new ShapedQuery(shape, () => sql('records as r').select(sql.raw(columns)))
     )
-      .add('tenant', [principal.tenantId], (b) => b.where('r.tenant_id', principal.tenantId))
-      .add('module', [module.definition.key], (b) => b.andWhere('r.module_key', module.definition.key))
-    // A cursor is bound to its tenant, module and filters: the same clauses as the SQL make its scope (records.filters.ts).
-    const filters = listFilters(principal.tenantId, { query: q, module, rule, hidden, limit })
-    for (const c of filters.clauses) select.add(c.shape, c.values, c.apply)
     const scope = filters.scope
     if (q.cursor) {
       const pos = this.o.cursors.decode(q.cursor, scope)
@@ -251,7 +260,32 @@ export class RecordsService {
       if (!include.has('attachments')) delete out.attachments
       return out
     })
-    return { items, nextCursor, limit, ...(params.itemCursors ? { cursors: page.map(after) } : {}) }
+    const count = q.count ? await this.count(selection) : undefined
+    return {
+      items,
+      nextCursor,
+      limit,
+      ...(count ? { count } : {}),
+      ...(params.itemCursors ? { cursors: page.map(after) } : {})
+    }
+  }
+
+  /**
+   * How many records the list's filters select (the whole list, not from the cursor on), as the caller may see them:
+   * counted exactly up to `countBound`, by reading at most one more row than that; above it, the planner's estimate of
+   * the same selection (never below what was counted), and `exact: false` says so.
+   */
+  private async count(selection: (q: ShapedQuery) => ShapedQuery): Promise<{ value: number; exact: boolean }> {
+    const rows = await selection(
+      new ShapedQuery('records.count-bounded', () => sql('records as r').select(sql.raw('1')))
+    )
+      .add(`limit:${countBound + 1}`, [], (b) => b.limit(countBound + 1, { skipBinding: true }))
+      .run(this.o.pool)
+    if (rows.length <= countBound) return { value: rows.length, exact: true }
+    const estimate = await selection(
+      new ShapedQuery('records.count-estimate', () => sql('records as r').select(sql.raw('1')))
+    ).estimate(this.o.pool)
+    return { value: Math.max(estimate, countBound + 1), exact: false }
   }
 
   async get(id: string, params: RecordParams): Promise<RecordOut> {

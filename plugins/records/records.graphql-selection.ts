@@ -21,12 +21,16 @@ export function recordIncludes(info: GraphQLResolveInfo, nodes: readonly FieldNo
 }
 
 /** For a connection field: the includes of its `nodes` and `edges { node }`, and whether edge cursors are selected. */
-export function connectionSelection(info: GraphQLResolveInfo): { include: RecordInclude[]; cursors: boolean } {
+export function connectionSelection(info: GraphQLResolveInfo): {
+  include: RecordInclude[]
+  cursors: boolean
+  count: boolean
+} {
   const top = childFields(info, info.fieldNodes)
   const edges = top.get('edges') ?? []
   const edgeFields = childFields(info, edges)
   const records = [...(top.get('nodes') ?? []), ...(edgeFields.get('node') ?? [])]
-  return { include: recordIncludes(info, records), cursors: edgeFields.has('cursor') }
+  return { include: recordIncludes(info, records), cursors: edgeFields.has('cursor'), count: top.has('count') }
 }
 
 /**

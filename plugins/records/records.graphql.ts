@@ -110,6 +110,11 @@ function recordTypes({ sc }: GraphQLSchemaBuild) {
     fields: { key: 'String!', label: 'String!', to: 'String!', missingFields: '[String!]!' }
   })
   sc.createObjectTC({
+    name: 'RecordCount',
+    description: "A count of records: exact up to 10,000; above, the planner's estimate (exact: false).",
+    fields: { value: 'Int!', exact: 'Boolean!' }
+  })
+  sc.createObjectTC({
     name: 'MigrationRefusal',
     description:
       "Why a record stored under an older version of its module is not moved to the loaded one: the version it is stored under and what that version refuses (docs/modules.md, Upgrade). Its fields are shown as far as the module's migration took them; values their types cannot carry read as null.",
@@ -185,7 +190,16 @@ export function recordsGraphQL(build: GraphQLSchemaBuild) {
     })
     sc.createObjectTC({
       name: `${T}Connection`,
-      fields: { edges: `[${T}Edge!]!`, nodes: `[${T}!]!`, pageInfo: 'PageInfo!' }
+      fields: {
+        edges: `[${T}Edge!]!`,
+        nodes: `[${T}!]!`,
+        pageInfo: 'PageInfo!',
+        count: {
+          type: 'RecordCount!',
+          description:
+            "How many records the arguments select, as the caller may see them (the whole list, whatever `after`); counted only when selected (REST's count=true)"
+        }
+      }
     })
     moduleRootFields(build, m, T, rootFields.get(m.definition.key)!, filterable)
   }
@@ -256,7 +270,7 @@ function moduleRootFields(
       number: 'String'
     },
     resolve: (async (_s, args, ctx, info) => {
-      const { include, cursors } = connectionSelection(info)
+      const { include, cursors, count } = connectionSelection(info)
       const q = {
         moduleKey: d.key,
         ...(args.first !== undefined && args.first !== null ? { limit: args.first } : {}),
@@ -268,7 +282,8 @@ function moduleRootFields(
         ),
         ...(args.includeDeleted ? { includeDeleted: true } : {}),
         ...(args.externalRef !== undefined && args.externalRef !== null ? { externalRef: args.externalRef } : {}),
-        ...(args.number !== undefined && args.number !== null ? { number: args.number } : {})
+        ...(args.number !== undefined && args.number !== null ? { number: args.number } : {}),
+        ...(count ? { count: true } : {})
       }
       if (q.payload === undefined) delete q.payload
       const page = await ctx.app
@@ -276,6 +291,7 @@ function moduleRootFields(
         .find({ ...callParams(ctx), query: q, include, itemCursors: cursors })
       return {
         nodes: page.items,
+        count: page.count,
         edges: page.items.map((node, i) => ({ node, cursor: page.cursors?.[i] ?? '' })),
         pageInfo: {
           hasNextPage: page.nextCursor !== null,

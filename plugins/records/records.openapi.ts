@@ -94,7 +94,23 @@ export function describeRecords(ctx: DocContext): Fragment {
         'RecordTransition'
       )
     : ctx.ref(recordTransitionSchema)
-  const page = ctx.ref(pageSchema('Page of records', record, ' (with the same filters)'), 'RecordPage')
+  const basePage = pageSchema('Page of records', record, ' (with the same filters)')
+  const page = ctx.ref(
+    {
+      ...basePage,
+      properties: {
+        ...basePage.properties,
+        count: {
+          type: 'object',
+          required: ['value', 'exact'],
+          description:
+            "With `count=true`: how many records the filters select, as the caller may see them (the whole list, whatever the cursor). Exact up to 10,000; above, the planner's estimate, and `exact` is false.",
+          properties: { value: { type: 'integer', minimum: 0 }, exact: { type: 'boolean' } }
+        }
+      }
+    },
+    'RecordPage'
+  )
   const moduleKey: JsonSchema = refs.length ? { type: 'string', enum: refs.map((r) => r.key) } : moduleKeySchema
   const id = pathParam(
     'id',

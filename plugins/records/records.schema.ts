@@ -209,6 +209,12 @@ export const recordQuerySchema = (maxLimit: number) =>
         Type.String({ minLength: 1, description: 'Workflow state, or several separated by commas' })
       ),
       ...dateFilterProperties,
+      count: Type.Optional(
+        Type.Boolean({
+          description:
+            'Also count the records the filters select (the whole list, whatever the cursor): exact up to 10,000, estimated above (`count.exact` says which)'
+        })
+      ),
       payload: Type.Optional(
         Type.Record(
           Type.String(),

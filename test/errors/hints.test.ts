@@ -41,7 +41,7 @@ t.test('an unknown query parameter lists the accepted ones and suggests the one 
   t.match(sorted.body.errors[0], { field: 'sort', code: 'additionalProperties' })
   t.match(
     sorted.body.errors[0].detail,
-    /allowed fields: moduleKey, limit, cursor, state, updatedSince, payload, includeDeleted, externalRef, number, id$/
+    /allowed fields: moduleKey, limit, cursor, state, createdSince, createdBefore, updatedSince, updatedBefore, count, payload, includeDeleted, externalRef, number, id$/
   )
 
   const bulk = await server.request('POST', '/api/modules/incident/bulk?dryrun=true', {
