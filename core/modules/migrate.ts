@@ -3,7 +3,9 @@ import semver from 'semver'
 import type { BreakingChange } from './diff.ts'
 import type { RegisteredModule } from './registry.ts'
 import type { FieldDefinition, MigratingRecord, MigrationStep, ModuleDefinition, ModuleMigration } from './types.ts'
-import { ModuleDefinitionError } from './validate.ts'
+import { compileData, validationProblems } from '../validation.ts'
+import { fieldToSchema } from './derive/json-schema.ts'
+import { isObject, ModuleDefinitionError } from './validate.ts'
 
 /**
  * Module migrations (a package's `migrations` export, declared with the SDK's defineMigrations): how records stored
@@ -30,8 +32,6 @@ export function fieldAt(fields: readonly FieldDefinition[], path: string): Field
   if (member === undefined || !f) return f
   return f.type === 'group' ? f.fields.find((x) => x.key === member) : undefined
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /**
  * Checks a package's migrations against the definition it ships with: each has a range `from`, a version `to` no later
@@ -112,30 +112,10 @@ function checkStep(
     fail(`${at}.to`, `"${step.to}" is not a state of version ${target.version}`)
 }
 
-/** Why `value` cannot be the value of field `f` (its type, its options), or undefined. */
+/** Why `value` cannot be the value of field `f`, by the field's own schema (the payload's, derive/json-schema.ts), or undefined. */
 function defaultProblem(f: FieldDefinition, value: unknown): string | undefined {
-  const options = 'options' in f ? new Set(f.options.map((o) => (typeof o === 'string' ? o : o.value))) : undefined
-  switch (f.type) {
-    case 'number':
-    case 'integer':
-      return typeof value !== 'number' || (f.type === 'integer' && !Number.isInteger(value))
-        ? `must be ${f.type === 'integer' ? 'an integer' : 'a number'} for "${f.key}"`
-        : undefined
-    case 'boolean':
-      return typeof value !== 'boolean' ? `must be true or false for "${f.key}"` : undefined
-    case 'singleChoice':
-      return typeof value !== 'string' || !options!.has(value) ? `must be an option of "${f.key}"` : undefined
-    case 'multipleChoice':
-      return !Array.isArray(value) || value.some((v) => typeof v !== 'string' || !options!.has(v))
-        ? `must be a list of options of "${f.key}"`
-        : undefined
-    case 'group':
-      return !Array.isArray(value) ? `must be a list of items for "${f.key}"` : undefined
-    case 'location':
-      return !isObject(value) ? `must be a location object for "${f.key}"` : undefined
-    default:
-      return typeof value !== 'string' ? `must be a string for "${f.key}"` : undefined
-  }
+  const found = validationProblems(compileData(fieldToSchema[f.type](f as never)), value)
+  return found && `is not a value of "${f.key}": ${found.list.map((p) => p.detail).join('; ')}`
 }
 
 /**
@@ -299,11 +279,9 @@ export function refusalOf(target: MoveTarget, record: MigratingRecord): string |
   const problems: string[] = []
   if (!target.states.has(record.state))
     problems.push(`state "${record.state}" is not a state of version ${target.definition.version}`)
-  if (!target.validatePayload(record.payload))
-    for (const e of target.validatePayload.errors ?? [])
-      problems.push(
-        `payload${e.instancePath.replace(/\//g, '.')} ${e.message}${e.params && 'additionalProperty' in e.params ? ` (${e.params.additionalProperty})` : ''}`
-      )
+  // Worded as a create's 400 words them (core/validation.ts), bounded as it is.
+  const found = validationProblems(target.validatePayload, record.payload, '/payload')
+  for (const p of found?.list ?? []) problems.push(`${p.field} ${p.detail}`)
   return problems.length ? problems.join('; ') : undefined
 }
 

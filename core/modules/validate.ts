@@ -21,7 +21,7 @@ const slugPattern = /^[a-z][a-z0-9-]*$/
 const semver = /^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/
 const actionPattern = /^(read|create|update|delete|export|attachments|transition:(\*|[a-z][a-z0-9-]*))$/
 
-function isObject(v: unknown): v is Record<string, unknown> {
+export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 

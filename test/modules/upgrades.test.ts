@@ -281,7 +281,7 @@ t.test(
       remaining: 2,
       refusals: [
         { number: 'OLD-BAD', fromVersion: '1.1.0', reason: /the migration refused it/ },
-        { number: 'OLD-ODD', fromVersion: '1.1.0', reason: /payload\.kind must be equal to one of the allowed values/ }
+        { number: 'OLD-ODD', fromVersion: '1.1.0', reason: /payload\.kind must be one of: hot, height, confined-space/ }
       ]
     })
     const { rows } = await server.platform.db.system.query(
