@@ -93,9 +93,7 @@ export class ModulesService {
    */
   private async migration(tenantId: string, m: RegisteredModule) {
     if (!m.migrations.length) return null
-    const run = (await migrationRuns(this.pool, tenantId, m.definition.key)).find(
-      (r) => r.toVersion === m.definition.version
-    )
+    const [run] = await migrationRuns(this.pool, tenantId, m.definition.key, m.definition.version)
     if (!run) return null
     const { tenantId: _t, moduleKey: _k, ...progress } = run
     const refusals = run.refused

@@ -3,7 +3,7 @@ import type { Queryable } from '../../core/db/index.ts'
 import { moveRecord, refusalOf } from '../../core/modules/migrate.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { CliCommand, CliContext } from '../../core/plugin.ts'
-import { migrationRuns } from './records.migrate.ts'
+import { everyMigrationRefusal, migrationRuns } from './records.migrate.ts'
 import type { RecordRow } from './records.repository.ts'
 
 /**
@@ -13,35 +13,6 @@ import type { RecordRow } from './records.repository.ts'
  *   refuse, before (or while) it is installed, writing nothing.
  * Both read a page at a time, so a tenant with millions of records costs one page of memory.
  */
-
-/**
- * Every record the run to `toVersion` refused, in list order (when refused, then number, as the job meets them), read
- * a page at a time by keyset, so that listing them all (`records module migrations`) holds one page in memory.
- */
-export async function* everyMigrationRefusal(
-  db: Queryable,
-  tenantId: string,
-  moduleKey: string,
-  toVersion: string,
-  pageSize = 500
-): AsyncGenerator<{ recordId: string; number: string; fromVersion: string; reason: string }> {
-  let after: { at: string; number: string; recordId: string } | undefined
-  for (;;) {
-    const { rows } = await db.query(
-      // By the table's columns: \`at\` alone would sort the text the query returns.
-      `SELECT x.record_id AS "recordId", x.number, x.from_version AS "fromVersion", x.reason, x.at::text AS at
-         FROM record_migration_refusals x
-        WHERE x.tenant_id = $1 AND x.module_key = $2 AND x.to_version = $3
-          AND ($4::timestamptz IS NULL OR (x.at, x.number, x.record_id) > ($4::timestamptz, $5::text, $6::uuid))
-        ORDER BY x.at, x.number, x.record_id LIMIT $7`,
-      [tenantId, moduleKey, toVersion, after?.at ?? null, after?.number ?? null, after?.recordId ?? null, pageSize]
-    )
-    for (const { at: _at, ...refusal } of rows) yield refusal
-    if (rows.length < pageSize) return
-    const last = rows[rows.length - 1]
-    after = { at: last.at, number: last.number, recordId: last.recordId }
-  }
-}
 
 /** Records the dry run reads per query (keyset by seq): its memory is one page, however many records there are. */
 export const dryRunPage = 1000

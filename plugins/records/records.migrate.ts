@@ -35,8 +35,9 @@ const writerFor = (tenantId: string): Writer => ({
 
 /** What the loaded version makes of a stored record: moved, refused (with why), or nothing to do. */
 interface Move {
-  /** The record as the loaded version sees it (moved in memory when a migration applies, even a refused one). */
+  /** The record as the loaded version sees it (moved in memory when a migration applies, even a refused one), at its stored version. */
   row: RecordRow
+  /** The move to write when a migration applies (for a refused record, only once a writer's change makes it valid). */
   op?: RecordChangeOp
   refusal?: string
 }
@@ -53,22 +54,21 @@ export function planMove(module: RegisteredModule, row: RecordRow): Move {
     payload: row.payload,
     state: row.state
   })
-  // A migration that threw: the record is shown as stored, and refused.
-  if (refusal && !migrated) return { row, refusal }
   // No migration between the versions: they differ only compatibly, and the record's next write stores it under this one.
   if (!migrated) return { row }
-  const shown = { ...row, payload: moved.payload, state: moved.state }
-  if (refusal) return { row: shown, refusal }
   const stateNote = moved.state !== row.state ? `; state ${row.state} → ${moved.state}` : ''
   return {
-    row: { ...shown, version: row.version + 1, module_version: to },
+    row: { ...row, payload: moved.payload, state: moved.state, ...(refusal ? {} : { module_version: to }) },
+    refusal,
     op: {
       id: row.id,
       payload: moved.payload,
       state: moved.state,
       action: 'migrated',
       changes: diffPayload(row.payload, moved.payload),
-      comment: `Moved from module version ${row.module_version} to ${to}${stateNote}.`,
+      comment: refusal
+        ? `Moved from module version ${row.module_version} to ${to} with the change that follows, which makes it valid.`
+        : `Moved from module version ${row.module_version} to ${to}${stateNote}.`,
       migration: { from: row.module_version, to }
     }
   }
@@ -77,14 +77,13 @@ export function planMove(module: RegisteredModule, row: RecordRow): Move {
 /**
  * A record as the loaded version of its module presents it: a record not yet moved is moved in memory (a read writes
  * nothing). One the new version refuses is shown as far as its migration took it (fields and states renamed), under
- * its stored `moduleVersion`, or as it is stored when the migration itself failed, and says so (`migrationRefused`,
- * which the OpenAPI document describes): a read never fails for it.
+ * its stored `moduleVersion`, and says so (`migrationRefused`, which the OpenAPI document describes): a read never
+ * fails for it.
  */
 export function asCurrent(module: RegisteredModule, row: RecordRow): RecordRow {
   if (row.module_version === module.definition.version) return row
   const m = planMove(module, row)
-  if (m.refusal) return { ...m.row, migration_refused: { fromVersion: row.module_version, reason: m.refusal } }
-  return m.op ? { ...m.row, version: row.version } : m.row
+  return m.refusal ? { ...m.row, migration_refused: { fromVersion: row.module_version, reason: m.refusal } } : m.row
 }
 
 /** A locked record the loaded version refuses as its migration leaves it: the move a valid write comes after. */
@@ -98,37 +97,28 @@ export interface RefusedMove {
  * Moves records a writer holds locked (SELECT … FOR UPDATE) to the loaded version before it changes them: one
  * statement through the write path for those a migration moves (their `migrated` entry and event come before the
  * writer's own). Returns the rows as the writer's rules must see them, in order (moved, version + 1; or, for one the
- * new version refuses, as the migration left it in memory), and the refused ones by id: a writer changes such a record
- * only when the result is valid (`settleRefused`).
+ * new version refuses, as the migration left it in memory), how many it moved, and the refused ones by id: a writer
+ * changes such a record only when the result is valid (`settleRefused`). The migration job moves its batches with it.
  */
 export async function moveLocked(
   client: pg.PoolClient,
   tenantId: string,
   module: RegisteredModule,
   rows: readonly RecordRow[]
-): Promise<{ rows: RecordRow[]; refused: ReadonlyMap<string, RefusedMove> }> {
+): Promise<{ rows: RecordRow[]; moved: number; refused: ReadonlyMap<string, RefusedMove> }> {
   const refused = new Map<string, RefusedMove>()
-  if (rows.every((r) => r.module_version === module.definition.version)) return { rows: [...rows], refused }
+  if (rows.every((r) => r.module_version === module.definition.version)) return { rows: [...rows], moved: 0, refused }
   const moves = rows.map((r) => planMove(module, r))
-  const ops = moves.flatMap((m) => (m.op ? [m.op] : []))
+  const ops: RecordChangeOp[] = []
+  for (const m of moves)
+    if (m.op && m.refusal) refused.set(m.row.id, { op: m.op, reason: m.refusal })
+    else if (m.op) ops.push(m.op)
   if (ops.length) await changeRecords(client, writerFor(tenantId), module, ops)
-  moves.forEach((m, i) => {
-    if (!m.refusal) return
-    const r = rows[i]
-    refused.set(r.id, {
-      reason: m.refusal,
-      op: {
-        id: r.id,
-        payload: m.row.payload,
-        state: m.row.state,
-        action: 'migrated',
-        changes: diffPayload(r.payload, m.row.payload),
-        comment: `Moved from module version ${r.module_version} to ${module.definition.version} with the change that follows, which makes it valid.`,
-        migration: { from: r.module_version, to: module.definition.version }
-      }
-    })
-  })
-  return { rows: moves.map((m) => m.row), refused }
+  return {
+    rows: moves.map((m) => (m.op && !m.refusal ? { ...m.row, version: m.row.version + 1 } : m.row)),
+    moved: ops.length,
+    refused
+  }
 }
 
 /**
@@ -246,12 +236,11 @@ async function moveBatch(
       values: [tenantId, m.definition.key, m.definition.version, versions, afterSeq, migrationBatch]
     })
     if (!rows.length) return { read: 0, last: afterSeq }
-    const moves = rows.map((r) => planMove(m, r))
-    const ops = moves.flatMap((x) => (x.op ? [x.op] : []))
-    if (ops.length) await changeRecords(client, writerFor(tenantId), m, ops)
-    const refusals = moves.flatMap((x, i) =>
-      x.refusal ? [{ id: rows[i].id, number: rows[i].number, from: rows[i].module_version, reason: x.refusal }] : []
-    )
+    const { moved, refused } = await moveLocked(client, tenantId, m, rows)
+    const refusals = rows.flatMap((r) => {
+      const x = refused.get(r.id)
+      return x ? [{ id: r.id, number: r.number, from: r.module_version, reason: x.reason }] : []
+    })
     if (refusals.length)
       await client.query(
         `INSERT INTO record_migration_refusals (tenant_id, module_key, to_version, record_id, number, from_version, reason)
@@ -263,7 +252,7 @@ async function moveBatch(
     await client.query(
       `UPDATE record_migrations SET migrated = migrated + $4, refused = refused + $5, after_seq = $6, updated_at = now()
         WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3`,
-      [tenantId, m.definition.key, m.definition.version, ops.length, refusals.length, last]
+      [tenantId, m.definition.key, m.definition.version, moved, refusals.length, last]
     )
     return { read: rows.length, last }
   })
@@ -346,8 +335,13 @@ export function migrationJob(platform: Platform): JobDefinition {
   }
 }
 
-/** The runs of a tenant's modules (one module's with `moduleKey`), newest first, with the records still behind each. */
-export async function migrationRuns(db: Queryable, tenantId: string, moduleKey?: string): Promise<MigrationRun[]> {
+/** The runs of a tenant's modules (one module's with `moduleKey`, one version's with `toVersion`), newest first, with the records still behind each. */
+export async function migrationRuns(
+  db: Queryable,
+  tenantId: string,
+  moduleKey?: string,
+  toVersion?: string
+): Promise<MigrationRun[]> {
   const { rows } = await db.query(
     // Remaining: while a run goes on, the live records still under a version it moves (read only then: a scan of the
     // module's records); once it is done, the refused records no write has made valid since.
@@ -357,25 +351,54 @@ export async function migrationRuns(db: Queryable, tenantId: string, moduleKey?:
                   AND r.deleted_at IS NULL AND r.module_version = ANY(m.from_versions))
           ELSE (SELECT count(*)::int FROM record_migration_refusals x
                  WHERE x.tenant_id = m.tenant_id AND x.module_key = m.module_key AND x.to_version = m.to_version) END AS remaining
-       FROM record_migrations m WHERE tenant_id = $1 AND ($2::text IS NULL OR module_key = $2)
+       FROM record_migrations m WHERE tenant_id = $1 AND ($2::text IS NULL OR module_key = $2) AND ($3::text IS NULL OR to_version = $3)
       ORDER BY started_at DESC, module_key`,
-    [tenantId, moduleKey ?? null]
+    [tenantId, moduleKey ?? null, toVersion ?? null]
   )
   return rows.map(({ afterSeq: _after, ...run }) => run)
 }
 
-/** The records the run to `toVersion` refused (at most `limit`, in list order), with why. */
+/**
+ * Every record the run to `toVersion` refused, in list order (when refused, then number, as the job meets them), read
+ * a page at a time by keyset, so that listing them all (`records module migrations`) holds one page in memory.
+ */
+export async function* everyMigrationRefusal(
+  db: Queryable,
+  tenantId: string,
+  moduleKey: string,
+  toVersion: string,
+  pageSize = 500
+): AsyncGenerator<{ recordId: string; number: string; fromVersion: string; reason: string }> {
+  let after: { at: string; number: string; recordId: string } | undefined
+  for (;;) {
+    const { rows } = await db.query(
+      // By the table's columns: \`at\` alone would sort the text the query returns.
+      `SELECT x.record_id AS "recordId", x.number, x.from_version AS "fromVersion", x.reason, x.at::text AS at
+         FROM record_migration_refusals x
+        WHERE x.tenant_id = $1 AND x.module_key = $2 AND x.to_version = $3
+          AND ($4::timestamptz IS NULL OR (x.at, x.number, x.record_id) > ($4::timestamptz, $5::text, $6::uuid))
+        ORDER BY x.at, x.number, x.record_id LIMIT $7`,
+      [tenantId, moduleKey, toVersion, after?.at ?? null, after?.number ?? null, after?.recordId ?? null, pageSize]
+    )
+    for (const { at: _at, ...refusal } of rows) yield refusal
+    if (rows.length < pageSize) return
+    const last = rows[rows.length - 1]
+    after = { at: last.at, number: last.number, recordId: last.recordId }
+  }
+}
+
+/** The first `limit` records the run to `toVersion` refused, in the order everyMigrationRefusal gives them all. */
 export async function migrationRefusals(
   db: Queryable,
   tenantId: string,
   moduleKey: string,
   toVersion: string,
   limit: number
-): Promise<Array<{ recordId: string; number: string; fromVersion: string; reason: string }>> {
-  const { rows } = await db.query(
-    `SELECT record_id AS "recordId", number, from_version AS "fromVersion", reason FROM record_migration_refusals
-      WHERE tenant_id = $1 AND module_key = $2 AND to_version = $3 ORDER BY at, number, record_id LIMIT $4`,
-    [tenantId, moduleKey, toVersion, limit]
-  )
-  return rows
+) {
+  const out: Array<{ recordId: string; number: string; fromVersion: string; reason: string }> = []
+  for await (const r of everyMigrationRefusal(db, tenantId, moduleKey, toVersion, limit)) {
+    out.push(r)
+    if (out.length === limit) break
+  }
+  return out
 }
