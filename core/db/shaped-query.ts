@@ -38,6 +38,14 @@ export class ShapedQuery {
     return rows as T[]
   }
 
+  /** How many rows the query returns, counted by PostgreSQL (a bounded one: give it a LIMIT), not sent to be counted. */
+  async count(db: Queryable): Promise<number> {
+    const { c, values } = this.compile()
+    const text = `SELECT count(*)::int AS n FROM (${c.text}) AS counted`
+    const { rows } = await db.query<{ n: number }>(c.name ? { name: `${c.name}c`, text, values } : { text, values })
+    return rows[0].n
+  }
+
   /** The planner's estimate of how many rows the query returns (EXPLAIN, nothing run): a count too costly to make. */
   async estimate(db: Queryable): Promise<number> {
     const { c, values } = this.compile()

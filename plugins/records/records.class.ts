@@ -272,16 +272,16 @@ export class RecordsService {
 
   /**
    * How many records the list's filters select (the whole list, not from the cursor on), as the caller may see them:
-   * counted exactly up to `countBound`, by reading at most one more row than that; above it, the planner's estimate of
+   * counted exactly up to `countBound` by PostgreSQL, reading at most one more row than that; above it, the planner's estimate of
    * the same selection (never below what was counted), and `exact: false` says so.
    */
   private async count(selection: (q: ShapedQuery) => ShapedQuery): Promise<{ value: number; exact: boolean }> {
-    const rows = await selection(
+    const counted = await selection(
       new ShapedQuery('records.count-bounded', () => sql('records as r').select(sql.raw('1')))
     )
       .add(`limit:${countBound + 1}`, [], (b) => b.limit(countBound + 1, { skipBinding: true }))
-      .run(this.o.pool)
-    if (rows.length <= countBound) return { value: rows.length, exact: true }
+      .count(this.o.pool)
+    if (counted <= countBound) return { value: counted, exact: true }
     const estimate = await selection(
       new ShapedQuery('records.count-estimate', () => sql('records as r').select(sql.raw('1')))
     ).estimate(this.o.pool)
