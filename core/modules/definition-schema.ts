@@ -41,22 +41,58 @@ const itemBounds = { minItems: Type.Optional(Type.Integer({ minimum: 0 })), maxI
 const field = <T extends FieldType, M extends TProperties>(type: T, members: M) =>
   Type.Object({ ...fieldBase, type: Type.Literal(type), ...members }, closed)
 
+/** How lists find records by a field (docs/modules.md, "Finding records"); the defaults by type are core/modules/derive/filters.ts's. */
+const filterable = {
+  filterable: Type.Optional(
+    Type.Boolean({
+      description:
+        'Lists may filter on the field (the default for types that filter); true also keeps an index for it (the default for choices, users, references and dates), false refuses its filters.'
+    })
+  )
+}
+const sortable = {
+  sortable: Type.Optional(
+    Type.Boolean({
+      description: 'Lists may sort by the field, indexed (default: dates and date-times; top level only).'
+    })
+  )
+}
+const searchable = {
+  searchable: Type.Optional(
+    Type.Boolean({
+      description:
+        'Text search (q) looks in the field (default: text fields without an access rule; top level only, never with an access rule).'
+    })
+  )
+}
+
 /** Each field type's schema: the common members and its own. One row per type, as every derivation table has. */
 const fieldsByType = {
   text: field('text', {
     maxLength: Type.Optional(Type.Integer({ minimum: 1 })),
-    pattern: Type.Optional(Type.String())
+    pattern: Type.Optional(Type.String()),
+    ...filterable,
+    ...sortable,
+    ...searchable
   }),
-  longText: field('longText', { maxLength: Type.Optional(Type.Integer({ minimum: 1 })) }),
-  number: field('number', bounds),
-  integer: field('integer', bounds),
-  boolean: field('boolean', {}),
-  date: field('date', {}),
-  datetime: field('datetime', {}),
-  singleChoice: field('singleChoice', { options: Type.Array(choiceOption, { minItems: 1 }) }),
-  multipleChoice: field('multipleChoice', { options: Type.Array(choiceOption, { minItems: 1 }), ...itemBounds }),
-  user: field('user', {}),
-  recordRef: field('recordRef', { module: slug }),
+  longText: field('longText', { maxLength: Type.Optional(Type.Integer({ minimum: 1 })), ...searchable }),
+  number: field('number', { ...bounds, ...filterable, ...sortable }),
+  integer: field('integer', { ...bounds, ...filterable, ...sortable }),
+  boolean: field('boolean', filterable),
+  date: field('date', { ...filterable, ...sortable }),
+  datetime: field('datetime', { ...filterable, ...sortable }),
+  singleChoice: field('singleChoice', {
+    options: Type.Array(choiceOption, { minItems: 1 }),
+    ...filterable,
+    ...sortable
+  }),
+  multipleChoice: field('multipleChoice', {
+    options: Type.Array(choiceOption, { minItems: 1 }),
+    ...itemBounds,
+    ...filterable
+  }),
+  user: field('user', filterable),
+  recordRef: field('recordRef', { module: slug, ...filterable }),
   location: field('location', {})
 } satisfies { [T in Exclude<FieldType, 'group'>]: TSchema }
 

@@ -78,6 +78,20 @@ function checkFields(fields: unknown, path: string, fail: (where: string, proble
       }
       if (nested) fail(where, 'access rules apply to top-level fields only')
     }
+    const find = field as { filterable?: unknown; sortable?: unknown; searchable?: unknown }
+    for (const flag of ['filterable', 'sortable', 'searchable'] as const)
+      if (find[flag] !== undefined && typeof find[flag] !== 'boolean') fail(where, `${flag} must be a boolean`)
+    // Indexes and the search text are over top-level fields; a group's member may only refuse its filters.
+    if (nested && (find.sortable === true || find.searchable === true || find.filterable === true))
+      fail(
+        where,
+        'sortable, searchable and filterable: true apply to top-level fields only (a member may be filterable: false)'
+      )
+    if (find.searchable === true && field.access !== undefined)
+      fail(
+        where,
+        'a field with an access rule cannot be searchable: every reader of the module searches the same text, so a search would tell those who may not read the field what it holds'
+      )
     for (const bound of ['minimum', 'maximum', 'maxLength', 'minItems', 'maxItems'] as const) {
       const v: unknown = (field as Partial<Record<typeof bound, unknown>>)[bound]
       if (v !== undefined && typeof v !== 'number') fail(where, `${bound} must be a number`)

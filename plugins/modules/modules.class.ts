@@ -5,7 +5,7 @@ import { assertScope, hiddenFields, seesModule } from '../../core/auth/access.ts
 import { problems } from '../../core/errors/index.ts'
 import { isAdmin, requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { summaryColumns } from '../../core/modules/derive/columns.ts'
-import { fieldToFilter } from '../../core/modules/derive/filters.ts'
+import { fieldFinding } from '../../core/modules/derive/filters.ts'
 import type { ModuleRegistry, RegisteredModule } from '../../core/modules/registry.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 
@@ -75,7 +75,7 @@ export class ModulesService {
     const d = m.definition
     return {
       ...summary(m),
-      fields: d.fields.map((f) => ({ ...f, filterable: !!fieldToFilter[f.type] })),
+      fields: d.fields.map((f) => ({ ...f, ...fieldFinding(f) })),
       schema: m.schema,
       workflow: d.workflow,
       permissions: d.permissions,

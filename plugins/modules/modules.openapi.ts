@@ -31,16 +31,19 @@ export function describeModules(ctx: DocContext): Fragment {
   )
   const field = {
     type: 'object',
-    required: ['key', 'type', 'filterable'],
+    required: ['key', 'type', 'filterable', 'indexed', 'sortable', 'searchable'],
     description:
-      'A payload field as the module package declares it (type-specific members such as `options`, `maxLength`, `fields` of a group), plus whether lists can filter on it.',
+      'A payload field as the module package declares it (type-specific members such as `options`, `maxLength`, `fields` of a group), with how lists find records by it: its declarations over the defaults of its type.',
     properties: {
       key: { type: 'string' },
       type: { type: 'string', enum: [...fieldTypes] },
       label: { type: 'string' },
       description: { type: 'string' },
       required: { type: 'boolean' },
-      filterable: { type: 'boolean' }
+      filterable: { type: 'boolean', description: 'Lists may filter on it (`payload[<key>]`)' },
+      indexed: { type: 'boolean', description: 'An index serves its filters and sort at any size' },
+      sortable: { type: 'boolean', description: 'Lists may sort by it (`sort=payload.<key>`)' },
+      searchable: { type: 'boolean', description: 'Text search (`q`) looks in it' }
     }
   }
   const moduleSchema = ctx.ref(

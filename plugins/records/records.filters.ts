@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import type { RowRule } from '../../core/auth/access.ts'
 import { problems } from '../../core/errors/index.ts'
-import { fieldToFilter, sqlOperators, type Operator } from '../../core/modules/derive/filters.ts'
+import { fieldFinding, fieldToFilter, sqlOperators, type Operator } from '../../core/modules/derive/filters.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import { isUuid, validationError } from '../../core/validation.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
@@ -178,9 +178,9 @@ function payloadConditions(
   condition: unknown
 ): Array<{ sql: string; bindings: unknown[] }> {
   const field = module.fields.get(key)
-  const spec = field && fieldToFilter[field.type]
+  const spec = field && fieldFinding(field).filterable ? fieldToFilter[field.type] : null
   if (!field || !spec) {
-    const allowed = module.definition.fields.filter((f) => fieldToFilter[f.type]).map((f) => f.key)
+    const allowed = module.definition.fields.filter((f) => fieldFinding(f).filterable).map((f) => f.key)
     throw validationError([
       {
         pointer: `/payload/${key}`,

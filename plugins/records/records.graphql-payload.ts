@@ -3,7 +3,7 @@ import type {
   ObjectTypeComposerFieldConfigMapDefinition
 } from 'graphql-compose'
 import type { GraphQLContext, GraphQLSchemaBuild, Resolver } from '../../core/graphql/schema-part.ts'
-import { fieldToFilter, type Operator } from '../../core/modules/derive/filters.ts'
+import { fieldFinding, fieldToFilter, type Operator } from '../../core/modules/derive/filters.ts'
 import { graphQLTypesOf, type DeriveTypes } from '../../core/modules/derive/graphql.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition } from '../../core/modules/types.ts'
@@ -209,7 +209,7 @@ export function payloadTypes(
       `${d.title} workflow transitions`
     )
 
-  const filterable = visible.filter((f) => fieldToFilter[f.type] && graphQLTypesOf(f, types).filter)
+  const filterable = visible.filter((f) => fieldFinding(f).filterable && graphQLTypesOf(f, types).filter)
   if (filterable.length) {
     sc.createInputTC({
       name: `${T}Filter`,

@@ -47,19 +47,48 @@ interface FieldBase {
   access?: FieldAccess
 }
 
+/**
+ * How lists find records by the field (docs/modules.md, "Finding records"). Each has a default by type; the platform
+ * keeps an index for every field that is sortable, or filterable by declaration or by its type's default (choices,
+ * users, references, dates), and builds, replaces and drops those indexes itself without blocking writes.
+ */
+interface Filterable {
+  /**
+   * Lists may filter on the field. Fields of a type that filters are filterable by default; `true` also keeps an
+   * index for the field (the default for choices, users, references and dates), `false` refuses its filters.
+   */
+  filterable?: boolean
+}
+interface Sortable {
+  /** Lists may sort by the field (indexed). Default: dates and date-times. Top-level fields only. */
+  sortable?: boolean
+}
+interface Searchable {
+  /**
+   * Text search (`q`) looks in the field. Default: text and long text fields without an access rule; a field with
+   * one cannot be searchable (every reader of the module searches the same text). Top-level fields only.
+   */
+  searchable?: boolean
+}
+
 export type FieldDefinition = FieldBase &
   (
-    | { type: 'text'; maxLength?: number; pattern?: string }
-    | { type: 'longText'; maxLength?: number }
-    | { type: 'number'; minimum?: number; maximum?: number }
-    | { type: 'integer'; minimum?: number; maximum?: number }
-    | { type: 'boolean' }
-    | { type: 'date' }
-    | { type: 'datetime' }
-    | { type: 'singleChoice'; options: Array<string | ChoiceOption> }
-    | { type: 'multipleChoice'; options: Array<string | ChoiceOption>; minItems?: number; maxItems?: number }
-    | { type: 'user' }
-    | { type: 'recordRef'; module: string }
+    | ({ type: 'text'; maxLength?: number; pattern?: string } & Filterable & Sortable & Searchable)
+    | ({ type: 'longText'; maxLength?: number } & Searchable)
+    | ({ type: 'number'; minimum?: number; maximum?: number } & Filterable & Sortable)
+    | ({ type: 'integer'; minimum?: number; maximum?: number } & Filterable & Sortable)
+    | ({ type: 'boolean' } & Filterable)
+    | ({ type: 'date' } & Filterable & Sortable)
+    | ({ type: 'datetime' } & Filterable & Sortable)
+    | ({ type: 'singleChoice'; options: Array<string | ChoiceOption> } & Filterable & Sortable)
+    | ({
+        type: 'multipleChoice'
+        options: Array<string | ChoiceOption>
+        minItems?: number
+        maxItems?: number
+      } & Filterable)
+    | ({ type: 'user' } & Filterable)
+    | ({ type: 'recordRef'; module: string } & Filterable)
     | { type: 'group'; fields: GroupMember[]; minItems?: number; maxItems?: number }
     | { type: 'location' }
   )
