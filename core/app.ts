@@ -154,6 +154,7 @@ export function createApp(platform: Platform, plugins: readonly Plugin[], option
           degraded.moduleUpgradesRefused = [...refused]
             .sort(([a], [b]) => a.localeCompare(b))
             .map(([module, tenants]) => ({ module, tenants }))
+        for (const task of app.get('background') ?? []) Object.assign(degraded, task.degraded?.())
         return Object.keys(degraded).length ? degraded : undefined
       }
     })
@@ -244,6 +245,9 @@ export async function startServer(
     ...plugins.flatMap((p) => p.jobs?.(app) ?? [])
   ]
   platform.metrics.jobNames = jobs.map((j) => j.name)
+  const background = plugins.flatMap((p) => (p.background ? [p.background(app)] : []))
+  app.set('background', background)
+  for (const task of background) task.start()
   const metrics = await serveMetrics(platform.metrics, platform.config.metrics)
   let agenda = platform.config.jobs.enabled
     ? await startJobs(platform.db.pool, jobs, {
@@ -283,6 +287,7 @@ export async function startServer(
       })
       // The jobs first, at once; the pool stays open under them until they have handed back (or the deadline).
       const jobsStopped = agenda ? stopJobs(agenda, { timeoutMs: deadline - started }) : undefined
+      const backgroundStopped = Promise.all(background.map((task) => task.stop()))
       if (readinessDelaySeconds > 0) await sleep(Math.min(readinessDelaySeconds * 1000, deadline - Date.now()))
       const listener = await closeListener(server, deadline)
       logger.info(
@@ -291,6 +296,7 @@ export async function startServer(
           : 'listener closed; every request under way finished',
         { cut: listener.cut }
       )
+      await backgroundStopped
       const jobsResult = await jobsStopped
       if (jobsResult)
         logger.info('jobs stopped', { handedBack: jobsResult.handedBack, releasedAtDeadline: jobsResult.released })

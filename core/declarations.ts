@@ -15,6 +15,7 @@ import type { TenantDirectory } from './tenancy/tenants.ts'
 import type { Metrics } from './telemetry/metrics.ts'
 import type { Shutdown } from './shutdown.ts'
 import type { ReadinessCheck } from './http/health.ts'
+import type { BackgroundTask } from './plugin.ts'
 
 /** What every plugin reads from the app: built once at start-up. */
 export interface Platform {
@@ -52,6 +53,8 @@ export interface Settings {
   graphqlParts: GraphQLPart[]
   /** The OpenAPI documents (plugins/api-docs), for the contract checker of the tests. */
   openapi?: OpenApiDocuments
+  /** The plugins' background work (Plugin.background), once the server listens. */
+  background?: BackgroundTask[]
   /** What `/readyz` checks, by name (core/http/health.ts): the database and Redis from the start, the jobs once they run. */
   readiness: Map<string, ReadinessCheck>
 }

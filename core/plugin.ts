@@ -80,6 +80,12 @@ export interface Plugin {
    * errors), built from the problem so they keep its members (`code`, `traceId`).
    */
   problemFormats?: readonly ProblemFormat[]
+  /**
+   * Work the feature runs in every instance beside the requests, from start to shutdown, whether or not the instance
+   * runs jobs (the records plugin builds the indexes modules declare). Started once the instance listens; stopped
+   * first at shutdown.
+   */
+  background?(app: App): BackgroundTask
   /** Jobs the feature runs on the scheduler (`<area>.<action>`, ids only, safe to run twice). */
   jobs?(app: App): JobDefinition[]
   /** Admin CLI commands. */
@@ -88,6 +94,17 @@ export interface Plugin {
   describe?: Describe
   /** Its types, queries and mutations in each caller's GraphQL schema (core/graphql/schema-part.ts), in plugin order. */
   graphql?: GraphQLPart
+}
+
+/** See Plugin.background. */
+export interface BackgroundTask {
+  start(): void
+  /** Ends the work: what is under way is cancelled or finished, nothing is left running. */
+  stop(): Promise<void>
+  /** Settles when no work is under way (the first pass done): tests and tools that need the database quiet wait for it. */
+  idle?(): Promise<void>
+  /** What readiness reports degraded while the work is not done (e.g. indexes still building), under its name. */
+  degraded?(): Record<string, unknown> | undefined
 }
 
 /**

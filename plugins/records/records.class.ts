@@ -12,6 +12,7 @@ import { assertValid, isUuid, validationError } from '../../core/validation.ts'
 import * as repo from './records.repository.ts'
 import { readableModule } from './records.access.ts'
 import { listFilters } from './records.filters.ts'
+import { listOrder } from './records.sort.ts'
 import { referenceProblems } from './records.checks.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
 import { hasValue } from './records.payload.ts'
@@ -194,23 +195,21 @@ export class RecordsService {
     const rule = rowRule(principal, module)
     const hidden = hiddenFields(principal, module)
 
-    // updatedSince pages in change order (incremental sync); otherwise in creation order.
-    const byUpdate = !!q.updatedSince
+    // The order of the page (records.sort.ts): `sort` when given; else updatedSince pages in change order (incremental
+    // sync), and a list in creation order.
+    const order = listOrder(q.sort, !!q.updatedSince, module, hidden)
     const include = new Set(params.include ?? [])
     const columns = [
       repo.recordColumns,
-      ...(byUpdate ? [repo.updatedAtExact] : []),
+      ...(order.column ? [order.column] : []),
       ...(include.has('activity') ? [repo.activityJson] : []),
       ...(include.has('attachments') ? [repo.attachmentsJson] : [])
     ].join(', ')
-    const shape = [
-      'records.find',
-      ...(byUpdate ? ['by-update'] : []),
-      ...[...include].filter((i) => i !== 'transitions').sort()
-    ].join('.')
+    const shape = ['records.find', ...[...include].filter((i) => i !== 'transitions').sort()].join('.')
     // Internal callers (exports) may ask for the count of the same selection instead of a page.
     const countOnly = params.countOnly === true && !params.provider
-    // A cursor is bound to its tenant, module and filters: the same clauses as the SQL make its scope (records.filters.ts).
+    // A cursor is bound to its tenant, module and filters: the same clauses as the SQL make its scope (records.filters.ts),
+    // and to its sort.
     const filters = listFilters(principal.tenantId, { query: q, module, rule, hidden, limit })
     // Tenant and module are pinned on every shape, first: the count once lacked them and counted every tenant's records.
     const selection = (query: ShapedQuery) => {
@@ -220,39 +219,36 @@ export class RecordsService {
       for (const c of filters.clauses) query.add(c.shape, c.values, c.apply)
       return query
     }
-    const select = selection(
-      countOnly
-        ? new ShapedQuery('records.count', () => sql('records as r').select(sql.raw('count(*)::int AS total')))
-        : new ShapedQuery(shape, () => sql('records as r').select(sql.raw(columns)))
-    )
-    const scope = filters.scope
-    if (q.cursor) {
-      const pos = this.o.cursors.decode(q.cursor, scope)
-      if (byUpdate)
-        select.add('after:updated', [pos[0], pos[1]], (b) =>
-          b.whereRaw('(r.updated_at, r.seq) > (?::timestamptz, ?)', [pos[0] as string, pos[1] as number])
-        )
-      else select.add('after:seq', [pos[0]], (b) => b.where('r.seq', '>', pos[0] as number))
-    }
+    const scope = JSON.stringify(order.scope === undefined ? filters.scope : [...filters.scope, order.scope])
+    const position = q.cursor ? this.o.cursors.decode(q.cursor, scope) : undefined
+    // The whole selection, whatever the cursor (exports count what they will write before the first page).
     if (countOnly) {
-      const [{ total }] = await select.run<{ total: number }>(this.o.pool)
+      const count = selection(
+        new ShapedQuery('records.count', () => sql('records as r').select(sql.raw('count(*)::int AS total')))
+      )
+      const [{ total }] = await count.run<{ total: number }>(this.o.pool)
       return { items: [], nextCursor: null, limit, total }
     }
-    select.add(byUpdate ? 'order:updated' : 'order:seq', [], (b) =>
-      byUpdate ? b.orderBy([{ column: 'r.updated_at' }, { column: 'r.seq' }]) : b.orderBy('r.seq')
-    )
     // The usual page sizes (the default, the largest, an export's page) are written into the statement, not bound:
     // with `LIMIT $n` the planner's generic plan assumes a tenth of the table, so PostgreSQL planned every page
     // afresh (a custom plan each time, ~60 µs of its CPU a page). Any other size stays bound: a shape per size a
     // client may choose would spend ShapedQuery's process-wide budget of named statements for every other query.
-    const written = limit === this.o.defaultLimit || limit === this.o.maxLimit || limit === params.pageLimit
-    if (written) select.add(`limit:${limit + 1}`, [], (b) => b.limit(limit + 1, { skipBinding: true }))
-    else select.add('limit', [limit + 1], (b) => b.limit(limit + 1))
-    const rows = await select.run<repo.RecordRow>(this.o.pool)
+    const written = (n: number) =>
+      n === this.o.defaultLimit + 1 || n === this.o.maxLimit + 1 || n === (params.pageLimit ?? 0) + 1
+    // A page is one statement, or two where it crosses from the records with a value of the sort to those without.
+    const rows: Array<repo.RecordRow & { sort_value?: string | null }> = []
+    for (const segment of order.segments(position)) {
+      const want = limit + 1 - rows.length
+      if (want <= 0) break
+      const select = selection(new ShapedQuery(shape, () => sql('records as r').select(sql.raw(columns))))
+      select.add(segment.shape, segment.values, segment.apply)
+      if (written(want)) select.add(`limit:${want}`, [], (b) => b.limit(want, { skipBinding: true }))
+      else select.add('limit', [want], (b) => b.limit(want))
+      rows.push(...(await select.run<repo.RecordRow & { sort_value?: string | null }>(this.o.pool)))
+    }
     const page = rows.slice(0, limit)
     const last = page[page.length - 1]
-    const after = (row: repo.RecordRow) =>
-      this.o.cursors.encode(scope, byUpdate ? [row.updated_at_exact, row.seq] : [row.seq])
+    const after = (row: repo.RecordRow) => this.o.cursors.encode(scope, order.position(row))
     const nextCursor = rows.length > limit && last ? after(last) : null
     const items = page.map((row) => {
       if (!include.has('transitions')) return view(principal, module, row, hidden)

@@ -5,6 +5,7 @@ import { fieldFinding, fieldToFilter, sqlOperators, type Operator } from '../../
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import { isUuid, validationError } from '../../core/validation.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
+import { searchDocument, searchQuery } from './records.search.ts'
 import { dateFilterColumns, type DateFilterName, type RecordQuery } from './records.schema.ts'
 
 /** One SQL condition of a list: its shape (part of the prepared statement's key), its values, its knex form. */
@@ -104,7 +105,7 @@ const idFilter = filter<string[]>({
 
 /** A filter on one column by equality or `>=`, its value as the query gives it (after `canonical`). */
 const columnFilter = (
-  name: 'externalRef' | 'number' | DateFilterName,
+  name: 'externalRef' | DateFilterName,
   column: string,
   operator: '=' | '>=' | '<',
   canonical: (v: string) => string = (v) => v
@@ -136,6 +137,47 @@ const payloadFilter = filter<{ key: string; condition: unknown; clauses: FilterC
   scope: (v) => ['payload', v.key, v.condition]
 })
 
+/** Text search (records.search.ts): the module's search document against the query's words. */
+const searchFilter = filter<{ q: string; document: string; words: string }>({
+  read: ({ query, module }) => {
+    if (query.q === undefined) return []
+    const document = searchDocument(module)
+    if (!document)
+      throw validationError([
+        {
+          pointer: '/q',
+          field: 'q',
+          code: 'search',
+          detail: `module "${module.definition.key}" has no searchable field to search in`
+        }
+      ])
+    return [{ q: query.q, document, words: searchQuery(query.q) }]
+  },
+  clauses: (v) => [
+    clause(`q:${v.document}`, [v.words], (b) =>
+      b.whereRaw(`${v.document} @@ to_tsquery('simple'::regconfig, records_fold(?))`, [v.words])
+    )
+  ],
+  scope: (v) => ['q', v.q]
+})
+
+/** Numbers in any case (`inc-2026-00003`), whole or by their start; the platform's index on lower(number) serves both. */
+const numberFilter = filter<string>({
+  read: ({ query }) => (query.number ? [query.number.toLowerCase()] : []),
+  clauses: (v) => [clause('number', [v], (b) => b.whereRaw('lower(r.number) = ?', [v]))],
+  scope: (v) => ['number', v]
+})
+const numberPrefixFilter = filter<string>({
+  read: ({ query }) => (query.numberPrefix ? [query.numberPrefix.toLowerCase()] : []),
+  // A range of the index's order (text_pattern_ops compares bytes): LIKE with a bound pattern cannot use it.
+  clauses: (v) => [
+    clause('numberPrefix', [v, v], (b) =>
+      b.whereRaw(`lower(r.number) ~>=~ ? AND lower(r.number) ~<~ (? || chr(1114111))`, [v, v])
+    )
+  ],
+  scope: (v) => ['numberPrefix', v]
+})
+
 /**
  * The list filters of `GET /api/v1/records`, in the order their conditions bind in the SQL and
  * their entries stand in the cursor scope.
@@ -146,19 +188,21 @@ const recordFilters: ReadonlyArray<RecordFilter<unknown>> = [
   stateFilter,
   idFilter,
   columnFilter('externalRef', 'r.external_ref', '=', canonicalExternalRef),
-  columnFilter('number', 'r.number', '='),
+  numberFilter,
   // Where updatedSince alone stood: a cursor issued with it keeps its scope.
   ...(Object.keys(dateFilterColumns) as DateFilterName[]).map((name) =>
     columnFilter(name, dateFilterColumns[name].column, dateFilterColumns[name].operator)
   ),
-  payloadFilter
+  payloadFilter,
+  searchFilter,
+  numberPrefixFilter
 ]
 
 /**
  * The SQL conditions of a list and the cursor scope they make, from one reading of the query:
  * a cursor opens only under the filters (and tenant and module) it was issued with.
  */
-export function listFilters(tenantId: string, input: FilterInput): { clauses: FilterClause[]; scope: string } {
+export function listFilters(tenantId: string, input: FilterInput): { clauses: FilterClause[]; scope: unknown[] } {
   const clauses: FilterClause[] = []
   const scope: unknown[] = [tenantId, input.module.definition.key]
   for (const f of recordFilters) {
@@ -168,7 +212,7 @@ export function listFilters(tenantId: string, input: FilterInput): { clauses: Fi
       if (entry !== undefined) scope.push(entry)
     }
   }
-  return { clauses, scope: JSON.stringify(scope) }
+  return { clauses, scope }
 }
 
 /** A payload filter's SQL over `records r`: the field must be filterable and the operators its type's. */

@@ -9,12 +9,6 @@ export const recordColumns = `r.id, r.module_key, r.module_version, r.number, r.
   ${iso('r.created_at')} AS created_at, ${iso('r.updated_at')} AS updated_at, r.created_by, r.updated_by,
   ${iso('r.deleted_at')} AS deleted_at, r.deleted_by, r.seq, r.external_ref`
 /**
- * updated_at at full (microsecond) precision, for the position of an updatedSince cursor:
- * the ISO columns stop at milliseconds, and a cursor at a truncated instant sorts before
- * the row it ended on, so that row (and any later one in the same millisecond) came back.
- */
-export const updatedAtExact = `to_char(r.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS updated_at_exact`
-/**
  * An entry's `id` is its position in its record's activity (1 is the created entry): the
  * table's own identity is numbered across tenants, so showing it would let a tenant count
  * the others' changes between two of its own.
@@ -47,8 +41,6 @@ export interface RecordRow {
   deleted_by: Actor | null
   seq: number
   external_ref: string | null
-  /** Only in list queries that page by change (see updatedAtExact). */
-  updated_at_exact?: string
   /** Set by asCurrent (records.migrate.ts) on a record the loaded module version refuses as its migration leaves it. */
   migration_refused?: { fromVersion: string; reason: string }
   /** The JSON activityJson and attachmentsJson build, in the answer's shape. */

@@ -209,6 +209,22 @@ export const recordQuerySchema = (maxLimit: number) =>
         Type.String({ minLength: 1, description: 'Workflow state, or several separated by commas' })
       ),
       ...dateFilterProperties,
+      sort: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 100,
+          description:
+            'The order of the list: createdAt, updatedAt, number or payload.<field> of a sortable field (the module schema says which), ascending, or descending with a leading - (e.g. -createdAt); ties in creation order. Records without a value come last. Default: creation order (change order with updatedSince). A cursor keeps its sort.'
+        })
+      ),
+      q: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 200,
+          description:
+            "Text search over the module's searchable fields: every word must start a word of the record, in any case and with or without accents"
+        })
+      ),
       count: Type.Optional(
         Type.Boolean({
           description:
@@ -242,7 +258,18 @@ export const recordQuerySchema = (maxLimit: number) =>
         Type.String({ minLength: 1, maxLength: 200, description: 'The record with this source-system reference' })
       ),
       number: Type.Optional(
-        Type.String({ minLength: 1, maxLength: 100, description: 'The record with this number, e.g. INC-2026-00042' })
+        Type.String({
+          minLength: 1,
+          maxLength: 100,
+          description: 'The record with this number, in any case, e.g. INC-2026-00042 or inc-2026-00042'
+        })
+      ),
+      numberPrefix: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 100,
+          description: 'Records whose number starts with this, in any case, e.g. INC-2026-'
+        })
       ),
       id: Type.Optional(
         Type.String({

@@ -11,6 +11,7 @@ import { describeRecords } from './records.openapi.ts'
 import { recordsGraphQL } from './records.graphql.ts'
 import { migrationJob } from './records.migrate.ts'
 import { migrationCli } from './records.migrate-cli.ts'
+import { declaredIndexes, indexesCli, IndexBuilder, installedModules } from './records.indexes.ts'
 
 declare module '../../core/declarations.ts' {
   interface ServiceTypes {
@@ -63,5 +64,9 @@ export const recordsPlugin: Plugin = {
   describe: describeRecords,
   graphql: recordsGraphQL,
   jobs: (app) => [migrationJob(app.get('platform'))],
-  cli: migrationCli
+  background: (app) => {
+    const { db, tenants } = app.get('platform')
+    return new IndexBuilder(db.url, () => declaredIndexes(installedModules(tenants)))
+  },
+  cli: [...migrationCli, ...indexesCli]
 }

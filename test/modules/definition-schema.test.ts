@@ -80,7 +80,18 @@ t.test('unknownKey names the key, where it sits and the known key it most likely
   t.same(unknownKey(definition), {
     at: 'fields[1] (field "g").fields[0] (field "n")',
     key: 'maximun',
-    known: ['key', 'label', 'description', 'required', 'access', 'type', 'minimum', 'maximum'],
+    known: [
+      'key',
+      'label',
+      'description',
+      'required',
+      'access',
+      'type',
+      'minimum',
+      'maximum',
+      'filterable',
+      'sortable'
+    ],
     meant: 'maximum'
   })
   definition.fields[1].fields = [{ key: 'n', type: 'number', maximum: 3 } as never]

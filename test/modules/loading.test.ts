@@ -162,7 +162,7 @@ const cases: Array<{ name: string; where: string; problem: RegExp; breakIt(d: De
     name: 'a misspelt field member (requird)',
     where: 'fields[0] (field "title")',
     problem:
-      /unknown key "requird" \(did you mean "required"\?\); known keys here: key, label, description, required, access, type, maxLength, pattern$/,
+      /unknown key "requird" \(did you mean "required"\?\); known keys here: key, label, description, required, access, type, maxLength, pattern, filterable, sortable, searchable$/,
     breakIt: (d) => void (d.fields[0].requird = true)
   },
   {

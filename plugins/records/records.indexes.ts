@@ -1,0 +1,294 @@
+import { createHash } from 'node:crypto'
+import pg from 'pg'
+import { poolConnection } from '../../core/db/index.ts'
+import { logger } from '../../core/logger.ts'
+import { fieldFinding, fieldToFilter } from '../../core/modules/derive/filters.ts'
+import type { RegisteredModule } from '../../core/modules/registry.ts'
+import type { BackgroundTask, CliCommand } from '../../core/plugin.ts'
+import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
+import { searchDocument } from './records.search.ts'
+
+/**
+ * The indexes lists need at scale, declared by the modules (their indexed fields and search text) and by the platform
+ * (sorts by creation and number, number lookup), built by the service itself without blocking writes.
+ *
+ * Expression indexes, not generated columns: adding a stored generated column rewrites the whole table under an
+ * exclusive lock (every write waits for the rewrite of a million rows), while `CREATE INDEX CONCURRENTLY` reads the
+ * table beside the writes and holds nothing that blocks them. The expressions are those the filters write
+ * (core/modules/derive/filters.ts, records.search.ts), over functions that never fail (records migration 005), so one
+ * index serves every module that declares the same key with the same type, and a value of another type is only NULL.
+ *
+ * Every btree index leads with the tenant and module, and ends with `seq`, the order of a page: a filter on a rare
+ * value reads only its rows, in page order, and a sort pages by (value, seq) from where the cursor stands.
+ */
+export interface DeclaredIndex {
+  /** `records_q_` and a hash of the definition: a changed definition is another index (built, then the old one dropped). */
+  name: string
+  /** What follows `ON records`. */
+  definition: string
+  /** What it serves, e.g. `incident.site filter and sort`, `incident search`, `sort by createdAt`. */
+  serves: string[]
+}
+
+const prefix = 'records_q_'
+const live = 'WHERE deleted_at IS NULL'
+
+/** The platform's own: sorts by creation and by number (updatedAt's is records_live_updated), and number lookup. */
+const platformIndexes: Array<{ definition: string; serves: string }> = [
+  { definition: `(tenant_id, module_key, created_at, seq) ${live}`, serves: 'sort by createdAt' },
+  { definition: `(tenant_id, module_key, number, seq) ${live}`, serves: 'sort by number' },
+  // Deleted records too (a lookup may include them); text_pattern_ops serves a prefix (LIKE 'inc-2026-%').
+  { definition: `(tenant_id, lower(number) text_pattern_ops)`, serves: 'number lookup' }
+]
+
+/** The indexes the installed modules and the platform need, one per definition. */
+export function declaredIndexes(modules: Iterable<RegisteredModule>): DeclaredIndex[] {
+  const byDefinition = new Map<string, Set<string>>()
+  const want = (definition: string, serves: string) => {
+    const set = byDefinition.get(definition) ?? new Set<string>()
+    set.add(serves)
+    byDefinition.set(definition, set)
+  }
+  for (const p of platformIndexes) want(p.definition, p.serves)
+  for (const m of modules) {
+    const key = m.definition.key
+    for (const f of m.definition.fields) {
+      const finding = fieldFinding(f)
+      const spec = fieldToFilter[f.type]
+      if (!finding.indexed || !spec) continue
+      want(
+        `(tenant_id, module_key, (${spec.expr(f.key)}), seq) ${live}`,
+        `${key}.${f.key} ${finding.sortable ? 'filter and sort' : 'filter'}`
+      )
+    }
+    const document = searchDocument(m)
+    if (document) want(`USING gin ((${document})) ${live}`, `${key} search`)
+  }
+  return [...byDefinition].map(([definition, serves]) => ({
+    name: `${prefix}${createHash('sha1').update(definition).digest('hex').slice(0, 16)}`,
+    definition,
+    serves: [...serves].sort()
+  }))
+}
+
+/** Every module any tenant has installed, at the version it is on. */
+export function installedModules(tenants: TenantDirectory): RegisteredModule[] {
+  return tenants.list().flatMap((t) => [...t.modules.values()])
+}
+
+export interface IndexState {
+  name: string
+  serves: string[]
+  /** ready: valid and used; building: being built now; invalid: a build that did not finish (rebuilt); missing: not begun; unused: no longer declared (dropped). */
+  state: 'ready' | 'building' | 'invalid' | 'missing' | 'unused'
+  /** While building: PostgreSQL's phase and how far it is (pg_stat_progress_create_index). */
+  progress?: { phase: string; percent: number | null }
+}
+
+/** The declared indexes against the catalogue, with the progress of those being built. */
+export async function indexStates(db: pg.Pool | pg.ClientBase, declared: DeclaredIndex[]): Promise<IndexState[]> {
+  const { rows } = await db.query<{
+    name: string
+    valid: boolean
+    phase: string | null
+    done: string | null
+    total: string | null
+  }>(
+    `SELECT c.relname AS name, i.indisvalid AS valid, p.phase,
+            coalesce(nullif(p.blocks_total, 0), nullif(p.tuples_total, 0)) AS total,
+            CASE WHEN p.blocks_total > 0 THEN p.blocks_done ELSE p.tuples_done END AS done
+       FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+       LEFT JOIN pg_stat_progress_create_index p ON p.index_relid = i.indexrelid
+      WHERE i.indrelid = 'records'::regclass AND starts_with(c.relname, $1)`,
+    [prefix]
+  )
+  const found = new Map(rows.map((r) => [r.name, r]))
+  const states: IndexState[] = declared.map((d) => {
+    const row = found.get(d.name)
+    if (!row) return { name: d.name, serves: d.serves, state: 'missing' }
+    if (row.phase)
+      return {
+        name: d.name,
+        serves: d.serves,
+        state: 'building',
+        progress: {
+          phase: row.phase,
+          percent: row.total ? Math.min(100, Math.floor((Number(row.done) / Number(row.total)) * 100)) : null
+        }
+      }
+    return { name: d.name, serves: d.serves, state: row.valid ? 'ready' : 'invalid' }
+  })
+  const declaredNames = new Set(declared.map((d) => d.name))
+  for (const r of rows) if (!declaredNames.has(r.name)) states.push({ name: r.name, serves: [], state: 'unused' })
+  return states
+}
+
+/** One instance at a time builds (a session lock on this key); the others find the work done or under way. */
+const lockKey = 'records.indexes'
+
+/**
+ * Brings the catalogue to the declared indexes: a build that did not finish (a crash, a cancel: PostgreSQL leaves the
+ * index invalid) is dropped and built again, a missing index is built, an index no longer declared is dropped; each
+ * CONCURRENTLY, so writes go on throughout. Stops between statements when `stopping()` says so; a statement under way
+ * is cancelled by the caller (IndexBuilder.stop), which leaves an invalid index that the next pass rebuilds.
+ */
+export async function reconcileIndexes(
+  client: pg.ClientBase,
+  declared: DeclaredIndex[],
+  stopping: () => boolean = () => false
+): Promise<{ locked: boolean; built: string[]; dropped: string[]; failed: string[] }> {
+  const out = { locked: false, built: [] as string[], dropped: [] as string[], failed: [] as string[] }
+  const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [
+    lockKey
+  ])
+  if (!rows[0].locked) return out
+  out.locked = true
+  try {
+    const states = await indexStates(client, declared)
+    const definitions = new Map(declared.map((d) => [d.name, d]))
+    const run = async (name: string, statement: string, into: string[]) => {
+      if (stopping()) return
+      const started = Date.now()
+      try {
+        await client.query(statement)
+        into.push(name)
+        logger.info(into === out.built ? 'records index built' : 'records index dropped', {
+          index: name,
+          serves: definitions.get(name)?.serves,
+          ms: Date.now() - started
+        })
+      } catch (err) {
+        if (stopping()) return
+        out.failed.push(name)
+        logger.error('records index statement failed; the next pass tries again', {
+          index: name,
+          error: (err as Error).message
+        })
+      }
+    }
+    for (const s of states)
+      if (s.state === 'invalid') await run(s.name, `DROP INDEX CONCURRENTLY IF EXISTS ${s.name}`, out.dropped)
+    for (const s of states)
+      if (s.state === 'missing' || s.state === 'invalid')
+        await run(
+          s.name,
+          `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${s.name} ON records ${definitions.get(s.name)!.definition}`,
+          out.built
+        )
+    for (const s of states)
+      if (s.state === 'unused') await run(s.name, `DROP INDEX CONCURRENTLY IF EXISTS ${s.name}`, out.dropped)
+  } finally {
+    await client.query('SELECT pg_advisory_unlock(hashtext($1))', [lockKey]).catch(() => undefined)
+  }
+  return out
+}
+
+/**
+ * Runs reconcileIndexes at start and then every `everyMs` (a pass finds nothing to do in one catalogue query), so a
+ * build another instance left unfinished when it died is taken up. It connects as the database user the migrations
+ * run as, not the pool's role: an index is its table owner's to build, and a build may take longer than any statement
+ * timeout the URL sets. `stop` cancels a statement under way.
+ */
+export class IndexBuilder implements BackgroundTask {
+  private timer: NodeJS.Timeout | undefined
+  private running: Promise<undefined> | undefined
+  private client: pg.Client | undefined
+  private stopped = false
+  /** What the last look at the catalogue found not ready (readiness reports it). */
+  pending: IndexState[] = []
+
+  constructor(
+    private readonly url: string,
+    private readonly declared: () => DeclaredIndex[],
+    private readonly everyMs = 60_000
+  ) {}
+
+  private async connect(): Promise<pg.Client> {
+    const client = new pg.Client(poolConnection(this.url, null))
+    client.on('error', () => undefined)
+    await client.connect()
+    await client.query('SET statement_timeout = 0')
+    return client
+  }
+
+  start(): void {
+    const tick = () => {
+      this.running ??= this.pass()
+        .then(
+          () => undefined,
+          () => undefined
+        )
+        .finally(() => (this.running = undefined))
+    }
+    tick()
+    this.timer = setInterval(tick, this.everyMs)
+    this.timer.unref()
+  }
+
+  /** One pass now (what a tick does): tests and `records indexes build`. */
+  async pass(): Promise<Awaited<ReturnType<typeof reconcileIndexes>> | undefined> {
+    if (this.stopped) return undefined
+    const declared = this.declared()
+    let client: pg.Client | undefined
+    try {
+      client = await this.connect()
+      this.client = client
+      const before = await indexStates(client, declared)
+      const done = before.some((s) => s.state !== 'ready')
+        ? await reconcileIndexes(client, declared, () => this.stopped)
+        : undefined
+      if (!this.stopped) this.pending = (await indexStates(client, declared)).filter((s) => s.state !== 'ready')
+      return done
+    } catch (err) {
+      if (!this.stopped) logger.error('records index pass failed', { error: (err as Error).message })
+      return undefined
+    } finally {
+      this.client = undefined
+      await client?.end().catch(() => undefined)
+    }
+  }
+
+  async idle(): Promise<void> {
+    await this.running
+  }
+
+  /** Readiness: the declared indexes not ready yet, by state (lists work meanwhile, only slower at scale). */
+  degraded(): Record<string, unknown> | undefined {
+    if (!this.pending.length) return undefined
+    return {
+      recordIndexes: this.pending.map((s) => ({
+        index: s.name,
+        state: s.state,
+        serves: s.serves,
+        ...(s.progress ? { progress: s.progress } : {})
+      }))
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    clearInterval(this.timer)
+    const busy = this.client as (pg.Client & { processID?: number }) | undefined
+    if (busy?.processID && this.running) {
+      const canceller = await this.connect().catch(() => undefined)
+      await canceller?.query('SELECT pg_cancel_backend($1)', [busy.processID]).catch(() => undefined)
+      await canceller?.end().catch(() => undefined)
+    }
+    await this.running
+  }
+}
+
+/** `records indexes`: each declared index, its state and a build's progress. */
+export const indexesCli: CliCommand[] = [
+  {
+    area: 'indexes',
+    action: 'list',
+    async run(c) {
+      const states = await indexStates(c.platform.db.pool, declaredIndexes(installedModules(c.platform.tenants)))
+      for (const s of states)
+        c.out(
+          `${s.name}\t${s.state}${s.progress ? ` (${s.progress.phase}${s.progress.percent === null ? '' : `, ${s.progress.percent}%`})` : ''}\t${s.serves.join(', ') || '-'}`
+        )
+    }
+  }
+]
