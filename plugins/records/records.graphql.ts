@@ -11,7 +11,7 @@ import type { RegisteredModule } from '../../core/modules/registry.ts'
 import { systemFields, type SystemField, type SystemFieldKind } from '../../core/modules/system-fields.ts'
 import { article, payloadTypes } from './records.graphql-payload.ts'
 import { connectionSelection, recordLoader } from './records.graphql-selection.ts'
-import { dateFilterProperties, type RecordOut } from './records.schema.ts'
+import { dateFilterProperties, findProperties, type RecordOut } from './records.schema.ts'
 import { recordsPath } from './records.shared.ts'
 
 /** One row per system field kind (core/modules/system-fields.ts): its GraphQL type, when present on every record. */
@@ -252,7 +252,7 @@ function moduleRootFields(
   }
   query[many] = {
     type: `${T}Connection!`,
-    description: `${d.title} records, oldest first (or by last change with updatedSince), a page at a time (the same as GET /api/v1/records?moduleKey=${d.key}).`,
+    description: `${d.title} records, oldest first (or by last change with updatedSince, or in the order of sort), a page at a time (the same as GET /api/v1/records?moduleKey=${d.key}).`,
     ...lookup,
     args: {
       first: { type: 'Int', description: `Page size, 1-${maxLimit} (default ${defaultLimit})` },
@@ -263,6 +263,12 @@ function moduleRootFields(
         Object.entries(dateFilterProperties).map(([name, schema]) => [
           name,
           { type: 'DateTime', description: schema.description }
+        ])
+      ),
+      ...Object.fromEntries(
+        Object.entries(findProperties).map(([name, schema]) => [
+          name,
+          { type: 'String', description: schema.description }
         ])
       ),
       includeDeleted: { type: 'Boolean', description: 'Also soft-deleted records (with deletedAt)' },
@@ -278,7 +284,9 @@ function moduleRootFields(
         ...(args.state?.length ? { state: args.state.join(',') } : {}),
         ...(args.filter ? { payload: filterToQuery(args.filter) } : {}),
         ...Object.fromEntries(
-          Object.keys(dateFilterProperties).flatMap((name) => (args[name] ? [[name, args[name]]] : []))
+          [...Object.keys(dateFilterProperties), ...Object.keys(findProperties)].flatMap((name) =>
+            args[name] !== undefined && args[name] !== null ? [[name, args[name]]] : []
+          )
         ),
         ...(args.includeDeleted ? { includeDeleted: true } : {}),
         ...(args.externalRef !== undefined && args.externalRef !== null ? { externalRef: args.externalRef } : {}),

@@ -193,6 +193,8 @@ export class IndexBuilder implements BackgroundTask {
   private timer: NodeJS.Timeout | undefined
   private running: Promise<undefined> | undefined
   private client: pg.Client | undefined
+  /** The backend of the pass under way, to cancel its statement at stop. */
+  private pid: number | undefined
   private stopped = false
   /** What the last look at the catalogue found not ready (readiness reports it). */
   pending: IndexState[] = []
@@ -233,6 +235,7 @@ export class IndexBuilder implements BackgroundTask {
     try {
       client = await this.connect()
       this.client = client
+      this.pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid
       const before = await indexStates(client, declared)
       const done = before.some((s) => s.state !== 'ready')
         ? await reconcileIndexes(client, declared, () => this.stopped)
@@ -268,10 +271,10 @@ export class IndexBuilder implements BackgroundTask {
   async stop(): Promise<void> {
     this.stopped = true
     clearInterval(this.timer)
-    const busy = this.client as (pg.Client & { processID?: number }) | undefined
-    if (busy?.processID && this.running) {
+    const pid = this.client ? this.pid : undefined
+    if (pid && this.running) {
       const canceller = await this.connect().catch(() => undefined)
-      await canceller?.query('SELECT pg_cancel_backend($1)', [busy.processID]).catch(() => undefined)
+      await canceller?.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined)
       await canceller?.end().catch(() => undefined)
     }
     await this.running

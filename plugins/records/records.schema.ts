@@ -199,6 +199,36 @@ export const dateFilterColumns: Record<DateFilterName, { column: string; operato
   updatedBefore: { column: 'r.updated_at', operator: '<' }
 }
 
+/**
+ * How a list is ordered and searched, beside its filters: one table for REST's query (below), GraphQL's arguments and
+ * an export's filters (records.sort.ts, records.search.ts, records.filters.ts).
+ */
+export const findProperties = {
+  sort: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description:
+        'The order of the list: createdAt, updatedAt, number or payload.<field> of a sortable field (the module schema says which), ascending, or descending with a leading - (e.g. -createdAt); ties in creation order. Records without a value come last. Default: creation order (change order with updatedSince). A cursor keeps its sort.'
+    })
+  ),
+  q: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description:
+        "Text search over the module's searchable fields: every word must start a word of the record, in any case and with or without accents"
+    })
+  ),
+  numberPrefix: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'Records whose number starts with this, in any case, e.g. INC-2026-'
+    })
+  )
+}
+
 export const recordQuerySchema = (maxLimit: number) =>
   Type.Object(
     {
@@ -209,22 +239,7 @@ export const recordQuerySchema = (maxLimit: number) =>
         Type.String({ minLength: 1, description: 'Workflow state, or several separated by commas' })
       ),
       ...dateFilterProperties,
-      sort: Type.Optional(
-        Type.String({
-          minLength: 1,
-          maxLength: 100,
-          description:
-            'The order of the list: createdAt, updatedAt, number or payload.<field> of a sortable field (the module schema says which), ascending, or descending with a leading - (e.g. -createdAt); ties in creation order. Records without a value come last. Default: creation order (change order with updatedSince). A cursor keeps its sort.'
-        })
-      ),
-      q: Type.Optional(
-        Type.String({
-          minLength: 1,
-          maxLength: 200,
-          description:
-            "Text search over the module's searchable fields: every word must start a word of the record, in any case and with or without accents"
-        })
-      ),
+      ...findProperties,
       count: Type.Optional(
         Type.Boolean({
           description:
@@ -262,13 +277,6 @@ export const recordQuerySchema = (maxLimit: number) =>
           minLength: 1,
           maxLength: 100,
           description: 'The record with this number, in any case, e.g. INC-2026-00042 or inc-2026-00042'
-        })
-      ),
-      numberPrefix: Type.Optional(
-        Type.String({
-          minLength: 1,
-          maxLength: 100,
-          description: 'Records whose number starts with this, in any case, e.g. INC-2026-'
         })
       ),
       id: Type.Optional(

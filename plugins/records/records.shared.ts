@@ -12,6 +12,7 @@ export {
   activityActions,
   activitySchema,
   dateFilterProperties,
+  findProperties,
   actorSchema,
   externalRefSchema,
   fieldChangeSchema,

@@ -29,7 +29,7 @@ export interface ListOrder {
 export interface Segment {
   shape: string
   values: unknown[]
-  apply(b: Knex.QueryBuilder): unknown
+  apply: (b: Knex.QueryBuilder) => unknown
 }
 
 /** The SQL type a sortable field's value compares as (a cursor's value is bound with this cast). */

@@ -1,0 +1,161 @@
+import pg from 'pg'
+import t from '../helpers/tap.ts'
+import { incidentPayload, startTestServer } from '../helpers/server.ts'
+import { records } from '../helpers/cli.ts'
+import {
+  declaredIndexes,
+  indexStates,
+  installedModules,
+  type IndexBuilder
+} from '../../plugins/records/records.indexes.ts'
+
+/**
+ * The indexes modules declare: built by the service in the background, CONCURRENTLY (writes go on), rebuilt when a
+ * build did not finish, dropped when no module declares them any more, and used by the list filters and sorts.
+ */
+const server = await startTestServer()
+t.teardown(() => server.close())
+const builder = server.running.app.get('background')!.find((b) => 'pass' in b) as IndexBuilder
+const declared = () => declaredIndexes(installedModules(server.platform.tenants))
+const owner = new pg.Client({ connectionString: server.platform.db.url })
+await owner.connect()
+t.teardown(() => owner.end())
+
+// Enough records that a build takes a while beside the writes below.
+await owner.query(
+  `INSERT INTO records (tenant_id, module_key, module_version, number, state, payload, created_by, updated_by)
+   SELECT 'acme', 'incident', '1.0.0', 'IDX-' || g, 'reported',
+          jsonb_build_object('title', 'Incident ' || g, 'severity', (ARRAY['low','medium','high','critical'])[1 + g % 4],
+                             'occurredAt', to_char(timestamp '2026-01-01' + make_interval(mins => g), 'YYYY-MM-DD"T"HH24:MI:SS"Z"')),
+          '{"type":"system","id":"t","name":"t"}', '{"type":"system","id":"t","name":"t"}'
+     FROM generate_series(1, 60000) g`
+)
+await owner.query('ANALYZE records')
+
+const severityIndex = () => declared().find((d) => d.serves.includes('incident.severity filter'))!
+
+t.test('every index the modules and the platform declare is built at start and ready', async (t) => {
+  const states = await indexStates(owner, declared())
+  t.ok(states.length >= 8, `${states.length} declared`)
+  t.same(
+    states.filter((s) => s.state !== 'ready'),
+    [],
+    'all ready'
+  )
+  t.ok(
+    states.some((s) => s.serves.includes('incident search')),
+    'a search index for the incident text'
+  )
+  const cli = await records(['indexes', 'list'], { config: { database: { url: server.platform.db.url } } })
+  t.equal(cli.code, 0, cli.stderr)
+  t.match(cli.stdout, /records_q_\w+\tready\t.*incident\.severity filter/)
+})
+
+t.test('a filter and a sort on declared fields read their index, not the whole module', async (t) => {
+  for (const [where, order] of [
+    [`payload->>'severity' = 'critical'`, 'seq'],
+    [
+      `records_timestamptz(payload->>'occurredAt') IS NOT NULL`,
+      `records_timestamptz(payload->>'occurredAt') DESC, seq DESC`
+    ]
+  ]) {
+    const { rows } = await owner.query(
+      `EXPLAIN SELECT id FROM records r WHERE tenant_id = 'acme' AND module_key = 'incident' AND deleted_at IS NULL AND (${where}) ORDER BY ${order} LIMIT 51`
+    )
+    const plan = rows.map((r) => r['QUERY PLAN']).join('\n')
+    t.match(plan, /records_q_/, plan)
+  }
+})
+
+t.test('an index is built beside writes that go on, and loses none of them', async (t) => {
+  const index = severityIndex()
+  await owner.query(`DROP INDEX ${index.name}`)
+  let writing = true
+  const latencies: number[] = []
+  const ids: string[] = []
+  const writer = (async () => {
+    while (writing) {
+      const started = Date.now()
+      const res = await server.request('POST', '/api/v1/records', {
+        body: { moduleKey: 'incident', payload: incidentPayload({ severity: 'critical' }) }
+      })
+      latencies.push(Date.now() - started)
+      if (res.status !== 201) throw new Error(`write: ${res.status} ${res.text}`)
+      ids.push(res.body.id)
+    }
+  })()
+  await new Promise((r) => setTimeout(r, 100))
+  const pass = await builder.pass()
+  writing = false
+  await writer
+  t.same(pass?.built, [index.name], 'built again')
+  t.ok(ids.length > 0, `${ids.length} records written during the build`)
+  const slowest = Math.max(...latencies)
+  // A blocked write would wait for the whole build; under CONCURRENTLY each waits at most for a moment.
+  t.ok(slowest < 2000, `the slowest write took ${slowest} ms`)
+  const valid = await owner.query(`SELECT indisvalid FROM pg_index WHERE indexrelid = $1::regclass`, [index.name])
+  t.same(valid.rows, [{ indisvalid: true }])
+  // The index holds every row: through it (the list), and without it (a scan of the payload as written).
+  await owner.query('SET enable_seqscan = off')
+  const viaIndex = await owner.query(
+    `SELECT count(*)::int AS n FROM records WHERE tenant_id = 'acme' AND module_key = 'incident' AND deleted_at IS NULL AND (payload->>'severity') = 'critical'`
+  )
+  await owner.query('RESET enable_seqscan')
+  const scanned = await owner.query(
+    `SELECT count(*)::int AS n FROM records WHERE tenant_id = 'acme' AND module_key = 'incident' AND deleted_at IS NULL AND payload @> '{"severity":"critical"}'`
+  )
+  t.equal(viaIndex.rows[0].n, scanned.rows[0].n, `${scanned.rows[0].n} critical incidents either way`)
+  const listed = await server.request(
+    'GET',
+    `/api/v1/records?moduleKey=incident&payload[severity]=critical&id=${ids.slice(-20).join(',')}&limit=20`
+  )
+  t.equal(listed.body.items.length, Math.min(20, ids.length), 'the records written during the build are found by it')
+})
+
+t.test('a build that did not finish is dropped and built again; an index no module declares is dropped', async (t) => {
+  const index = severityIndex()
+  // What a crash or a cancel mid-build leaves: the index in the catalogue, marked invalid.
+  await owner.query(`UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass`, [index.name])
+  await owner.query(`CREATE INDEX records_q_0000000000000000 ON records (tenant_id, (payload->>'nothing'))`)
+  const before = await indexStates(owner, declared())
+  t.match(
+    before.find((s) => s.name === index.name),
+    { state: 'invalid' }
+  )
+  t.match(
+    before.find((s) => s.name === 'records_q_0000000000000000'),
+    { state: 'unused' }
+  )
+  const pass = await builder.pass()
+  t.same(pass?.built, [index.name])
+  t.same(pass?.dropped.sort(), [index.name, 'records_q_0000000000000000'].sort())
+  const after = await indexStates(owner, declared())
+  t.same(
+    after.filter((s) => s.state !== 'ready'),
+    [],
+    'all ready again'
+  )
+  const ready = await server.request('GET', '/readyz')
+  t.equal(ready.status, 200)
+  t.notOk(ready.body.degraded?.recordIndexes, 'nothing to report once built')
+})
+
+t.test('readiness names the indexes not ready, and stop cancels a build under way', async (t) => {
+  const index = severityIndex()
+  await owner.query(`DROP INDEX ${index.name}`)
+  const pass = builder.pass()
+  // The build is under way (or about to be); stopping cancels it without waiting for it.
+  await new Promise((r) => setTimeout(r, 30))
+  t.ok(builder.degraded() === undefined || Array.isArray(builder.degraded()?.recordIndexes))
+  await builder.stop()
+  await pass
+  const left = await owner.query(
+    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query ILIKE 'CREATE INDEX CONCURRENTLY%' AND datname = current_database()`
+  )
+  t.equal(left.rows[0].n, 0, 'no build left running')
+  const state = (await indexStates(owner, declared())).find((s) => s.name === index.name)
+  t.ok(
+    ['missing', 'invalid', 'ready'].includes(state!.state),
+    `left ${state!.state}: the next start's pass finishes it`
+  )
+})
