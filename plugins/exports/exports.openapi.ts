@@ -180,7 +180,7 @@ export function describeExports(ctx: DocContext): Fragment {
           tag,
           summary: 'Start an export',
           description:
-            "Checks everything the render will need (the module, the `export` and `read` rights, the filters as the list endpoint validates them, the columns) and queues the job; follow it at `Location`. Filters of `GET /api/v1/records` apply (`state`, `createdSince`, `createdBefore`, `updatedSince`, `updatedBefore`, `externalRef`, `includeDeleted`, `payload`), and the caller's row rule selects the rows. A column the caller may not read is 403 `field.forbidden`; an unknown one 400. User fields are written as the user's name, with the id in the `<field>.id` column beside it; `values: labels` writes states and choices by their labels. Without `columns`, a PDF shows Number, State, the module's summary columns (`GET /api/v1/modules/{key}`) and Created.",
+            "Checks everything the render will need (the module, the `export` and `read` rights, the filters as the list endpoint validates them, the columns) and queues the job; follow it at `Location`. Filters of `GET /api/v1/records` apply (`state`, `createdSince`, `createdBefore`, `updatedSince`, `updatedBefore`, `sort`, `q`, `numberPrefix`, `externalRef`, `includeDeleted`, `payload`), and the caller's row rule selects the rows. A column the caller may not read is 403 `field.forbidden`; an unknown one 400. User fields are written as the user's name, with the id in the `<field>.id` column beside it; `values: labels` writes states and choices by their labels. Without `columns`, a PDF shows Number, State, the module's summary columns (`GET /api/v1/modules/{key}`) and Created.",
           scope: 'exports:write',
           idempotent: true,
           body: {

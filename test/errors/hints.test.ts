@@ -36,12 +36,12 @@ t.test(
 )
 
 t.test('an unknown query parameter lists the accepted ones and suggests the one meant', async (t) => {
-  const sorted = await server.request('GET', '/api/v1/records?moduleKey=incident&sort=createdAt')
+  const sorted = await server.request('GET', '/api/v1/records?moduleKey=incident&order=createdAt')
   t.equal(sorted.status, 400)
-  t.match(sorted.body.errors[0], { field: 'sort', code: 'additionalProperties' })
+  t.match(sorted.body.errors[0], { field: 'order', code: 'additionalProperties' })
   t.match(
     sorted.body.errors[0].detail,
-    /allowed fields: moduleKey, limit, cursor, state, createdSince, createdBefore, updatedSince, updatedBefore, count, payload, includeDeleted, externalRef, number, id$/
+    /allowed fields: moduleKey, limit, cursor, state, createdSince, createdBefore, updatedSince, updatedBefore, sort, q, numberPrefix, count, payload, includeDeleted, externalRef, number, id$/
   )
 
   const bulk = await server.request('POST', '/api/modules/incident/bulk?dryrun=true', {
