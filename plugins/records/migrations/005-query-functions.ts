@@ -28,9 +28,11 @@ export async function up(knex: Knex) {
     END $$`)
   // RFC 3339 as payload validation takes it (core/validation.ts): a date, T or a space, hh:mm:ss[.frac], Z or an
   // offset of at most 15:59; seconds up to 60 (a leap second), which PostgreSQL reads as the next minute.
+  // knex.raw reads a bare `?` as a binding (it made the regex's `?` into $1, $2, $3, and the function NULL for every
+  // value): `\\?` is its literal question mark.
   await knex.raw(`CREATE OR REPLACE FUNCTION records_timestamptz(v text) RETURNS timestamptz
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN v ~ '^\\d{4}-\\d\\d-\\d\\d[Tt ]([01]\\d|2[0-3]):[0-5]\\d:([0-5]\\d|60)(\\.\\d+)?([Zz]|[+-](0\\d|1[0-5])(:?[0-5]\\d)?)$' THEN
+    SELECT CASE WHEN v ~ '^\\d{4}-\\d\\d-\\d\\d[Tt ]([01]\\d|2[0-3]):[0-5]\\d:([0-5]\\d|60)(\\.\\d+)\\?([Zz]|[+-](0\\d|1[0-5])(:\\?[0-5]\\d)\\?)$' THEN
       CASE WHEN records_date(substr(v, 1, 10)) IS NOT NULL THEN v::timestamptz END
     END $$`)
   // Lower case without accents: what text search compares (records.search.ts), for the document and the query alike.
