@@ -5,6 +5,7 @@ import { sql, transaction } from '../../core/db/index.ts'
 import { ShapedQuery } from '../../core/db/shaped-query.ts'
 import { problems } from '../../core/errors/index.ts'
 import { entityTag, hasWeakTag, ifMatchPasses } from '../../core/http/entity-tag.ts'
+import { listOperators } from '../../core/modules/derive/filters.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
@@ -441,14 +442,19 @@ function viewCurrent(
   return out
 }
 
-/** REST's short form of an `in` filter, values joined by commas (`payload[site][in]=A,B`), as the list the service takes. */
+/** REST's short form of a list operator's value (`in`, `contains`, `containsAny`), values joined by commas (`payload[site][in]=A,B`), as the list the service takes. */
 function inListsOf(query: Record<string, unknown>): Record<string, unknown> {
   const payload = query.payload
   if (!payload || typeof payload !== 'object' || Array.isArray(payload)) return query
   const out: Record<string, unknown> = Object.create(null)
   for (const [key, condition] of Object.entries(payload)) {
-    const inValue = condition && typeof condition === 'object' ? (condition as Record<string, unknown>).in : undefined
-    out[key] = typeof inValue === 'string' ? { ...(condition as object), in: inValue.split(',') } : condition
+    if (!condition || typeof condition !== 'object') {
+      out[key] = condition
+      continue
+    }
+    const ops = { ...(condition as Record<string, unknown>) }
+    for (const op of listOperators) if (typeof ops[op] === 'string') ops[op] = ops[op].split(',')
+    out[key] = ops
   }
   return { ...query, payload: out }
 }

@@ -1,8 +1,19 @@
 import type { Knex } from 'knex'
 import type { RowRule } from '../../core/auth/access.ts'
 import { problems } from '../../core/errors/index.ts'
-import { fieldFinding, fieldToFilter, sqlOperators, type Operator } from '../../core/modules/derive/filters.ts'
+import {
+  fieldFinding,
+  fieldToFilter,
+  filterableMembers,
+  filterPaths,
+  groupItem,
+  groupItems,
+  operatorSql,
+  type FilterSpec,
+  type Operator
+} from '../../core/modules/derive/filters.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
+import type { FieldDefinition } from '../../core/modules/types.ts'
 import { isUuid, validationError } from '../../core/validation.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
 import { searchDocument, searchQuery } from './records.search.ts'
@@ -116,10 +127,19 @@ const columnFilter = (
     scope: (v) => [name, v]
   })
 
+/**
+ * The payload filters, one per field: a top-level field's conditions, or those on a group's members
+ * (`payload[checklist.result]`), which one item of the group must meet together.
+ */
 const payloadFilter = filter<{ key: string; condition: unknown; clauses: FilterClause[] }>({
-  read: ({ query, module, hidden }) =>
-    Object.entries(query.payload ?? {}).map(([key, condition]) => {
-      // Filtering on a field one may not read would reveal it a bit at a time.
+  read: ({ query, module, hidden }) => {
+    const byField = new Map<string, Array<[string, unknown]>>()
+    for (const [path, condition] of Object.entries(query.payload ?? {})) {
+      const key = path.split('.', 1)[0]
+      byField.set(key, [...(byField.get(key) ?? []), [path, condition]])
+    }
+    return [...byField].map(([key, entries]) => {
+      // Filtering on a field one may not read (a group's members included) would reveal it a bit at a time.
       if (hidden.has(key)) {
         const roles = module.fields.get(key)?.access?.read ?? []
         throw problems.forbidden(
@@ -128,11 +148,20 @@ const payloadFilter = filter<{ key: string; condition: unknown; clauses: FilterC
           { field: key }
         )
       }
-      const clauses = payloadConditions(module, key, condition).map((c) =>
+      const conditions = entries.flatMap(([path, condition]) => payloadConditions(module, path, condition))
+      // A top-level field has one entry under its own key; any other is a member of the group `key`.
+      const top = entries.length === 1 && entries[0][0] === key
+      // (An export's JSON may give a member no operator: no condition, as for a top-level field.)
+      const sqls = top || !conditions.length ? conditions : [groupItems(key, conditions)]
+      const condition = top
+        ? entries[0][1]
+        : Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      const clauses = sqls.map((c) =>
         clause(c.sql, c.bindings, (b) => b.whereRaw(c.sql, c.bindings as Knex.RawBinding[]))
       )
       return { key, condition, clauses }
-    }),
+    })
+  },
   clauses: (v) => v.clauses,
   scope: (v) => ['payload', v.key, v.condition]
 })
@@ -215,38 +244,55 @@ export function listFilters(tenantId: string, input: FilterInput): { clauses: Fi
   return { clauses, scope }
 }
 
-/** A payload filter's SQL over `records r`: the field must be filterable and the operators its type's. */
-function payloadConditions(
+/**
+ * What a filter path names: a filterable top-level field (its expression over `payload`) or a filterable member of a
+ * group, `group.member` (over one item of the group); otherwise a 400 listing the paths that filter.
+ */
+function filterTarget(
   module: RegisteredModule,
-  key: string,
-  condition: unknown
-): Array<{ sql: string; bindings: unknown[] }> {
-  const field = module.fields.get(key)
-  const spec = field && fieldFinding(field).filterable ? fieldToFilter[field.type] : null
+  path: string
+): { field: FieldDefinition; spec: FilterSpec; expr: string } {
+  const [key, member, ...rest] = path.split('.')
+  const top = module.fields.get(key)
+  const field =
+    member === undefined
+      ? top && fieldFinding(top).filterable && top
+      : top && !rest.length && filterableMembers(top).find((m) => m.key === member)
+  const spec = field ? fieldToFilter[field.type] : null
   if (!field || !spec) {
-    const allowed = module.definition.fields.filter((f) => fieldFinding(f).filterable).map((f) => f.key)
+    const allowed = filterPaths(module.definition.fields)
     throw validationError([
       {
-        pointer: `/payload/${key}`,
-        field: `payload.${key}`,
+        pointer: `/payload/${path}`,
+        field: `payload.${path}`,
         code: 'filter',
         detail: `cannot be filtered on; filterable fields: ${allowed.join(', ')}`,
         allowed
       }
     ])
   }
+  return { field, spec, expr: member === undefined ? spec.expr(key) : spec.expr(member, groupItem) }
+}
+
+/** A payload filter's SQL: the path must be filterable and the operators its type's. */
+function payloadConditions(
+  module: RegisteredModule,
+  path: string,
+  condition: unknown
+): Array<{ sql: string; bindings: unknown[] }> {
+  const { field, spec, expr } = filterTarget(module, path)
   const ops: Array<[Operator, string | string[]]> =
     typeof condition === 'string'
-      ? [['eq', condition]]
+      ? [[spec.bare ?? 'eq', condition]]
       : Object.entries(condition as Record<string, string | string[]>).map(([op, v]) => [op as Operator, v])
   const out: Array<{ sql: string; bindings: unknown[] }> = []
   for (const [op, raw] of ops) {
-    const pointer = `/payload/${key}${typeof condition === 'string' ? '' : `/${op}`}`
+    const pointer = `/payload/${path}${typeof condition === 'string' ? '' : `/${op}`}`
     if (!spec.operators.includes(op)) {
       throw validationError([
         {
           pointer,
-          field: `payload.${key}`,
+          field: `payload.${path}`,
           code: 'operator',
           detail: `does not support operator "${op}"; allowed: ${spec.operators.join(', ')}`,
           allowed: [...spec.operators]
@@ -260,7 +306,7 @@ function payloadConditions(
         throw validationError([
           {
             pointer,
-            field: `payload.${key}`,
+            field: `payload.${path}`,
             code: 'filter',
             detail: r.error,
             ...(r.allowed ? { allowed: r.allowed } : {})
@@ -268,9 +314,7 @@ function payloadConditions(
         ])
       return r.value
     })
-    const expr = spec.expr(key)
-    if (op === 'in') out.push({ sql: `${expr} IN (${parsed.map(() => '?').join(', ')})`, bindings: parsed })
-    else out.push({ sql: `${expr} ${sqlOperators[op]} ?`, bindings: parsed })
+    out.push(operatorSql[op](expr, parsed))
   }
   return out
 }

@@ -3,7 +3,14 @@ import type {
   ObjectTypeComposerFieldConfigMapDefinition
 } from 'graphql-compose'
 import type { GraphQLContext, GraphQLSchemaBuild, Resolver } from '../../core/graphql/schema-part.ts'
-import { fieldFinding, fieldToFilter, type Operator } from '../../core/modules/derive/filters.ts'
+import {
+  fieldFinding,
+  fieldToFilter,
+  filterableMembers,
+  isListOperator,
+  operatorDocs,
+  type Operator
+} from '../../core/modules/derive/filters.ts'
 import { graphQLTypesOf, type DeriveTypes } from '../../core/modules/derive/graphql.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition } from '../../core/modules/types.ts'
@@ -12,18 +19,7 @@ import { recordLoader, recordIncludes } from './records.graphql-selection.ts'
 /** `Incident` → `an Incident`, `Corrective action` → `a Corrective action`. */
 export const article = (title: string) => `${/^[aeiou]/i.test(title) ? 'an' : 'a'} ${title}`
 
-/** The operator input of a filter on values of `type` (one per type and operator set). */
-const operatorDocs: Record<Operator, string> = {
-  eq: 'Equal to',
-  ne: 'Not equal to',
-  in: 'One of',
-  gt: 'Greater than',
-  gte: 'At least',
-  lt: 'Less than',
-  lte: 'At most'
-}
-
-/** The payload filter input of a scalar, made once per schema. */
+/** The payload filter input of a scalar, made once per schema: one member per operator of its field type. */
 function filterType(sc: GraphQLSchemaBuild['sc'], scalarName: string, operators: readonly Operator[]) {
   const name = `${scalarName}Filter`
   if (!sc.has(name)) {
@@ -33,11 +29,42 @@ function filterType(sc: GraphQLSchemaBuild['sc'], scalarName: string, operators:
       fields: Object.fromEntries(
         operators.map((op) => [
           op,
-          { type: op === 'in' ? `[${scalarName}!]` : scalarName, description: operatorDocs[op] }
+          { type: isListOperator(op) ? `[${scalarName}!]` : scalarName, description: operatorDocs[op] }
         ])
       )
     })
   }
+  return name
+}
+
+/**
+ * A field's filter input: its type's operators on its scalar, or for a group, one such input per filterable member in
+ * `<T><Group>ItemFilter` (REST's `payload[group.member]`: one item must meet all the conditions given). `nestedTypes`
+ * names the member types as the group's item type did.
+ */
+function filterOf(
+  sc: GraphQLSchemaBuild['sc'],
+  f: FieldDefinition,
+  t: DeriveTypes,
+  nestedTypes: (item: string) => DeriveTypes
+): string | undefined {
+  const scalar = fieldFinding(f).filterable ? graphQLTypesOf(f, t).filter : null
+  if (scalar) return filterType(sc, scalar, fieldToFilter[f.type]!.operators)
+  if (f.type !== 'group' || !filterableMembers(f).length) return undefined
+  const item = t.group(f).output
+  const name = `${item}Filter`
+  if (sc.has(name)) return name
+  const nested = nestedTypes(item)
+  const fields = filterableMembers(f).flatMap((m) => {
+    const type = filterOf(sc, m, nested, nestedTypes)
+    return type ? [[m.key, { type, description: m.label }] as const] : []
+  })
+  if (!fields.length) return undefined
+  sc.createInputTC({
+    name,
+    description: `Conditions on the items of ${f.label ?? f.key}: a record matches when one item meets all of them.`,
+    fields: Object.fromEntries(fields)
+  })
   return name
 }
 
@@ -100,18 +127,20 @@ export function payloadTypes(
     group: (f) => groupOf(`${T}${names.pascal(f.key)}Item`, f),
     recordType: (key) => typeOfModule.get(key)
   }
+  // The types of a group's members, named after its item type `name`.
+  const nestedTypes = (name: string): DeriveTypes => ({
+    ...types,
+    choiceEnum: (f) =>
+      enumOf(
+        `${name}${names.pascal(f.key)}`,
+        f.options.map((o) => (typeof o === 'string' ? { value: o } : o)),
+        f.label ?? f.key
+      ),
+    group: (f) => groupOf(`${name}${names.pascal(f.key)}`, f)
+  })
   const groupOf = (name: string, g: Extract<FieldDefinition, { type: 'group' }>) => {
     if (!sc.has(name)) {
-      const nested: DeriveTypes = {
-        ...types,
-        choiceEnum: (f) =>
-          enumOf(
-            `${name}${names.pascal(f.key)}`,
-            f.options.map((o) => (typeof o === 'string' ? { value: o } : o)),
-            f.label ?? f.key
-          ),
-        group: (f) => groupOf(`${name}${names.pascal(f.key)}`, f)
-      }
+      const nested = nestedTypes(name)
       sc.createObjectTC({
         name,
         description: `An item of ${g.label ?? g.key}.`,
@@ -209,18 +238,16 @@ export function payloadTypes(
       `${d.title} workflow transitions`
     )
 
-  const filterable = visible.filter((f) => fieldFinding(f).filterable && graphQLTypesOf(f, types).filter)
-  if (filterable.length) {
+  const filters = visible.flatMap((f) => {
+    const type = filterOf(sc, f, types, nestedTypes)
+    return type ? [[f.key, type] as const] : []
+  })
+  if (filters.length) {
     sc.createInputTC({
       name: `${T}Filter`,
-      description: `Conditions on ${d.title} payload fields, as REST's payload[field][op]=value; all must hold.`,
-      fields: Object.fromEntries(
-        filterable.map((f) => [
-          f.key,
-          filterType(sc, graphQLTypesOf(f, types).filter!, fieldToFilter[f.type]!.operators)
-        ])
-      )
+      description: `Conditions on ${d.title} payload fields, as REST's payload[field][op]=value (a group's members: payload[group.member]); all must hold.`,
+      fields: Object.fromEntries(filters)
     })
   }
-  return { filterable: filterable.length > 0 }
+  return { filterable: filters.length > 0 }
 }

@@ -37,19 +37,24 @@ function systemFieldsGraphQL(): ObjectTypeComposerFieldConfigMapDefinition<Recor
 const expected = (version: number | null | undefined) =>
   version === null || version === undefined ? undefined : `"${version}"`
 
-/** A payload filter as the records service takes it (`payload[field][op]=value`): values as strings, an `in` list as a list (its values may hold commas). */
+/**
+ * A payload filter as the records service takes it (`payload[field][op]=value`): values as strings, a list operator's
+ * list as a list (its values may hold commas), a group's member conditions under `group.member`.
+ */
 function filterToQuery(
   filter: Record<string, Record<string, unknown> | null> | undefined
 ): Record<string, Record<string, string | string[]>> | undefined {
   if (!filter) return undefined
   const out: Record<string, Record<string, string | string[]>> = {}
-  for (const [field, ops] of Object.entries(filter)) {
-    if (!ops) continue
-    for (const [op, value] of Object.entries(ops)) {
+  const put = (path: string, ops: Record<string, unknown> | null) => {
+    for (const [op, value] of Object.entries(ops ?? {})) {
       if (value === null || value === undefined) continue
-      ;(out[field] ??= {})[op] = Array.isArray(value) ? value.map(String) : String(value)
+      // An operator's value is a scalar or a list; an object is a group member's own conditions.
+      if (typeof value === 'object' && !Array.isArray(value)) put(`${path}.${op}`, value as Record<string, unknown>)
+      else (out[path] ??= {})[op] = Array.isArray(value) ? value.map(String) : String(value)
     }
   }
+  for (const [field, ops] of Object.entries(filter)) put(field, ops)
   return Object.keys(out).length ? out : undefined
 }
 

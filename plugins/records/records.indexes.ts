@@ -56,10 +56,10 @@ export function declaredIndexes(modules: Iterable<RegisteredModule>): DeclaredIn
       const finding = fieldFinding(f)
       const spec = fieldToFilter[f.type]
       if (!finding.indexed || !spec) continue
-      want(
-        `(tenant_id, module_key, (${spec.expr(f.key)}), seq) ${live}`,
-        `${key}.${f.key} ${finding.sortable ? 'filter and sort' : 'filter'}`
-      )
+      const serves = `${key}.${f.key} ${finding.sortable ? 'filter and sort' : 'filter'}`
+      // A list's containment (multiple choice) is GIN's; GIN holds no tenant column, so the list's tenant is a recheck.
+      if (spec.index === 'gin') want(`USING gin ((${spec.expr(f.key)})) ${live}`, serves)
+      else want(`(tenant_id, module_key, (${spec.expr(f.key)}), seq) ${live}`, serves)
     }
     const document = searchDocument(m)
     if (document) want(`USING gin ((${document})) ${live}`, `${key} search`)

@@ -1,3 +1,4 @@
+import { fieldToFilter, listOperators, operatorDocs, type Operator } from '../../core/modules/derive/filters.ts'
 import { describeModule, type ModuleRefs } from '../../core/modules/derive/openapi.ts'
 import {
   discriminated,
@@ -27,6 +28,28 @@ import {
 } from './records.schema.ts'
 
 const tag = 'Records'
+
+/** The payload filters' description, from the filter table (core/modules/derive/filters.ts): operators by field type. */
+function payloadFilterDocs(): string {
+  const byOperators = new Map<string, { types: string[]; bare: Operator }>()
+  for (const [type, spec] of Object.entries(fieldToFilter)) {
+    if (!spec) continue
+    const ops = spec.operators.map((op) => `\`${op}\``).join(', ')
+    const entry = byOperators.get(ops) ?? { types: [], bare: spec.bare ?? 'eq' }
+    entry.types.push(type)
+    byOperators.set(ops, entry)
+  }
+  const kinds = [...byOperators].map(([ops, e]) => `${e.types.join(', ')}: ${ops} (a bare value: \`${e.bare}\`)`)
+  const lists = listOperators.map((op) => `\`${op}\``).join(', ')
+  const meanings = (Object.keys(operatorDocs) as Operator[]).map((op) => `\`${op}\` ${operatorDocs[op].toLowerCase()}`)
+  return [
+    'Payload field filters: `payload[field][op]=value`, or `payload[field]=value` for the bare operator of its type.',
+    `Operators by field type: ${kinds.join('; ')}.`,
+    `Meanings: ${meanings.join('; ')}. ${lists} take a list: values joined by commas or the parameter repeated (\`payload[bodyParts][containsAny][]=head&payload[bodyParts][containsAny][]=eyes\`).`,
+    "A group's member is filtered as `payload[group.member]`: a record matches when at least one item of the group meets all the conditions given on that group's members (`payload[checklist.result]=fail&payload[checklist.severity]=high`: one item failed with high severity).",
+    'E.g. `payload[severity]=high`, `payload[severity][in]=high,critical`, `payload[bodyParts][contains]=head,eyes`. `GET /api/v1/modules/{moduleKey}` marks the filterable fields.'
+  ].join(' ')
+}
 /** 503 module.unavailable: the record's module is installed for the tenant but its package did not load. */
 const writeProblems = [404, 409, 413, 415, 422, 503]
 
@@ -152,8 +175,7 @@ export function describeRecords(ctx: DocContext): Fragment {
               pageParams(ctx.config).map((p) => [p.name, { description: p.description, schema: p.schema }])
             ),
             payload: {
-              description:
-                'Payload field filters: `payload[field]=value` (equals; choice lists: contains), or `payload[field][op]=value` with `ne`, `in` (a comma list), `gte`, `lte`, `gt`, `lt` (numbers, dates and date-times), e.g. `payload[severity]=high` or `payload[severity][in]=high,critical`. `GET /api/v1/modules/{moduleKey}` marks the filterable fields.',
+              description: payloadFilterDocs(),
               schema: {
                 type: 'object',
                 additionalProperties: {

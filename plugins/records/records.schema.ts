@@ -4,6 +4,7 @@ import {
   type SystemField as SystemFieldDefinition,
   type SystemFieldKind
 } from '../../core/modules/system-fields.ts'
+import { operatorDocs, type ListOperator } from '../../core/modules/derive/filters.ts'
 import { compileData, compileQuery } from '../../core/validation.ts'
 
 export const actorSchema = Type.Object(
@@ -229,6 +230,10 @@ export const findProperties = {
   )
 }
 
+/** A list operator's value in a payload filter (records.class.ts splits REST's comma-joined form first). */
+const listValue = (op: ListOperator) =>
+  Type.Optional(Type.Array(Type.String(), { minItems: 1, maxItems: 1000, description: operatorDocs[op] }))
+
 export const recordQuerySchema = (maxLimit: number) =>
   Type.Object(
     {
@@ -251,14 +256,15 @@ export const recordQuerySchema = (maxLimit: number) =>
           Type.String(),
           Type.Union([
             Type.String(),
-            // An operator's value; `in` takes a list (`payload[site][in][]=A&payload[site][in][]=B`, GraphQL's lists: values may hold commas)
-            // or, REST's short form, values joined by commas (`payload[site][in]=A,B`), made a list before validation.
+            // An operator's value; a list operator (`in`, `contains`, `containsAny`) takes a list
+            // (`payload[site][in][]=A&payload[site][in][]=B`, GraphQL's lists: values may hold commas) or, REST's short
+            // form, values joined by commas (`payload[site][in]=A,B`), made a list before validation.
             Type.Object(
               {
-                in: Type.Optional(
-                  Type.Array(Type.String(), { minItems: 1, maxItems: 1000, description: 'One of these values' })
-                )
-              },
+                in: listValue('in'),
+                contains: listValue('contains'),
+                containsAny: listValue('containsAny')
+              } satisfies Record<ListOperator, TSchema>,
               { additionalProperties: Type.String() }
             )
           ])

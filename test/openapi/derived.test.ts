@@ -1,5 +1,6 @@
 import t from '../helpers/tap.ts'
 import { loadConfig } from '../../core/config.ts'
+import { fieldToFilter } from '../../core/modules/derive/filters.ts'
 import { fieldTypes } from '../../core/modules/types.ts'
 import { idempotencyKeySchema } from '../../core/http/idempotency-key.ts'
 import { buildDocument } from '../../core/openapi/document.ts'
@@ -34,6 +35,16 @@ t.test('the records list documents exactly the query parameters the service acce
     ['moduleKey']
   )
   t.match(params.find((p) => p.name === 'payload')!.description, /`ne`, `in`/)
+})
+
+t.test('the payload filter description names each type with its operators from the filter table', async (t) => {
+  const params = document.paths['/api/v1/records'].get.parameters as Array<{ name: string; description: string }>
+  const text = params.find((p) => p.name === 'payload')!.description
+  for (const [type, spec] of Object.entries(fieldToFilter)) {
+    if (!spec) continue
+    t.match(text, new RegExp(`${type}[^;]*: ${spec.operators.map((op) => `\`${op}\``).join(', ')}`), type)
+  }
+  t.match(text, /`payload\[group\.member\]`: a record matches when at least one item/, 'group members')
 })
 
 t.test("a module field's type in the document lists every field type the module API has", async (t) => {

@@ -20,7 +20,7 @@ export interface GraphQLFieldTypes {
   resolve?: 'record' | 'user'
   /** Input type on create and update (the value as the REST payload carries it; a group is replaced whole). */
   input: string
-  /** Scalar or enum a filter operator compares against; null when the field cannot be filtered (see fieldToFilter). */
+  /** Scalar or enum a filter operator compares against (a list's: its items'); null when the field cannot be filtered (see fieldToFilter). */
   filter: string | null
 }
 
@@ -51,7 +51,7 @@ export const fieldToGraphQL: { [T in FieldType]: (f: Of<T>, types: DeriveTypes) 
   },
   multipleChoice: (f, t) => {
     const e = t.choiceEnum(f)
-    return { output: `[${e}!]`, input: `[${e}!]`, filter: null }
+    return { output: `[${e}!]`, input: `[${e}!]`, filter: e }
   },
   user: () => ({ output: 'User', resolve: 'user', input: 'ID', filter: 'ID' }),
   recordRef: (f, t) => ({
