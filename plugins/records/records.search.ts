@@ -21,7 +21,6 @@ export function searchDocument(module: RegisteredModule): string | undefined {
 }
 
 export const maxSearchWords = 8
-export const maxSearchLength = 200
 
 /**
  * The tsquery text of a search: its words (letters and digits; anything else separates), each a prefix, all required.

@@ -141,7 +141,7 @@ t.test(
       'core/018-module-version-history',
       'records/003-activity-key-check',
       'records/004-record-migrations',
-  'records/005-query-functions',
+      'records/005-query-functions',
       'exports/002-chunks',
       'exports/003-encoded-chunks'
     ])

@@ -63,7 +63,7 @@ export async function startCheckedServer(platform: Platform): Promise<RunningSer
   })
   // The indexes modules declare are built in the background (plugins/records/records.indexes.ts): a test that runs
   // ANALYZE or DDL beside a build would meet its locks. On a test's empty tables the first pass takes a moment.
-  await Promise.all((running.app.get('background') ?? []).map((task) => task.idle?.()))
+  await Promise.all((running.app.get('background') ?? []).flatMap((task) => (task.idle ? [task.idle()] : [])))
   return Object.assign(running, { violations })
 }
 
