@@ -46,14 +46,26 @@ export class ShapedQuery {
     return rows[0].n
   }
 
-  /** The planner's estimate of how many rows the query returns (EXPLAIN, nothing run): a count too costly to make. */
-  async estimate(db: Queryable): Promise<number> {
+  /**
+   * The planner's estimate of how many rows the query returns (EXPLAIN, nothing run): a count too costly to make.
+   * Over a table under row-level security, the planner takes the tenant policy's condition (core/db/row-security.ts)
+   * for one more filter, independent of the query's own condition on the tenant, and so counts the same selectivity
+   * twice (a fifth of the rows with five tenants): with `table`, the estimate is divided by what the policy alone
+   * keeps of the table as the planner sees it (its estimate of the bare table against the table's row count).
+   */
+  async estimate(db: Queryable, table?: string): Promise<number> {
     const { c, values } = this.compile()
-    const { rows } = await db.query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>({
-      text: `EXPLAIN (FORMAT JSON) ${c.text}`,
-      values
-    })
-    return Math.round(rows[0]['QUERY PLAN'][0].Plan['Plan Rows'])
+    const rows = await planRows(db, c.text, values)
+    if (!table) return Math.round(rows)
+    const [scanned, total] = await Promise.all([
+      planRows(db, `SELECT 1 FROM ${table}`, []),
+      db.query<{ n: number }>({
+        text: 'SELECT greatest(reltuples, 0)::float8 AS n FROM pg_class WHERE oid = $1::regclass',
+        values: [table]
+      })
+    ])
+    const kept = total.rows[0]?.n && scanned > 0 ? Math.min(1, scanned / total.rows[0].n) : 1
+    return Math.round(rows / kept)
   }
 
   private compile(): { c: Compiled; values: unknown[] } {
@@ -75,4 +87,12 @@ export class ShapedQuery {
     }
     return { c, values }
   }
+}
+
+async function planRows(db: Queryable, text: string, values: unknown[]): Promise<number> {
+  const { rows } = await db.query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>({
+    text: `EXPLAIN (FORMAT JSON) ${text}`,
+    values
+  })
+  return rows[0]['QUERY PLAN'][0].Plan['Plan Rows']
 }

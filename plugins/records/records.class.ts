@@ -281,7 +281,7 @@ export class RecordsService {
     if (counted <= countBound) return { value: counted, exact: true }
     const estimate = await selection(
       new ShapedQuery('records.count-estimate', () => sql('records as r').select(sql.raw('1')))
-    ).estimate(this.o.pool)
+    ).estimate(this.o.pool, 'records')
     return { value: Math.max(estimate, countBound + 1), exact: false }
   }
 
