@@ -14,6 +14,7 @@ import * as repo from './records.repository.ts'
 import { readableModule } from './records.access.ts'
 import { listFilters } from './records.filters.ts'
 import { listOrder } from './records.sort.ts'
+import { searchOf } from './records.search.ts'
 import { referenceProblems } from './records.checks.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
 import { hasValue } from './records.payload.ts'
@@ -198,7 +199,7 @@ export class RecordsService {
 
     // The order of the page (records.sort.ts): `sort` when given; else updatedSince pages in change order (incremental
     // sync), and a list in creation order.
-    const order = listOrder(q.sort, !!q.updatedSince, module, hidden)
+    const order = listOrder(q.sort, !!q.updatedSince, module, hidden, searchOf(q.q, module))
     const include = new Set(params.include ?? [])
     const columns = [
       repo.recordColumns,
@@ -238,10 +239,26 @@ export class RecordsService {
       n === this.o.defaultLimit + 1 || n === this.o.maxLimit + 1 || n === (params.pageLimit ?? 0) + 1
     // A page is one statement, or two where it crosses from the records with a value of the sort to those without.
     const rows: Array<repo.RecordRow & { sort_value?: string | null }> = []
-    for (const segment of order.segments(position)) {
+    const statement = () => {
+      const query = new ShapedQuery(shape, () => sql('records as r').select(sql.raw(columns)))
+      if (order.rank) query.add(order.rank.shape, order.rank.values, order.rank.apply)
+      return selection(query)
+    }
+    // An order over a window of the newest matches: where the window begins (none when fewer match).
+    const bound = order.window
+      ? (
+          await selection(new ShapedQuery('records.window', () => sql('records as r').select('r.seq')))
+            .add('order:seq-desc', [], (b) => b.orderBy('r.seq', 'desc'))
+            .add(`window:${order.window}`, [], (b) =>
+              b.offset(order.window! - 1, { skipBinding: true }).limit(1, { skipBinding: true })
+            )
+            .run<{ seq: number }>(this.o.pool)
+        )[0]?.seq
+      : undefined
+    for (const segment of order.segments(position, bound)) {
       const want = limit + 1 - rows.length
       if (want <= 0) break
-      const select = selection(new ShapedQuery(shape, () => sql('records as r').select(sql.raw(columns))))
+      const select = statement()
       select.add(segment.shape, segment.values, segment.apply)
       if (written(want)) select.add(`limit:${want}`, [], (b) => b.limit(want, { skipBinding: true }))
       else select.add('limit', [want], (b) => b.limit(want))

@@ -16,7 +16,7 @@ import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition } from '../../core/modules/types.ts'
 import { isUuid, validationError } from '../../core/validation.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
-import { searchDocument, searchQuery } from './records.search.ts'
+import { searchOf } from './records.search.ts'
 import { dateFilterColumns, type DateFilterName, type RecordQuery } from './records.schema.ts'
 
 /** One SQL condition of a list: its shape (part of the prepared statement's key), its values, its knex form. */
@@ -169,18 +169,8 @@ const payloadFilter = filter<{ key: string; condition: unknown; clauses: FilterC
 /** Text search (records.search.ts): the module's search document against the query's words. */
 const searchFilter = filter<{ q: string; document: string; words: string }>({
   read: ({ query, module }) => {
-    if (query.q === undefined) return []
-    const document = searchDocument(module)
-    if (!document)
-      throw validationError([
-        {
-          pointer: '/q',
-          field: 'q',
-          code: 'search',
-          detail: `module "${module.definition.key}" has no searchable field to search in`
-        }
-      ])
-    return [{ q: query.q, document, words: searchQuery(query.q) }]
+    const search = searchOf(query.q, module)
+    return search ? [{ q: query.q!, ...search }] : []
   },
   clauses: (v) => [
     clause(`q:${v.document}`, [v.words], (b) =>

@@ -210,7 +210,7 @@ export const findProperties = {
       minLength: 1,
       maxLength: 100,
       description:
-        'The order of the list: createdAt, updatedAt, number or payload.<field> of a sortable field (the module schema says which), ascending, or descending with a leading - (e.g. -createdAt); ties in creation order. Records without a value come last. Default: creation order (change order with updatedSince). A cursor keeps its sort.'
+        'The order of the list: createdAt, updatedAt, number or payload.<field> of a sortable field (the module schema says which), ascending, or descending with a leading - (e.g. -createdAt); ties in creation order. Records without a value come last. relevance, with q: best match first, among the newest 1,000 matches. Default: creation order (change order with updatedSince). A cursor keeps its sort.'
     })
   ),
   q: Type.Optional(

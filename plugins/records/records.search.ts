@@ -44,3 +44,22 @@ export function searchQuery(q: string): string {
     ])
   return words.map((w) => `'${w}':*`).join(' & ')
 }
+
+/** A list's search (`q`): the module's document and the query's words; a 400 when the module has nothing to search in. */
+export function searchOf(
+  q: string | undefined,
+  module: RegisteredModule
+): { document: string; words: string } | undefined {
+  if (q === undefined) return undefined
+  const document = searchDocument(module)
+  if (!document)
+    throw validationError([
+      {
+        pointer: '/q',
+        field: 'q',
+        code: 'search',
+        detail: `module "${module.definition.key}" has no searchable field to search in`
+      }
+    ])
+  return { document, words: searchQuery(q) }
+}

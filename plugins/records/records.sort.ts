@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { sql } from '../../core/db/index.ts'
 import { problems } from '../../core/errors/index.ts'
 import { fieldFinding, fieldToFilter } from '../../core/modules/derive/filters.ts'
 import type { FieldType } from '../../core/modules/types.ts'
@@ -16,12 +17,19 @@ import type { RecordRow } from './records.repository.ts'
 export interface ListOrder {
   /** Part of the statement's shape. */
   shape: string
+  /** A select column with bindings, added before every other clause (its values come first in the statement). */
+  rank?: Segment
+  /**
+   * Only the newest `window` records the filters select are ordered (relevance: ranking reads each candidate's text);
+   * the segments then take the lowest `seq` of them as `bound`.
+   */
+  window?: number
   /** The cursor scope entry: a cursor opens only under the sort it was issued with. Undefined for the default. */
   scope: unknown
   /** Extra select column carrying the row's position. */
   column?: string
   /** The statements that make a page from a cursor position (undefined: the first page), tried in order until full. */
-  segments(position: unknown[] | undefined): Segment[]
+  segments(position: unknown[] | undefined, bound?: number): Segment[]
   /** The cursor position after a row. */
   position(row: RecordRow & { sort_value?: string | null }): unknown[]
 }
@@ -124,10 +132,46 @@ function valueOrder(name: string, expr: string, type: string, nullable: boolean,
   }
 }
 
+/** How many of the newest matches of a search `sort=relevance` ranks. */
+export const relevanceWindow = 1000
+
+/**
+ * Best match first (`sort=relevance`, with `q`): PostgreSQL's cover density rank of the search text against the words,
+ * ties newest first. Ranking reads each candidate's text (the index holds words, not ranks), so it ranks the newest
+ * `relevanceWindow` matches: bounded work, whatever a word matches; `count=true` says how many match in all.
+ */
+function relevanceOrder(search: { document: string; words: string }): ListOrder {
+  const rank = `ts_rank_cd(${search.document}, to_tsquery('simple'::regconfig, records_fold(?)))`
+  return {
+    shape: 'sort:relevance',
+    scope: ['sort', 'relevance'],
+    window: relevanceWindow,
+    // As text: a real's text form reads back as the same real.
+    rank: {
+      shape: 'rank',
+      values: [search.words],
+      apply: (b) => b.select(sql.raw(`(${rank})::text AS sort_value`, [search.words]))
+    },
+    segments: (pos, bound) => [
+      {
+        shape: `sort:relevance${bound === undefined ? '' : ':window'}${pos ? ':after' : ''}`,
+        values: [...(bound === undefined ? [] : [bound]), ...(pos ? [search.words, pos[0], pos[1]] : []), search.words],
+        apply: (b) => {
+          if (bound !== undefined) b.where('r.seq', '>=', bound)
+          if (pos) b.whereRaw(`(${rank}, r.seq) < (?::real, ?)`, [search.words, pos[0] as string, pos[1] as number])
+          b.orderByRaw(`${rank} desc, r.seq desc`, [search.words])
+        }
+      }
+    ],
+    position: (row) => [row.sort_value, row.seq]
+  }
+}
+
 /** The names `sort` takes for a module, as the caller may use them: system ones, then `payload.<key>` of sortable fields it may read. */
 export function sortNames(module: RegisteredModule, hidden: ReadonlySet<string>): string[] {
   return [
     ...Object.keys(systemSorts),
+    'relevance',
     ...module.definition.fields
       .filter((f) => fieldFinding(f).sortable && sortTypes[f.type] && !hidden.has(f.key))
       .map((f) => `payload.${f.key}`)
@@ -142,9 +186,16 @@ export function listOrder(
   sort: string | undefined,
   updatedSince: boolean,
   module: RegisteredModule,
-  hidden: ReadonlySet<string>
+  hidden: ReadonlySet<string>,
+  search: { document: string; words: string } | undefined
 ): ListOrder {
   if (sort === undefined) return updatedSince ? syncOrder : seqOrder
+  if (sort === 'relevance') {
+    if (search) return relevanceOrder(search)
+    throw validationError([
+      { pointer: '/sort', field: 'sort', code: 'search', detail: 'relevance orders a search: give q with it' }
+    ])
+  }
   const descending = sort.startsWith('-')
   const name = descending ? sort.slice(1) : sort
   const system = systemSorts[name]

@@ -146,7 +146,7 @@ t.test('a sort by a field that is not sortable is a 400 naming the sorts there a
     const res = await server.request('GET', `/api/v1/records?moduleKey=incident&sort=${encodeURIComponent(sort)}`)
     t.equal(res.status, 400, sort)
     t.match(res.body, { code: 'field.invalid' })
-    t.match(res.text, /createdAt, updatedAt, number, payload\.occurredAt/)
+    t.match(res.text, /createdAt, updatedAt, number, relevance, payload\.occurredAt/)
   }
 })
 
@@ -208,4 +208,39 @@ t.test('GraphQL takes the same sort and search', async (t) => {
   })
   t.notOk(res.body.errors, JSON.stringify(res.body.errors))
   t.same(res.body.data.incidents.nodes.map((n: { id: string }) => n.id).sort(), [created[3].id, created[4].id].sort())
+})
+
+t.test('sort=relevance puts the best match first: the record that says the words most and closest', async (t) => {
+  const once = await create({ title: 'Scaffold check', description: 'A scaffold tag was missing on level 2.' })
+  const most = await create({
+    title: 'Scaffold collapse: scaffold boards',
+    description: 'Scaffold boards slipped; the scaffold was taped off and the scaffold inspector called.'
+  })
+  const some = await create({ title: 'Scaffold boards loose', description: 'Boards on the scaffold were loose.' })
+  const ids = await pageAll('q=scaffold&sort=relevance&limit=2')
+  t.same(ids, [most.id, some.id, once.id], 'most mentions first, across pages of 2')
+  const res = await server.request('GET', '/api/v1/records?moduleKey=incident&sort=relevance')
+  t.equal(res.status, 400, 'relevance needs a search')
+  t.match(res.text, /give q/)
+  const first = await server.request('GET', '/api/v1/records?moduleKey=incident&q=scaffold&sort=relevance&limit=1')
+  const other = await server.request(
+    'GET',
+    `/api/v1/records?moduleKey=incident&q=scaffold&limit=1&cursor=${encodeURIComponent(first.body.nextCursor)}`
+  )
+  t.equal(other.status, 400, 'its cursor keeps its order')
+})
+
+t.test('relevance ranks the newest 1,000 matches: bounded work whatever a word matches', async (t) => {
+  const { relevanceWindow } = await import('../../plugins/records/records.sort.ts')
+  t.equal(relevanceWindow, 1000)
+  await server.platform.db.system.query(
+    `INSERT INTO records (tenant_id, module_key, module_version, number, state, payload, created_by, updated_by)
+     SELECT 'acme', 'incident', '1.0.0', 'WIN-' || g, 'reported', jsonb_build_object('title', 'Window ' || g || ' pallet'),
+            '{"type":"system","id":"t","name":"t"}', '{"type":"system","id":"t","name":"t"}'
+       FROM generate_series(1, 1100) g`
+  )
+  const ids = await pageAll('q=pallet&sort=relevance&limit=200')
+  t.equal(ids.length, 1000, 'the newest 1,000 of 1,100 matches')
+  const counted = await server.request('GET', '/api/v1/records?moduleKey=incident&q=pallet&count=true&sort=relevance')
+  t.same(counted.body.count, { value: 1100, exact: true }, 'the count says how many match in all')
 })
