@@ -1,5 +1,13 @@
 import type pg from 'pg'
-import { assertCan, canFire, hiddenFields, redactActivity, redactPayload, rowRule } from '../../core/auth/access.ts'
+import {
+  assertCan,
+  can,
+  canFire,
+  hiddenFields,
+  redactActivity,
+  redactPayload,
+  rowRule
+} from '../../core/auth/access.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { sql, transaction } from '../../core/db/index.ts'
 import { ShapedQuery } from '../../core/db/shaped-query.ts'
@@ -26,6 +34,7 @@ import {
   recordPatchValidator,
   recordQueryValidator,
   recordTransitionValidator,
+  dateFilterProperties,
   type RecordCreate,
   type RecordOut,
   type RecordPatch,
@@ -191,6 +200,7 @@ export class RecordsService {
     const principal = this.principal(params)
     const q = inListsOf({ ...(params.query ?? {}) })
     assertValid<RecordQuery>(this.validateQuery, q)
+    if (q.moduleKey === undefined) return this.findByNumber(principal, q, params)
     const module = this.o.tenants.module(principal.tenantId, q.moduleKey)
     assertCan(principal, module, 'read')
     const limit = (!params.provider && params.pageLimit) || (q.limit ?? this.o.defaultLimit)
@@ -282,6 +292,55 @@ export class RecordsService {
       ...(count ? { count } : {}),
       ...(params.itemCursors ? { cursors: page.map(after) } : {})
     }
+  }
+
+  /**
+   * Records by number (`number`, `numberPrefix`) without a module: each module the caller may read in turn, by its own
+   * list (its row rules, fields and cursor), a page filled across them; the cursor says which module it stands in and
+   * carries that module's cursor. Only filters every module has apply; a module-specific one needs `moduleKey`.
+   */
+  private async findByNumber(principal: Principal, q: RecordQuery, params: RecordParams): Promise<RecordPage> {
+    const across = ['number', 'numberPrefix', 'includeDeleted', 'limit', 'cursor', ...Object.keys(dateFilterProperties)]
+    const other = Object.keys(q).filter((k) => !across.includes(k))
+    if (!(q.number || q.numberPrefix) || other.length)
+      throw validationError([
+        {
+          pointer: '/moduleKey',
+          field: 'moduleKey',
+          code: 'required',
+          detail: other.length
+            ? `is required with ${other.join(', ')} (across modules, only ${across.join(', ')} apply)`
+            : 'is required, except to find records by number or numberPrefix across modules'
+        }
+      ])
+    const limit = q.limit ?? this.o.defaultLimit
+    const modules = [...(this.o.tenants.get(principal.tenantId)?.modules.values() ?? [])]
+      .filter((m) => can(principal, m, 'read'))
+      .map((m) => m.definition.key)
+      .sort()
+    const { cursor, limit: _limit, ...filters } = q
+    const scope = JSON.stringify([principal.tenantId, 'across-modules', filters])
+    const [from, inner] = cursor
+      ? (this.o.cursors.decode(cursor, scope) as [string, string | null])
+      : [modules[0], null]
+    const items: RecordOut[] = []
+    let next: [string, string | null] | null = null
+    for (let i = modules.indexOf(from); i >= 0 && i < modules.length; i++) {
+      const page = await this.find({
+        ...params,
+        query: {
+          ...filters,
+          moduleKey: modules[i],
+          limit: limit - items.length,
+          ...(i === modules.indexOf(from) && inner ? { cursor: inner } : {})
+        }
+      })
+      items.push(...page.items)
+      if (page.nextCursor) next = [modules[i], page.nextCursor]
+      else if (items.length >= limit && i + 1 < modules.length) next = [modules[i + 1], null]
+      if (next) break
+    }
+    return { items, nextCursor: next ? this.o.cursors.encode(scope, next) : null, limit }
   }
 
   /**

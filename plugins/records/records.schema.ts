@@ -237,7 +237,13 @@ const listValue = (op: ListOperator) =>
 export const recordQuerySchema = (maxLimit: number) =>
   Type.Object(
     {
-      moduleKey: Type.String({ minLength: 1 }),
+      moduleKey: Type.Optional(
+        Type.String({
+          minLength: 1,
+          description:
+            'The module whose records are listed; required, except to find records by number or numberPrefix across the modules the caller may read'
+        })
+      ),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: maxLimit })),
       cursor: Type.Optional(Type.String({ minLength: 1 })),
       state: Type.Optional(

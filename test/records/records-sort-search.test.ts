@@ -244,3 +244,69 @@ t.test('relevance ranks the newest 1,000 matches: bounded work whatever a word m
   const counted = await server.request('GET', '/api/v1/records?moduleKey=incident&q=pallet&count=true&sort=relevance')
   t.same(counted.body.count, { value: 1100, exact: true }, 'the count says how many match in all')
 })
+
+t.test(
+  'without a module, a number is looked up across the modules the caller may read, by their own rules',
+  async (t) => {
+    const action = await server.request('POST', '/api/v1/records', {
+      body: {
+        moduleKey: 'corrective-action',
+        payload: { title: 'Fit racking guards', incident: created[0].id, kind: 'corrective' }
+      }
+    })
+    t.equal(action.status, 201)
+    const incident = created[9]
+    for (const number of [incident.number, action.body.number]) {
+      const res = await server.request('GET', `/api/v1/records?number=${number.toLowerCase()}`)
+      t.equal(res.status, 200, number)
+      t.same(
+        res.body.items.map((r: { number: string }) => r.number),
+        [number]
+      )
+    }
+    // A prefix that two modules' numbers share (INC-, INS-) pages across both, each record once.
+    const inspections: string[] = []
+    for (let i = 0; i < 3; i++) {
+      const made = await server.request('POST', '/api/v1/records', {
+        body: {
+          moduleKey: 'inspection',
+          payload: { title: `Racking check ${i}`, kind: 'equipment', site: 'Leeds DC', scheduledFor: '2026-12-01' }
+        }
+      })
+      t.equal(made.status, 201, made.text)
+      inspections.push(made.body.id)
+    }
+    const prefix = 'in'
+    const seen: string[] = []
+    let cursor: string | null = null
+    for (let n = 0; n < 200; n++) {
+      const res: { status: number; body: any } = await server.request(
+        'GET',
+        `/api/v1/records?numberPrefix=${prefix}&limit=7${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
+      )
+      t.equal(res.status, 200)
+      seen.push(...res.body.items.map((r: { id: string }) => r.id))
+      cursor = res.body.nextCursor
+      if (!cursor) break
+    }
+    t.equal(new Set(seen).size, seen.length, 'no record twice')
+    t.ok(
+      [...created.map((r) => r.id), ...inspections].every((id) => seen.includes(id)),
+      'every incident and inspection: the prefix is both modules'
+    )
+    t.notOk(seen.includes(action.body.id), 'not the corrective action')
+    // A reporter may not read corrective actions: the action's number finds nothing for them, not a 403.
+    const hidden = await server.request('GET', `/api/v1/records?number=${action.body.number}`, {
+      token: reporter.token
+    })
+    t.equal(hidden.status, 200)
+    t.same(hidden.body.items, [])
+    // A filter of one module needs the module; no filter at all needs it too.
+    for (const query of ['state=reported&number=x', 'payload[site]=x&number=x', 'limit=5']) {
+      const res = await server.request('GET', `/api/v1/records?${query}`)
+      t.equal(res.status, 400, query)
+      t.match(res.body, { code: 'field.invalid' })
+      t.match(res.text, /moduleKey/)
+    }
+  }
+)
