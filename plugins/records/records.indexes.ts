@@ -59,12 +59,12 @@ export function declaredIndexes(modules: Iterable<RegisteredModule>): DeclaredIn
       const spec = fieldToFilter[f.type]
       if (!finding.indexed || !spec) continue
       const serves = `${key}.${f.key} ${finding.sortable ? 'filter and sort' : 'filter'}`
-      // A list's containment (multiple choice) is GIN's; GIN holds no tenant column, so the list's tenant is a recheck.
-      if (spec.index === 'gin') want(`USING gin ((${spec.expr(f.key)})) ${live}`, serves)
+      // A list's containment (multiple choice) is GIN's, with the tenant as its first column (btree_gin).
+      if (spec.index === 'gin') want(`USING gin (tenant_id, (${spec.expr(f.key)})) ${live}`, serves)
       else want(`(tenant_id, module_key, (${spec.expr(f.key)}), seq) ${live}`, serves)
     }
     const document = searchDocument(m)
-    if (document) want(`USING gin ((${document})) ${live}`, `${key} search`)
+    if (document) want(`USING gin (tenant_id, (${document})) ${live}`, `${key} search`)
   }
   return [...byDefinition].map(([definition, serves]) => ({
     name: `${prefix}${createHash('sha1').update(definition).digest('hex').slice(0, 16)}`,

@@ -10,6 +10,11 @@ import type { Knex } from 'knex'
  */
 export async function up(knex: Knex) {
   await knex.raw('CREATE EXTENSION IF NOT EXISTS unaccent')
+  // GIN indexes (search text, multiple choice) lead with the tenant, as every index of a tenant-owned table does.
+  await knex.raw('CREATE EXTENSION IF NOT EXISTS btree_gin')
+  // A function one of these calls is named with its schema: PostgreSQL 17 evaluates index expressions during
+  // maintenance (CREATE INDEX, VACUUM, ANALYZE) with search_path set to pg_catalog alone.
+  const own: string = (await knex.raw('SELECT quote_ident(current_schema()) AS schema')).rows[0].schema
   // Named with its schema: an index expression must not depend on the search_path of whoever evaluates it.
   const { rows } = await knex.raw(
     `SELECT quote_ident(n.nspname) AS schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'unaccent'`
@@ -32,7 +37,7 @@ export async function up(knex: Knex) {
   await knex.raw(`CREATE OR REPLACE FUNCTION records_timestamptz(v text) RETURNS timestamptz
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE WHEN v ~ '^\\d{4}-\\d\\d-\\d\\d[Tt ]([01]\\d|2[0-3]):[0-5]\\d:([0-5]\\d|60)(\\.\\d+)\\?([Zz]|[+-](0\\d|1[0-5])(:\\?[0-5]\\d)\\?)$' THEN
-      CASE WHEN records_date(substr(v, 1, 10)) IS NOT NULL THEN v::timestamptz END
+      CASE WHEN ${own}.records_date(substr(v, 1, 10)) IS NOT NULL THEN v::timestamptz END
     END $$`)
   // Lower case without accents: what text search compares (records.search.ts), for the document and the query alike.
   await knex.raw(`CREATE OR REPLACE FUNCTION records_fold(v text) RETURNS text
