@@ -224,8 +224,11 @@ export class RecordsService {
     // and to its sort.
     const filters = listFilters(principal.tenantId, { query: q, module, rule, hidden, limit })
     // Tenant and module are pinned on every shape, first: the count once lacked them and counted every tenant's records.
+    // A filter's values decide its plan (records.filters.ts: all but the live-records condition).
+    const byValues = filters.clauses.some((c) => c.shape !== 'live')
     const selection = (query: ShapedQuery) => {
       query
+        .planEachCall(byValues)
         .add('tenant', [principal.tenantId], (b) => b.where('r.tenant_id', principal.tenantId))
         .add('module', [module.definition.key], (b) => b.andWhere('r.module_key', module.definition.key))
       for (const c of filters.clauses) query.add(c.shape, c.values, c.apply)

@@ -91,3 +91,27 @@ t.test(
     )
   }
 )
+
+t.test('a filtered page is planned with its own values: no generic plan is kept for it', async (t) => {
+  // A generic plan settled on after common values would read the whole module for a rare one.
+  for (let i = 0; i < 8; i++) {
+    const res = await server.request(
+      'GET',
+      `/api/v1/records?moduleKey=incident&payload[severity]=${i < 7 ? 'high' : 'low'}`
+    )
+    t.equal(res.status, 200)
+  }
+  const pool = server.platform.db.system
+  const clients = await Promise.all(Array.from({ length: pool.idleCount }, () => pool.connect()))
+  let kept = 0
+  for (const client of clients) {
+    const found = await client.query(
+      `SELECT 1 FROM pg_prepared_statements WHERE statement LIKE '%payload->>''severity''%'`
+    )
+    kept += found.rowCount ?? 0
+    client.release()
+  }
+  t.equal(kept, 0, 'no prepared statement holds the filter')
+  const plain = await server.request('GET', '/api/v1/records?moduleKey=incident')
+  t.equal(plain.status, 200, 'the unfiltered page is still a named statement (the test above)')
+})
