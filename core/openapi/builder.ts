@@ -297,16 +297,23 @@ export const queryParam = (
  */
 export function queryParamsOf(
   schema: { properties: Record<string, unknown>; required?: string[] },
-  overrides: Record<string, { schema?: JsonSchema; description?: string; example?: unknown }> = {}
+  overrides: Record<
+    string,
+    { schema?: JsonSchema; description?: string; example?: unknown; 'x-postman-enabled'?: boolean }
+  > = {}
 ): Json[] {
   return Object.entries(schema.properties).map(([name, property]) => {
     // A JSON copy: TypeBox marks its schemas with symbol keys, which the document must not carry.
     const { description, ...plain } = JSON.parse(JSON.stringify(property)) as JsonSchema & { description?: string }
     const o = overrides[name] ?? {}
-    return queryParam(name, o.description ?? description ?? '', o.schema ?? plain, {
-      required: schema.required?.includes(name) ?? false,
-      example: o.example
-    })
+    return {
+      ...queryParam(name, o.description ?? description ?? '', o.schema ?? plain, {
+        required: schema.required?.includes(name) ?? false,
+        example: o.example
+      }),
+      // Sent by the Postman collection although optional (plugins/api-docs/postman.ts).
+      ...(o['x-postman-enabled'] ? { 'x-postman-enabled': true } : {})
+    }
   })
 }
 

@@ -342,13 +342,16 @@ function chainValues(value: unknown, chain: Chain, uses: Set<string>): unknown {
 
 /**
  * One query entry per value: arrays repeat the key, `deepObject` objects become `name[key]`.
- * A parameter that takes a chained id (`recordId`) is sent with it, even when optional.
+ * A parameter that takes a chained id (`recordId`) is sent with it, even when optional, and so is one the document
+ * marks `x-postman-enabled`.
  */
 function queryEntries(doc: Json, p: Json, chain: Chain, uses: Set<string>): PostmanVariable[] {
   const chained = chain.aliases.get(p.name)
   if (chained) uses.add(chained)
   const example = chained ? ref(chained) : exampleOf(doc, p)
-  const disabled = !p.required && !chained
+  // An optional parameter marked `x-postman-enabled` is sent too (a list's moduleKey: optional only for a lookup by
+  // number across modules); the others are there to switch on.
+  const disabled = !p.required && !chained && p['x-postman-enabled'] !== true
   const entry = (key: string, value: unknown): PostmanVariable => ({
     key,
     value: text(value),

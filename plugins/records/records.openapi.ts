@@ -167,9 +167,11 @@ export function describeRecords(ctx: DocContext): Fragment {
           // From the query schema the service validates with: a filter added there is documented here.
           parameters: queryParamsOf(recordQuerySchema(ctx.config.pagination.maxLimit), {
             moduleKey: {
-              description: 'The module whose records to list.',
+              description:
+                'The module whose records to list. Required, except to find records by `number` or `numberPrefix` across the modules the caller may read.',
               schema: moduleKey,
-              example: refs[0]?.key ?? 'incident'
+              example: refs[0]?.key ?? 'incident',
+              'x-postman-enabled': true
             },
             ...Object.fromEntries(
               pageParams(ctx.config).map((p) => [p.name, { description: p.description, schema: p.schema }])

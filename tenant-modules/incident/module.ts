@@ -3,7 +3,7 @@ import { defineModule } from '@qehs-records/module-sdk'
 /** Incidents and near misses: reported by anyone, investigated and closed by safety staff. */
 export default defineModule({
   key: 'incident',
-  version: '1.0.0',
+  version: '1.1.0',
   title: 'Incident',
   description: 'Injuries, near misses, property damage and environmental releases, from first report to closure.',
   numberPattern: 'INC-{YYYY}-{seq:5}',
@@ -13,7 +13,7 @@ export default defineModule({
     { key: 'title', type: 'text', label: 'Title', required: true, maxLength: 200 },
     { key: 'description', type: 'longText', label: 'What happened', required: true },
     { key: 'occurredAt', type: 'datetime', label: 'Occurred at', required: true },
-    { key: 'site', type: 'text', label: 'Site', required: true, maxLength: 120 },
+    { key: 'site', type: 'text', label: 'Site', required: true, maxLength: 120, filterable: true, sortable: true },
     { key: 'location', type: 'location', label: 'Exact location' },
     {
       key: 'category',
@@ -41,7 +41,8 @@ export default defineModule({
       key: 'bodyParts',
       type: 'multipleChoice',
       label: 'Body parts affected',
-      options: ['head', 'eyes', 'neck', 'back', 'arms', 'hands', 'legs', 'feet', 'internal']
+      options: ['head', 'eyes', 'neck', 'back', 'arms', 'hands', 'legs', 'feet', 'internal'],
+      filterable: true
     },
     { key: 'lostTimeDays', type: 'number', label: 'Lost time (days)', minimum: 0 },
     // Health data: only occupational health staff see or write it.
