@@ -322,7 +322,8 @@ export class RecordsService {
       .map((m) => m.definition.key)
       .sort()
     const { cursor, limit: _limit, ...filters } = q
-    const scope = JSON.stringify([principal.tenantId, 'across-modules', filters])
+    // The filters in a fixed order: the same query with its parameters written in another order opens the cursor.
+    const scope = JSON.stringify([principal.tenantId, 'across-modules', Object.entries(filters).sort()])
     const [from, inner] = cursor
       ? (this.o.cursors.decode(cursor, scope) as [string, string | null])
       : [modules[0], null]

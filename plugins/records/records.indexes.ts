@@ -249,12 +249,29 @@ export class IndexBuilder implements BackgroundTask {
       client = await this.connect()
       this.client = client
       this.pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid
-      const before = await indexStates(client, declared)
-      const done = before.some((s) => s.state !== 'ready')
-        ? await reconcileIndexes(client, declared, () => this.stopped)
-        : undefined
-      if (!this.stopped) this.pending = (await indexStates(client, declared)).filter((s) => s.state !== 'ready')
-      return done
+      const notReady = (states: IndexState[]) => states.filter((s) => s.state !== 'ready')
+      this.pending = notReady(await indexStates(client, declared))
+      if (!this.pending.length) return undefined
+      // While the builds run (minutes at a million records), readiness follows them from another connection.
+      const follow = setInterval(() => {
+        void this.connect()
+          .then(async (look) => {
+            try {
+              if (!this.stopped) this.pending = notReady(await indexStates(look, declared))
+            } finally {
+              await look.end()
+            }
+          })
+          .catch(() => undefined)
+      }, 5_000)
+      follow.unref()
+      try {
+        const done = await reconcileIndexes(client, declared, () => this.stopped)
+        if (!this.stopped) this.pending = notReady(await indexStates(client, declared))
+        return done
+      } finally {
+        clearInterval(follow)
+      }
     } catch (err) {
       if (!this.stopped) logger.error('records index pass failed', { error: (err as Error).message })
       return undefined
