@@ -7,6 +7,7 @@ import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { BackgroundTask, CliCommand } from '../../core/plugin.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { searchDocument } from './records.search.ts'
+import { leakproofStatements } from './migrations/005-query-functions.ts'
 
 /**
  * The indexes lists need at scale, declared by the modules (their indexed fields and search text) and by the platform
@@ -19,7 +20,10 @@ import { searchDocument } from './records.search.ts'
  * index serves every module that declares the same key with the same type, and a value of another type is only NULL.
  *
  * Every btree index leads with the tenant and module, and ends with `seq`, the order of a page: a filter on a rare
- * value reads only its rows, in page order, and a sort pages by (value, seq) from where the cursor stands.
+ * value reads only its rows, in page order, and a sort pages by (value, seq) from where the cursor stands. The
+ * indexes on payload expressions hold deleted records too, unlike the platform's own (partial on live records):
+ * the planner reads an expression's statistics only from an index that is not partial, and without them takes a rare
+ * value for a common one (a filter's condition on live records is checked on the row).
  */
 export interface DeclaredIndex {
   /** `records_q_` and a hash of the definition: a changed definition is another index (built, then the old one dropped). */
@@ -60,11 +64,11 @@ export function declaredIndexes(modules: Iterable<RegisteredModule>): DeclaredIn
       if (!finding.indexed || !spec) continue
       const serves = `${key}.${f.key} ${finding.sortable ? 'filter and sort' : 'filter'}`
       // A list's containment (multiple choice) is GIN's, with the tenant as its first column (btree_gin).
-      if (spec.index === 'gin') want(`USING gin (tenant_id, (${spec.expr(f.key)})) ${live}`, serves)
-      else want(`(tenant_id, module_key, (${spec.expr(f.key)}), seq) ${live}`, serves)
+      if (spec.index === 'gin') want(`USING gin (tenant_id, (${spec.expr(f.key)}))`, serves)
+      else want(`(tenant_id, module_key, (${spec.expr(f.key)}), seq)`, serves)
     }
     const document = searchDocument(m)
-    if (document) want(`USING gin (tenant_id, (${document})) ${live}`, `${key} search`)
+    if (document) want(`USING gin (tenant_id, (${document}))`, `${key} search`)
   }
   return [...byDefinition].map(([definition, serves]) => ({
     name: `${prefix}${createHash('sha1').update(definition).digest('hex').slice(0, 16)}`,
@@ -211,6 +215,8 @@ export class IndexBuilder implements BackgroundTask {
   private stopped = false
   /** What the last look at the catalogue found not ready (readiness reports it). */
   pending: IndexState[] = []
+  /** The payload functions are not leakproof: no index serves a payload filter under row-level security. */
+  private unindexed = false
 
   constructor(
     private readonly url: string,
@@ -249,6 +255,16 @@ export class IndexBuilder implements BackgroundTask {
       client = await this.connect()
       this.client = client
       this.pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid
+      // Records migration 005 declares the payload functions leakproof only when a superuser ran it: otherwise no
+      // index serves a payload filter under row-level security, and readiness says so.
+      const { rows } = await client.query<{ leakproof: boolean }>(
+        `SELECT proleakproof AS leakproof FROM pg_proc WHERE oid = 'pg_catalog.jsonb_object_field_text(jsonb, text)'::regprocedure`
+      )
+      if (!rows[0]?.leakproof && !this.unindexed)
+        logger.warn(
+          'payload filters cannot use their indexes under row-level security: the database user that ran the migrations is not a superuser, so it could not declare the payload functions leakproof (docs/operations.md)'
+        )
+      this.unindexed = !rows[0]?.leakproof
       const notReady = (states: IndexState[]) => states.filter((s) => s.state !== 'ready')
       this.pending = notReady(await indexStates(client, declared))
       if (!this.pending.length) return undefined
@@ -287,8 +303,15 @@ export class IndexBuilder implements BackgroundTask {
 
   /** Readiness: the declared indexes not ready yet, by state (lists work meanwhile, only slower at scale). */
   degraded(): Record<string, unknown> | undefined {
-    if (!this.pending.length) return undefined
+    const unindexed = this.unindexed
+      ? {
+          recordFilters:
+            'unindexed: the payload functions are not leakproof, so row-level security keeps indexes from serving payload filters, sorts and search (run `records indexes leakproof` as a superuser; docs/operations.md)'
+        }
+      : {}
+    if (!this.pending.length) return this.unindexed ? unindexed : undefined
     return {
+      ...unindexed,
       recordIndexes: this.pending.map((s) => ({
         index: s.name,
         state: s.state,
@@ -311,8 +334,28 @@ export class IndexBuilder implements BackgroundTask {
   }
 }
 
-/** `records indexes`: each declared index, its state and a build's progress. */
+/** `records indexes`: each declared index, its state and a build's progress; declaring the payload functions leakproof. */
 export const indexesCli: CliCommand[] = [
+  {
+    area: 'indexes',
+    action: 'leakproof',
+    async run(c) {
+      const client = new pg.Client(poolConnection(c.platform.db.url, null))
+      await client.connect()
+      try {
+        const { rows } = await client.query<{ s: boolean }>(
+          'SELECT rolsuper AS s FROM pg_roles WHERE rolname = current_user'
+        )
+        if (!rows[0]?.s) c.fail("records indexes leakproof needs a superuser: run it with a superuser's DATABASE_URL.")
+        for (const statement of leakproofStatements) await client.query(statement)
+        c.out(
+          `${leakproofStatements.length} functions declared leakproof: indexes serve payload filters under row-level security.`
+        )
+      } finally {
+        await client.end()
+      }
+    }
+  },
   {
     area: 'indexes',
     action: 'list',

@@ -15,9 +15,8 @@ import { validationError } from '../../core/validation.ts'
 export function searchDocument(module: RegisteredModule): string | undefined {
   const keys = module.definition.fields.filter((f) => fieldFinding(f).searchable).map((f) => f.key)
   if (!keys.length) return undefined
-  // || and coalesce are immutable (concat_ws is not), so the index can hold the expression.
-  const text = keys.map((k) => `coalesce(payload->>'${k}', '')`).join(` || ' ' || `)
-  return `to_tsvector('simple'::regconfig, records_fold(${text}))`
+  // Keys are validated camelCase identifiers (the definition's key pattern).
+  return `records_document(payload, ARRAY[${keys.map((k) => `'${k}'`).join(', ')}]::text[])`
 }
 
 export const maxSearchWords = 8
