@@ -20,10 +20,12 @@ import { leakproofStatements } from './migrations/005-query-functions.ts'
  * index serves every module that declares the same key with the same type, and a value of another type is only NULL.
  *
  * Every btree index leads with the tenant and module, and ends with `seq`, the order of a page: a filter on a rare
- * value reads only its rows, in page order, and a sort pages by (value, seq) from where the cursor stands. The
- * indexes on payload expressions hold deleted records too, unlike the platform's own (partial on live records):
- * the planner reads an expression's statistics only from an index that is not partial, and without them takes a rare
- * value for a common one (a filter's condition on live records is checked on the row).
+ * value reads only its rows, in page order, and a sort pages by (value, seq) from where the cursor stands. Every
+ * index is partial (live records, or records with a number): an index on the tenant alone would be as good as the
+ * primary key to the generic plan a connection keeps for a foreign key's probe by id while the tenant has no
+ * records, and would then walk the tenant's records per probe (core migration 007). The planner reads an
+ * expression's statistics from an index only when it is not partial, so each payload expression also gets a
+ * statistics object (CREATE STATISTICS, filled by ANALYZE): without them it takes a rare value for a common one.
  */
 export interface DeclaredIndex {
   /** `records_q_` and a hash of the definition: a changed definition is another index (built, then the old one dropped). */
@@ -32,6 +34,8 @@ export interface DeclaredIndex {
   definition: string
   /** What it serves, e.g. `incident.site filter and sort`, `incident search`, `sort by createdAt`. */
   serves: string[]
+  /** A payload expression it holds, whose statistics the planner needs (a statistics object named `<name>_s`). */
+  expression?: string
 }
 
 const prefix = 'records_q_'
@@ -49,11 +53,11 @@ const platformIndexes: Array<{ definition: string; serves: string }> = [
 
 /** The indexes the installed modules and the platform need, one per definition. */
 export function declaredIndexes(modules: Iterable<RegisteredModule>): DeclaredIndex[] {
-  const byDefinition = new Map<string, Set<string>>()
-  const want = (definition: string, serves: string) => {
-    const set = byDefinition.get(definition) ?? new Set<string>()
-    set.add(serves)
-    byDefinition.set(definition, set)
+  const byDefinition = new Map<string, { serves: Set<string>; expression?: string }>()
+  const want = (definition: string, serves: string, expression?: string) => {
+    const entry = byDefinition.get(definition) ?? { serves: new Set<string>(), expression }
+    entry.serves.add(serves)
+    byDefinition.set(definition, entry)
   }
   for (const p of platformIndexes) want(p.definition, p.serves)
   for (const m of modules) {
@@ -64,16 +68,18 @@ export function declaredIndexes(modules: Iterable<RegisteredModule>): DeclaredIn
       if (!finding.indexed || !spec) continue
       const serves = `${key}.${f.key} ${finding.sortable ? 'filter and sort' : 'filter'}`
       // A list's containment (multiple choice) is GIN's, with the tenant as its first column (btree_gin).
-      if (spec.index === 'gin') want(`USING gin (tenant_id, (${spec.expr(f.key)}))`, serves)
-      else want(`(tenant_id, module_key, (${spec.expr(f.key)}), seq)`, serves)
+      const expression = spec.expr(f.key)
+      if (spec.index === 'gin') want(`USING gin (tenant_id, (${expression})) ${live}`, serves, expression)
+      else want(`(tenant_id, module_key, (${expression}), seq) ${live}`, serves, expression)
     }
     const document = searchDocument(m)
-    if (document) want(`USING gin (tenant_id, (${document}))`, `${key} search`)
+    if (document) want(`USING gin (tenant_id, (${document})) ${live}`, `${key} search`, document)
   }
-  return [...byDefinition].map(([definition, serves]) => ({
+  return [...byDefinition].map(([definition, { serves, expression }]) => ({
     name: `${prefix}${createHash('sha1').update(definition).digest('hex').slice(0, 16)}`,
     definition,
-    serves: [...serves].sort()
+    serves: [...serves].sort(),
+    ...(expression ? { expression } : {})
   }))
 }
 
@@ -132,6 +138,9 @@ export async function indexStates(db: pg.Pool | pg.ClientBase, declared: Declare
 /** The builder's own connections (not the pool's): a test counting a request's statements leaves them out. */
 export class IndexClient extends pg.Client {}
 
+/** The records a table holds before the builder analyzes it after a build. */
+const analyzeFrom = 10_000
+
 /** One instance at a time builds (a session lock on this key); the others find the work done or under way. */
 const lockKey = 'records.indexes'
 
@@ -186,10 +195,33 @@ export async function reconcileIndexes(
         )
     for (const s of states)
       if (s.state === 'unused') await run(s.name, `DROP INDEX CONCURRENTLY IF EXISTS ${s.name}`, out.dropped)
+    // The statistics objects of the payload expressions: made (a catalogue entry, filled by the ANALYZE below) and
+    // dropped with the declarations.
+    const { rows: stats } = await client.query<{ name: string }>(
+      `SELECT stxname AS name FROM pg_statistic_ext WHERE stxrelid = 'records'::regclass AND starts_with(stxname, $1)`,
+      [prefix]
+    )
+    const existing = new Set(stats.map((r) => r.name))
+    const wanted = new Map(declared.filter((d) => d.expression).map((d) => [`${d.name}_s`, d.expression!]))
+    let madeStatistics = false
+    for (const [name, expression] of wanted)
+      if (!existing.has(name) && !stopping()) {
+        await client.query(`CREATE STATISTICS IF NOT EXISTS ${name} ON (${expression}) FROM records`)
+        madeStatistics = true
+      }
+    for (const name of existing) if (!wanted.has(name)) await client.query(`DROP STATISTICS IF EXISTS ${name}`)
     // The planner knows an expression's values only from statistics ANALYZE gathers for an index that exists: until
     // then it guesses a rare value common and reads the module in page order to find it. ANALYZE samples the table
-    // (30,000 rows whatever its size) and blocks no write.
-    if (out.built.length && !stopping()) {
+    // (30,000 rows whatever its size) and blocks no write. Not on a table of a few records: statistics that say it is
+    // empty make a connection's generic plans (the foreign-key probe's) scan it for good (core migration 007);
+    // autovacuum analyzes it once it grows.
+    const sizable = async () =>
+      (
+        await client.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM (SELECT 1 FROM records LIMIT ${analyzeFrom}) AS sample`
+        )
+      ).rows[0].n >= analyzeFrom
+    if ((out.built.length || madeStatistics) && !stopping() && (await sizable())) {
       const started = Date.now()
       await client.query('ANALYZE records')
       logger.info('records analyzed for the new indexes', { ms: Date.now() - started })
@@ -267,7 +299,6 @@ export class IndexBuilder implements BackgroundTask {
       this.unindexed = !rows[0]?.leakproof
       const notReady = (states: IndexState[]) => states.filter((s) => s.state !== 'ready')
       this.pending = notReady(await indexStates(client, declared))
-      if (!this.pending.length) return undefined
       // While the builds run (minutes at a million records), readiness follows them from another connection.
       const follow = setInterval(() => {
         void this.connect()

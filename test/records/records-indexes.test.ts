@@ -121,9 +121,10 @@ t.test('an index is built beside writes that go on, and loses none of them', asy
   const valid = await owner.query(`SELECT indisvalid FROM pg_index WHERE indexrelid = $1::regclass`, [index.name])
   t.same(valid.rows, [{ indisvalid: true }])
   // Statistics of the expression, which only ANALYZE after the build gathers: without them a rare value looks common.
-  const stats = await owner.query(`SELECT most_common_vals IS NOT NULL AS known FROM pg_stats WHERE tablename = $1`, [
-    index.name
-  ])
+  const stats = await owner.query(
+    `SELECT most_common_vals IS NOT NULL AS known FROM pg_stats_ext_exprs WHERE statistics_name = $1`,
+    [`${index.name}_s`]
+  )
   t.same(stats.rows, [{ known: true }], 'the planner knows the values the index holds')
   // The index holds every row: through it (the list), and without it (a scan of the payload as written).
   await owner.query('SET enable_seqscan = off')
