@@ -305,6 +305,16 @@ function scenarios(n: number): Scenario[] {
       'payload[occurredAt][lt]': at(rareTo)
     }),
     s('occurred-absent', 'occurredAt range, absent', { 'payload[occurredAt][lt]': '2023-06-01T00:00:00Z' }),
+    // The same ranges in the order of the field they are on: one range of its index.
+    s('occurred-sorted-high', 'occurredAt range, high (83 %), sort=payload.occurredAt', {
+      'payload[occurredAt][gte]': '2024-07-01T00:00:00Z',
+      sort: 'payload.occurredAt'
+    }),
+    s('occurred-sorted-medium', 'occurredAt range, medium (6 %), sort=-payload.occurredAt', {
+      'payload[occurredAt][gte]': at(mediumFrom),
+      'payload[occurredAt][lt]': at(mediumTo),
+      sort: '-payload.occurredAt'
+    }),
     s('lead-high', 'investigationLead eq, high (50 %)', { 'payload[investigationLead]': leads.high }),
     s('lead-medium', 'investigationLead eq, medium (6 %)', { 'payload[investigationLead]': leads.medium }),
     s('lead-rare', 'investigationLead eq, rare (50 rows)', { 'payload[investigationLead]': leads.rare }),
@@ -317,6 +327,11 @@ function scenarios(n: number): Scenario[] {
     s('created-medium', 'created range, medium (6 %)', { createdSince: at(mediumFrom), createdBefore: at(mediumTo) }),
     s('created-rare', 'created range, rare (~50 rows)', { createdSince: at(rareFrom), createdBefore: at(rareTo) }),
     s('created-absent', 'created range, absent', { createdBefore: '2023-06-01T00:00:00Z' }),
+    s('created-sorted-medium', 'created range, medium (6 %), sort=-createdAt', {
+      createdSince: at(mediumFrom),
+      createdBefore: at(mediumTo),
+      sort: '-createdAt'
+    }),
     s('state-high', 'state, high (50 %)', { state: 'reported' }),
     s('state-medium', 'state, medium (6 %)', { state: 'investigating' }),
     s('state-rare', 'state, rare (50 rows)', { state: 'actions-pending' }),
@@ -334,6 +349,7 @@ function scenarios(n: number): Scenario[] {
     ),
     s('search-common', 'search q=forklift (30 %)', { q: 'forklift' }),
     s('search-rare', 'search q=zurich (50 rows, Zürich)', { q: 'zurich' }),
+    s('search-relevance', 'search q=zurich, sort=relevance', { q: 'zurich', sort: 'relevance' }),
     s('count-none', 'count=true, no filter', { count: 'true' }),
     s('count-medium', 'count=true, site medium (6 %)', { count: 'true', 'payload[site]': values.site.medium })
   ].filter((sc) => !opt.only || opt.only.split(',').some((k) => sc.key.startsWith(k.trim())))

@@ -74,10 +74,9 @@ export async function up(knex: Knex) {
     'text',
     `BEGIN RETURN lower(${unaccent}.unaccent('${unaccent}.unaccent'::regdictionary, v)); END`
   )
-  // A module's search document: its searchable fields' text, folded, as words (the `simple` configuration). Its cost
-  // (tens of microseconds a record) is declared, so the planner finds a search through its GIN index instead of
-  // computing the document of every record in page order until a page is full.
-  // (The planner's estimate of a word prefix's matches is a fixed guess, 2 %, however rare the word is.)
+  // A module's search document: its searchable fields' text, folded, as words (the `simple` configuration). Declared
+  // dear (it costs tens of microseconds a record), so that no plan computes it for records an index did not select;
+  // a search also runs where only index bitmaps may find rows (records.class.ts, reading).
   await fn(
     'records_document(payload jsonb, keys text[])',
     'tsvector',
@@ -86,7 +85,7 @@ export async function up(knex: Knex) {
        FOREACH k IN ARRAY keys LOOP t := t || ' ' || coalesce(payload->>k, ''); END LOOP;
        RETURN to_tsvector('simple'::regconfig, ${own}.records_fold(t));
      END`,
-    10000
+    1000000
   )
   if (superuser) for (const statement of leakproofStatements) await knex.raw(statement)
 }
