@@ -202,7 +202,9 @@ export function recordsGraphQL(build: GraphQLSchemaBuild) {
         count: {
           type: 'RecordCount!',
           description:
-            "How many records the arguments select, as the caller may see them (the whole list, whatever `after`); counted only when selected (REST's count=true)"
+            "How many records the arguments select, as the caller may see them (the whole list, whatever `after`); counted only when selected (REST's count=true)",
+          // A statement of its own (it reads up to 10,001 rows): charged as a lookup in the operation's cost.
+          ...lookup
         }
       }
     })

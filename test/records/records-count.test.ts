@@ -93,3 +93,16 @@ t.test(
     t.ok(ratio > 0.75 && ratio < 1.33, `estimated ${res.body.count.value} of ${rows[0].n} (${ratio.toFixed(2)})`)
   }
 )
+
+t.test('a GraphQL count is charged in the operation cost as the statement it is', async (t) => {
+  const aliases = (selection: string) =>
+    `{ ${Array.from({ length: 60 }, (_, i) => `a${i}: incidents(first: 1) { ${selection} }`).join(' ')} }`
+  const plain = await server.request('POST', '/api/graphql', { body: { query: aliases('nodes { id }') } })
+  t.notOk(plain.body.errors, '60 pages are within the cost limit')
+  const counted = await server.request('POST', '/api/graphql', {
+    body: { query: aliases('nodes { id } count { value exact }') }
+  })
+  // application/json answers a refused operation with 200 and its errors (GraphQL over HTTP).
+  t.match(counted.body.errors?.[0]?.extensions, { code: 'graphql.too_costly' }, 'with a count each, they are not')
+  t.notOk('data' in counted.body, 'nothing ran')
+})
