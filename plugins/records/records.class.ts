@@ -209,7 +209,8 @@ export class RecordsService {
 
     // The order of the page (records.sort.ts): `sort` when given; else updatedSince pages in change order (incremental
     // sync), and a list in creation order.
-    const order = listOrder(q.sort, !!q.updatedSince, module, hidden, searchOf(q.q, module))
+    const search = searchOf(q.q, module)
+    const order = listOrder(q.sort, !!q.updatedSince, module, hidden, search)
     const include = new Set(params.include ?? [])
     const columns = [
       repo.recordColumns,
@@ -222,7 +223,7 @@ export class RecordsService {
     const countOnly = params.countOnly === true && !params.provider
     // A cursor is bound to its tenant, module and filters: the same clauses as the SQL make its scope (records.filters.ts),
     // and to its sort.
-    const filters = listFilters(principal.tenantId, { query: q, module, rule, hidden, limit })
+    const filters = listFilters(principal.tenantId, { query: q, module, rule, hidden, limit, search })
     // Tenant and module are pinned on every shape, first: the count once lacked them and counted every tenant's records.
     // A filter's values decide its plan (records.filters.ts: all but the live-records condition).
     const byValues = filters.clauses.some((c) => c.shape !== 'live')
@@ -238,7 +239,7 @@ export class RecordsService {
     const position = q.cursor ? this.o.cursors.decode(q.cursor, scope) : undefined
     // The whole selection, whatever the cursor (exports count what they will write before the first page).
     if (countOnly) {
-      const total = await this.reading(!!q.q, async (db) => {
+      const total = await this.reading(!!search, async (db) => {
         const count = selection(
           new ShapedQuery('records.count', () => sql('records as r').select(sql.raw('count(*)::int AS total')))
         )
@@ -247,7 +248,7 @@ export class RecordsService {
       return { items: [], nextCursor: null, limit, total }
     }
     // The page, and its count when asked, on one connection: a search's plan is made there (see reading).
-    const { rows, count } = await this.reading(!!q.q, async (db) => {
+    const { rows, count } = await this.reading(!!search, async (db) => {
       // The usual page sizes (the default, the largest, an export's page) are written into the statement, not bound:
       // with `LIMIT $n` the planner's generic plan assumes a tenth of the table, so PostgreSQL planned every page
       // afresh (a custom plan each time, ~60 µs of its CPU a page). Any other size stays bound: a shape per size a

@@ -16,7 +16,7 @@ import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition } from '../../core/modules/types.ts'
 import { isUuid, validationError } from '../../core/validation.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
-import { searchOf } from './records.search.ts'
+import type { Search } from './records.search.ts'
 import { dateFilterColumns, type DateFilterName, type RecordQuery } from './records.schema.ts'
 
 /** One SQL condition of a list: its shape (part of the prepared statement's key), its values, its knex form. */
@@ -36,6 +36,8 @@ export interface FilterInput {
   /** Fields the caller may not read. */
   hidden: ReadonlySet<string>
   limit: number
+  /** The list's search (records.search.ts `searchOf`), read once for the filter and the order. */
+  search?: Search
 }
 
 /**
@@ -167,11 +169,8 @@ const payloadFilter = filter<{ key: string; condition: unknown; clauses: FilterC
 })
 
 /** Text search (records.search.ts): the module's search document against the query's words. */
-const searchFilter = filter<{ q: string; document: string; words: string }>({
-  read: ({ query, module }) => {
-    const search = searchOf(query.q, module)
-    return search ? [{ q: query.q!, ...search }] : []
-  },
+const searchFilter = filter<Search & { q: string }>({
+  read: ({ query, search }) => (search ? [{ q: query.q!, ...search }] : []),
   clauses: (v) => [
     clause(`q:${v.document}`, [v.words], (b) =>
       b.whereRaw(`${v.document} @@ to_tsquery('simple'::regconfig, records_fold(?))`, [v.words])

@@ -44,11 +44,14 @@ export function searchQuery(q: string): string {
   return words.map((w) => `'${w}':*`).join(' & ')
 }
 
+/** A list's search: its module's document and the query's words as a tsquery text. */
+export interface Search {
+  document: string
+  words: string
+}
+
 /** A list's search (`q`): the module's document and the query's words; a 400 when the module has nothing to search in. */
-export function searchOf(
-  q: string | undefined,
-  module: RegisteredModule
-): { document: string; words: string } | undefined {
+export function searchOf(q: string | undefined, module: RegisteredModule): Search | undefined {
   if (q === undefined) return undefined
   const document = searchDocument(module)
   if (!document)

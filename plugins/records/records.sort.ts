@@ -6,6 +6,7 @@ import type { FieldType } from '../../core/modules/types.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import { validationError } from '../../core/validation.ts'
 import type { RecordRow } from './records.repository.ts'
+import type { Search } from './records.search.ts'
 
 /**
  * The order of a list (`sort`) and how a page resumes after its last row (keyset paging). Every order ends with
@@ -140,7 +141,7 @@ export const relevanceWindow = 1000
  * ties newest first. Ranking reads each candidate's text (the index holds words, not ranks), so it ranks the newest
  * `relevanceWindow` matches: bounded work, whatever a word matches; `count=true` says how many match in all.
  */
-function relevanceOrder(search: { document: string; words: string }): ListOrder {
+function relevanceOrder(search: Search): ListOrder {
   const rank = `ts_rank_cd(${search.document}, to_tsquery('simple'::regconfig, records_fold(?)))`
   return {
     shape: 'sort:relevance',
@@ -187,7 +188,7 @@ export function listOrder(
   updatedSince: boolean,
   module: RegisteredModule,
   hidden: ReadonlySet<string>,
-  search: { document: string; words: string } | undefined
+  search: Search | undefined
 ): ListOrder {
   if (sort === undefined) return updatedSince ? syncOrder : seqOrder
   if (sort === 'relevance') {
