@@ -225,8 +225,8 @@ export class RecordsService {
     // and to its sort.
     const filters = listFilters(principal.tenantId, { query: q, module, rule, hidden, limit, search })
     // Tenant and module are pinned on every shape, first: the count once lacked them and counted every tenant's records.
-    // A filter's values decide its plan (records.filters.ts: all but the live-records condition).
-    const byValues = filters.clauses.some((c) => c.shape !== 'live')
+    // A filter's values decide its plan (records.filters.ts: every clause but a constant one).
+    const byValues = filters.clauses.some((c) => !c.constant)
     const selection = (query: ShapedQuery) => {
       query
         .planEachCall(byValues)

@@ -25,6 +25,8 @@ export interface FilterClause {
   values: unknown[]
   /** Mutates the builder; what it returns (knex's chain returns the builder, a thenable that runs only when awaited) is ignored, as ShapedQuery ignores it. */
   apply: (b: Knex.QueryBuilder) => unknown
+  /** The same condition on every call (live records only): its plan does not depend on values (ShapedQuery.planEachCall). */
+  constant?: true
 }
 
 /** What a list of records is filtered by, besides its tenant and module. */
@@ -69,7 +71,7 @@ const rowFilter = filter<RowRule>({
 // Sync clients ask for deleted records too, so that deletions reach them.
 const deletedFilter = filter<'live' | 'includeDeleted'>({
   read: ({ query }) => [query.includeDeleted ? 'includeDeleted' : 'live'],
-  clauses: (v) => (v === 'live' ? [clause('live', [], (b) => b.whereNull('r.deleted_at'))] : []),
+  clauses: (v) => (v === 'live' ? [{ ...clause('live', [], (b) => b.whereNull('r.deleted_at')), constant: true }] : []),
   scope: (v) => (v === 'live' ? undefined : v)
 })
 
