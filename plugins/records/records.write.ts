@@ -1,4 +1,5 @@
 import type { Actor } from '../../core/auth/principal.ts'
+import { clock } from '../../core/clock.ts'
 import { isoUtc as iso, type Queryable } from '../../core/db/index.ts'
 import { eventType, insertEvents, type EventType } from '../../core/events/events.ts'
 import type { NumberParts } from '../../core/modules/record-number.ts'
@@ -95,7 +96,7 @@ export async function reserveNumbers(
   w: Pick<Writer, 'tenantId'>,
   m: WriteModule,
   count: number,
-  at = new Date()
+  at = clock().now()
 ): Promise<string[]> {
   const parts = m.numberPattern.render(at)
   const { rows } = await db.query({
@@ -184,7 +185,7 @@ function createValues(w: Writer, m: WriteModule, ops: readonly NewRecordOp[], o:
     w.actor
   ]
   if (!o.numbers) {
-    const parts = m.numberPattern.render(o.at ?? new Date())
+    const parts = m.numberPattern.render(o.at ?? clock().now())
     values.push(counterScope(parts), ops.length, parts.prefix, parts.width, parts.suffix)
   }
   return values
