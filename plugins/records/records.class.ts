@@ -22,7 +22,7 @@ import * as repo from './records.repository.ts'
 import { readableModule } from './records.access.ts'
 import { listFilters } from './records.filters.ts'
 import { listOrder } from './records.sort.ts'
-import { searchOf } from './records.search.ts'
+import { searchOf, type SearchPlan, type WordFrequencies } from './records.search.ts'
 import { referenceProblems } from './records.checks.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
 import { hasValue } from './records.payload.ts'
@@ -85,6 +85,8 @@ export interface RecordsOptions {
   cursors: CursorCodec
   defaultLimit: number
   maxLimit: number
+  /** The most common words of each module's search text, which choose how a search reads (records.search.ts). */
+  words: WordFrequencies
 }
 
 /**
@@ -100,6 +102,11 @@ export class RecordsService {
   >()
   constructor(private readonly o: RecordsOptions) {
     this.validateQuery = recordQueryValidator(o.maxLimit)
+  }
+
+  /** The statistics a search's plan is chosen by, which the index builder keeps up to date. */
+  get words(): WordFrequencies {
+    return this.o.words
   }
 
   private principal(params: RecordParams): Principal {
@@ -210,6 +217,7 @@ export class RecordsService {
     // The order of the page (records.sort.ts): `sort` when given; else updatedSince pages in change order (incremental
     // sync), and a list in creation order.
     const search = searchOf(q.q, module)
+    const plan = search && this.o.words.plan(search)
     const order = listOrder(q.sort, !!q.updatedSince, module, hidden, search)
     const include = new Set(params.include ?? [])
     const columns = [
@@ -239,7 +247,7 @@ export class RecordsService {
     const position = q.cursor ? this.o.cursors.decode(q.cursor, scope) : undefined
     // The whole selection, whatever the cursor (exports count what they will write before the first page).
     if (countOnly) {
-      const total = await this.reading(!!search, async (db) => {
+      const total = await this.reading(plan, async (db) => {
         const count = selection(
           new ShapedQuery('records.count', () => sql('records as r').select(sql.raw('count(*)::int AS total')))
         )
@@ -248,7 +256,7 @@ export class RecordsService {
       return { items: [], nextCursor: null, limit, total }
     }
     // The page, and its count when asked, on one connection: a search's plan is made there (see reading).
-    const { rows, count } = await this.reading(!!search, async (db) => {
+    const { rows, count } = await this.reading(plan, async (db) => {
       // The usual page sizes (the default, the largest, an export's page) are written into the statement, not bound:
       // with `LIMIT $n` the planner's generic plan assumes a tenth of the table, so PostgreSQL planned every page
       // afresh (a custom plan each time, ~60 µs of its CPU a page). Any other size stays bound: a shape per size a
@@ -354,18 +362,20 @@ export class RecordsService {
   }
 
   /**
-   * Runs a list's statements: on the pool, or for a search (`q`) in a read-only transaction where PostgreSQL may only
-   * find rows through bitmaps of index conditions. Its estimate of a word's matches is a fixed guess whatever the word,
-   * and with it, at a million records, it chose to compute the search document of every record in page order until a
-   * page was full (8 s for a word 50 records hold); through the search index a search costs what it matches (14 ms for
-   * that word, 0.5 s for one 300,000 records hold).
+   * Runs a list's statements: on the pool, or for a search (`q`) in a read-only transaction that sets how PostgreSQL
+   * finds its records (records.search.ts, SearchPlan): a `match` only through bitmaps of index conditions (the search
+   * index, with those of the other filters), a `walk` without them (in page order, along the index of the order or
+   * of another filter). Left to itself it would take every word for one a record in 200 holds: at a million records it
+   * then searched the text of every record in page order for a word 50 records hold (8 s).
    */
-  private async reading<T>(search: boolean, fn: (db: Queryable) => Promise<T>): Promise<T> {
-    if (!search) return fn(this.o.pool)
+  private async reading<T>(plan: SearchPlan | undefined, fn: (db: Queryable) => Promise<T>): Promise<T> {
+    if (!plan) return fn(this.o.pool)
     return transaction(this.o.pool, async (client) => {
       // work_mem: a common word's bitmap stays one of rows, not of pages whose every record would be searched again.
       await client.query(
-        "SET TRANSACTION READ ONLY; SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; SET LOCAL work_mem = '64MB'"
+        plan === 'match'
+          ? "SET TRANSACTION READ ONLY; SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; SET LOCAL work_mem = '64MB'"
+          : 'SET TRANSACTION READ ONLY; SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off'
       )
       return fn(client)
     })

@@ -6,7 +6,7 @@ import { fieldFinding, fieldToFilter } from '../../core/modules/derive/filters.t
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { BackgroundTask, CliCommand } from '../../core/plugin.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
-import { searchDocument } from './records.search.ts'
+import { searchDocument, type WordFrequencies } from './records.search.ts'
 import { leakproofStatements } from './migrations/005-query-functions.ts'
 
 /**
@@ -44,6 +44,8 @@ const live = 'WHERE deleted_at IS NULL'
 /** The platform's own: sorts by creation and by number (updatedAt's is records_live_updated), and number lookup. */
 const platformIndexes: Array<{ definition: string; serves: string }> = [
   { definition: `(tenant_id, module_key, created_at, seq) ${live}`, serves: 'sort by createdAt' },
+  // A creation range in creation order: see the ranges of payload fields in declaredIndexes.
+  { definition: `(tenant_id, module_key, seq, created_at) ${live}`, serves: 'createdAt range' },
   { definition: `(tenant_id, module_key, number, seq) ${live}`, serves: 'sort by number' },
   // Deleted records too (a lookup may include them); text_pattern_ops serves a prefix (LIKE 'inc-2026-%').
   // Partial on number IS NOT NULL (which a condition on lower(number) implies): a probe by id, such as a foreign key's,
@@ -70,7 +72,15 @@ export function declaredIndexes(modules: Iterable<RegisteredModule>): DeclaredIn
       // A list's containment (multiple choice) is GIN's, with the tenant as its first column (btree_gin).
       const expression = spec.expr(f.key)
       if (spec.index === 'gin') want(`USING gin (tenant_id, (${expression})) ${live}`, serves, expression)
-      else want(`(tenant_id, module_key, (${expression}), seq) ${live}`, serves, expression)
+      else {
+        want(`(tenant_id, module_key, (${expression}), seq) ${live}`, serves, expression)
+        // A range in creation order (a list's default): the walk by seq, with the value as a trailing key, so the
+        // records before and between the range's are passed over inside the index, none read. Ranges are where
+        // values follow the creation order (an occurrence, a due date); the index above would read the whole range
+        // and sort it, a walk by seq without the value read every record it passes (0.6-0.9 s at a million).
+        if (spec.operators.includes('gte'))
+          want(`(tenant_id, module_key, seq, (${expression})) ${live}`, `${key}.${f.key} range`)
+      }
     }
     const document = searchDocument(m)
     if (document) want(`USING gin (tenant_id, (${document})) ${live}`, `${key} search`, document)
@@ -253,6 +263,8 @@ export class IndexBuilder implements BackgroundTask {
   constructor(
     private readonly url: string,
     private readonly declared: () => DeclaredIndex[],
+    /** Filled with the most common words of each search text, from the statistics ANALYZE keeps (a pass reads them). */
+    private readonly words?: WordFrequencies,
     private readonly everyMs = 60_000
   ) {}
 
@@ -313,8 +325,10 @@ export class IndexBuilder implements BackgroundTask {
       }, 5_000)
       follow.unref()
       try {
+        await this.readWords(client, declared)
         const done = await reconcileIndexes(client, declared, () => this.stopped)
         if (!this.stopped) this.pending = notReady(await indexStates(client, declared))
+        await this.readWords(client, declared)
         return done
       } finally {
         clearInterval(follow)
@@ -326,6 +340,24 @@ export class IndexBuilder implements BackgroundTask {
       this.client = undefined
       await client?.end().catch(() => undefined)
     }
+  }
+
+  /**
+   * The most common words of each search text and the share of records holding each, as ANALYZE (ours after a build,
+   * or autovacuum's) left them in the statistics object of the text's index; only the table's owner may read them.
+   */
+  private async readWords(client: pg.Client, declared: DeclaredIndex[]): Promise<void> {
+    if (!this.words || this.stopped) return
+    const documents = new Map(
+      declared.filter((d) => d.expression && d.serves.some((s) => s.endsWith(' search'))).map((d) => [`${d.name}_s`, d])
+    )
+    if (!documents.size) return
+    const { rows } = await client.query<{ name: string; words: string[] | null; shares: number[] | null }>(
+      `SELECT statistics_name AS name, most_common_elems::text::text[] AS words, most_common_elem_freqs AS shares
+         FROM pg_stats_ext_exprs WHERE tablename = 'records' AND statistics_name = ANY($1)`,
+      [[...documents.keys()]]
+    )
+    for (const r of rows) this.words.set(documents.get(r.name)!.expression!, r.words ?? [], r.shares ?? [])
   }
 
   async idle(): Promise<void> {

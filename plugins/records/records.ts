@@ -3,6 +3,7 @@ import type { App } from '../../core/declarations.ts'
 import { entityTag } from '../../core/http/entity-tag.ts'
 import { idempotencyFor } from '../idempotency/idempotency.shared.ts'
 import { RecordsService } from './records.class.ts'
+import { WordFrequencies } from './records.search.ts'
 import type { RecordOut } from './records.schema.ts'
 import { recordsMethods, recordsPath, recordsWriteMethods } from './records.shared.ts'
 import type { Plugin } from '../../core/plugin.ts'
@@ -44,7 +45,8 @@ export function records(app: App) {
       tenants,
       cursors,
       defaultLimit: config.pagination.defaultLimit,
-      maxLimit: config.pagination.maxLimit
+      maxLimit: config.pagination.maxLimit,
+      words: new WordFrequencies()
     }),
     { methods: [...recordsMethods] }
   )
@@ -66,7 +68,8 @@ export const recordsPlugin: Plugin = {
   jobs: (app) => [migrationJob(app.get('platform'))],
   background: (app) => {
     const { db, tenants } = app.get('platform')
-    return new IndexBuilder(db.url, () => declaredIndexes(installedModules(tenants)))
+    const { words } = app.service(recordsPath)
+    return new IndexBuilder(db.url, () => declaredIndexes(installedModules(tenants)), words)
   },
   cli: [...migrationCli, ...indexesCli]
 }
