@@ -20,8 +20,8 @@ import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, isUuid, validationError } from '../../core/validation.ts'
 import * as repo from './records.repository.ts'
 import { readableModule } from './records.access.ts'
-import { listFilters } from './records.filters.ts'
-import { listOrder } from './records.sort.ts'
+import { listFilters, type FilterClause } from './records.filters.ts'
+import { listOrder, seqShape } from './records.sort.ts'
 import { searchOf, type SearchPlan, type WordFrequencies } from './records.search.ts'
 import { referenceProblems } from './records.checks.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
@@ -235,12 +235,12 @@ export class RecordsService {
     // Tenant and module are pinned on every shape, first: the count once lacked them and counted every tenant's records.
     // A filter's values decide its plan (records.filters.ts: every clause but a constant one).
     const byValues = filters.clauses.some((c) => !c.constant)
-    const selection = (query: ShapedQuery) => {
+    const selection = (query: ShapedQuery, clauses = filters.clauses) => {
       query
         .planEachCall(byValues)
         .add('tenant', [principal.tenantId], (b) => b.where('r.tenant_id', principal.tenantId))
         .add('module', [module.definition.key], (b) => b.andWhere('r.module_key', module.definition.key))
-      for (const c of filters.clauses) query.add(c.shape, c.values, c.apply)
+      for (const c of clauses) query.add(c.shape, c.values, c.apply)
       return query
     }
     const scope = JSON.stringify(order.scope === undefined ? filters.scope : [...filters.scope, order.scope])
@@ -270,7 +270,8 @@ export class RecordsService {
         if (order.rank) query.add(order.rank.shape, order.rank.values, order.rank.apply)
         return selection(query)
       }
-      // An order over a window of the newest matches: where the window begins (none when fewer match).
+      // An order over a window of the newest matches: where the window begins (none when fewer match). A list in
+      // creation order with ranges: where the first record in them stands (rangeStart; null when none is).
       const bound = order.window
         ? (
             await selection(new ShapedQuery('records.window', () => sql('records as r').select('r.seq')))
@@ -280,7 +281,10 @@ export class RecordsService {
               )
               .run<{ seq: number }>(db)
           )[0]?.seq
-        : undefined
+        : order.shape === seqShape && !search
+          ? await this.rangeStart(filters.clauses, position, selection, db)
+          : undefined
+      if (bound === null) return { rows, count: q.count ? await this.count(selection, db) : undefined }
       for (const segment of order.segments(position, bound)) {
         const want = limit + 1 - rows.length
         if (want <= 0) break
@@ -359,6 +363,33 @@ export class RecordsService {
       if (next) break
     }
     return { items, nextCursor: next ? this.o.cursors.encode(scope, next) : null, limit }
+  }
+
+  /**
+   * Where a list in creation order starts when it has ranges indexed in creation order (FilterClause.range) and other
+   * filters: the `seq` of the first live record in its ranges (after the cursor), found inside the ranges' index, which
+   * passes over the records before them without reading one; null when no record is in them. The planner assumes a
+   * range's records are spread evenly through creation order and walks the index of another filter from the start:
+   * at a million records, a state with a range of occurrences in the middle of the module read 24,000 records of
+   * that state (0.2-0.5 s) before the first in the range. Undefined: the list starts where it would.
+   */
+  private async rangeStart(
+    clauses: FilterClause[],
+    position: unknown[] | undefined,
+    selection: (query: ShapedQuery, clauses: FilterClause[]) => ShapedQuery,
+    db: Queryable
+  ): Promise<number | null | undefined> {
+    const ranges = clauses.filter((c) => c.range)
+    // The ranges' index holds live records only (the constant clause); ranges alone walk it anyway.
+    if (!ranges.length || !clauses.some((c) => c.constant) || clauses.every((c) => c.range || c.constant))
+      return undefined
+    const query = selection(
+      new ShapedQuery('records.start', () => sql('records as r').select('r.seq')),
+      clauses.filter((c) => c.range || c.constant)
+    )
+    if (position) query.add('after:seq', [position[0]], (b) => b.where('r.seq', '>', position[0] as number))
+    query.add('order:seq.limit:1', [], (b) => b.orderBy('r.seq').limit(1, { skipBinding: true }))
+    return (await query.run<{ seq: number }>(db))[0]?.seq ?? null
   }
 
   /**

@@ -9,6 +9,8 @@ import {
   groupItem,
   groupItems,
   operatorSql,
+  rangeIndexed,
+  rangeOperators,
   type FilterSpec,
   type Operator
 } from '../../core/modules/derive/filters.ts'
@@ -27,6 +29,11 @@ export interface FilterClause {
   apply: (b: Knex.QueryBuilder) => unknown
   /** The same condition on every call (live records only): its plan does not depend on values (ShapedQuery.planEachCall). */
   constant?: true
+  /**
+   * A range on a value indexed in creation order too (`rangeIndexed`): where the first live record in it stands is
+   * found inside that index, passing over the others, and a list in creation order with other filters starts there.
+   */
+  range?: true
 }
 
 /** What a list of records is filtered by, besides its tenant and module. */
@@ -123,11 +130,13 @@ const columnFilter = (
   name: 'externalRef' | DateFilterName,
   column: string,
   operator: '=' | '>=' | '<',
-  canonical: (v: string) => string = (v) => v
+  { canonical = (v: string) => v, range = false }: { canonical?: (v: string) => string; range?: boolean } = {}
 ) =>
   filter<string>({
     read: ({ query }) => (query[name] ? [canonical(query[name])] : []),
-    clauses: (v) => [clause(name, [v], (b) => b.where(column, operator, v))],
+    clauses: (v) => [
+      { ...clause(name, [v], (b) => b.where(column, operator, v)), ...(range ? { range: true as const } : {}) }
+    ],
     scope: (v) => [name, v]
   })
 
@@ -156,13 +165,15 @@ const payloadFilter = filter<{ key: string; condition: unknown; clauses: FilterC
       // A top-level field has one entry under its own key; any other is a member of the group `key`.
       const top = entries.length === 1 && entries[0][0] === key
       // (An export's JSON may give a member no operator: no condition, as for a top-level field.)
-      const sqls = top || !conditions.length ? conditions : [groupItems(key, conditions)]
+      const sqls: Array<{ sql: string; bindings: unknown[]; range?: boolean }> =
+        top || !conditions.length ? conditions : [groupItems(key, conditions)]
       const condition = top
         ? entries[0][1]
         : Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      const clauses = sqls.map((c) =>
-        clause(c.sql, c.bindings, (b) => b.whereRaw(c.sql, c.bindings as Knex.RawBinding[]))
-      )
+      const clauses = sqls.map((c) => ({
+        ...clause(c.sql, c.bindings, (b) => b.whereRaw(c.sql, c.bindings as Knex.RawBinding[])),
+        ...(c.range ? { range: true as const } : {})
+      }))
       return { key, condition, clauses }
     })
   },
@@ -207,11 +218,13 @@ const recordFilters: ReadonlyArray<RecordFilter<unknown>> = [
   deletedFilter,
   stateFilter,
   idFilter,
-  columnFilter('externalRef', 'r.external_ref', '=', canonicalExternalRef),
+  columnFilter('externalRef', 'r.external_ref', '=', { canonical: canonicalExternalRef }),
   numberFilter,
   // Where updatedSince alone stood: a cursor issued with it keeps its scope.
   ...(Object.keys(dateFilterColumns) as DateFilterName[]).map((name) =>
-    columnFilter(name, dateFilterColumns[name].column, dateFilterColumns[name].operator)
+    columnFilter(name, dateFilterColumns[name].column, dateFilterColumns[name].operator, {
+      range: dateFilterColumns[name].rangeIndexed
+    })
   ),
   payloadFilter,
   searchFilter,
@@ -270,13 +283,15 @@ function payloadConditions(
   module: RegisteredModule,
   path: string,
   condition: unknown
-): Array<{ sql: string; bindings: unknown[] }> {
+): Array<{ sql: string; bindings: unknown[]; range?: boolean }> {
   const { field, spec, expr } = filterTarget(module, path)
   const ops: Array<[Operator, string | string[]]> =
     typeof condition === 'string'
       ? [[spec.bare ?? 'eq', condition]]
       : Object.entries(condition as Record<string, string | string[]>).map(([op, v]) => [op as Operator, v])
-  const out: Array<{ sql: string; bindings: unknown[] }> = []
+  const out: Array<{ sql: string; bindings: unknown[]; range?: boolean }> = []
+  // A top-level field's range (a member's is inside its group's items, in no index of its own).
+  const ranged = !path.includes('.') && rangeIndexed(field)
   for (const [op, raw] of ops) {
     const pointer = `/payload/${path}${typeof condition === 'string' ? '' : `/${op}`}`
     if (!spec.operators.includes(op)) {
@@ -305,7 +320,7 @@ function payloadConditions(
         ])
       return r.value
     })
-    out.push(operatorSql[op](expr, parsed))
+    out.push({ ...operatorSql[op](expr, parsed), range: ranged && rangeOperators.includes(op) })
   }
   return out
 }

@@ -192,13 +192,17 @@ export const dateFilterProperties = {
   updatedBefore: dateFilter('Only records last changed before this instant')
 }
 export type DateFilterName = keyof typeof dateFilterProperties
-/** Each date-range filter's column and comparison. */
-export const dateFilterColumns: Record<DateFilterName, { column: string; operator: '>=' | '<' }> = {
-  createdSince: { column: 'r.created_at', operator: '>=' },
-  createdBefore: { column: 'r.created_at', operator: '<' },
-  updatedSince: { column: 'r.updated_at', operator: '>=' },
-  updatedBefore: { column: 'r.updated_at', operator: '<' }
-}
+/**
+ * Each date-range filter's column and comparison, and whether the column is indexed in creation order too (the
+ * platform's (tenant, module, seq, created_at) index in plugins/records/records.indexes.ts).
+ */
+export const dateFilterColumns: Record<DateFilterName, { column: string; operator: '>=' | '<'; rangeIndexed?: true }> =
+  {
+    createdSince: { column: 'r.created_at', operator: '>=', rangeIndexed: true },
+    createdBefore: { column: 'r.created_at', operator: '<', rangeIndexed: true },
+    updatedSince: { column: 'r.updated_at', operator: '>=' },
+    updatedBefore: { column: 'r.updated_at', operator: '<' }
+  }
 
 /**
  * How a list is ordered and searched, beside its filters: one table for REST's query (below), GraphQL's arguments and

@@ -58,14 +58,21 @@ const systemSorts: Record<string, { expr: string; type: string; nullable: boolea
   number: { expr: 'r.number', type: 'text', nullable: true }
 }
 
+/** The shape of the default order, creation order: a list in it may start further on (`bound`, records.class.ts rangeStart). */
+export const seqShape = 'order:seq'
+
 const seqOrder: ListOrder = {
-  shape: 'order:seq',
+  shape: seqShape,
   scope: undefined,
-  segments: (pos) => [
+  segments: (pos, bound) => [
     {
-      shape: pos ? 'after:seq.order:seq' : 'order:seq',
-      values: pos ? [pos[0]] : [],
-      apply: (b) => (pos ? b.where('r.seq', '>', pos[0] as number) : b).orderBy('r.seq')
+      shape: `${pos ? 'after:seq.' : ''}${bound === undefined ? '' : 'from:seq.'}order:seq`,
+      values: [...(pos ? [pos[0]] : []), ...(bound === undefined ? [] : [bound])],
+      apply: (b) => {
+        if (pos) b.where('r.seq', '>', pos[0] as number)
+        if (bound !== undefined) b.where('r.seq', '>=', bound)
+        b.orderBy('r.seq')
+      }
     }
   ],
   position: (row) => [row.seq]

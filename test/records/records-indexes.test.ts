@@ -6,6 +6,7 @@ import { searchDocument, searchOf } from '../../plugins/records/records.search.t
 import {
   declaredIndexes,
   indexStates,
+  IndexClient,
   installedModules,
   type IndexBuilder
 } from '../../plugins/records/records.indexes.ts'
@@ -120,6 +121,61 @@ t.test(
       listed.body.items.map((r: { number: string }) => r.number),
       ['IDX-56160', 'IDX-56161', 'IDX-56162', 'IDX-56163', 'IDX-56164'],
       'the first records of the range, in creation order'
+    )
+  }
+)
+
+t.test(
+  'a list in creation order with a range and another filter starts where the first record in the range stands',
+  async (t) => {
+    const base =
+      '/api/v1/records?moduleKey=incident&payload[severity]=critical&payload[occurredAt][gte]=2026-02-09T00:00:00Z'
+    const first = await server.request('GET', `${base}&limit=2`)
+    t.equal(first.status, 200, first.text)
+    t.same(
+      first.body.items.map((r: { number: string }) => r.number),
+      ['IDX-56163', 'IDX-56167'],
+      'the first critical incidents in the range'
+    )
+    const next = await server.request('GET', `${base}&limit=2&cursor=${first.body.nextCursor}`)
+    t.same(
+      next.body.items.map((r: { number: string }) => r.number),
+      ['IDX-56171', 'IDX-56175'],
+      'and the next ones after the cursor'
+    )
+    const none = await server.request(
+      'GET',
+      '/api/v1/records?moduleKey=incident&payload[severity]=critical&payload[occurredAt][gte]=2040-01-01T00:00:00Z&count=true'
+    )
+    t.same(
+      [none.status, none.body.items, none.body.nextCursor, none.body.count],
+      [200, [], null, { value: 0, exact: true }]
+    )
+    // The start is a statement of its own (the first seq in the range, by the ranges' index), and the page begins there.
+    const statements: string[] = []
+    const original = pg.Client.prototype.query
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string })?.text
+      if (!(this instanceof IndexClient) && text) statements.push(text)
+      return (original as (...a: unknown[]) => unknown).apply(this, args)
+    } as typeof original
+    try {
+      const again = await server.request('GET', `${base}&limit=2`)
+      t.same(again.body.items.length, 2)
+    } finally {
+      pg.Client.prototype.query = original
+    }
+    t.ok(
+      statements.some(
+        (s) =>
+          /^select "r"\."seq" from "records" as "r" .*records_timestamptz.* order by "r"\."seq" asc limit 1$/.test(s) &&
+          !s.includes('severity')
+      ),
+      `the start is found by the range alone: ${statements.join('\n')}`
+    )
+    t.ok(
+      statements.some((s) => s.includes('severity') && /"r"\."seq" >= \$\d+ order by "r"\."seq" asc/.test(s)),
+      'the page starts from it'
     )
   }
 )

@@ -188,6 +188,19 @@ export function fieldFinding(field: FieldDefinition): FieldFinding {
   }
 }
 
+/** The operators of a range: `gt`, `gte`, `lt`, `lte`. */
+export const rangeOperators: readonly Operator[] = ['gt', 'gte', 'lt', 'lte']
+
+/**
+ * A field whose ranges are indexed in creation order too, (tenant, module, seq, value), beside its (value, seq) index:
+ * an indexed field of a type with ranges (numbers, dates, date-times). A range in creation order then passes over
+ * the records outside it inside the index (plugins/records/records.indexes.ts, records.filters.ts).
+ */
+export function rangeIndexed(field: FieldDefinition): boolean {
+  const spec = fieldToFilter[field.type]
+  return !!spec && spec.index === 'btree' && fieldFinding(field).indexed && spec.operators.includes('gte')
+}
+
 /** The members of a group lists may filter by (`payload[group.member]`); none for a field of another type. */
 export function filterableMembers(field: FieldDefinition): readonly FieldDefinition[] {
   return field.type === 'group' ? field.fields.filter((m) => fieldFinding(m).filterable) : []
