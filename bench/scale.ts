@@ -20,7 +20,8 @@
  * Options: --records N (per side, default 1,000,000), --samples N (default 30), --quick (100,000 records,
  * 10 samples), --budget S (stop sampling one page after S seconds, default 60; the table marks it),
  * --follow-budget S (stop following nextCursor to the deep page after S seconds, default 120: "n/r"), --only a,b
- * (scenario keys or their prefix, e.g. `site,sort`), --keep-db.
+ * (scenario keys or their prefix, e.g. `site,sort`), --keep-db, --reuse-db URL (measure on a database an earlier run
+ * kept, with the same --records: no seeding; the service builds what the code declares now, and the run waits).
  */
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
@@ -37,7 +38,8 @@ const { values: opt } = parseArgs({
     budget: { type: 'string' },
     'follow-budget': { type: 'string' },
     only: { type: 'string' },
-    'keep-db': { type: 'boolean', default: false }
+    'keep-db': { type: 'boolean', default: false },
+    'reuse-db': { type: 'string' }
   }
 })
 const settings = {
@@ -523,18 +525,24 @@ async function main() {
       `after ${settings.warmup} warm-up requests per page; limit ${settings.limit}; deep = after ${settings.deep} pages` +
       `${opt.quick ? ' (quick)' : ''}`
   )
-  const db = await benchDatabase()
+  const reused = opt['reuse-db']
+  const db = reused
+    ? { url: reused, name: new URL(reused).pathname.slice(1), where: 'DATABASE_URL', close: async () => undefined }
+    : await benchDatabase()
   let service: Awaited<ReturnType<typeof startChild>> | undefined
   try {
     log(`database: ${db.name} on ${db.where === 'embedded' ? 'the embedded cluster (data/bench)' : 'DATABASE_URL'}`)
     let t = Date.now()
-    await migrate(db.url)
-    log(`migrated, tenants made in ${since(t)}`)
-    t = Date.now()
-    log('seeding:')
-    await seed(db.url, settings.records)
-    const seedTime = since(t)
-    log(`seeded in ${seedTime}`)
+    let seedTime = 'reused'
+    if (!reused) {
+      await migrate(db.url)
+      log(`migrated, tenants made in ${since(t)}`)
+      t = Date.now()
+      log('seeding:')
+      await seed(db.url, settings.records)
+      seedTime = since(t)
+      log(`seeded in ${seedTime}`)
+    }
 
     t = Date.now()
     service = await startChild(
