@@ -3,7 +3,7 @@ import { loadModules } from '../../core/modules/registry.ts'
 import { transitionBlockers } from '../../plugins/records/records.duties.ts'
 import { assessmentModule, fixtureModules } from '../helpers/fixture-modules.ts'
 import { userWithToken, type TestUser } from '../helpers/identity.ts'
-import { defaultTenants, startTestServer, type Reply } from '../helpers/server.ts'
+import { defaultTenants, incidentPayload, startTestServer, type Reply } from '../helpers/server.ts'
 import t, { type Test } from '../helpers/tap.ts'
 
 /**
@@ -233,3 +233,38 @@ t.test('transitionBlockers says why a transition is unavailable without firing i
     { transition: 'approve', blockers: [] }
   ])
 })
+
+t.test(
+  'a corrective action is verified by neither its owner nor whoever marked it complete (the bundled module)',
+  async (t) => {
+    const [carl, olga, vera] = await Promise.all([1, 2, 3].map(() => userWithToken(server, 'acme', ['safety-manager'])))
+    const incident = await server.request('POST', '/api/v1/records', {
+      body: { moduleKey: 'incident', payload: incidentPayload() }
+    })
+    const action = await server.request('POST', '/api/v1/records', {
+      body: {
+        moduleKey: 'corrective-action',
+        payload: { title: 'Fit mirrors', incident: incident.body.id, kind: 'corrective', owner: olga.id }
+      }
+    })
+    const id = action.body.id as string
+    const fire = (token: string | undefined, transition: string, payload?: Record<string, unknown>) =>
+      server.request('POST', `/api/v1/records/${id}:transition`, { token, body: { transition, payload } })
+    t.equal((await fire(undefined, 'start', { dueDate: '2026-12-15' })).status, 200)
+    t.equal((await fire(carl.token, 'complete', { completionNote: 'Fitted', completedOn: '2026-12-10' })).status, 200)
+    const verifying = { effective: true, verificationNote: 'No near misses since' }
+
+    const byCompleter = await fire(carl.token, 'verify', verifying)
+    t.equal(byCompleter.status, 403)
+    t.same(byCompleter.body.conflicts, [{ rule: 'transition', transition: 'complete' }])
+    const byOwner = await fire(olga.token, 'verify', verifying)
+    t.equal(byOwner.status, 403)
+    t.same(byOwner.body.conflicts, [{ rule: 'field', field: 'owner' }])
+    const byCreator = await fire(undefined, 'verify', verifying)
+    t.equal(byCreator.body.code, 'workflow.self_approval', "the creator's refusal keeps its code")
+
+    const verified = await fire(vera.token, 'verify', verifying)
+    t.equal(verified.status, 200, 'another safety manager verifies it')
+    t.equal(verified.body.state, 'verified')
+  }
+)
