@@ -38,7 +38,7 @@ export const problemKinds = {
   conflict: {
     status: 409,
     title: 'Conflict',
-    text: 'The request conflicts with the current state: a workflow transition that is not allowed from the record’s current state, or a retry with an Idempotency-Key whose first request is still being processed.'
+    text: 'The request conflicts with the current state: a workflow transition that is not allowed from the record’s current state, a change to a field the record’s state locks (`field.locked`: `errors` names each field, `unlockedBy` the transitions that lead out of the lock), or a retry with an Idempotency-Key whose first request is still being processed.'
   },
   'precondition-failed': {
     status: 412,

@@ -135,7 +135,13 @@ export const moduleDefinitionSchema = Type.Object(
               key: slug,
               label: Type.Optional(Type.String()),
               requires: Type.Optional(names),
-              final: Type.Optional(Type.Boolean())
+              final: Type.Optional(Type.Boolean()),
+              locks: Type.Optional(
+                Type.Array(Type.String(), {
+                  description:
+                    "Top-level fields a client may not change in this state (['*']: the whole payload); a transition to a state that does not lock them may."
+                })
+              )
             },
             closed
           ),
@@ -152,6 +158,25 @@ export const moduleDefinitionSchema = Type.Object(
               requires: Type.Optional(names),
               forbidSelf: Type.Optional(
                 Type.Boolean({ description: "The record's creator may not fire it (four-eyes)." })
+              ),
+              separateFrom: Type.Optional(
+                Type.Object(
+                  {
+                    creator: Type.Optional(Type.Boolean({ description: "Not the record's creator (as forbidSelf)." })),
+                    fields: Type.Optional(
+                      Type.Array(Type.String(), {
+                        description:
+                          'Top-level user fields: not a person they name once the transition has set its own fields.'
+                      })
+                    ),
+                    transitions: Type.Optional(
+                      Type.Array(Type.String(), {
+                        description: 'Transitions: not a person who fired one of them on this record before.'
+                      })
+                    )
+                  },
+                  { ...closed, description: 'Separation of duties: whom the actor must differ from.' }
+                )
               )
             },
             closed

@@ -1,6 +1,7 @@
 import { fieldTypes, type FieldDefinition, type ModuleDefinition } from './types.ts'
 import { compilePattern } from './record-number.ts'
 import { unknownKey } from './definition-schema.ts'
+import { checkDutiesAndLocks } from './validate-duties.ts'
 
 /** Raised when a module package is malformed; start-up stops with its message. */
 export class ModuleDefinitionError extends Error {
@@ -170,6 +171,8 @@ export function validateModuleDefinition(def: unknown, packageName: string): ass
     if (t.roles !== undefined && (!Array.isArray(t.roles) || t.roles.some((r) => typeof r !== 'string')))
       fail(where, 'roles must be an array of role names')
   }
+
+  checkDutiesAndLocks(m, fail)
 
   if (!isObject(m.permissions)) fail('permissions', 'must map role names to lists of actions')
   for (const [role, actions] of Object.entries(m.permissions)) {

@@ -24,7 +24,7 @@ import {
   moveLocked,
   referenceProblems,
   reserveNumbers,
-  updateRules,
+  patchRules,
   type FieldChange,
   type RecordChangeOp,
   type RecordRow,
@@ -605,7 +605,7 @@ export class BulkRun {
             `A live ${key} record has externalRef "${row.externalRef}", and this credential may not change it.`
           )
         }
-        const { payload, changes } = updateRules(principal, module, current.payload, row.payload!)
+        const { payload, changes } = patchRules(principal, module, current, row.payload!)
         plans.push({ row, payload, current, changes })
       } catch (err) {
         row.outcome = errorOutcome(row, err instanceof Error ? rowProblem(err) : (err as BulkRowProblem))

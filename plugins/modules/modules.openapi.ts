@@ -71,7 +71,13 @@ export function describeModules(ctx: DocContext): Fragment {
                       key: { type: 'string' },
                       label: { type: 'string' },
                       requires: { type: 'array', items: { type: 'string' } },
-                      final: { type: 'boolean' }
+                      final: { type: 'boolean' },
+                      locks: {
+                        type: 'array',
+                        items: { type: 'string' },
+                        description:
+                          'Top-level fields a client may not change while a record is in this state (`["*"]`: the whole payload): 409 `field.locked`. A transition to a state that does not lock them may set them.'
+                      }
                     }
                   }
                 },
@@ -87,7 +93,17 @@ export function describeModules(ctx: DocContext): Fragment {
                       to: { type: 'string' },
                       roles: { type: 'array', items: { type: 'string' } },
                       requires: { type: 'array', items: { type: 'string' } },
-                      forbidSelf: { type: 'boolean' }
+                      forbidSelf: { type: 'boolean', description: "The record's creator may not fire it." },
+                      separateFrom: {
+                        type: 'object',
+                        description:
+                          "Separation of duties (403 `workflow.separation_of_duties`, or `workflow.self_approval` for the creator): the person firing it must not be the record's creator (`creator`), a person named in the user `fields` once the transition has set its own, nor a person who fired one of `transitions` on the record before. A token counts as the person who created it.",
+                        properties: {
+                          creator: { type: 'boolean' },
+                          fields: { type: 'array', items: { type: 'string' } },
+                          transitions: { type: 'array', items: { type: 'string' } }
+                        }
+                      }
                     }
                   }
                 }

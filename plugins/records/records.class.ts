@@ -26,7 +26,7 @@ import { searchOf, type SearchPlan, type WordFrequencies } from './records.searc
 import { referenceProblems } from './records.checks.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
 import { hasValue } from './records.payload.ts'
-import { createRules, deleteRules, transitionRules, updateRules } from './records.rules.ts'
+import { createRules, deleteRules, patchRules, transitionRules } from './records.rules.ts'
 import { changeRecords, createRecordRows, type RecordChangeOp } from './records.write.ts'
 import { asCurrent, moveLocked, settleRefused } from './records.migrate.ts'
 import {
@@ -522,7 +522,7 @@ export class RecordsService {
     }
     assertValid<RecordPatch>(recordPatchValidator, data)
     return this.change(String(id), params, async (row, module, principal, client) => {
-      const { payload, changes } = updateRules(principal, module, row.payload, data.payload)
+      const { payload, changes } = patchRules(principal, module, row, data.payload)
       if (!changes.length) return null
       await this.checkReferences(principal, module, payload, client, new Set(changes.map((c) => c.field)))
       return { payload, state: row.state, action: 'updated', changes }
@@ -533,10 +533,13 @@ export class RecordsService {
     const id = params.id ?? ''
     assertValid<RecordTransition>(recordTransitionValidator, data)
     return this.change(id, params, async (row, module, principal, client) => {
+      // Separation of duties from earlier transitions reads who fired them (records.duties.ts): only when asked.
+      const compared = module.transitions.get(data.transition)?.separateFrom?.transitions
+      const transitions = compared?.length ? await repo.firedTransitions(client, principal.tenantId, id, compared) : []
       const plan = transitionRules(
         principal,
         module,
-        { state: row.state, payload: row.payload, createdBy: row.created_by },
+        { state: row.state, payload: row.payload, createdBy: row.created_by, transitions },
         data.transition,
         data.payload ?? {}
       )

@@ -12,6 +12,7 @@ import {
   type Operator
 } from '../../core/modules/derive/filters.ts'
 import { graphQLTypesOf, type DeriveTypes } from '../../core/modules/derive/graphql.ts'
+import { lockNote } from '../../core/modules/duties.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition } from '../../core/modules/types.ts'
 import { recordLoader, recordIncludes } from './records.graphql-selection.ts'
@@ -197,9 +198,12 @@ export function payloadTypes(
     const out: InputTypeComposerFieldConfigMapDefinition = {}
     for (const f of fields) {
       const g = graphQLTypesOf(f, t)
+      // A patch's field says in which states it is locked (core/modules/duties.ts), as the OpenAPI document does.
+      const locked = mode === 'patch' ? lockNote(d, f.key) : undefined
       out[f.key] = {
         type: mode === 'create' && f.required ? `${g.input}!` : g.input,
-        description: [f.label, f.description].filter(Boolean).join(': ') || undefined
+        description:
+          [[f.label, f.description].filter(Boolean).join(': '), locked].filter(Boolean).join('. ') || undefined
       }
     }
     return out

@@ -103,6 +103,23 @@ export async function lockLive(client: pg.PoolClient, tenantId: string, id: stri
   return rows[0]
 }
 
+/** Who fired the record's earlier transitions of `keys` (separation of duties, records.duties.ts), oldest first. */
+export async function firedTransitions(
+  client: pg.PoolClient,
+  tenantId: string,
+  id: string,
+  keys: readonly string[]
+): Promise<Array<{ key: string; actor: Actor }>> {
+  const { rows } = await client.query({
+    name: 'records-fired-transitions',
+    text: `SELECT a.transition->>'key' AS key, a.actor FROM record_activity a
+      WHERE a.tenant_id = $1 AND a.record_id = $2 AND a.action = 'transitioned' AND a.transition->>'key' = ANY($3::text[])
+      ORDER BY a.id`,
+    values: [tenantId, id, keys]
+  })
+  return rows
+}
+
 /** Whether a database error is the clash of two live records of a module on one external reference. */
 export const isExternalRefClash = (err: unknown) =>
   (err as { constraint?: string }).constraint === 'records_live_external_ref'

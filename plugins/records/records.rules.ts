@@ -1,8 +1,10 @@
 import { assertCan, assertScope, assertWritable, canFire } from '../../core/auth/access.ts'
-import { sameActor, type Actor, type Principal } from '../../core/auth/principal.ts'
+import type { Actor, Principal } from '../../core/auth/principal.ts'
 import { problems } from '../../core/errors/index.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
+import { assertSeparated, type FiredTransition } from './records.duties.ts'
+import { assertUnlocked } from './records.locks.ts'
 import { diffPayload, hasValue, mergePatch, type FieldChange } from './records.payload.ts'
 
 /**
@@ -51,19 +53,40 @@ export function updateRules(
   return { payload, changes }
 }
 
+/**
+ * A PATCH of a record where it stands (REST, GraphQL, a bulk update row): updateRules, then the locks of its state
+ * on what the client's patch changes (records.locks.ts).
+ */
+export function patchRules(
+  principal: Principal,
+  module: RegisteredModule,
+  current: { state: string; payload: Record<string, unknown> },
+  patch: Record<string, unknown>
+): PlannedChange {
+  const plan = updateRules(principal, module, current.payload, patch)
+  assertUnlocked(module, { state: current.state }, patch, plan.changes)
+  return plan
+}
+
 export interface PlannedTransition extends PlannedChange {
   transition: { key: string; from: string; to: string }
 }
 
 /**
  * A workflow transition from the record's state, with fields set on the way: the
- * transition exists and starts here, scope, role, no self-approval where forbidden, the
- * fields' rights and schema, and the target state's required fields.
+ * transition exists and starts here, scope, role, separation of duties (records.duties.ts;
+ * `transitions` holds the record's earlier transitions its rule compares), the fields'
+ * rights, schema and locks, and the target state's required fields.
  */
 export function transitionRules(
   principal: Principal,
   module: RegisteredModule,
-  record: { state: string; payload: Record<string, unknown>; createdBy?: Actor | null },
+  record: {
+    state: string
+    payload: Record<string, unknown>
+    createdBy?: Actor | null
+    transitions?: readonly FiredTransition[]
+  },
   key: string,
   patch: Record<string, unknown>
 ): PlannedTransition {
@@ -97,17 +120,16 @@ export function transitionRules(
       { missing: `transition:${t.key}` }
     )
   }
-  // The creator is a person: the same credential, or any credential acting for the person behind it.
-  if (t.forbidSelf && principal.kind !== 'system' && sameActor(record.createdBy, principal.actor)) {
-    throw problems.forbidden(
-      'workflow.self_approval',
-      `Transition "${t.key}" may not be fired by the record's creator, nor through a token of the same person (a token acts for the person who created it); another person with the role must fire it.`
-    )
-  }
-  // Fields set on the way are an update of the record, under the same rules.
+  // The creator and earlier actors are judged before the fields; the persons named in user fields on the record as
+  // the transition leaves it (naming oneself reviewer on the way does not help), after.
+  assertSeparated(principal, t, { ...record, payload: {} })
+  // Fields set on the way are an update of the record, under the same rules; a field locked where the record is
+  // may be set only by a transition to a state that does not lock it too.
   const { payload, changes } = Object.keys(patch).length
     ? updateRules(principal, module, record.payload, patch)
     : { payload: record.payload, changes: [] }
+  assertUnlocked(module, { state, to: t.to }, patch, changes)
+  assertSeparated(principal, t, { ...record, payload })
   const missing = module.guards.get(t.key)!.filter((f) => !hasValue(payload[f]))
   if (missing.length) {
     throw validationError(

@@ -21,7 +21,7 @@ export {
 } from './records.schema.ts'
 export { canonicalExternalRef } from './records.external-ref.ts'
 export type { FieldChange } from './records.payload.ts'
-export { createRules, updateRules } from './records.rules.ts'
+export { createRules, patchRules } from './records.rules.ts'
 export { isExternalRefClash, recordColumns, type RecordRow } from './records.repository.ts'
 export { changeRecords, createRecords, reserveNumbers, type RecordChangeOp, type Writer } from './records.write.ts'
 export { referenceProblems } from './records.checks.ts'

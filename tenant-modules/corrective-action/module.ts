@@ -59,7 +59,9 @@ export default defineModule({
         from: ['awaiting-verification'],
         to: 'verified',
         roles: ['safety-manager'],
-        forbidSelf: true
+        // Four eyes: not whoever raised the action, marked it complete or owns it.
+        forbidSelf: true,
+        separateFrom: { transitions: ['complete'], fields: ['owner'] }
       },
       {
         key: 'reject',

@@ -60,7 +60,24 @@ export default defineModule({
       { key: 'reported', label: 'Reported' },
       { key: 'investigating', label: 'Under investigation', requires: ['investigationLead'] },
       { key: 'actions-pending', label: 'Actions pending', requires: ['rootCause'] },
-      { key: 'closed', label: 'Closed', requires: ['closureNote'], final: true }
+      {
+        key: 'closed',
+        label: 'Closed',
+        requires: ['closureNote'],
+        final: true,
+        // What was reported and concluded stays as closed: changing it means reopening, which the activity shows.
+        locks: [
+          'title',
+          'description',
+          'occurredAt',
+          'site',
+          'location',
+          'category',
+          'severity',
+          'rootCause',
+          'closureNote'
+        ]
+      }
     ],
     transitions: [
       {

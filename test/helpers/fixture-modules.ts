@@ -59,3 +59,51 @@ export const permitMigrations = (transform = trimTitle) => `export const migrati
   transform: ${transform}
 }]
 `
+
+/**
+ * A risk assessment with separation of duties and locks by state (issue 30): `approve` must be fired by someone
+ * other than the `author` and the `reviewer` the record names once approve has set its fields, and other than whoever
+ * submitted it; `approved` locks the rating (`annotate` stays there, `reopen` and `archive` leave), `archived` locks
+ * the whole payload.
+ */
+export const assessmentModule = {
+  key: 'assessment',
+  version: '1.0.0',
+  title: 'Assessment',
+  numberPattern: 'RA-{seq:4}',
+  fields: [
+    { key: 'title', type: 'text', required: true },
+    { key: 'author', type: 'user' },
+    { key: 'reviewer', type: 'user' },
+    { key: 'severity', type: 'integer', minimum: 1, maximum: 5 },
+    { key: 'likelihood', type: 'integer', minimum: 1, maximum: 5 },
+    { key: 'notes', type: 'longText' }
+  ],
+  workflow: {
+    initial: 'draft',
+    states: [
+      { key: 'draft' },
+      { key: 'submitted' },
+      { key: 'approved', locks: ['severity', 'likelihood'] },
+      { key: 'archived', locks: ['*'], final: true }
+    ],
+    transitions: [
+      { key: 'submit', from: ['draft'], to: 'submitted' },
+      {
+        key: 'approve',
+        from: ['submitted'],
+        to: 'approved',
+        roles: ['approver'],
+        requires: ['reviewer'],
+        separateFrom: { fields: ['author', 'reviewer'], transitions: ['submit'] }
+      },
+      { key: 'annotate', from: ['approved'], to: 'approved' },
+      { key: 'reopen', from: ['approved'], to: 'draft', roles: ['approver'] },
+      { key: 'archive', from: ['approved'], to: 'archived', roles: ['approver'] }
+    ]
+  },
+  permissions: {
+    assessor: ['read', 'create', 'update', 'transition:submit', 'transition:annotate'],
+    approver: ['read', 'update', 'transition:*']
+  }
+}

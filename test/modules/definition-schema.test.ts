@@ -11,6 +11,7 @@ import type {
   FieldDefinition,
   FieldType,
   ModuleDefinition,
+  SeparationOfDuties,
   Workflow,
   WorkflowState,
   WorkflowTransition
@@ -40,11 +41,12 @@ const typesAgree: [
   Same<keyof Workflow, keyof Shape['workflow']>,
   Same<keyof WorkflowState, keyof Shape['workflow']['states'][number]>,
   Same<keyof WorkflowTransition, keyof Shape['workflow']['transitions'][number]>,
+  Same<keyof SeparationOfDuties, keyof NonNullable<Shape['workflow']['transitions'][number]['separateFrom']>>,
   Same<keyof FieldAccess, keyof NonNullable<Shape['fields'][number]['access']>>,
   Same<keyof ChoiceOption, keyof Members<FieldOf<Shape['fields'][number], 'singleChoice'>['options'][number]>>,
   Same<FieldKeysAgree, true>,
   Same<InnerKeysAgree, true>
-] = [true, true, true, true, true, true, true, true, true]
+] = [true, true, true, true, true, true, true, true, true, true]
 
 const published = JSON.parse(readFileSync(schemaFile, 'utf8')) as object
 

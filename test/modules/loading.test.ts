@@ -190,6 +190,48 @@ const cases: Array<{ name: string; where: string; problem: RegExp; breakIt(d: De
     breakIt: (d) => void (d.workflow.transitions[0].forbidself = true)
   },
   {
+    name: 'a separation of duties from a field that is not a user field',
+    where: 'workflow transition "finish"',
+    problem: /separateFrom\.fields names "note", which is not a top-level user field; user fields: none/,
+    breakIt: (d) => void (d.workflow.transitions[0].separateFrom = { fields: ['note'] })
+  },
+  {
+    name: 'a separation of duties from an unknown transition',
+    where: 'workflow transition "finish"',
+    problem: /separateFrom\.transitions names unknown transition "submit"; transitions: finish/,
+    breakIt: (d) => void (d.workflow.transitions[0].separateFrom = { transitions: ['submit'] })
+  },
+  {
+    name: 'a separation of duties that names nobody',
+    where: 'workflow transition "finish"',
+    problem: /separateFrom names nobody/,
+    breakIt: (d) => void (d.workflow.transitions[0].separateFrom = { creator: false })
+  },
+  {
+    name: 'a misspelt member of a separation of duties (field)',
+    where: 'workflow.transitions[0].separateFrom',
+    problem: /unknown key "field" \(did you mean "fields"\?\)/,
+    breakIt: (d) => void (d.workflow.transitions[0].separateFrom = { field: ['note'] })
+  },
+  {
+    name: 'a state that locks an unknown field',
+    where: 'workflow state "done"',
+    problem: /locks unknown field "summary"; top-level fields: title, level, note, parent, items/,
+    breakIt: (d) => void (d.workflow.states[1].locks = ['summary'])
+  },
+  {
+    name: 'a state that locks the whole payload beside a field',
+    where: 'workflow state "done"',
+    problem: /locks "\*" locks the whole payload; list it alone/,
+    breakIt: (d) => void (d.workflow.states[1].locks = ['*', 'title'])
+  },
+  {
+    name: 'a state with an empty list of locks',
+    where: 'workflow state "done"',
+    problem: /locks must list top-level field keys/,
+    breakIt: (d) => void (d.workflow.states[1].locks = [])
+  },
+  {
     name: 'an unknown member of a field access rule',
     where: 'fields[2] (field "note").access',
     problem: /unknown key "wirte" \(did you mean "write"\?\)/,

@@ -1,5 +1,5 @@
 import type { ModuleDefinition, WorkflowTransition } from '../types.ts'
-import { describeReply, expect, Failure, problemFields, type KitUser } from './client.ts'
+import { describeReply, expect, Failure, problemFields, type KitReply, type KitUser } from './client.ts'
 import type { KitContext, KitRecord } from './kit.ts'
 
 /** Whether a value counts as present for a guard (the records service's rule: not empty, not blank). */
@@ -19,6 +19,16 @@ export const guardFields = (m: ModuleDefinition, t: WorkflowTransition) => [
   ...(t.requires ?? [])
 ]
 
+/** Whether a transition separates its actor from anyone (forbidSelf or separateFrom). */
+const separates = (t: WorkflowTransition) => !!(t.forbidSelf || t.separateFrom)
+
+/** `payload` with the user fields `t` must be separate from naming `userId` (someone other than its firer). */
+function separated(t: WorkflowTransition, payload: Record<string, unknown>, userId: string) {
+  const out = { ...payload }
+  for (const f of t.separateFrom?.fields ?? []) if (f in out) out[f] = userId
+  return out
+}
+
 /** Breadth-first from the initial state: the shortest transition path to each reachable state. */
 export function pathsFromInitial(m: ModuleDefinition): Map<string, WorkflowTransition[]> {
   const paths = new Map<string, WorkflowTransition[]>([[m.workflow.initial, []]])
@@ -32,6 +42,31 @@ export function pathsFromInitial(m: ModuleDefinition): Map<string, WorkflowTrans
     }
   }
   return paths
+}
+
+/** Where `t` is separate from a user field the record (or the transition's payload) fills: the person it names is refused 403 naming it. */
+async function separationCheck(
+  ctx: KitContext,
+  t: WorkflowTransition,
+  record: KitRecord,
+  payload: Record<string, unknown>,
+  fire: (id: string, key: string, token: string, payload?: Record<string, unknown>) => Promise<KitReply>,
+  helper: () => Promise<KitUser>
+) {
+  const namedIn = t.separateFrom?.fields?.find((f) => record.payload[f] !== undefined || f in payload)
+  if (!namedIn) return
+  await ctx.check(
+    `transition "${t.key}": refuses the person named in "${namedIn}" (separation of duties)`,
+    async () => {
+      const res = await fire(record.id, t.key, (await helper()).token, payload)
+      expect(res.status === 403, `the person named in "${namedIn}" got ${describeReply(res)}, not 403`)
+      const conflicts = (res.body?.conflicts ?? []) as Array<{ rule: string; field?: string }>
+      expect(
+        conflicts.some((c) => c.rule === 'field' && c.field === namedIn),
+        `the 403 (${res.body?.code}) does not name the field "${namedIn}"`
+      )
+    }
+  )
 }
 
 /**
@@ -84,16 +119,18 @@ export async function workflowChecks(ctx: KitContext): Promise<void> {
       expect(from, `none of the states it starts from (${t.from.join(', ')}) is reachable from "${m.workflow.initial}"`)
       expect(firers.length, 'no role of the module may fire it (permissions and its roles have none in common)')
       firer = await ctx.newUser(firers)
-      // User fields name the firer, so a row rule on them lets the firer see the record.
-      record = await ctx.create(ctx.sample(false, firer.id))
+      // User fields name the firer, so a row rule on them lets the firer see the record; those `t` must be separate
+      // from name the helper instead.
+      record = await ctx.create(separated(t, ctx.sample(false, firer.id), (await helper()).id))
       for (const step of paths.get(from)!) {
-        const { payload } = fillFor(step, record, firer.id)
-        // The tenant key created the record: a four-eyes step goes to a user holding every role.
-        const res = await fire(record.id, step.key, step.forbidSelf ? (await helper()).token : admin, payload)
+        const payload = separated(t, fillFor(step, record, firer.id).payload, (await helper()).id)
+        // The tenant key created the record: a step with separation of duties goes to a user holding every role.
+        const res = await fire(record.id, step.key, separates(step) ? (await helper()).token : admin, payload)
         expect(res.status === 200, `step "${step.key}" answered ${describeReply(res)}`)
         record = res.body as KitRecord
       }
       ;({ missing, payload } = fillFor(t, record, firer.id))
+      payload = separated(t, payload, (await helper()).id)
       return `state "${from}" by ${
         paths
           .get(from)!
@@ -133,6 +170,8 @@ export async function workflowChecks(ctx: KitContext): Promise<void> {
         expect(res.status === 403, `the creator got ${describeReply(res)}, not 403`)
         expect(res.body?.code === 'workflow.self_approval', `the 403 is ${res.body?.code}, not workflow.self_approval`)
       })
+
+    await separationCheck(ctx, t, record, payload, fire, helper)
 
     await ctx.check(
       `transition "${t.key}": fires from "${from}" to "${t.to}" for a user of ${firers.join(', ')}`,

@@ -1,4 +1,5 @@
 import { pascal, toDocumentSchema, type DocContext, type JsonSchema } from '../../openapi/builder.ts'
+import { lockNote, separationNote } from '../duties.ts'
 import type { RegisteredModule } from '../registry.ts'
 import { samplePatch, samplePayload, sampleReferences, sampleTransition, type SampleContext } from './sample.ts'
 
@@ -39,6 +40,33 @@ function loosen(schema: JsonSchema, nullable: boolean): JsonSchema {
 }
 
 /**
+ * The merge patch of a payload: the payload loosened, fields a state locks saying so (core/modules/duties.ts), since a
+ * change to them can be refused there.
+ */
+function patchSchemaOf(d: RegisteredModule['definition'], payloadSchema: JsonSchema): JsonSchema {
+  const patchSchema = loosen(payloadSchema, true)
+  const properties = patchSchema.properties as Record<string, JsonSchema>
+  for (const key of Object.keys(properties)) {
+    const note = lockNote(d, key)
+    if (note) properties[key] = { ...properties[key], description: note }
+  }
+  const locking = d.workflow.states.filter((s) => s.locks?.length)
+  return {
+    ...patchSchema,
+    type: 'object',
+    additionalProperties: false,
+    title: `${d.title} payload changes`,
+    description:
+      'JSON merge patch of the payload: the keys sent replace the stored ones, `null` removes one; the result is validated as a whole. (A key the module no longer defines, kept by a record from an earlier version, can also be removed with `null`.)' +
+      (locking.length
+        ? ` Locked by state (409 \`field.locked\` when a change touches one): ${locking
+            .map((s) => `\`${s.key}\` locks ${s.locks!.join(', ')}`)
+            .join('; ')}.`
+        : '')
+  }
+}
+
+/**
  * One module's schemas in the tenant document, all from the module definition the validators
  * use: the payload is `registered.schema` (built by `fieldToSchema`, the one derivation table),
  * so the document types exactly what `POST /api/v1/records` accepts.
@@ -69,17 +97,7 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
   // Other keys are refused by the whole-payload check, but for `null` on a key kept from an earlier module
   // version. `{ type: 'null' }` would say exactly that, but openapi-typescript then intersects every field with
   // `null`, and a generated client can no longer set one: the description says it instead.
-  const payloadPatch = ctx.ref(
-    {
-      ...loosen(payloadSchema, true),
-      type: 'object',
-      additionalProperties: false,
-      title: `${d.title} payload changes`,
-      description:
-        'JSON merge patch of the payload: the keys sent replace the stored ones, `null` removes one; the result is validated as a whole. (A key the module no longer defines, kept by a record from an earlier version, can also be removed with `null`.)'
-    },
-    `${name}PayloadPatch`
-  )
+  const payloadPatch = ctx.ref(patchSchemaOf(d, payloadSchema), `${name}PayloadPatch`)
   const payloadOut = ctx.ref(
     {
       ...loosen(payloadSchema, false),
@@ -99,7 +117,7 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
         d.workflow.states
           .map(
             (s) =>
-              `\`${s.key}\`${s.label ? ` (${s.label})` : ''}${s.final ? ', final' : ''}${s.requires?.length ? `, requires ${s.requires.join(', ')}` : ''}`
+              `\`${s.key}\`${s.label ? ` (${s.label})` : ''}${s.final ? ', final' : ''}${s.requires?.length ? `, requires ${s.requires.join(', ')}` : ''}${s.locks?.length ? `, locks ${s.locks.join(', ')}` : ''}`
           )
           .join('; ') + `. Initial: \`${d.workflow.initial}\`.`
     },
@@ -117,7 +135,7 @@ function derive(ctx: DocContext, m: RegisteredModule): ModuleRefs {
             description: d.workflow.transitions
               .map(
                 (t) =>
-                  `\`${t.key}\`: ${t.from.join(' | ')} → ${t.to}${t.roles?.length ? ` (roles: ${t.roles.join(', ')})` : ''}${t.forbidSelf ? ", not by the record's creator" : ''}`
+                  `\`${t.key}\`: ${t.from.join(' | ')} → ${t.to}${t.roles?.length ? ` (roles: ${t.roles.join(', ')})` : ''}${separationNote(t) ? `, ${separationNote(t)}` : ''}`
               )
               .join('; ')
           }

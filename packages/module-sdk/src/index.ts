@@ -102,6 +102,13 @@ export interface WorkflowState {
   /** Payload fields that must hold a value before a record may enter this state. */
   requires?: string[]
   final?: boolean
+  /**
+   * Top-level fields a client may not change while a record is in this state (`['*']`: the whole payload). A PATCH,
+   * a bulk update row or a GraphQL update that changes one is refused 409 `field.locked`; a transition may set it
+   * on the way only when the state it leads to does not lock it too (e.g. `reopen`), and the activity shows that
+   * transition. Values the platform computes are not refused.
+   */
+  locks?: string[]
 }
 
 export interface WorkflowTransition {
@@ -113,8 +120,22 @@ export interface WorkflowTransition {
   roles?: string[]
   /** Extra payload fields required by this transition, on top of the target state's. */
   requires?: string[]
-  /** The record's creator may not fire this transition (four-eyes principle). */
+  /** The record's creator may not fire this transition (four-eyes principle); short for `separateFrom: { creator: true }`. */
   forbidSelf?: boolean
+  /** Whom the actor must differ from (separation of duties); refused 403 naming the rule that conflicts. */
+  separateFrom?: SeparationOfDuties
+}
+
+/**
+ * Separation of duties on a transition: the person firing it (the person behind a token, not the token) must not
+ * be the record's creator (`creator`), anyone named in the top-level user `fields` of the record as it will be once
+ * the transition's own fields are applied, nor anyone who fired one of the `transitions` on this record before (any
+ * earlier firing, not only the last). System actions are not held to it.
+ */
+export interface SeparationOfDuties {
+  creator?: boolean
+  fields?: string[]
+  transitions?: string[]
 }
 
 export interface Workflow {
@@ -169,10 +190,13 @@ type StrictField<F> = F extends { type: infer Ty }
 
 type StrictList<L> = { [I in keyof L]: StrictField<L[I]> }
 
+type StrictTransition<X> = Only<X, WorkflowTransition> &
+  (X extends { separateFrom: infer S } ? { separateFrom: Only<S, SeparationOfDuties> } : unknown)
+
 type StrictWorkflow<W> = W extends { states: infer S; transitions: infer X }
   ? Only<W, Workflow> & {
       states: { [I in keyof S]: Only<S[I], WorkflowState> }
-      transitions: { [I in keyof X]: Only<X[I], WorkflowTransition> }
+      transitions: { [I in keyof X]: StrictTransition<X[I]> }
     }
   : W
 
