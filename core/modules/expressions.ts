@@ -100,125 +100,120 @@ export function parseExpression(src: string): Node {
   if (typeof src !== 'string' || src.trim() === '') throw new ExpressionError('an expression must be non-empty text', 1)
   if (src.length > maxExpressionLength)
     throw new ExpressionError(`is ${src.length} characters long; at most ${maxExpressionLength} are allowed`, 1)
-  const tokens = tokenize(src)
-  let pos = 0
-  let nodes = 0
-  let depth = 0
-  const peek = () => tokens[pos]
-  const isOp = (v: string) => peek().t === 'op' && peek().v === v
-  const isWord = (v: string) => peek().t === 'id' && peek().v === v
-  const node = <N extends Node>(n: N): N => {
-    if (++nodes > maxExpressionNodes)
+  return new Parser(tokenize(src)).parse()
+}
+
+const comparisons = ['==', '!=', '<', '<=', '>', '>=']
+
+/** One parse: a method per precedence level, counting nodes and nesting as it goes. */
+class Parser {
+  private pos = 0
+  private nodes = 0
+  private depth = 0
+  constructor(private readonly tokens: Token[]) {}
+
+  parse(): Node {
+    const tree = this.or()
+    if (this.peek().t !== 'end') throw new ExpressionError(`unexpected ${describe(this.peek())}`, this.peek().at)
+    return tree
+  }
+
+  private peek = () => this.tokens[this.pos]
+  private isOp = (v: string) => this.peek().t === 'op' && this.peek().v === v
+  private take = () => this.tokens[this.pos++]
+
+  private node<N extends Node>(n: N): N {
+    if (++this.nodes > maxExpressionNodes)
       throw new ExpressionError(`is too complex: more than ${maxExpressionNodes} operands and operators`, n.at)
     return n
   }
-  const expect = (v: string) => {
-    if (!isOp(v)) throw new ExpressionError(`expected "${v}" but found ${describe(peek())}`, peek().at)
-    pos++
+
+  private expect(v: string) {
+    if (!this.isOp(v)) throw new ExpressionError(`expected "${v}" but found ${describe(this.peek())}`, this.peek().at)
+    this.pos++
   }
-  const nested = <T>(at: number, f: () => T): T => {
-    if (++depth > maxDepth) throw new ExpressionError(`nests more than ${maxDepth} levels deep`, at)
+
+  private nested<T>(at: number, f: () => T): T {
+    if (++this.depth > maxDepth) throw new ExpressionError(`nests more than ${maxDepth} levels deep`, at)
     const out = f()
-    depth--
+    this.depth--
     return out
   }
 
-  const binary =
-    (ops: string[], next: () => Node, words = false) =>
-    (): Node => {
-      let left = next()
-      for (;;) {
-        const tok = peek()
-        const matches = words ? tok.t === 'id' && ops.includes(tok.v) : tok.t === 'op' && ops.includes(tok.v)
-        if (!matches) return left
-        pos++
-        left = node({ k: 'bin', op: tok.v as BinaryOp, left, right: next(), at: tok.at })
-      }
+  /** Left-associative operators `ops` (words such as `and`, or symbols) over operands parsed by `next`. */
+  private binary(ops: string[], next: () => Node, kind: Token['t']): Node {
+    let left = next()
+    for (;;) {
+      const tok = this.peek()
+      if (tok.t !== kind || !ops.includes(tok.v)) return left
+      this.pos++
+      left = this.node({ k: 'bin', op: tok.v as BinaryOp, left, right: next(), at: tok.at })
     }
-  const primary = (): Node => {
-    const tok = peek()
-    if (tok.t === 'num') {
-      pos++
-      return node({ k: 'num', v: Number(tok.v), at: tok.at })
-    }
-    if (tok.t === 'str') {
-      pos++
-      return node({ k: 'str', v: tok.v, at: tok.at })
-    }
+  }
+
+  private or = (): Node => this.binary(['or'], this.and, 'id')
+  private and = (): Node => this.binary(['and'], this.negation, 'id')
+  private negation = (): Node => {
+    const tok = this.peek()
+    if (tok.t !== 'id' || tok.v !== 'not') return this.comparison()
+    this.pos++
+    return this.node({ k: 'not', arg: this.nested(tok.at, this.negation), at: tok.at })
+  }
+  private comparison = (): Node => {
+    const left = this.sum()
+    const tok = this.peek()
+    if (tok.t !== 'op' || !comparisons.includes(tok.v)) return left
+    this.pos++
+    const right = this.sum()
+    if (this.peek().t === 'op' && comparisons.includes(this.peek().v))
+      throw new ExpressionError('comparisons do not chain: join them with "and"', this.peek().at)
+    return this.node({ k: 'bin', op: tok.v as BinaryOp, left, right, at: tok.at })
+  }
+  private sum = (): Node => this.binary(['+', '-'], this.product, 'op')
+  private product = (): Node => this.binary(['*', '/'], this.unary, 'op')
+  private unary = (): Node => {
+    const tok = this.peek()
+    if (tok.t !== 'op' || tok.v !== '-') return this.primary()
+    this.pos++
+    return this.node({ k: 'neg', arg: this.nested(tok.at, this.unary), at: tok.at })
+  }
+
+  private primary(): Node {
+    const tok = this.take()
+    if (tok.t === 'num') return this.node({ k: 'num', v: Number(tok.v), at: tok.at })
+    if (tok.t === 'str') return this.node({ k: 'str', v: tok.v, at: tok.at })
     if (tok.t === 'op' && tok.v === '(') {
-      pos++
-      const inner = nested(tok.at, () => or())
-      expect(')')
+      const inner = this.nested(tok.at, this.or)
+      this.expect(')')
       return inner
     }
-    if (tok.t === 'op' && tok.v === '[') {
-      pos++
-      const items = nested(tok.at, () => list(']'))
-      return node({ k: 'pair', items, at: tok.at })
-    }
+    if (tok.t === 'op' && tok.v === '[')
+      return this.node({ k: 'pair', items: this.nested(tok.at, () => this.list(']')), at: tok.at })
     if (tok.t === 'id') {
-      pos++
-      if (tok.v === 'true' || tok.v === 'false') return node({ k: 'bool', v: tok.v === 'true', at: tok.at })
+      if (tok.v === 'true' || tok.v === 'false') return this.node({ k: 'bool', v: tok.v === 'true', at: tok.at })
       if (keywords.has(tok.v)) throw new ExpressionError(`"${tok.v}" needs an operand before it`, tok.at)
-      if (isOp('(')) {
-        pos++
-        const args = nested(tok.at, () => list(')'))
-        return node({ k: 'call', fn: tok.v, args, at: tok.at })
-      }
-      return node({ k: 'field', name: tok.v, at: tok.at })
+      if (!this.isOp('(')) return this.node({ k: 'field', name: tok.v, at: tok.at })
+      this.pos++
+      return this.node({ k: 'call', fn: tok.v, args: this.nested(tok.at, () => this.list(')')), at: tok.at })
     }
     throw new ExpressionError(`expected a value but found ${describe(tok)}`, tok.at)
   }
-  const list = (close: string): Node[] => {
+
+  /** Comma-separated expressions up to `close` (arguments, a pair). */
+  private list(close: string): Node[] {
     const items: Node[] = []
-    if (isOp(close)) {
-      pos++
+    if (this.isOp(close)) {
+      this.pos++
       return items
     }
     for (;;) {
-      items.push(or())
-      if (isOp(',')) {
-        pos++
-        continue
-      }
-      expect(close)
-      return items
+      items.push(this.or())
+      if (!this.isOp(',')) break
+      this.pos++
     }
+    this.expect(close)
+    return items
   }
-  const unary = (): Node => {
-    const tok = peek()
-    if (tok.t === 'op' && tok.v === '-') {
-      pos++
-      return node({ k: 'neg', arg: nested(tok.at, unary), at: tok.at })
-    }
-    return primary()
-  }
-  const product = binary(['*', '/'], unary)
-  const sum = binary(['+', '-'], product)
-  const comparison = (): Node => {
-    const left = sum()
-    const tok = peek()
-    if (tok.t !== 'op' || !['==', '!=', '<', '<=', '>', '>='].includes(tok.v)) return left
-    pos++
-    const right = sum()
-    if (peek().t === 'op' && ['==', '!=', '<', '<=', '>', '>='].includes(peek().v))
-      throw new ExpressionError('comparisons do not chain: join them with "and"', peek().at)
-    return node({ k: 'bin', op: tok.v as BinaryOp, left, right, at: tok.at })
-  }
-  const negation = (): Node => {
-    const tok = peek()
-    if (isWord('not')) {
-      pos++
-      return node({ k: 'not', arg: nested(tok.at, negation), at: tok.at })
-    }
-    return comparison()
-  }
-  const and = binary(['and'], negation, true)
-  const or = binary(['or'], and, true)
-
-  const tree = or()
-  if (peek().t !== 'end') throw new ExpressionError(`unexpected ${describe(peek())}`, peek().at)
-  return tree
 }
 
 function describe(tok: Token): string {
