@@ -80,7 +80,7 @@ defineModule({
 defineModule({
   ...base,
   // @ts-expect-error a group member's unknown key
-  fields: [{ key: 'items', type: 'group', fields: [{ key: 'label', type: 'text', default: 'x' }] }]
+  fields: [{ key: 'items', type: 'group', fields: [{ key: 'label', type: 'text', placeholder: 'x' }] }]
 })
 defineModule({
   ...base,
