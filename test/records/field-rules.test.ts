@@ -1,7 +1,7 @@
 import t from '../helpers/tap.ts'
 import { fixtureModules } from '../helpers/fixture-modules.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
-import { defaultTenants, startTestServer } from '../helpers/server.ts'
+import { defaultTenants, incidentPayload, startTestServer } from '../helpers/server.ts'
 
 /**
  * Computed fields, defaults and rules (issue 30; docs/modules.md "Computed fields", "Defaults", "Rules") through every
@@ -266,4 +266,21 @@ t.test('the module and the OpenAPI document describe computed fields, defaults a
   t.match(props.status, { default: 'draft' })
   t.match(props.assessedOn.description, /Default: the day of the create/)
   t.notOk(props.title.readOnly)
+})
+
+t.test("the bundled incident module's rule: the regulator is not notified before the incident occurred", async (t) => {
+  const post = (payload: Record<string, unknown>) =>
+    server.request('POST', '/api/v1/records', { body: { moduleKey: 'incident', payload } })
+  const early = await post(incidentPayload({ regulatorNotified: true, regulatorNotifiedOn: '2026-11-19' }))
+  t.match(early, { status: 400, body: { code: 'field.invalid' } })
+  t.same(early.body.errors, [
+    {
+      pointer: '/payload/regulatorNotifiedOn',
+      field: 'payload.regulatorNotifiedOn',
+      code: 'rule',
+      detail: 'cannot be before the day the incident occurred'
+    }
+  ])
+  const sameDay = await post(incidentPayload({ regulatorNotified: true, regulatorNotifiedOn: '2026-11-20' }))
+  t.equal(sameDay.status, 201, 'the day of the incident (occurredAt 2026-11-20T08:30Z) is not before it')
 })
