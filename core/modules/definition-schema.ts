@@ -66,6 +66,19 @@ const searchable = {
   )
 }
 
+/** A value computed from the record's other fields (docs/modules.md, "Computed fields"); core/modules/field-rules.ts checks it. */
+const computed = {
+  computed: Type.Optional(
+    Type.String({
+      description:
+        "An expression of the field's type over the record's other fields, computed by the platform on every write; read-only to clients."
+    })
+  )
+}
+/** The value a create gives the field when the client sends none. */
+const defaultText = 'The value a create gives the field when the client sends none.'
+const defaultOf = <T extends TSchema>(value: T) => ({ default: Type.Optional(value) })
+
 /** Each field type's schema: the common members and its own. One row per type, as every derivation table has. */
 const fieldsByType = {
   text: field('text', {
@@ -73,23 +86,51 @@ const fieldsByType = {
     pattern: Type.Optional(Type.String()),
     ...filterable,
     ...sortable,
-    ...searchable
+    ...searchable,
+    ...computed,
+    ...defaultOf(Type.String({ description: defaultText }))
   }),
-  longText: field('longText', { maxLength: Type.Optional(Type.Integer({ minimum: 1 })), ...searchable }),
-  number: field('number', { ...bounds, ...filterable, ...sortable }),
-  integer: field('integer', { ...bounds, ...filterable, ...sortable }),
-  boolean: field('boolean', filterable),
-  date: field('date', { ...filterable, ...sortable }),
-  datetime: field('datetime', { ...filterable, ...sortable }),
+  longText: field('longText', {
+    maxLength: Type.Optional(Type.Integer({ minimum: 1 })),
+    ...searchable,
+    ...defaultOf(Type.String({ description: defaultText }))
+  }),
+  number: field('number', {
+    ...bounds,
+    ...filterable,
+    ...sortable,
+    ...computed,
+    ...defaultOf(Type.Number({ description: defaultText }))
+  }),
+  integer: field('integer', {
+    ...bounds,
+    ...filterable,
+    ...sortable,
+    ...computed,
+    ...defaultOf(Type.Number({ description: defaultText }))
+  }),
+  boolean: field('boolean', { ...filterable, ...computed, ...defaultOf(Type.Boolean({ description: defaultText })) }),
+  date: field('date', {
+    ...filterable,
+    ...sortable,
+    ...computed,
+    ...defaultOf(
+      Type.String({ description: `${defaultText} A date 'YYYY-MM-DD', or 'today()': the day of the create (UTC).` })
+    )
+  }),
+  datetime: field('datetime', { ...filterable, ...sortable, ...defaultOf(Type.String({ description: defaultText })) }),
   singleChoice: field('singleChoice', {
     options: Type.Array(choiceOption, { minItems: 1 }),
     ...filterable,
-    ...sortable
+    ...sortable,
+    ...computed,
+    ...defaultOf(Type.String({ description: defaultText }))
   }),
   multipleChoice: field('multipleChoice', {
     options: Type.Array(choiceOption, { minItems: 1 }),
     ...itemBounds,
-    ...filterable
+    ...filterable,
+    ...defaultOf(Type.Array(Type.String(), { description: defaultText }))
   }),
   user: field('user', filterable),
   recordRef: field('recordRef', { module: slug, ...filterable }),
@@ -202,7 +243,30 @@ export const moduleDefinitionSchema = Type.Object(
       )
     ),
     numberPattern: Type.String({ description: 'e.g. INC-{YYYY}-{seq:5}; tokens {YYYY} {YY} {MM} {DD} {seq:N}.' }),
-    summaryColumns: Type.Optional(Type.Array(Type.String(), { maxItems: 8 }))
+    summaryColumns: Type.Optional(Type.Array(Type.String(), { maxItems: 8 })),
+    rules: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            check: Type.String({ description: 'A boolean expression the record must satisfy; no value passes.' }),
+            message: Type.String({ minLength: 1, description: 'Said of each field of `fields` when the check fails.' }),
+            fields: Type.Optional(Type.Array(Type.String(), { description: 'Default: the fields the check reads.' })),
+            on: Type.Optional(
+              Type.Object(
+                { states: Type.Optional(names), transitions: Type.Optional(names) },
+                {
+                  ...closed,
+                  description:
+                    'Only on writes entering these states or firing these transitions; absent: on creates and on changes of a field the check reads.'
+                }
+              )
+            )
+          },
+          closed
+        ),
+        { description: 'Rules between fields, checked on writes (docs/modules.md, "Rules").' }
+      )
+    )
   },
   { ...closed, $id: 'https://qehs-records.example/schemas/module-definition.schema.json', title: 'Module definition' }
 )

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import semver from 'semver'
 import { answers, migrationChain } from './migrate.ts'
 import type { FieldDefinition, ModuleDefinition, ModuleMigration } from './types.ts'
@@ -72,6 +73,15 @@ function compareFields(
     }
     if (old.type === 'text' && now.type === 'text' && now.pattern && now.pattern !== old.pattern)
       out.breaking.push({ at, subject, change: `pattern ${old.pattern ?? 'none'} → ${now.pattern}` })
+    // Stored values follow the old formula: a migration computes them afresh (core/modules/registry.ts migrator).
+    const formula = (f: FieldDefinition) => (f as { computed?: string }).computed
+    if (formula(now) !== undefined && formula(now) !== formula(old))
+      out.breaking.push({ at, subject, change: `computed ${formula(old) ?? 'none'} → ${formula(now)}` })
+    const defaultOf = (f: FieldDefinition) => (f as { default?: unknown }).default
+    if (!isDeepStrictEqual(defaultOf(old), defaultOf(now)))
+      out.compatible.push(
+        `${at}: default ${JSON.stringify(defaultOf(old) ?? null)} → ${JSON.stringify(defaultOf(now) ?? null)} (new records only)`
+      )
     if (old.type === 'recordRef' && now.type === 'recordRef' && now.module !== old.module)
       out.breaking.push({ at, subject, change: `references ${old.module} → ${now.module}` })
     if (old.type === 'group' && now.type === 'group') compareFields(old.fields, now.fields, `${old.key}.`, out)
@@ -84,6 +94,12 @@ function compareFields(
         at: `field "${prefix}${f.key}"`,
         subject: { kind: 'field', path: `${prefix}${f.key}` },
         change: 'added as required'
+      })
+    else if ((f as { computed?: string }).computed !== undefined)
+      out.breaking.push({
+        at: `field "${prefix}${f.key}"`,
+        subject: { kind: 'field', path: `${prefix}${f.key}` },
+        change: `computed none → ${(f as { computed?: string }).computed} (added)`
       })
     else out.compatible.push(`field "${prefix}${f.key}" added`)
   }
@@ -124,6 +140,9 @@ export function checkRelease(
       })
   if (after.workflow.initial !== before.workflow.initial)
     out.compatible.push(`initial state ${before.workflow.initial} → ${after.workflow.initial} (new records only)`)
+  // A rule judges later writes only: stored records are not checked again (docs/modules.md, "Rules").
+  if (!isDeepStrictEqual(before.rules ?? [], after.rules ?? []))
+    out.compatible.push('rules changed (later writes only)')
   if (after.numberPattern !== before.numberPattern)
     out.compatible.push(`numberPattern ${before.numberPattern} → ${after.numberPattern} (new records only)`)
 

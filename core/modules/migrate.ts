@@ -252,6 +252,8 @@ export function answers(chain: readonly ModuleMigration[], b: BreakingChange): b
   const s = b.subject
   switch (s.kind) {
     case 'field':
+      // Any migration answers a changed formula: every record it moves is computed afresh.
+      if (b.change.startsWith('computed ')) return chain.length > 0
       if (b.change.startsWith('removed'))
         return steps.some(
           (x) => (x.op === 'renameField' && x.from === s.path) || (x.op === 'removeField' && x.field === s.path)

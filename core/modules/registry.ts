@@ -11,6 +11,7 @@ import { projectRoot } from '../paths.ts'
 import { compileData } from '../validation.ts'
 import { payloadSchema } from './derive/json-schema.ts'
 import { compilePattern, type NumberPattern } from './record-number.ts'
+import { compileFieldRules, withComputed, type FieldRules } from './field-rules.ts'
 import { applyMigrations, migrationChain, validateMigrations } from './migrate.ts'
 import type {
   FieldDefinition,
@@ -50,6 +51,8 @@ export interface RegisteredModule {
   transitions: ReadonlyMap<string, WorkflowTransition>
   /** Per transition: the payload fields its guard needs (the target state's `requires` plus the transition's own). */
   guards: ReadonlyMap<string, readonly string[]>
+  /** Its computed fields, defaults and rules, checked and parsed at load (core/modules/field-rules.ts). */
+  fieldRules: FieldRules
   /** The migrations its package declares (core/modules/migrate.ts), checked against the definition. */
   migrations: readonly ModuleMigration[]
   /**
@@ -116,6 +119,9 @@ export class ModuleRegistry {
       )
     }
     const definition = deepFreeze<LoadedModule>({ ...structuredClone(def), packageName, packagePath })
+    const fieldRules = compileFieldRules(definition, (where, problem) => {
+      throw new ModuleDefinitionError(packageName, where, problem)
+    })
     const schema = payloadSchema(definition)
     let validatePayload: ValidateFunction
     try {
@@ -144,9 +150,10 @@ export class ModuleRegistry {
           return [t.key, Object.freeze([...new Set([...(target?.requires ?? []), ...(t.requires ?? [])])])]
         })
       ),
+      fieldRules,
       migrations,
       formerKeys: formerKeysOf(migrations, new Set(definition.fields.map((f) => f.key))),
-      migrateFrom: migrator(migrations, definition.version)
+      migrateFrom: migrator(migrations, definition.version, fieldRules)
     }
     this.modules.set(definition.key, entry)
     return entry
@@ -224,13 +231,16 @@ function formerKeysOf(
 }
 
 /** RegisteredModule.migrateFrom: the chain from each stored version, worked out once. */
-function migrator(migrations: readonly ModuleMigration[], version: string) {
+function migrator(migrations: readonly ModuleMigration[], version: string, rules: FieldRules) {
   const chains = new Map<string, ModuleMigration[]>()
   return (from: string, record: MigratingRecord): MigratingRecord | undefined => {
     if (from === version || !migrations.length) return undefined
     let chain = chains.get(from)
     if (!chain) chains.set(from, (chain = migrationChain(migrations, from, version)))
-    return chain.length ? applyMigrations(chain, record) : undefined
+    if (!chain.length) return undefined
+    // Computed fields are computed afresh under this version's formulas: a changed formula needs a migration (diff.ts).
+    const moved = applyMigrations(chain, record)
+    return { ...moved, payload: withComputed(rules, moved.payload) }
   }
 }
 

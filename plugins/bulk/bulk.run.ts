@@ -65,9 +65,13 @@ interface Row {
   externalRef?: string
   payload?: Record<string, unknown>
   /** The row checked as a new record while earlier batches are in the database: its problem, or its created entry's diff. */
-  asNew?: { problem: BulkRowProblem } | { changes: FieldChange[] }
+  /** The row as a create: its problem, or the payload to store (defaults and computed fields in) and its diff. */
+  asNew?: { problem: BulkRowProblem } | { payload: Record<string, unknown>; changes: FieldChange[] }
   outcome?: Outcome
 }
+
+/** A row that passed the checks of a create: the payload to store and its diff. */
+const asCreate = (row: Row) => row.asNew as { payload: Record<string, unknown>; changes: FieldChange[] }
 
 /** The iterator's next line, or undefined if `signal` aborts first (an upload that stalls does not hold up a drain). */
 async function nextUnlessAborted<T>(
@@ -321,7 +325,7 @@ export class BulkRun {
   /** Everything a create needs that does not depend on the database: rights, field rules, schema, the activity diff. */
   private checkAsNew(payload: Record<string, unknown>): Row['asNew'] {
     try {
-      return { changes: createRules(this.principal, this.module, payload) }
+      return createRules(this.principal, this.module, payload)
     } catch (err) {
       return { problem: rowProblem(err) }
     }
@@ -491,7 +495,7 @@ export class BulkRun {
       this.o.tenants,
       principal.tenantId,
       module,
-      candidates.map((r) => ({ payload: r.payload! }))
+      candidates.map((r) => ({ payload: asCreate(r).payload }))
     )
     const ok = candidates.filter((row, i) => {
       if (!refProblems[i].length) return true
@@ -528,8 +532,7 @@ export class BulkRun {
    */
   private async insert(client: pg.PoolClient, rows: Row[], numbers?: string[]) {
     const ops = rows.map((row) => ({
-      payload: row.payload!,
-      changes: (row.asNew as { changes: FieldChange[] }).changes,
+      ...asCreate(row),
       externalRef: row.externalRef ?? null
     }))
     const created = await createRecords(client, this.writer, this.module, ops, { numbers })
@@ -590,7 +593,7 @@ export class BulkRun {
       try {
         if (!current) {
           if ('problem' in row.asNew!) row.outcome = errorOutcome(row, row.asNew.problem)
-          else plans.push({ row, payload: row.payload! })
+          else plans.push({ row, payload: row.asNew!.payload })
           continue
         }
         // A record its module's migration could not move is corrected by a single PATCH, not by a bulk row.

@@ -81,6 +81,7 @@ export class ModulesService {
       permissions: d.permissions,
       rowAccess: d.rowAccess ?? {},
       summaryColumns: summaryColumnsOf(m, principal),
+      rules: d.rules ?? [],
       package: { name: d.packageName },
       ...(isAdmin(principal) ? { migration: await this.migration(principal.tenantId, m) } : {})
     }

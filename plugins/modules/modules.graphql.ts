@@ -23,12 +23,13 @@ export function modulesGraphQL({ sc, query, lookup }: GraphQLSchemaBuild) {
       description: 'String',
       numberPattern: 'String!',
       states: '[String!]!',
-      fields: { type: 'JSON!', description: 'Field definitions, with `filterable`' },
+      fields: { type: 'JSON!', description: 'Field definitions, with `filterable`, `computed` and `default`' },
       schema: { type: 'JSON!', description: 'JSON Schema of the payload' },
       workflow: 'JSON!',
       permissions: 'JSON!',
       rowAccess: 'JSON!',
-      summaryColumns: '[String!]!'
+      summaryColumns: '[String!]!',
+      rules: { type: 'JSON!', description: 'Rules between fields: check, message, fields, on' }
     }
   })
   sc.createObjectTC({

@@ -43,7 +43,16 @@ export function describeModules(ctx: DocContext): Fragment {
       filterable: { type: 'boolean', description: 'Lists may filter on it (`payload[<key>]`)' },
       indexed: { type: 'boolean', description: 'An index serves its filters and sort at any size' },
       sortable: { type: 'boolean', description: 'Lists may sort by it (`sort=payload.<key>`)' },
-      searchable: { type: 'boolean', description: 'Text search (`q`) looks in it' }
+      searchable: { type: 'boolean', description: 'Text search (`q`) looks in it' },
+      computed: {
+        type: 'string',
+        description:
+          'The expression the platform computes the field from on every write (docs/modules.md, "Computed fields"); such a field is read-only: a write that sends it is refused.'
+      },
+      default: {
+        description:
+          "The value a create gives the field when the client sends none (a date's `today()`: the day of the create)."
+      }
     }
   }
   const moduleSchema = ctx.ref(
@@ -53,7 +62,7 @@ export function describeModules(ctx: DocContext): Fragment {
         summary,
         {
           type: 'object',
-          required: ['fields', 'schema', 'workflow', 'permissions', 'rowAccess', 'summaryColumns', 'package'],
+          required: ['fields', 'schema', 'workflow', 'permissions', 'rowAccess', 'summaryColumns', 'rules', 'package'],
           properties: {
             fields: { type: 'array', items: field },
             schema: { type: 'object', description: 'The JSON Schema (2020-12) create validates payloads against.' },
@@ -127,6 +136,27 @@ export function describeModules(ctx: DocContext): Fragment {
               description:
                 "The payload fields that identify a record at a glance, in order: the PDF export's default columns after Number and State, and a list page's. The module's `summaryColumns`, or its first four fields when it declares none; fields the caller may not read are left out.",
               examples: [['title', 'site', 'category', 'severity', 'occurredAt']]
+            },
+            rules: {
+              type: 'array',
+              description:
+                'Rules between fields (docs/modules.md, "Rules"): a write that leaves `check` false is refused (400) with `message` for each of `fields`; with `on`, only writes entering those states or firing those transitions are checked.',
+              items: {
+                type: 'object',
+                required: ['check', 'message'],
+                properties: {
+                  check: { type: 'string' },
+                  message: { type: 'string' },
+                  fields: { type: 'array', items: { type: 'string' } },
+                  on: {
+                    type: 'object',
+                    properties: {
+                      states: { type: 'array', items: { type: 'string' } },
+                      transitions: { type: 'array', items: { type: 'string' } }
+                    }
+                  }
+                }
+              }
             },
             package: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
             migration: {

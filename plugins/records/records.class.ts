@@ -445,8 +445,7 @@ export class RecordsService {
     const principal = this.principal(params)
     assertValid<RecordCreate>(recordCreateValidator, data)
     const module = this.o.tenants.module(principal.tenantId, data.moduleKey)
-    const payload = data.payload as Record<string, unknown>
-    const changes = createRules(principal, module, payload)
+    const { payload, changes } = createRules(principal, module, data.payload)
     const externalRef = data.externalRef === undefined ? null : canonicalExternalRef(data.externalRef)
     await this.checkReferences(principal, module, payload, this.o.pool)
     // A single create is a batch of one through the write path bulk uses (records.write.ts).

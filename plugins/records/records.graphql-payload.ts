@@ -159,7 +159,14 @@ export function payloadTypes(
     const out: ObjectTypeComposerFieldConfigMapDefinition<Record<string, unknown>, GraphQLContext> = {}
     for (const f of fields) {
       const g = graphQLTypesOf(f, t)
-      const description = [f.label, f.description].filter(Boolean).join(': ') || undefined
+      const formula = (f as { computed?: string }).computed
+      const description =
+        [
+          [f.label, f.description].filter(Boolean).join(': '),
+          formula && `Computed by the platform: ${formula} (read-only).`
+        ]
+          .filter(Boolean)
+          .join(' ') || undefined
       let resolve: Resolver | undefined
       if (g.resolve === 'user') resolve = (p) => (typeof p[f.key] === 'string' ? { id: p[f.key] } : null)
       // A stored value the module's options no longer have (a record its migration could not move) is left out: an
@@ -218,15 +225,17 @@ export function payloadTypes(
     payloadType.addFields({
       _empty: { type: 'Boolean', description: 'This caller may read no field of the module.', resolve: () => null }
     })
+  // Computed fields are the platform's to write (core/modules/field-rules.ts): outputs only, never inputs.
+  const writable = visible.filter((f) => !m.fieldRules.computedKeys.has(f.key))
   sc.createInputTC({
     name: `${T}PayloadInput`,
     description: `A new ${d.title}'s payload.`,
-    fields: visible.length ? inputFields(visible, types, 'create') : { _empty: 'Boolean' }
+    fields: writable.length ? inputFields(writable, types, 'create') : { _empty: 'Boolean' }
   })
   sc.createInputTC({
     name: `${T}PayloadPatch`,
     description: `Changes to ${article(d.title)}'s payload (merge semantics: fields given replace, null removes, a group is replaced whole).`,
-    fields: visible.length ? inputFields(visible, types, 'patch') : { _empty: 'Boolean' }
+    fields: writable.length ? inputFields(writable, types, 'patch') : { _empty: 'Boolean' }
   })
   enumOf(
     `${T}State`,

@@ -1,7 +1,8 @@
 import { assertCan, assertScope, assertWritable, canFire } from '../../core/auth/access.ts'
 import type { Actor, Principal } from '../../core/auth/principal.ts'
-import { problems } from '../../core/errors/index.ts'
+import { problems, type FieldProblem } from '../../core/errors/index.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
+import { computedProblems, ruleProblems, withComputed, withDefaults } from '../../core/modules/field-rules.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
 import { assertSeparated, type FiredTransition } from './records.duties.ts'
 import { assertUnlocked } from './records.locks.ts'
@@ -16,16 +17,23 @@ import { diffPayload, hasValue, mergePatch, type FieldChange } from './records.p
  * caller answers with; bulk turns it into that row's outcome.
  */
 
-/** A new record: the create right (and scope), the fields the principal may write, the module schema. Returns the activity diff. */
+/**
+ * A new record: the create right (and scope), the fields the principal may write (never a computed one), the
+ * defaults of the fields it leaves out, the computed fields, the module schema, the rules on creates. Returns the
+ * payload to store and the activity diff.
+ */
 export function createRules(
   principal: Principal,
   module: RegisteredModule,
-  payload: Record<string, unknown>
-): FieldChange[] {
+  sent: Record<string, unknown>
+): PlannedChange {
   assertCan(principal, module, 'create')
-  assertWritable(principal, module, Object.keys(payload))
+  assertWritable(principal, module, Object.keys(sent))
+  refuse(computedProblems(module.fieldRules, sent))
+  const payload = withComputed(module.fieldRules, withDefaults(module.fieldRules, sent))
   assertValid(module.validatePayload, payload, '/payload')
-  return diffPayload({}, payload)
+  refuse(ruleProblems(module.fieldRules, payload, { enters: module.definition.workflow.initial }))
+  return { payload, changes: diffPayload({}, payload) }
 }
 
 export interface PlannedChange {
@@ -34,10 +42,15 @@ export interface PlannedChange {
   changes: FieldChange[]
 }
 
+/** Refuses a write with these problems (400 `field.invalid`), when there are any. */
+function refuse(list: FieldProblem[]) {
+  if (list.length) throw validationError(list)
+}
+
 /**
- * A JSON merge patch of a record: the update right, the fields it writes, and the merged
- * payload against the schema (only when something changes: an old record that a newer
- * module version would refuse can still be left as it is).
+ * A JSON merge patch of a record: the update right, the fields it writes (never a computed one), the merged payload
+ * with its computed fields computed afresh, against the schema and the rules that read a changed field (only when
+ * something changes: an old record that a newer module version would refuse can still be left as it is).
  */
 export function updateRules(
   principal: Principal,
@@ -47,9 +60,13 @@ export function updateRules(
 ): PlannedChange {
   assertCan(principal, module, 'update')
   assertWritable(principal, module, Object.keys(patch))
-  const payload = mergePatch(current, patch)
+  refuse(computedProblems(module.fieldRules, patch))
+  const payload = withComputed(module.fieldRules, mergePatch(current, patch))
   const changes = diffPayload(current, payload)
-  if (changes.length) assertValid(module.validatePayload, payload, '/payload')
+  if (changes.length) {
+    assertValid(module.validatePayload, payload, '/payload')
+    refuse(ruleProblems(module.fieldRules, payload, { changed: new Set(changes.map((c) => c.field)) }))
+  }
   return { payload, changes }
 }
 
@@ -141,6 +158,8 @@ export function transitionRules(
       }))
     )
   }
+  // The rules on this transition or its target state, whatever it changes (those on changed fields ran in updateRules).
+  refuse(ruleProblems(module.fieldRules, payload, { changed: new Set(), transition: t.key, enters: t.to }))
   return { payload, changes, transition: { key: t.key, from: state, to: t.to } }
 }
 

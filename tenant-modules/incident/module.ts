@@ -3,7 +3,7 @@ import { defineModule } from '@qehs-records/module-sdk'
 /** Incidents and near misses: reported by anyone, investigated and closed by safety staff. */
 export default defineModule({
   key: 'incident',
-  version: '1.1.0',
+  version: '1.2.0',
   title: 'Incident',
   description: 'Injuries, near misses, property damage and environmental releases, from first report to closure.',
   numberPattern: 'INC-{YYYY}-{seq:5}',
@@ -119,6 +119,14 @@ export default defineModule({
     reporter: ['read', 'create', 'attachments'],
     auditor: ['read', 'export']
   },
+  // A notification is made after the event, not before it (compared by day: the date against the moment's UTC day).
+  rules: [
+    {
+      check: 'daysBetween(occurredAt, regulatorNotifiedOn) >= 0',
+      message: 'cannot be before the day the incident occurred',
+      fields: ['regulatorNotifiedOn']
+    }
+  ],
   // Reporters see what they reported; investigators the incidents they lead.
   rowAccess: {
     reporter: [{ createdBy: 'self' }],

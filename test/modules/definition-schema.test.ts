@@ -92,7 +92,9 @@ t.test('unknownKey names the key, where it sits and the known key it most likely
       'minimum',
       'maximum',
       'filterable',
-      'sortable'
+      'sortable',
+      'computed',
+      'default'
     ],
     meant: 'maximum'
   })

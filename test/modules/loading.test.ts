@@ -162,7 +162,7 @@ const cases: Array<{ name: string; where: string; problem: RegExp; breakIt(d: De
     name: 'a misspelt field member (requird)',
     where: 'fields[0] (field "title")',
     problem:
-      /unknown key "requird" \(did you mean "required"\?\); known keys here: key, label, description, required, access, type, maxLength, pattern, filterable, sortable, searchable$/,
+      /unknown key "requird" \(did you mean "required"\?\); known keys here: key, label, description, required, access, type, maxLength, pattern, filterable, sortable, searchable, computed, default$/,
     breakIt: (d) => void (d.fields[0].requird = true)
   },
   {
@@ -178,9 +178,15 @@ const cases: Array<{ name: string; where: string; problem: RegExp; breakIt(d: De
     breakIt: (d) => void (d.fields[0].options = ['a'])
   },
   {
-    name: 'an unsupported member inside a group (default)',
+    name: 'an unsupported member inside a group (placeholder)',
     where: 'fields[4] (field "items").fields[0] (field "label")',
-    problem: /unknown key "default"/,
+    problem: /unknown key "placeholder"/,
+    breakIt: (d) => void (d.fields[4].fields[0].placeholder = 'x')
+  },
+  {
+    name: 'a default on a member of a group (top-level fields only)',
+    where: 'field "items.label"',
+    problem: /^default applies to top-level fields only, not to the members of a group$/,
     breakIt: (d) => void (d.fields[4].fields[0].default = 'x')
   },
   {

@@ -80,12 +80,39 @@ defineModule({
 defineModule({
   ...base,
   // @ts-expect-error a group member's unknown key
-  fields: [{ key: 'items', type: 'group', fields: [{ key: 'label', type: 'text', default: 'x' }] }]
+  fields: [{ key: 'items', type: 'group', fields: [{ key: 'label', type: 'text', placeholder: 'x' }] }]
 })
 defineModule({
   ...base,
   // @ts-expect-error an access rule's misspelt member
   fields: [{ key: 'note', type: 'longText', access: { read: ['a'], wirte: ['a'] } }]
+})
+
+// Computed fields, defaults and rules (docs/modules.md, "Computed fields, defaults and rules").
+const rated = defineModule({
+  ...base,
+  fields: [
+    { key: 'likelihood', type: 'integer', default: 1 },
+    { key: 'score', type: 'number', computed: 'likelihood * 2' },
+    { key: 'reviewOn', type: 'date', default: 'today()' }
+  ],
+  rules: [{ check: 'reviewOn > today()', message: 'in the future', on: { transitions: ['finish'] } }]
+})
+defineModule({
+  ...base,
+  // @ts-expect-error a location cannot be computed
+  fields: [{ key: 'where', type: 'location', computed: 'x' }]
+})
+defineModule({
+  ...base,
+  // @ts-expect-error a default of another type than the field's
+  fields: [{ key: 'count', type: 'integer', default: 'one' }]
+})
+defineModule({
+  ...base,
+  fields: [{ key: 'title', type: 'text' }],
+  // @ts-expect-error a rule's misspelt member
+  rules: [{ check: 'true', mesage: 'x' }]
 })
 
 // The bundled incident module's payload, as a client of its records would type it.
@@ -103,4 +130,5 @@ t.test('the SDK types a payload from the fields and refuses unknown keys at comp
   t.ok(minimal && missing && offList && extra && groupItem, 'the refused payloads are type errors only')
   t.equal(report.category, 'near-miss', "the bundled incident module's payload type")
   t.equal(risk.key, 'risk', 'defineModule returns the definition unchanged')
+  t.equal(rated.rules[0].check, 'reviewOn > today()', 'computed fields, defaults and rules compile')
 })

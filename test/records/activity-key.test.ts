@@ -59,7 +59,7 @@ t.test("deleting records from the table deletes their activity with them, and no
     pool,
     writer,
     incident,
-    payloads.map((payload) => ({ payload, changes: createRules(job, incident, payload) }))
+    payloads.map((payload) => createRules(job, incident, payload))
   )
   const ids = made.map((m) => m.id)
   t.equal((await activityOf(ids)).length, 3, 'a created entry each')
@@ -76,7 +76,7 @@ t.test("removing a tenant removes its records' activity, as the foreign key's ca
   await owner.query("INSERT INTO tenants (id, name) VALUES ($1, 'Gone')", [tenantId])
   const payload = incidentPayload({ title: 'Of a tenant that leaves' })
   const [made] = await createRecords(owner, { tenantId, actor: job.actor }, incident, [
-    { payload, changes: createRules(job, incident, payload) }
+    createRules(job, incident, payload)
   ])
   const count = async () =>
     (
@@ -95,7 +95,7 @@ t.test('the cascade reaches the activity whoever removes the tenant, row-level s
   await owner.query("INSERT INTO tenants (id, name) VALUES ($1, 'Gone too')", [tenantId])
   const payload = incidentPayload({ title: 'Of another tenant that leaves' })
   const [made] = await createRecords(owner, { tenantId, actor: job.actor }, incident, [
-    { payload, changes: createRules(job, incident, payload) }
+    createRules(job, incident, payload)
   ])
   // As the service's role, which row-level security binds, with no tenant scope set: the foreign key's cascade
   // ignored the policy, and the trigger that replaces it must see the rows too.

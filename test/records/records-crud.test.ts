@@ -305,7 +305,7 @@ t.test('lists the modules installed for the tenant', async (t) => {
   const incident = acme.body.items.find((m: { key: string }) => m.key === 'incident')
   t.match(incident, {
     title: 'Incident',
-    version: '1.1.0',
+    version: '1.2.0',
     states: ['reported', 'investigating', 'actions-pending', 'closed']
   })
   const initech = await server.request('GET', '/api/v1/modules', { token: server.keys.initech })

@@ -44,7 +44,7 @@ t.test(
       pool,
       writer,
       incident,
-      payloads.map((payload) => ({ payload, changes: createRules(job, incident, payload) }))
+      payloads.map((payload) => createRules(job, incident, payload))
     )
     const counter = Number(single.body.number.split('-').at(-1))
     t.same(
@@ -81,7 +81,7 @@ t.test('reserved numbers come from the same counter and a batch can be written w
   t.equal(numbers.length, 2)
   t.match(numbers[0], /^INC-\d{4}-\d{5}$/)
   const payload = incidentPayload({ title: 'Numbered beforehand' })
-  const [c] = await createRecords(pool, writer, incident, [{ payload, changes: createRules(job, incident, payload) }], {
+  const [c] = await createRecords(pool, writer, incident, [createRules(job, incident, payload)], {
     numbers: numbers.slice(1)
   })
   t.equal(c.number, numbers[1])

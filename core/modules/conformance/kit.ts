@@ -1,3 +1,4 @@
+import { clock } from '../../clock.ts'
 import { samplePayload } from '../derive/sample.ts'
 import type { FieldDefinition, ModuleDefinition } from '../types.ts'
 import { accessChecks } from './access-checks.ts'
@@ -92,6 +93,8 @@ export async function runConformance(
   const admin = target.adminToken
   const results: CheckResult[] = []
   const recordIds: Record<string, string> = {}
+  // Sample dates a year ahead: a module's date rules (a review date in the future) accept them.
+  const day = new Date(clock().now().getTime() + 365 * 86_400_000).toISOString().slice(0, 10)
   let defaultUser: KitUser | undefined
 
   // A live record of each module a reference names (made from its required fields, its own references first).
@@ -102,7 +105,7 @@ export async function runConformance(
     if (!d) throw new Failure(`module "${key}", which a record reference names, is not installed beside it`)
     making.add(key)
     for (const ref of referencedModules(d.fields)) await ensureRecord(ref)
-    const payload = samplePayload(d.fields, { recordIds, userId: defaultUser!.id }, false)
+    const payload = samplePayload(d.fields, { recordIds, userId: defaultUser!.id, day }, false)
     const res = await http.request('POST', '/api/v1/records', { token: admin, body: { moduleKey: key, payload } })
     if (res.status !== 201) throw new Failure(`a record of "${key}" to refer to: ${describeReply(res)}`)
     recordIds[key] = res.body.id
@@ -116,7 +119,7 @@ export async function runConformance(
     newUser: (roles) => target.newUser(roles),
     results,
     sample: (all, userId, fields = m.fields) =>
-      samplePayload(fields, { recordIds, userId: userId ?? defaultUser!.id }, all),
+      samplePayload(fields, { recordIds, userId: userId ?? defaultUser!.id, day }, all),
     async create(payload, token = admin) {
       const res = await http.request('POST', '/api/v1/records', { token, body: { moduleKey: m.key, payload } })
       if (res.status !== 201) throw new Failure(`create: ${describeReply(res)}`)

@@ -4,10 +4,26 @@ import type { FieldDefinition, FieldType, ModuleDefinition } from '../types.ts'
 type Of<T extends FieldType> = Extract<FieldDefinition, { type: T }>
 const optionValues = (f: { options: Array<string | { value: string }> }) =>
   f.options.map((o) => (typeof o === 'string' ? o : o.value))
-const meta = (f: FieldDefinition) => ({
-  title: f.label ?? f.key,
-  ...(f.description ? { description: f.description } : {})
-})
+/**
+ * What every field's schema says besides its type: title and description, and (core/modules/field-rules.ts) a computed
+ * field as `readOnly` (sent back, refused when sent), a default as `default` (a date's `today()` in words). Validation
+ * ignores both: the payload validated holds the computed values and the defaults.
+ */
+const meta = (f: FieldDefinition) => {
+  const { computed, default: value } = f as { computed?: string; default?: unknown }
+  const notes = [
+    f.description,
+    computed !== undefined &&
+      `Computed by the platform: \`${computed}\`; read-only (a write that sends it is refused).`,
+    value === 'today()' && f.type === 'date' && 'Default: the day of the create (UTC).'
+  ].filter(Boolean)
+  return {
+    title: f.label ?? f.key,
+    ...(notes.length ? { description: notes.join(' ') } : {}),
+    ...(computed !== undefined ? { readOnly: true } : {}),
+    ...(value !== undefined && !(value === 'today()' && f.type === 'date') ? { default: value } : {})
+  }
+}
 
 /** One row per field type: the TypeBox (JSON Schema) of a payload value. */
 export const fieldToSchema: { [T in FieldType]: (f: Of<T>) => TSchema } = {

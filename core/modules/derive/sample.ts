@@ -10,6 +10,11 @@ export interface SampleContext {
    * examples); an optional one is left out instead, so the example stays valid as sent.
    */
   placeholderId?: string
+  /**
+   * The day date and date-time samples take (`YYYY-MM-DD`); a fixed day when absent (documentation examples). The
+   * conformance kit gives one ahead of the clock, which rules such as `reviewDate > today()` accept.
+   */
+  day?: string
 }
 
 const firstOption = (f: { options: Array<string | { value: string }> }) => {
@@ -24,8 +29,8 @@ export const fieldToSample: { [T in FieldType]: (f: Of<T>, ctx: SampleContext) =
   number: (f) => f.minimum ?? (f.maximum !== undefined ? Math.min(f.maximum, 1.5) : 1.5),
   integer: (f) => f.minimum ?? (f.maximum !== undefined ? Math.min(f.maximum, 1) : 1),
   boolean: () => true,
-  date: () => '2026-03-02',
-  datetime: () => '2026-03-02T08:30:00Z',
+  date: (_f, ctx) => ctx.day ?? '2026-03-02',
+  datetime: (_f, ctx) => `${ctx.day ?? '2026-03-02'}T08:30:00Z`,
   singleChoice: (f) => firstOption(f),
   multipleChoice: (f) => [firstOption(f)],
   user: (_f, ctx) => ctx.userId,
@@ -34,8 +39,11 @@ export const fieldToSample: { [T in FieldType]: (f: Of<T>, ctx: SampleContext) =
   location: () => ({ latitude: 53.7997, longitude: -1.5492, label: 'Gate 3' })
 }
 
+/** A computed field has no sample: the platform writes it, and refuses it from clients (core/modules/field-rules.ts). */
 const sampleOf = (f: FieldDefinition, ctx: SampleContext) =>
-  (fieldToSample[f.type] as (f: FieldDefinition, c: SampleContext) => unknown)(f, ctx)
+  (f as { computed?: string }).computed !== undefined
+    ? undefined
+    : (fieldToSample[f.type] as (f: FieldDefinition, c: SampleContext) => unknown)(f, ctx)
 
 /** A payload with every field (or only the required ones) filled with a valid example. */
 export function samplePayload(

@@ -71,22 +71,47 @@ interface Searchable {
   searchable?: boolean
 }
 
+/**
+ * A value the platform computes from the record's other fields (docs/modules.md, "Computed fields"): an expression
+ * (docs/modules.md, "Expressions") of the field's type, e.g. `likelihood * severity`, or
+ * `band(likelihood * severity, [4, 'low'], [9, 'medium'], [25, 'high'])` for a choice whose options hold every label.
+ * It is computed on every write, stored (so lists filter, sort and export it), and read-only: a client sending it is
+ * refused. Top-level fields only; never `required`, never with a `default`; it may read computed fields declared
+ * before it, not `today()`.
+ */
+interface Computed {
+  computed?: string
+}
+/** The value a create gives the field when the client sends none (top-level fields only). */
+interface Default<V> {
+  default?: V
+}
+
 export type FieldDefinition = FieldBase &
   (
-    | ({ type: 'text'; maxLength?: number; pattern?: string } & Filterable & Sortable & Searchable)
-    | ({ type: 'longText'; maxLength?: number } & Searchable)
-    | ({ type: 'number'; minimum?: number; maximum?: number } & Filterable & Sortable)
-    | ({ type: 'integer'; minimum?: number; maximum?: number } & Filterable & Sortable)
-    | ({ type: 'boolean' } & Filterable)
-    | ({ type: 'date' } & Filterable & Sortable)
-    | ({ type: 'datetime' } & Filterable & Sortable)
-    | ({ type: 'singleChoice'; options: Array<string | ChoiceOption> } & Filterable & Sortable)
+    | ({ type: 'text'; maxLength?: number; pattern?: string } & Filterable &
+        Sortable &
+        Searchable &
+        Computed &
+        Default<string>)
+    | ({ type: 'longText'; maxLength?: number } & Searchable & Default<string>)
+    | ({ type: 'number'; minimum?: number; maximum?: number } & Filterable & Sortable & Computed & Default<number>)
+    | ({ type: 'integer'; minimum?: number; maximum?: number } & Filterable & Sortable & Computed & Default<number>)
+    | ({ type: 'boolean' } & Filterable & Computed & Default<boolean>)
+    /** A date's default may be `'today()'`: the day of the create (UTC), by the platform's clock. */
+    | ({ type: 'date' } & Filterable & Sortable & Computed & Default<string>)
+    | ({ type: 'datetime' } & Filterable & Sortable & Default<string>)
+    | ({ type: 'singleChoice'; options: Array<string | ChoiceOption> } & Filterable &
+        Sortable &
+        Computed &
+        Default<string>)
     | ({
         type: 'multipleChoice'
         options: Array<string | ChoiceOption>
         minItems?: number
         maxItems?: number
-      } & Filterable)
+      } & Filterable &
+        Default<string[]>)
     | ({ type: 'user' } & Filterable)
     | ({ type: 'recordRef'; module: string } & Filterable)
     | { type: 'group'; fields: GroupMember[]; minItems?: number; maxItems?: number }
@@ -150,6 +175,24 @@ export interface Workflow {
  */
 export type RowCondition = { createdBy: 'self' } | { field: string; equals: 'self' }
 
+/**
+ * A rule between fields (docs/modules.md, "Rules"): `check` is a boolean expression the record must satisfy, e.g.
+ * `closedOn >= occurredOn` or `reviewDate > today()`. A check without a value (a field it reads is empty) passes: pair
+ * it with `required` or a state's `requires` when the value must be there. A write that breaks it is refused (400)
+ * with `message`, once per field of `fields` (default: the fields the check reads).
+ */
+export interface ModuleRule {
+  check: string
+  message: string
+  fields?: string[]
+  /**
+   * When it is checked. Absent: on every create, and on every update or transition that changes a field the check
+   * reads. Present: only on the writes that fire one of `transitions` or enter one of `states` (a create enters the
+   * initial state), whatever they change.
+   */
+  on?: { states?: string[]; transitions?: string[] }
+}
+
 export interface ModuleDefinition {
   key: string
   version: string
@@ -171,6 +214,8 @@ export interface ModuleDefinition {
    * export's default columns after Number and State, list pages and GraphQL defaults.
    */
   summaryColumns?: string[]
+  /** Rules between fields, checked on writes (see ModuleRule). */
+  rules?: ModuleRule[]
 }
 
 /** `T` with every member `Allowed` does not declare typed `never`: tsc then names the unknown key where it is written. */
@@ -202,7 +247,11 @@ type StrictWorkflow<W> = W extends { states: infer S; transitions: infer X }
 
 /** A definition as written, held to the format everywhere: top level, fields, workflow, row conditions. */
 export type StrictDefinition<T> = T extends { fields: infer F; workflow: infer W }
-  ? Only<T, ModuleDefinition> & { fields: StrictList<F>; workflow: StrictWorkflow<W> }
+  ? Only<T, ModuleDefinition> & { fields: StrictList<F>; workflow: StrictWorkflow<W> } & (T extends {
+        rules: infer R
+      }
+        ? { rules: { [I in keyof R]: Only<R[I], ModuleRule> } }
+        : unknown)
   : T
 
 /**
