@@ -152,6 +152,16 @@ export const moduleDefinitionSchema = Type.Object(
               requires: Type.Optional(names),
               forbidSelf: Type.Optional(
                 Type.Boolean({ description: "The record's creator may not fire it (four-eyes)." })
+              ),
+              auto: Type.Optional(
+                Type.Object(
+                  { after: Type.String({ description: 'A top-level date or date-time field.' }) },
+                  {
+                    ...closed,
+                    description:
+                      'The platform fires the transition by itself once this field of a record in a from state has passed.'
+                  }
+                )
               )
             },
             closed
@@ -177,7 +187,38 @@ export const moduleDefinitionSchema = Type.Object(
       )
     ),
     numberPattern: Type.String({ description: 'e.g. INC-{YYYY}-{seq:5}; tokens {YYYY} {YY} {MM} {DD} {seq:N}.' }),
-    summaryColumns: Type.Optional(Type.Array(Type.String(), { maxItems: 8 }))
+    summaryColumns: Type.Optional(Type.Array(Type.String(), { maxItems: 8 })),
+    due: Type.Optional(
+      Type.Object(
+        { field: Type.String(), until: Type.Optional(names) },
+        {
+          ...closed,
+          description:
+            "The record's due date: a top-level date or date-time field, and the states in which it no longer counts (default: the final ones)."
+        }
+      )
+    ),
+    recurrence: Type.Optional(
+      Type.Object(
+        {
+          every: Type.Union([
+            Type.Literal('day'),
+            Type.Literal('week'),
+            Type.Literal('month'),
+            Type.Literal('year'),
+            Type.Object({ days: Type.Integer({ minimum: 1, maximum: 3660 }) }, closed)
+          ]),
+          per: Type.Optional(
+            Type.String({
+              description:
+                'A top-level singleChoice field (a series per option) or recordRef field (a series per referenced record).'
+            })
+          ),
+          payload: Type.Optional(Type.Record(Type.String(), Type.Unknown()))
+        },
+        { ...closed, description: 'Records the platform creates on a schedule, through the write path.' }
+      )
+    )
   },
   { ...closed, $id: 'https://qehs-records.example/schemas/module-definition.schema.json', title: 'Module definition' }
 )

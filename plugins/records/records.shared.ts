@@ -12,6 +12,7 @@ export {
   activityActions,
   activitySchema,
   dateFilterProperties,
+  dueFilterProperties,
   findProperties,
   actorSchema,
   externalRefSchema,

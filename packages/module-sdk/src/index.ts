@@ -115,6 +115,17 @@ export interface WorkflowTransition {
   requires?: string[]
   /** The record's creator may not fire this transition (four-eyes principle). */
   forbidSelf?: boolean
+  /**
+   * Fired by the platform (a system principal, through the same rules and write path) once the date or date-time
+   * field `after` of a record in a `from` state has passed, e.g. a permit's `expire` after `validTo`. Clients with
+   * the right may still fire it earlier.
+   */
+  auto?: AutoTransition
+}
+
+/** When the platform fires a transition by itself: once the top-level date or date-time field `after` has passed. */
+export interface AutoTransition {
+  after: string
 }
 
 export interface Workflow {
@@ -150,6 +161,37 @@ export interface ModuleDefinition {
    * export's default columns after Number and State, list pages and GraphQL defaults.
    */
   summaryColumns?: string[]
+  /** The record's due date, for the `overdue` list filter and the `record.overdue` event (docs/modules.md, "Due dates"). */
+  due?: DueDate
+  /** Records the platform creates on a schedule, through the write path (docs/modules.md, "Recurrence"). */
+  recurrence?: Recurrence
+}
+
+/**
+ * Which field is a record's due date: a top-level `date` (due by the end of that day, UTC) or `datetime` field. A
+ * record is overdue once it has passed while the record is not in one of the `until` states (default: the final
+ * states).
+ */
+export interface DueDate {
+  field: string
+  until?: string[]
+}
+
+/** How often a series makes a record: a calendar unit from the series' start, or every `days` days. */
+export type RecurrenceEvery = 'day' | 'week' | 'month' | 'year' | { days: number }
+
+/**
+ * A schedule of records. Without `per`, the module has one series; with `per` naming a top-level `singleChoice` field,
+ * one series per option (e.g. an inspection every month per site), the option written to that field; naming a
+ * `recordRef` field, one series per live record of the module it references (e.g. an annual review per risk
+ * assessment), that record's id written to the field. A series starts when the platform first sees it (a
+ * referenced record: when it was created) and makes one record per period, the first one period after its start;
+ * `payload` is every record's other values. Series can be paused, resumed and ended (`/records/{moduleKey}/series`).
+ */
+export interface Recurrence {
+  every: RecurrenceEvery
+  per?: string
+  payload?: Record<string, unknown>
 }
 
 /** `T` with every member `Allowed` does not declare typed `never`: tsc then names the unknown key where it is written. */
