@@ -32,7 +32,8 @@ export function clock(): Clock {
   return systemClock
 }
 
-async function readSetting(pool: pg.Pool): Promise<ClockSetting> {
+/** What the platform_clock row says now (none: the system time). */
+export async function readClock(pool: Pick<pg.Pool, 'query'>): Promise<ClockSetting> {
   const { rows } = await pool.query<{ offset_ms: string; fixed_at: Date | null }>(
     'SELECT offset_ms, fixed_at FROM platform_clock WHERE id = 1'
   )
@@ -53,10 +54,10 @@ export async function startClock(pool: pg.Pool, o: { controllable: boolean; refr
   assertClockAllowed(o.controllable)
   if (!o.controllable) return () => undefined
   source = pool
-  setting = await readSetting(pool)
+  setting = await readClock(pool)
   if (setting.offsetMs || setting.fixedAt) logger.warn('the clock is moved (clock.controllable)', { ...setting })
   const timer = setInterval(() => {
-    readSetting(pool).then(
+    readClock(pool).then(
       (s) => (setting = s),
       (err: Error) => logger.warn('clock: could not read platform_clock', { error: err.message })
     )
@@ -71,7 +72,7 @@ export async function startClock(pool: pg.Pool, o: { controllable: boolean; refr
 
 /** Reads the controllable clock's row now (a job's first step, so that what it decides follows the row exactly). */
 export async function syncClock(): Promise<void> {
-  if (source) setting = await readSetting(source)
+  if (source) setting = await readClock(source)
 }
 
 /** Moves the clock of every instance (controllable clocks only): by an offset from the system's, or to a fixed instant; `null` for both is the system's time. */
