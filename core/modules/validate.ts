@@ -140,6 +140,13 @@ function checkDateRules(m: ModuleDefinition, states: ReadonlySet<string>, fail: 
   }
   const r = m.recurrence
   if (r) {
+    const every = r.every as unknown
+    const days = isObject(every) ? every.days : undefined
+    if (
+      !['day', 'week', 'month', 'year'].includes(every as string) &&
+      !(typeof days === 'number' && Number.isInteger(days) && days >= 1 && days <= 3660)
+    )
+      fail('recurrence.every', `${JSON.stringify(every)} must be day, week, month, year or { days: n } (1 to 3660)`)
     if (r.per !== undefined) topField(m, r.per, ['singleChoice', 'recordRef'], 'recurrence.per', fail)
     for (const key of Object.keys(r.payload ?? {})) {
       if (!m.fields.some((f) => f.key === key)) fail(`recurrence.payload.${key}`, 'is not a field of the module')
