@@ -1,8 +1,10 @@
+import pg from 'pg'
 import t from '../helpers/tap.ts'
 import { setClock, syncClock, clock } from '../../core/clock.ts'
 import { systemScope } from '../../core/db/tenant-scope.ts'
 import type { JobContext } from '../../core/jobs/index.ts'
-import { dateJobs } from '../../plugins/records/records.due.ts'
+import { dateJobs, overdueCondition } from '../../plugins/records/records.due.ts'
+import { declaredIndexes } from '../../plugins/records/records.indexes.ts'
 import { recurrenceJob } from '../../plugins/recurrence/recurrence.job.ts'
 import { fixtureModules } from '../helpers/fixture-modules.ts'
 import { defaultTenants, startTestServer } from '../helpers/server.ts'
@@ -236,4 +238,36 @@ t.test('an annual review series per task makes one review per task and year, lin
   )
   t.same(rows, [{ payload: { title: 'Annual review', task: soon.id } }], 'one review of the task, linked to it')
   await moveClock(0)
+})
+
+t.test('the overdue condition is served by the due-date field index at scale', async (t) => {
+  // 20,000 tasks due in the next years, 50 overdue: the index on the due date finds those without reading the rest.
+  await server.platform.db.system.query(
+    `INSERT INTO records (tenant_id, module_key, module_version, number, state, payload, created_by, updated_by)
+     SELECT 'acme', 'task', '1.0.0', 'PLAN-' || g, 'open',
+            jsonb_build_object('title', 'Task ' || g, 'dueDate', to_char(now() + make_interval(days => CASE WHEN g <= 50 THEN -g ELSE g % 1000 + 1 END), 'YYYY-MM-DD')),
+            '{"type":"system","id":"plan-test","name":"plan test"}', '{"type":"system","id":"plan-test","name":"plan test"}'
+       FROM generate_series(1, 20000) g`
+  )
+  const owner = new pg.Client({ connectionString: server.platform.db.url })
+  await owner.connect()
+  t.teardown(() => owner.end())
+  await owner.query('ANALYZE records')
+  const m = server.platform.tenants.module('acme', 'task')
+  const { sql, bindings } = overdueCondition(m, true, clock().now())
+  let n = 0
+  const text = sql.replace(/\?/g, () => `$${++n}`)
+  const { rows } = await owner.query(
+    `EXPLAIN SELECT r.id FROM records r WHERE r.tenant_id = 'acme' AND r.module_key = 'task' AND r.deleted_at IS NULL AND ${text}`,
+    bindings
+  )
+  const plan = rows.map((r) => r['QUERY PLAN']).join('\n')
+  const index = declaredIndexes([m]).find((i) => i.serves.some((s) => s.startsWith('task.dueDate')))!
+  t.ok(index, 'the due date has an index')
+  t.match(plan, index.name, `the plan reads it:\n${plan}`)
+  const listed = await server.request('GET', '/api/v1/records?moduleKey=task&overdue=true&limit=100')
+  t.ok(
+    listed.body.items.filter((r: { number: string }) => r.number.startsWith('PLAN-')).length === 50,
+    'and the list finds the fifty'
+  )
 })
