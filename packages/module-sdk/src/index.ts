@@ -214,13 +214,20 @@ type StrictList<L> = { [I in keyof L]: StrictField<L[I]> }
 type StrictWorkflow<W> = W extends { states: infer S; transitions: infer X }
   ? Only<W, Workflow> & {
       states: { [I in keyof S]: Only<S[I], WorkflowState> }
-      transitions: { [I in keyof X]: Only<X[I], WorkflowTransition> }
+      transitions: {
+        [I in keyof X]: Only<X[I], WorkflowTransition> &
+          (X[I] extends { auto: infer A } ? { auto: Only<A, AutoTransition> } : unknown)
+      }
     }
   : W
 
+/** A due date and a recurrence as written, held to their members. */
+type StrictDates<T> = (T extends { due: infer D } ? { due: Only<D, DueDate> } : unknown) &
+  (T extends { recurrence: infer R } ? { recurrence: Only<R, Recurrence> } : unknown)
+
 /** A definition as written, held to the format everywhere: top level, fields, workflow, row conditions. */
 export type StrictDefinition<T> = T extends { fields: infer F; workflow: infer W }
-  ? Only<T, ModuleDefinition> & { fields: StrictList<F>; workflow: StrictWorkflow<W> }
+  ? Only<T, ModuleDefinition> & { fields: StrictList<F>; workflow: StrictWorkflow<W> } & StrictDates<T>
   : T
 
 /**
