@@ -39,8 +39,10 @@ export class SeriesService {
     private readonly tenants: TenantDirectory
   ) {}
 
-  private module(principal: Principal, key: string): RegisteredModule {
+  /** The module, once the caller holds `action` on it (before anything of its definition is told). */
+  private module(principal: Principal, key: string, action: 'read' | 'update'): RegisteredModule {
     const m = this.tenants.module(principal.tenantId, key)
+    assertCan(principal, m, action)
     if (!m.definition.recurrence)
       throw validationError([
         {
@@ -63,8 +65,7 @@ export class SeriesService {
     const principal = requirePrincipal(params, 'A record series call')
     const query = { ...(params.query ?? {}) }
     assertValid<SeriesQuery>(seriesQueryValidator, query)
-    const m = this.module(principal, query.moduleKey)
-    assertCan(principal, m, 'read')
+    const m = this.module(principal, query.moduleKey, 'read')
     const { rows } = await this.pool.query(
       `SELECT ${columns('$4')} FROM record_series s
         WHERE s.tenant_id = $1 AND s.module_key = $2 AND ($3::text IS NULL OR s.state = $3)
@@ -74,7 +75,7 @@ export class SeriesService {
     return { items: rows.map((r) => this.out(m, r)) }
   }
 
-  private async load(principal: Principal, id: string) {
+  private async load(principal: Principal, id: string, action: 'read' | 'update') {
     const missing = () => problems.notFound('series.not_found', `No record series ${id} in this tenant.`)
     if (!isUuid(id)) throw missing()
     const { rows } = await this.pool.query('SELECT module_key FROM record_series WHERE tenant_id = $1 AND id = $2', [
@@ -82,7 +83,7 @@ export class SeriesService {
       id
     ])
     if (!rows[0]) throw missing()
-    return this.module(principal, rows[0].module_key)
+    return this.module(principal, rows[0].module_key, action)
   }
 
   private async read(principal: Principal, m: RegisteredModule, id: string): Promise<SeriesOut> {
@@ -95,8 +96,7 @@ export class SeriesService {
 
   async get(id: string, params: SeriesParams): Promise<SeriesOut> {
     const principal = requirePrincipal(params, 'A record series call')
-    const m = await this.load(principal, String(id))
-    assertCan(principal, m, 'read')
+    const m = await this.load(principal, String(id), 'read')
     return this.read(principal, m, String(id))
   }
 
@@ -104,8 +104,7 @@ export class SeriesService {
   async patch(id: string, data: SeriesPatch, params: SeriesParams): Promise<SeriesOut> {
     const principal = requirePrincipal(params, 'A record series call')
     assertValid<SeriesPatch>(seriesPatchValidator, data)
-    const m = await this.load(principal, String(id))
-    assertCan(principal, m, 'update')
+    const m = await this.load(principal, String(id), 'update')
     const interval = intervalOf(m.definition.recurrence!.every)
     const { rows } = await this.pool.query(
       `UPDATE record_series s SET state = $3, updated_at = now(), updated_by = $4::jsonb,

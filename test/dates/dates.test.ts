@@ -82,6 +82,16 @@ t.test('overdue=true lists records whose due date has passed in a state where it
   t.equal(bad.status, 400)
 })
 
+t.test('the module schema says which field is due, until which states, and its recurrence', async (t) => {
+  const task = await server.request('GET', '/api/v1/modules/task')
+  t.equal(task.status, 200)
+  t.same(task.body.due, { field: 'dueDate', until: ['parked', 'done'] })
+  t.same(task.body.recurrence, { every: 'month', per: 'site', payload: { title: 'Monthly site inspection' } })
+  const permit = await server.request('GET', '/api/v1/modules/permit')
+  t.same(permit.body.workflow.transitions[0].auto, { after: 'validTo' })
+  t.equal(permit.body.due, null)
+})
+
 t.test('GraphQL takes overdue as a Boolean argument of a module with a due date', async (t) => {
   const gql = await server.request('POST', '/api/graphql', {
     body: { query: '{ tasks(first: 50, overdue: true) { nodes { id } } }' }
