@@ -36,6 +36,7 @@ import { traceId } from './http/trace.ts'
 import { createMetrics } from './telemetry/metrics.ts'
 import { serveMetrics } from './telemetry/metrics-server.ts'
 import { jobsRunning, startJobs, stopJobs } from './jobs/index.ts'
+import { startClock } from './clock.ts'
 import { health, type ReadinessCheck } from './http/health.ts'
 import { closeListener, Shutdown } from './shutdown.ts'
 import { withTraceContext } from './jobs/trace.ts'
@@ -230,6 +231,7 @@ export async function startServer(
     app.get('readiness').set('jobs', () => Promise.reject(new Error('the job scheduler has not started yet')))
   await platform.credentials.listen()
   await platform.tenants.listen()
+  const stopClock = await startClock(platform.db.pool, platform.config.clock)
   const server = await app.listen(platform.config.port, platform.config.host)
   server.on(
     'clientError',
@@ -305,6 +307,7 @@ export async function startServer(
       await app.teardown()
       await platform.credentials.close()
       await platform.tenants.close()
+      stopClock()
       await platform.limiter?.close()
       await platform.storage.close?.()
       await metrics?.close()

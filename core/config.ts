@@ -357,6 +357,22 @@ export const configSchema = Type.Object({
       exclusiveMinimum: 0,
       description:
         'How often the scheduler looks for due jobs (new jobs arrive by NOTIFY at once; the scan finds those of dead instances).'
+    }),
+    datesEverySeconds: Type.Number({
+      exclusiveMinimum: 0,
+      description:
+        'How often the date jobs run: overdue events, date-triggered transitions and recurring records (docs/modules.md).'
+    })
+  }),
+  clock: Type.Object({
+    controllable: Type.Boolean({
+      description:
+        'Let the platform_clock row move the time every instance reads (`records clock set`; due dates, overdue, date-triggered transitions, recurrence): for tests and staging only. Refused under NODE_ENV=production.'
+    }),
+    refreshMs: Type.Integer({
+      minimum: 50,
+      description:
+        'How often an instance with a controllable clock re-reads the platform_clock row (jobs read it afresh each run).'
     })
   }),
   shutdown: Type.Object({

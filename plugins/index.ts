@@ -11,6 +11,7 @@ import { mePlugin } from './me/me.ts'
 import { modulesPlugin } from './modules/modules.ts'
 import { recordReportPlugin } from './record-report/record-report.ts'
 import { recordsPlugin } from './records/records.ts'
+import { recurrencePlugin } from './recurrence/recurrence.ts'
 import { scimPlugin } from './scim/scim.ts'
 import { settingsPlugin } from './settings/settings.ts'
 import { tokensPlugin } from './tokens/tokens.ts'
@@ -25,6 +26,7 @@ import { webhooksPlugin } from './webhooks/webhooks.ts'
 export const plugins: readonly Plugin[] = [
   idempotencyPlugin,
   recordsPlugin,
+  recurrencePlugin,
   bulkPlugin,
   attachmentsPlugin,
   exportsPlugin,

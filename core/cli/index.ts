@@ -8,6 +8,7 @@ import { ModuleDefinitionError } from '../modules/validate.ts'
 import { checkDependencies, type CliContext, type Plugin } from '../plugin.ts'
 import { describeError, identityCommand } from './identity.ts'
 import { moduleCommand } from './modules.ts'
+import { clockCommand } from './clock.ts'
 import { logger } from '../logger.ts'
 
 const usage = `records: admin CLI of the records platform (works with or without the server running)
@@ -60,6 +61,12 @@ const usage = `records: admin CLI of the records platform (works with or without
                                                     package's, or the given package's) moved in memory: each one it
                                                     would refuse, with why, then a count; writes nothing; exit 1
                                                     when any would be refused
+
+  records clock show|reset                          the time of every instance (clock.controllable only, never in
+                                                    production): the system's, moved, or fixed
+  records clock set --offset 30d|-2h|90m | --at ISO-8601
+                                                    move it for every instance at once (due dates, overdue,
+                                                    date-triggered transitions, recurrence)
 
 Database: DATABASE_URL, or the embedded PostgreSQL in ./data (started if needed).`
 
@@ -151,6 +158,8 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
       previous: { type: 'string' },
       module: { type: 'string' },
       package: { type: 'string' },
+      offset: { type: 'string' },
+      at: { type: 'string' },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -222,6 +231,7 @@ async function run(argv: string[], plugins: readonly Plugin[], io: CliIo): Promi
     }
   }
   if (command) return withPlatform(io, plugins, (platform) => command.run(context(platform)))
+  if (area === 'clock') return withPlatform(io, plugins, (p) => clockCommand(context(p), action))
   if (['user', 'role', 'group', 'scopes'].includes(area)) {
     const done = await withPlatform(io, plugins, (p) => identityCommand(context(p), area, action))
     if (done) return

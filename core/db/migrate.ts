@@ -11,6 +11,7 @@ import * as tenantLedKeys from './migrations/015-tenant-led-keys.ts'
 import * as unavailableModules from './migrations/016-unavailable-modules.ts'
 import * as moduleDefinitions from './migrations/017-module-definitions.ts'
 import * as moduleVersionHistory from './migrations/018-module-version-history.ts'
+import * as platformClock from './migrations/019-platform-clock.ts'
 
 /** One schema change: run once per database in its own transaction, recorded as `<owner>/<name>`. */
 export interface Migration {
@@ -49,7 +50,8 @@ const coreMigrations: readonly Migration[] = [
   { name: '015-tenant-led-keys', replaces: '015-tenant-led-keys', ...tenantLedKeys },
   { name: '016-unavailable-modules', ...unavailableModules },
   { name: '017-module-definitions', ...moduleDefinitions },
-  { name: '018-module-version-history', ...moduleVersionHistory }
+  { name: '018-module-version-history', ...moduleVersionHistory },
+  { name: '019-platform-clock', ...platformClock }
 ]
 
 /** The log of what ran (docs/citus.md lists it as a local table). */

@@ -15,6 +15,8 @@ export const eventKinds = {
   'record.deleted': 'A record was soft-deleted. data: number, version.',
   'record.migrated':
     "A record moved to its module's new version through the migration the module's package declares (by the background job, or before a write of a record not yet moved). data: number, version, changedFields, migration {from, to}.",
+  'record.overdue':
+    "A record's due date (the module's `due` field) passed while it was in a state where it counts; once per record and due date (a changed due date that passes again is a new event). Written by the platform's clock (actor: system date-rules). data: number, version, field, due.",
   'attachment.added':
     'An upload was verified and attached to a record (subject: the record). data: attachmentId, fileName, contentType, size.',
   'export.succeeded':

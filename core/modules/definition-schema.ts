@@ -218,6 +218,16 @@ export const moduleDefinitionSchema = Type.Object(
                   },
                   { ...closed, description: 'Separation of duties: whom the actor must differ from.' }
                 )
+              ),
+              auto: Type.Optional(
+                Type.Object(
+                  { after: Type.String({ description: 'A top-level date or date-time field.' }) },
+                  {
+                    ...closed,
+                    description:
+                      'The platform fires the transition by itself once this field of a record in a from state has passed.'
+                  }
+                )
               )
             },
             closed
@@ -265,6 +275,37 @@ export const moduleDefinitionSchema = Type.Object(
           closed
         ),
         { description: 'Rules between fields, checked on writes (docs/modules.md, "Rules").' }
+      )
+    ),
+    due: Type.Optional(
+      Type.Object(
+        { field: Type.String(), until: Type.Optional(names) },
+        {
+          ...closed,
+          description:
+            "The record's due date: a top-level date or date-time field, and the states in which it no longer counts (default: the final ones)."
+        }
+      )
+    ),
+    recurrence: Type.Optional(
+      Type.Object(
+        {
+          every: Type.Union([
+            Type.Literal('day'),
+            Type.Literal('week'),
+            Type.Literal('month'),
+            Type.Literal('year'),
+            Type.Object({ days: Type.Integer({ minimum: 1, maximum: 3660 }) }, closed)
+          ]),
+          per: Type.Optional(
+            Type.String({
+              description:
+                'A top-level singleChoice field (a series per option) or recordRef field (a series per referenced record).'
+            })
+          ),
+          payload: Type.Optional(Type.Record(Type.String(), Type.Unknown()))
+        },
+        { ...closed, description: 'Records the platform creates on a schedule, through the write path.' }
       )
     )
   },

@@ -133,6 +133,16 @@ export class ModuleRegistry {
         `cannot compile the payload schema: ${(err as Error).message}`
       )
     }
+    const sample = recurrenceSample(definition)
+    if (sample && !validatePayload(sample))
+      throw new ModuleDefinitionError(
+        packageName,
+        'recurrence.payload',
+        `the records it makes would be refused by the module schema: ${(validatePayload.errors ?? [])
+          .slice(0, 3)
+          .map((e) => `${e.instancePath || '/'} ${e.message}`)
+          .join('; ')}`
+      )
     const entry: RegisteredModule = {
       definition,
       package: { name: packageName, ...info },
@@ -198,6 +208,18 @@ export class ModuleRegistry {
       }
     }
   }
+}
+
+/** A record a recurrence would make (its per field filled with a sample value), checked against the schema at load. */
+function recurrenceSample(d: LoadedModule): Record<string, unknown> | undefined {
+  const r = d.recurrence
+  if (!r) return undefined
+  const per = r.per ? d.fields.find((f) => f.key === r.per) : undefined
+  const value =
+    per?.type === 'singleChoice'
+      ? ((o) => (typeof o === 'string' ? o : o.value))(per.options[0])
+      : '00000000-0000-4000-8000-000000000000'
+  return { ...r.payload, ...(per ? { [per.key]: value } : {}) }
 }
 
 /**

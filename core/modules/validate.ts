@@ -123,6 +123,39 @@ function checkSummaryColumns(
   }
 }
 
+/** A top-level field of one of `types`, or a failure naming `where` and what was expected. */
+function topField(m: ModuleDefinition, key: unknown, types: string[], where: string, fail: Fail): void {
+  const f = m.fields.find((x) => x.key === key)
+  if (!f || !types.includes(f.type))
+    fail(where, `${JSON.stringify(key)} must name a top-level field of type ${types.join(' or ')}`)
+}
+type Fail = (where: string, problem: string) => never
+
+/** Due dates, date-triggered transitions and recurrence (issue 30): the fields and states they name. */
+function checkDateRules(m: ModuleDefinition, states: ReadonlySet<string>, fail: Fail) {
+  for (const t of m.workflow.transitions)
+    if (t.auto) topField(m, t.auto.after, ['date', 'datetime'], `workflow transition "${t.key}" auto.after`, fail)
+  if (m.due) {
+    topField(m, m.due.field, ['date', 'datetime'], 'due.field', fail)
+    for (const s of m.due.until ?? []) if (!states.has(s)) fail('due.until', `names unknown state "${s}"`)
+  }
+  const r = m.recurrence
+  if (r) {
+    const every = r.every as unknown
+    const days = isObject(every) ? every.days : undefined
+    if (
+      !['day', 'week', 'month', 'year'].includes(every as string) &&
+      !(typeof days === 'number' && Number.isInteger(days) && days >= 1 && days <= 3660)
+    )
+      fail('recurrence.every', `${JSON.stringify(every)} must be day, week, month, year or { days: n } (1 to 3660)`)
+    if (r.per !== undefined) topField(m, r.per, ['singleChoice', 'recordRef'], 'recurrence.per', fail)
+    for (const key of Object.keys(r.payload ?? {})) {
+      if (!m.fields.some((f) => f.key === key)) fail(`recurrence.payload.${key}`, 'is not a field of the module')
+      if (key === r.per) fail(`recurrence.payload.${key}`, 'is the per field: each series writes its own value there')
+    }
+  }
+}
+
 /** Checks a module definition loaded from a package; throws ModuleDefinitionError naming the package and the field. */
 export function validateModuleDefinition(def: unknown, packageName: string): asserts def is ModuleDefinition {
   const fail = (where: string, problem: string): never => {
@@ -213,6 +246,7 @@ export function validateModuleDefinition(def: unknown, packageName: string): ass
     }
   }
   if (m.summaryColumns !== undefined) checkSummaryColumns(m.summaryColumns, m.fields, fail)
+  checkDateRules(m, states, fail)
   if (typeof m.numberPattern !== 'string') fail('numberPattern', 'must be a string such as "INC-{YYYY}-{seq:5}"')
   try {
     compilePattern(m.numberPattern)

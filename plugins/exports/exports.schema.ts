@@ -1,13 +1,14 @@
 import { Type, type Static, type TSchema } from '@feathersjs/typebox'
 import { systemFields, type SystemField } from '../../core/modules/system-fields.ts'
 import { compileData } from '../../core/validation.ts'
-import { dateFilterProperties, findProperties } from '../records/records.shared.ts'
+import { dateFilterProperties, dueFilterProperties, findProperties } from '../records/records.shared.ts'
 import { exportContentTypes, exportFormats } from './exports.shared.ts'
 
 /** The list endpoint's filters, as an export is asked for with them and reports them. */
 const exportFilters = {
   state: Type.Optional(Type.String({ minLength: 1 })),
   ...dateFilterProperties,
+  ...dueFilterProperties,
   ...findProperties,
   externalRef: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   includeDeleted: Type.Optional(Type.Boolean()),

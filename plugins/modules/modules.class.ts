@@ -1,6 +1,6 @@
 import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
-import { migrationRefusals, migrationRuns } from '../records/records.shared.ts'
+import { dueUntil, migrationRefusals, migrationRuns } from '../records/records.shared.ts'
 import { assertScope, hiddenFields, seesModule } from '../../core/auth/access.ts'
 import { problems } from '../../core/errors/index.ts'
 import { isAdmin, requirePrincipal, type Principal } from '../../core/auth/principal.ts'
@@ -82,6 +82,8 @@ export class ModulesService {
       rowAccess: d.rowAccess ?? {},
       summaryColumns: summaryColumnsOf(m, principal),
       rules: d.rules ?? [],
+      due: d.due ? { field: d.due.field, until: dueUntil(m) } : null,
+      recurrence: d.recurrence ?? null,
       package: { name: d.packageName },
       ...(isAdmin(principal) ? { migration: await this.migration(principal.tenantId, m) } : {})
     }

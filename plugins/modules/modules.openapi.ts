@@ -62,7 +62,18 @@ export function describeModules(ctx: DocContext): Fragment {
         summary,
         {
           type: 'object',
-          required: ['fields', 'schema', 'workflow', 'permissions', 'rowAccess', 'summaryColumns', 'rules', 'package'],
+          required: [
+            'fields',
+            'schema',
+            'workflow',
+            'permissions',
+            'rowAccess',
+            'summaryColumns',
+            'rules',
+            'due',
+            'recurrence',
+            'package'
+          ],
           properties: {
             fields: { type: 'array', items: field },
             schema: { type: 'object', description: 'The JSON Schema (2020-12) create validates payloads against.' },
@@ -112,6 +123,13 @@ export function describeModules(ctx: DocContext): Fragment {
                           fields: { type: 'array', items: { type: 'string' } },
                           transitions: { type: 'array', items: { type: 'string' } }
                         }
+                      },
+                      auto: {
+                        type: 'object',
+                        required: ['after'],
+                        properties: { after: { type: 'string' } },
+                        description:
+                          'The platform fires the transition by itself once this date or date-time field of a record in a from state has passed (docs/modules.md, "Transitions that fire on a date").'
                       }
                     }
                   }
@@ -157,6 +175,39 @@ export function describeModules(ctx: DocContext): Fragment {
                   }
                 }
               }
+            },
+            due: {
+              description:
+                "The field that is a record's due date and the states in which it no longer counts (the declared ones, else the final states): the `overdue` list filter and the `record.overdue` event. Null: the module has no due date.",
+              oneOf: [
+                { type: 'null' },
+                {
+                  type: 'object',
+                  required: ['field', 'until'],
+                  properties: { field: { type: 'string' }, until: { type: 'array', items: { type: 'string' } } }
+                }
+              ]
+            },
+            recurrence: {
+              description:
+                'Records the platform makes on a schedule (docs/modules.md, "Recurrence"); its series are at `/api/v1/record-series?moduleKey=`. Null: none.',
+              oneOf: [
+                { type: 'null' },
+                {
+                  type: 'object',
+                  required: ['every'],
+                  properties: {
+                    every: {
+                      oneOf: [
+                        { type: 'string', enum: ['day', 'week', 'month', 'year'] },
+                        { type: 'object', required: ['days'], properties: { days: { type: 'integer', minimum: 1 } } }
+                      ]
+                    },
+                    per: { type: 'string' },
+                    payload: { type: 'object', additionalProperties: true }
+                  }
+                }
+              ]
             },
             package: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
             migration: {

@@ -17,7 +17,9 @@ import {
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition } from '../../core/modules/types.ts'
 import { isUuid, validationError } from '../../core/validation.ts'
+import { clock } from '../../core/clock.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
+import { overdueCondition } from './records.due.ts'
 import type { Search } from './records.search.ts'
 import { dateFilterColumns, type DateFilterName, type RecordQuery } from './records.schema.ts'
 
@@ -181,6 +183,27 @@ const payloadFilter = filter<{ key: string; condition: unknown; clauses: FilterC
   scope: (v) => ['payload', v.key, v.condition]
 })
 
+/** Overdue or not (a module's `due`, records.due.ts), on the platform's clock; its date field's index serves it. */
+const overdueFilter = filter<{ overdue: boolean; sql: string; bindings: unknown[] }>({
+  read: ({ query, module }) => {
+    if (query.overdue === undefined) return []
+    if (!module.definition.due)
+      throw validationError([
+        {
+          pointer: '/overdue',
+          field: 'overdue',
+          code: 'filter',
+          detail: `cannot be used: module "${module.definition.key}" declares no due date`
+        }
+      ])
+    return [{ overdue: query.overdue, ...overdueCondition(module, query.overdue, clock().now()) }]
+  },
+  clauses: (v) => [
+    clause(`overdue:${v.overdue}`, v.bindings, (b) => b.whereRaw(v.sql, v.bindings as Knex.RawBinding[]))
+  ],
+  scope: (v) => ['overdue', v.overdue]
+})
+
 /** Text search (records.search.ts): the module's search document against the query's words. */
 const searchFilter = filter<Search & { q: string }>({
   read: ({ query, search }) => (search ? [{ q: query.q!, ...search }] : []),
@@ -228,7 +251,8 @@ const recordFilters: ReadonlyArray<RecordFilter<unknown>> = [
   ),
   payloadFilter,
   searchFilter,
-  numberPrefixFilter
+  numberPrefixFilter,
+  overdueFilter
 ]
 
 /**

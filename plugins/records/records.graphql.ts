@@ -11,7 +11,7 @@ import type { RegisteredModule } from '../../core/modules/registry.ts'
 import { systemFields, type SystemField, type SystemFieldKind } from '../../core/modules/system-fields.ts'
 import { article, payloadTypes } from './records.graphql-payload.ts'
 import { connectionSelection, recordLoader } from './records.graphql-selection.ts'
-import { dateFilterProperties, findProperties, type RecordOut } from './records.schema.ts'
+import { dateFilterProperties, dueFilterProperties, findProperties, type RecordOut } from './records.schema.ts'
 import { recordsPath } from './records.shared.ts'
 
 /** One row per system field kind (core/modules/system-fields.ts): its GraphQL type, when present on every record. */
@@ -278,6 +278,14 @@ function moduleRootFields(
           { type: 'String', description: schema.description }
         ])
       ),
+      ...(d.due
+        ? Object.fromEntries(
+            Object.entries(dueFilterProperties).map(([name, schema]) => [
+              name,
+              { type: 'Boolean', description: schema.description }
+            ])
+          )
+        : {}),
       includeDeleted: { type: 'Boolean', description: 'Also soft-deleted records (with deletedAt)' },
       externalRef: 'String',
       number: 'String'
@@ -291,9 +299,11 @@ function moduleRootFields(
         ...(args.state?.length ? { state: args.state.join(',') } : {}),
         ...(args.filter ? { payload: filterToQuery(args.filter) } : {}),
         ...Object.fromEntries(
-          [...Object.keys(dateFilterProperties), ...Object.keys(findProperties)].flatMap((name) =>
-            args[name] !== undefined && args[name] !== null ? [[name, args[name]]] : []
-          )
+          [
+            ...Object.keys(dateFilterProperties),
+            ...Object.keys(dueFilterProperties),
+            ...Object.keys(findProperties)
+          ].flatMap((name) => (args[name] !== undefined && args[name] !== null ? [[name, args[name]]] : []))
         ),
         ...(args.includeDeleted ? { includeDeleted: true } : {}),
         ...(args.externalRef !== undefined && args.externalRef !== null ? { externalRef: args.externalRef } : {}),

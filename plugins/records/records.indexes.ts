@@ -64,11 +64,13 @@ export function declaredIndexes(modules: Iterable<RegisteredModule>): DeclaredIn
   for (const p of platformIndexes) want(p.definition, p.serves)
   for (const m of modules) {
     const key = m.definition.key
+    // The due date and the dates transitions fire after are read by the overdue filter and the date jobs: indexed even when not filterable.
+    const dated = new Set([m.definition.due?.field, ...m.definition.workflow.transitions.map((t) => t.auto?.after)])
     for (const f of m.definition.fields) {
       const finding = fieldFinding(f)
       const spec = fieldToFilter[f.type]
-      if (!finding.indexed || !spec) continue
-      const serves = `${key}.${f.key} ${finding.sortable ? 'filter and sort' : 'filter'}`
+      if (!(finding.indexed || dated.has(f.key)) || !spec) continue
+      const serves = `${key}.${f.key} ${finding.sortable ? 'filter and sort' : finding.indexed ? 'filter' : 'dates'}`
       // A list's containment (multiple choice) is GIN's, with the tenant as its first column (btree_gin).
       const expression = spec.expr(f.key)
       if (spec.index === 'gin') want(`USING gin (tenant_id, (${expression})) ${live}`, serves, expression)

@@ -205,6 +205,19 @@ export const dateFilterColumns: Record<DateFilterName, { column: string; operato
   }
 
 /**
+ * The due-date filters of a list (a module's `due`, records.due.ts): one table for REST's query (below), GraphQL's
+ * arguments (Boolean) and an export's filters.
+ */
+export const dueFilterProperties = {
+  overdue: Type.Optional(
+    Type.Boolean({
+      description:
+        "Only records whose due date (the module's `due` field) has passed while they are in a state where it counts (true), or only the others (false); a module without a due date refuses it"
+    })
+  )
+}
+
+/**
  * How a list is ordered and searched, beside its filters: one table for REST's query (below), GraphQL's arguments and
  * an export's filters (records.sort.ts, records.search.ts, records.filters.ts).
  */
@@ -254,6 +267,7 @@ export const recordQuerySchema = (maxLimit: number) =>
         Type.String({ minLength: 1, description: 'Workflow state, or several separated by commas' })
       ),
       ...dateFilterProperties,
+      ...dueFilterProperties,
       ...findProperties,
       count: Type.Optional(
         Type.Boolean({

@@ -12,6 +12,7 @@ export {
   activityActions,
   activitySchema,
   dateFilterProperties,
+  dueFilterProperties,
   findProperties,
   actorSchema,
   externalRefSchema,
@@ -27,3 +28,4 @@ export { changeRecords, createRecords, reserveNumbers, type RecordChangeOp, type
 export { referenceProblems } from './records.checks.ts'
 export { readableRecord } from './records.access.ts'
 export { migrationRefusals, migrationRuns, moveLocked } from './records.migrate.ts'
+export { dueUntil } from './records.due.ts'

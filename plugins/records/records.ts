@@ -11,6 +11,7 @@ import { recordsMigrations } from './migrations/index.ts'
 import { describeRecords } from './records.openapi.ts'
 import { recordsGraphQL } from './records.graphql.ts'
 import { migrationJob } from './records.migrate.ts'
+import { dateJobs } from './records.due.ts'
 import { migrationCli } from './records.migrate-cli.ts'
 import { declaredIndexes, indexesCli, IndexBuilder, installedModules } from './records.indexes.ts'
 
@@ -65,7 +66,7 @@ export const recordsPlugin: Plugin = {
   colonMethods: [recordsPath],
   describe: describeRecords,
   graphql: recordsGraphQL,
-  jobs: (app) => [migrationJob(app.get('platform'))],
+  jobs: (app) => [migrationJob(app.get('platform')), ...dateJobs(app.get('platform'))],
   background: (app) => {
     const { db, tenants } = app.get('platform')
     const { words } = app.service(recordsPath)

@@ -134,6 +134,19 @@ const calls: Record<string, Call[]> = {
     { method: 'POST', path: '/api/v1/exports', body: { moduleKey: 'incident', format: 'csv' }, expect: [403] }
   ],
   'api/v1/exports.get': [{ method: 'GET', path: `/api/v1/exports/${incidentExport}`, expect: [404] }],
+  // Rights before the definition: whether incident has a recurrence is not told to a caller who may not read it.
+  'api/v1/record-series.find': [{ method: 'GET', path: '/api/v1/record-series?moduleKey=incident', expect: [403] }],
+  'api/v1/record-series.get': [
+    { method: 'GET', path: '/api/v1/record-series/00000000-0000-4000-8000-000000000000', expect: [404] }
+  ],
+  'api/v1/record-series.patch': [
+    {
+      method: 'PATCH',
+      path: '/api/v1/record-series/00000000-0000-4000-8000-000000000000',
+      body: { state: 'paused' },
+      expect: [404]
+    }
+  ],
   'api/v1/modules.find': [{ method: 'GET', path: '/api/v1/modules', expect: [200] }],
   'api/v1/modules.get': [{ method: 'GET', path: '/api/v1/modules/incident', expect: [403] }],
   // What the deployment offers (modules, not records): every caller with modules:read sees it.

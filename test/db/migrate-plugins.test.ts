@@ -37,9 +37,12 @@ const addedSince = [
   'core/016-unavailable-modules',
   'core/017-module-definitions',
   'core/018-module-version-history',
+  'core/019-platform-clock',
   'records/003-activity-key-check',
   'records/004-record-migrations',
   'records/005-query-functions',
+  'records/006-due-dates',
+  'recurrence/001-series',
   'exports/003-encoded-chunks'
 ]
 
@@ -139,9 +142,12 @@ t.test(
       'core/016-unavailable-modules',
       'core/017-module-definitions',
       'core/018-module-version-history',
+      'core/019-platform-clock',
       'records/003-activity-key-check',
       'records/004-record-migrations',
       'records/005-query-functions',
+      'records/006-due-dates',
+      'recurrence/001-series',
       'exports/002-chunks',
       'exports/003-encoded-chunks'
     ])

@@ -41,8 +41,13 @@ t.test('an unknown query parameter lists the accepted ones and suggests the one 
   t.match(sorted.body.errors[0], { field: 'order', code: 'additionalProperties' })
   t.match(
     sorted.body.errors[0].detail,
-    /allowed fields: moduleKey, limit, cursor, state, createdSince, createdBefore, updatedSince, updatedBefore, sort, q, numberPrefix, count, payload, includeDeleted, externalRef, number, id$/
+    /allowed fields: moduleKey, limit, cursor, state, createdSince, createdBefore, updatedSince, updatedBefore, overdue, sort, q, numberPrefix, count, payload, includeDeleted, externalRef, number, id$/
   )
+
+  const overdue = await server.request('GET', '/api/v1/records?moduleKey=incident&overdue=true')
+  t.equal(overdue.status, 400)
+  t.match(overdue.body.errors[0], { field: 'overdue', code: 'filter' })
+  t.match(overdue.body.errors[0].detail, /module "incident" declares no due date/, 'says why the filter does not apply')
 
   const bulk = await server.request('POST', '/api/modules/incident/bulk?dryrun=true', {
     raw: JSON.stringify({ payload: incidentPayload() }) + '\n',

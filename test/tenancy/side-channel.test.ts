@@ -541,6 +541,17 @@ const probes: Probe[] = [
       )
   },
   {
+    name: "B asks for record series of a module without a recurrence, and for a series that is not B's",
+    covers: ['api/v1/record-series#find', 'api/v1/record-series#get', 'api/v1/record-series#patch'],
+    run: async () => ({
+      list: normalise(await req('GET', '/api/v1/record-series?moduleKey=incident')),
+      one: normalise(await req('GET', '/api/v1/record-series/00000000-0000-4000-8000-000000000000')),
+      patch: normalise(
+        await req('PATCH', '/api/v1/record-series/00000000-0000-4000-8000-000000000000', { body: { state: 'paused' } })
+      )
+    })
+  },
+  {
     name: 'B reads its module list, a module schema and the module catalogue',
     covers: ['api/v1/modules#find', 'api/v1/modules#get', 'api/v1/module-catalogue#find'],
     run: async () => ({

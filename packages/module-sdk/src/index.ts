@@ -149,6 +149,12 @@ export interface WorkflowTransition {
   forbidSelf?: boolean
   /** Whom the actor must differ from (separation of duties); refused 403 naming the rule that conflicts. */
   separateFrom?: SeparationOfDuties
+  /**
+   * Fired by the platform (a system principal, through the same rules and write path) once the date or date-time
+   * field `after` of a record in a `from` state has passed, e.g. a permit's `expire` after `validTo`. Clients with
+   * the right may still fire it earlier.
+   */
+  auto?: AutoTransition
 }
 
 /**
@@ -161,6 +167,11 @@ export interface SeparationOfDuties {
   creator?: boolean
   fields?: string[]
   transitions?: string[]
+}
+
+/** When the platform fires a transition by itself: once the top-level date or date-time field `after` has passed. */
+export interface AutoTransition {
+  after: string
 }
 
 export interface Workflow {
@@ -216,6 +227,37 @@ export interface ModuleDefinition {
   summaryColumns?: string[]
   /** Rules between fields, checked on writes (see ModuleRule). */
   rules?: ModuleRule[]
+  /** The record's due date, for the `overdue` list filter and the `record.overdue` event (docs/modules.md, "Due dates"). */
+  due?: DueDate
+  /** Records the platform creates on a schedule, through the write path (docs/modules.md, "Recurrence"). */
+  recurrence?: Recurrence
+}
+
+/**
+ * Which field is a record's due date: a top-level `date` (due by the end of that day, UTC) or `datetime` field. A
+ * record is overdue once it has passed while the record is not in one of the `until` states (default: the final
+ * states).
+ */
+export interface DueDate {
+  field: string
+  until?: string[]
+}
+
+/** How often a series makes a record: a calendar unit from the series' start, or every `days` days. */
+export type RecurrenceEvery = 'day' | 'week' | 'month' | 'year' | { days: number }
+
+/**
+ * A schedule of records. Without `per`, the module has one series; with `per` naming a top-level `singleChoice` field,
+ * one series per option (e.g. an inspection every month per site), the option written to that field; naming a
+ * `recordRef` field, one series per live record of the module it references (e.g. an annual review per risk
+ * assessment), that record's id written to the field. A series starts when the platform first sees it (a
+ * referenced record: when it was created) and makes one record per period, the first one period after its start;
+ * `payload` is every record's other values. Series can be paused, resumed and ended (`/api/v1/record-series`).
+ */
+export interface Recurrence {
+  every: RecurrenceEvery
+  per?: string
+  payload?: Record<string, unknown>
 }
 
 /** `T` with every member `Allowed` does not declare typed `never`: tsc then names the unknown key where it is written. */
@@ -236,7 +278,8 @@ type StrictField<F> = F extends { type: infer Ty }
 type StrictList<L> = { [I in keyof L]: StrictField<L[I]> }
 
 type StrictTransition<X> = Only<X, WorkflowTransition> &
-  (X extends { separateFrom: infer S } ? { separateFrom: Only<S, SeparationOfDuties> } : unknown)
+  (X extends { separateFrom: infer S } ? { separateFrom: Only<S, SeparationOfDuties> } : unknown) &
+  (X extends { auto: infer A } ? { auto: Only<A, AutoTransition> } : unknown)
 
 type StrictWorkflow<W> = W extends { states: infer S; transitions: infer X }
   ? Only<W, Workflow> & {
@@ -245,9 +288,14 @@ type StrictWorkflow<W> = W extends { states: infer S; transitions: infer X }
     }
   : W
 
+/** A due date and a recurrence as written, held to their members. */
+type StrictDates<T> = (T extends { due: infer D } ? { due: Only<D, DueDate> } : unknown) &
+  (T extends { recurrence: infer R } ? { recurrence: Only<R, Recurrence> } : unknown)
+
 /** A definition as written, held to the format everywhere: top level, fields, workflow, row conditions. */
 export type StrictDefinition<T> = T extends { fields: infer F; workflow: infer W }
-  ? Only<T, ModuleDefinition> & { fields: StrictList<F>; workflow: StrictWorkflow<W> } & (T extends {
+  ? Only<T, ModuleDefinition> & { fields: StrictList<F>; workflow: StrictWorkflow<W> } & StrictDates<T> &
+      (T extends {
         rules: infer R
       }
         ? { rules: { [I in keyof R]: Only<R[I], ModuleRule> } }

@@ -1,0 +1,5 @@
+import type { Migration } from '../../../core/plugin.ts'
+import * as series from './001-series.ts'
+
+/** The recurrence plugin's tables, in order (recorded as `recurrence/<name>`). */
+export const recurrenceMigrations: readonly Migration[] = [{ name: '001-series', ...series }]
