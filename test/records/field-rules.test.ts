@@ -1,4 +1,5 @@
 import t from '../helpers/tap.ts'
+import { setClock, syncClock } from '../../core/clock.ts'
 import { fixtureModules } from '../helpers/fixture-modules.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { defaultTenants, incidentPayload, startTestServer } from '../helpers/server.ts'
@@ -48,7 +49,8 @@ const fixtures = fixtureModules([risk])
 t.teardown(fixtures.remove)
 const server = await startTestServer({
   modules: { directories: ['tenant-modules', fixtures.directory], packages: [] },
-  tenants: { ...defaultTenants, acme: { ...defaultTenants.acme, modules: [...defaultTenants.acme.modules, 'risk'] } }
+  tenants: { ...defaultTenants, acme: { ...defaultTenants.acme, modules: [...defaultTenants.acme.modules, 'risk'] } },
+  clock: { controllable: true, refreshMs: 100 }
 })
 t.teardown(() => server.close())
 const key = server.keys.acme
@@ -248,6 +250,23 @@ t.test('a date rule on a transition reads the clock: a review date must be after
   t.match(approved, { status: 200, body: { state: 'approved' } })
   t.equal((await transition(id, 'reopen')).status, 200, 'a transition the rule does not name is not judged by it')
 })
+
+t.test(
+  'today() is the platform clock: moved to 2031, a review date in 2030 is past and the default is 2031',
+  async (t) => {
+    await setClock(server.platform.db.system, { fixedAt: new Date('2031-03-01T12:00:00Z') })
+    await syncClock()
+    t.teardown(async () => {
+      await setClock(server.platform.db.system, { offsetMs: 0, fixedAt: null })
+      await syncClock()
+    })
+    const made = await create(base)
+    t.equal(made.body.payload.assessedOn, '2031-03-01', "the default is the clock's day")
+    const refused = await transition(made.body.id, 'approve', { reviewDate: '2030-06-01' })
+    t.match(refused, { status: 400, body: { errors: [{ pointer: '/payload/reviewDate', code: 'rule' }] } })
+    t.match(await transition(made.body.id, 'approve', { reviewDate: '2031-03-02' }), { status: 200 })
+  }
+)
 
 t.test('the module and the OpenAPI document describe computed fields, defaults and rules', async (t) => {
   const m = (await server.request('GET', '/api/v1/modules/risk')).body
