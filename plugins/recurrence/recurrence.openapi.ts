@@ -4,9 +4,13 @@ import { seriesPath } from './recurrence.shared.ts'
 
 const tag = 'Records'
 
-/** /api/v1/record-series: the series of the tenant's modules that declare a recurrence (module keys enumerated per tenant). */
+/**
+ * /api/v1/record-series: the series of the tenant's modules that declare a recurrence (module keys enumerated per
+ * tenant). A tenant none of whose modules recurs has none, and its document does not offer the paths.
+ */
 export function describeRecurrence(ctx: DocContext): Fragment {
   const recurring = ctx.modules.filter((m) => m.definition.recurrence).map((m) => m.definition.key)
+  if (!recurring.length) return { tags: [], paths: {} }
   const series = ctx.ref(seriesSchema)
   const id = pathParam('id', 'The series id (UUID).', { type: 'string', format: 'uuid' })
   return {
@@ -20,15 +24,15 @@ export function describeRecurrence(ctx: DocContext): Fragment {
           description:
             'The series of a module\'s recurrence (docs/modules.md, "Recurrence"): one, one per option of its `per` choice field, or one per record its `per` reference names, each making a record per period through the records write path. Needs the module\'s `read` right; a module without a recurrence is 400.',
           scope: 'records:read',
-          parameters: queryParamsOf(seriesQuerySchema, {
-            ...(recurring.length ? { moduleKey: { schema: { type: 'string', enum: recurring } } } : {})
-          }),
+          parameters: queryParamsOf(seriesQuerySchema, { moduleKey: { schema: { type: 'string', enum: recurring } } }),
           responses: {
             200: {
               description: 'The series.',
               schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: series } } }
             }
-          }
+          },
+          // A module the tenant has not installed.
+          problems: [404]
         })
       },
       [`/${seriesPath}/{id}`]: {
