@@ -207,7 +207,7 @@ export const moduleDefinitionSchema = Type.Object(
                     fields: Type.Optional(
                       Type.Array(Type.String(), {
                         description:
-                          'Top-level user fields: not a person they name once the transition has set its own fields.'
+                          'Top-level user fields: not a person they name, before or after the transition sets its own fields.'
                       })
                     ),
                     transitions: Type.Optional(

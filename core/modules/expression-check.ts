@@ -108,6 +108,7 @@ function binaryType(n: Extract<Node, { k: 'bin' }>, of: (x: Node) => Typed): Typ
       return { type: 'number' }
     default: {
       if (l.type !== r.type) fail(`"${n.op}" compares ${l.type} with ${r.type}`, n.at)
+      if (l.type === 'datetime') n.instant = true
       const ordered = n.op !== '==' && n.op !== '!='
       if (ordered && (l.type === 'text' || l.type === 'boolean'))
         fail(`"${n.op}" does not order ${l.type}: only == and != compare it`, n.at)

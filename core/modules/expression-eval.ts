@@ -47,12 +47,10 @@ export function evaluate(expr: CheckedExpression, ctx: EvalContext): Value {
   return ev(expr.tree, ctx)
 }
 
-function compare(op: string, a: Value, b: Value): boolean {
-  // Date-times compare as instants (offsets differ in text); dates, numbers and texts as they are.
-  const [x, y] =
-    typeof a === 'string' && typeof b === 'string' && a.length > 10 && b.length > 10
-      ? [Date.parse(a), Date.parse(b)]
-      : [a, b]
+function compare(op: string, a: Value, b: Value, instant: boolean): boolean {
+  // Date-times compare as instants (offsets differ in text), as the type check found them; dates, numbers and texts
+  // as they are (a text is never taken for a date by its length).
+  const [x, y] = instant ? [Date.parse(a as string), Date.parse(b as string)] : [a, b]
   switch (op) {
     case '==':
       return x === y
@@ -108,7 +106,7 @@ function ev(n: Node, ctx: EvalContext): Value {
         case '/':
           return r === 0 ? null : finite((l as number) / (r as number))
         default:
-          return compare(n.op, l, r)
+          return compare(n.op, l, r, n.instant === true)
       }
     }
     case 'call':

@@ -27,7 +27,8 @@ export type Node =
   | { k: 'bool'; v: boolean; at: number }
   | { k: 'field'; name: string; at: number }
   | { k: 'neg' | 'not'; arg: Node; at: number }
-  | { k: 'bin'; op: BinaryOp; left: Node; right: Node; at: number }
+  /** `instant`: a comparison of date-times, as instants (the type check sets it: their texts may differ in offset). */
+  | { k: 'bin'; op: BinaryOp; left: Node; right: Node; at: number; instant?: true }
   | { k: 'call'; fn: string; args: Node[]; at: number }
   | { k: 'pair'; items: Node[]; at: number }
 

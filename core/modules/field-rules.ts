@@ -128,6 +128,21 @@ export function compileFieldRules(def: ModuleDefinition, fail: (where: string, p
         if (stray.length)
           fail(where, `computed may yield ${stray.map((v) => `"${v}"`).join(', ')}, which the options do not list`)
       }
+      // Whoever reads the computed value could work out the fields it reads from it: each reader of it must be a
+      // reader of each of them (a field with an access rule is read by its roles only).
+      const readers = (x: FieldDefinition) => (x.access ? new Set(x.access.read) : undefined)
+      for (const r of expr.reads) {
+        const source = def.fields.find((x) => x.key === r)
+        const allowed = source && readers(source)
+        if (!allowed) continue
+        const mine = readers(f)
+        const beyond = mine ? [...mine].filter((role) => !allowed.has(role)) : undefined
+        if (!mine || beyond!.length)
+          fail(
+            where,
+            `computed reads "${r}", which only ${[...allowed].join(', ')} may read, so its value would tell ${mine ? beyond!.join(', ') : 'every reader of the module'} what "${r}" holds: give this field an access rule whose read roles are among ${[...allowed].join(', ')}`
+          )
+      }
       computed.push({ key: f.key, type: f.type, expr })
       notYet.delete(f.key)
       readable.set(f.key, exprFields.get(f.key)!)

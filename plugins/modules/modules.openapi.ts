@@ -117,7 +117,7 @@ export function describeModules(ctx: DocContext): Fragment {
                       separateFrom: {
                         type: 'object',
                         description:
-                          "Separation of duties (403 `workflow.separation_of_duties`, or `workflow.self_approval` for the creator): the person firing it must not be the record's creator (`creator`), a person named in the user `fields` once the transition has set its own, nor a person who fired one of `transitions` on the record before. A token counts as the person who created it.",
+                          "Separation of duties (403 `workflow.separation_of_duties`, or `workflow.self_approval` for the creator): the person firing it must not be the record's creator (`creator`), a person named in the user `fields` before or after the transition sets its own, nor a person who fired one of `transitions` on the record before. A token counts as the person who created it.",
                         properties: {
                           creator: { type: 'boolean' },
                           fields: { type: 'array', items: { type: 'string' } },

@@ -41,16 +41,22 @@ export function separationOf(t: WorkflowTransition): {
   return { creator: !!(t.forbidSelf || s?.creator), fields: s?.fields ?? [], transitions: s?.transitions ?? [] }
 }
 
+/**
+ * A user id as a person is known by, whatever way a payload wrote it: the schema takes a UUID in any case and as
+ * `urn:uuid:…`, and the same person written another way must not pass for another.
+ */
+const userIdOf = (v: unknown): string | undefined =>
+  typeof v === 'string' ? v.toLowerCase().replace(/^urn:uuid:/, '') : undefined
+
 /** Where the principal breaks `t`'s separation of duties on `record`; empty when it may fire it. System actions never do. */
 export function dutyConflicts(principal: Principal, t: WorkflowTransition, record: DutyRecord): DutyConflict[] {
   if (principal.kind === 'system') return []
   const sep = separationOf(t)
   const out: DutyConflict[] = []
   if (sep.creator && sameActor(record.createdBy, principal.actor)) out.push({ rule: 'creator' })
-  const person = personOf(principal.actor)?.userId
+  const person = userIdOf(personOf(principal.actor)?.userId)
   for (const field of sep.fields) {
-    const named = record.payload[field]
-    if (person !== undefined && named === person) out.push({ rule: 'field', field })
+    if (person !== undefined && userIdOf(record.payload[field]) === person) out.push({ rule: 'field', field })
   }
   for (const key of sep.transitions)
     if (record.transitions?.some((x) => x.key === key && sameActor(x.actor, principal.actor)))
@@ -75,9 +81,21 @@ function conflictProblem(t: WorkflowTransition, conflicts: DutyConflict[]) {
   )
 }
 
-/** Throws the 403 when the principal breaks `t`'s separation of duties on `record` (the payload as it will be). */
-export function assertSeparated(principal: Principal, t: WorkflowTransition, record: DutyRecord): void {
-  const conflicts = dutyConflicts(principal, t, record)
+/**
+ * Throws the 403 when the principal breaks `t`'s separation of duties on `record`, or broke it on the record as it
+ * stood (`before`: its conflicts there, which a transition's fields cannot undo); each rule named once.
+ */
+export function assertSeparated(
+  principal: Principal,
+  t: WorkflowTransition,
+  record: DutyRecord,
+  before: readonly DutyConflict[] = []
+): void {
+  const seen = new Set<string>()
+  const conflicts = [...before, ...dutyConflicts(principal, t, record)].filter((c) => {
+    const key = JSON.stringify(c)
+    return !seen.has(key) && !!seen.add(key)
+  })
   if (conflicts.length) throw conflictProblem(t, conflicts)
 }
 

@@ -142,6 +142,17 @@ const columnFilter = (
     scope: (v) => [name, v]
   })
 
+/** Filtering on a field one may not read (a group's members included) would reveal it a bit at a time: a 403. */
+function assertFilterable(module: RegisteredModule, hidden: ReadonlySet<string>, key: string): void {
+  if (!hidden.has(key)) return
+  const roles = module.fields.get(key)?.access?.read ?? []
+  throw problems.forbidden(
+    'field.forbidden',
+    `This credential may not read field "${key}" of module "${module.definition.key}", so it cannot filter on it; reading it needs one of the roles ${roles.join(', ')}.`,
+    { field: key }
+  )
+}
+
 /**
  * The payload filters, one per field: a top-level field's conditions, or those on a group's members
  * (`payload[checklist.result]`), which one item of the group must meet together.
@@ -155,14 +166,7 @@ const payloadFilter = filter<{ key: string; condition: unknown; clauses: FilterC
     }
     return [...byField].map(([key, entries]) => {
       // Filtering on a field one may not read (a group's members included) would reveal it a bit at a time.
-      if (hidden.has(key)) {
-        const roles = module.fields.get(key)?.access?.read ?? []
-        throw problems.forbidden(
-          'field.forbidden',
-          `This credential may not read field "${key}" of module "${module.definition.key}", so it cannot filter on it; reading it needs one of the roles ${roles.join(', ')}.`,
-          { field: key }
-        )
-      }
+      assertFilterable(module, hidden, key)
       const conditions = entries.flatMap(([path, condition]) => payloadConditions(module, path, condition))
       // A top-level field has one entry under its own key; any other is a member of the group `key`.
       const top = entries.length === 1 && entries[0][0] === key
@@ -185,7 +189,7 @@ const payloadFilter = filter<{ key: string; condition: unknown; clauses: FilterC
 
 /** Overdue or not (a module's `due`, records.due.ts), on the platform's clock; its date field's index serves it. */
 const overdueFilter = filter<{ overdue: boolean; sql: string; bindings: unknown[] }>({
-  read: ({ query, module }) => {
+  read: ({ query, module, hidden }) => {
     if (query.overdue === undefined) return []
     if (!module.definition.due)
       throw validationError([
@@ -196,6 +200,8 @@ const overdueFilter = filter<{ overdue: boolean; sql: string; bindings: unknown[
           detail: `cannot be used: module "${module.definition.key}" declares no due date`
         }
       ])
+    // Overdue is a filter on the due date: a field one may not read, as any payload filter.
+    assertFilterable(module, hidden, module.definition.due.field)
     return [{ overdue: query.overdue, ...overdueCondition(module, query.overdue, clock().now()) }]
   },
   clauses: (v) => [

@@ -4,7 +4,7 @@ import { problems, type FieldProblem } from '../../core/errors/index.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import { computedProblems, ruleProblems, withComputed, withDefaults } from '../../core/modules/field-rules.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
-import { assertSeparated, type FiredTransition } from './records.duties.ts'
+import { assertSeparated, dutyConflicts, type FiredTransition } from './records.duties.ts'
 import { assertUnlocked } from './records.locks.ts'
 import { diffPayload, hasValue, mergePatch, type FieldChange } from './records.payload.ts'
 
@@ -137,16 +137,24 @@ export function transitionRules(
       { missing: `transition:${t.key}` }
     )
   }
-  // The creator and earlier actors are judged before the fields; the persons named in user fields on the record as
-  // the transition leaves it (naming oneself reviewer on the way does not help), after.
-  assertSeparated(principal, t, { ...record, payload: {} })
+  // The creator, earlier actors and the persons named in user fields as the record stands are judged before the
+  // fields are set (renaming oneself away as author on the way does not help), and the persons named once they are,
+  // after (nor does naming oneself reviewer on the way).
+  const before = dutyConflicts(principal, t, record)
   // Fields set on the way are an update of the record, under the same rules; a field locked where the record is
   // may be set only by a transition to a state that does not lock it too.
-  const { payload, changes } = Object.keys(patch).length
-    ? updateRules(principal, module, record.payload, patch)
-    : { payload: record.payload, changes: [] }
-  assertUnlocked(module, { state, to: t.to }, patch, changes)
-  assertSeparated(principal, t, { ...record, payload })
+  let planned: PlannedChange
+  try {
+    planned = Object.keys(patch).length
+      ? updateRules(principal, module, record.payload, patch)
+      : { payload: record.payload, changes: [] }
+    assertUnlocked(module, { state, to: t.to }, patch, planned.changes)
+  } catch (err) {
+    if (before.length) assertSeparated(principal, t, record)
+    throw err
+  }
+  const { payload, changes } = planned
+  assertSeparated(principal, t, { ...record, payload }, before)
   const missing = module.guards.get(t.key)!.filter((f) => !hasValue(payload[f]))
   if (missing.length) {
     throw validationError(

@@ -194,3 +194,39 @@ t.test('a changed formula, or a field made computed, is a breaking change any mi
     /the definition changed but its version is still 1.0.0/
   )
 })
+
+t.test(
+  'a computed field that reads a field only some roles may read must be as restricted, or the module does not load',
+  async (t) => {
+    const restricted = (computedAccess?: { read: string[] }) => () =>
+      new ModuleRegistry().register(
+        {
+          ...definition({
+            fields: [
+              { key: 'budget', type: 'number', access: { read: ['manager', 'finance'] } },
+              { key: 'cost', type: 'number' },
+              {
+                key: 'remaining',
+                type: 'number',
+                computed: 'budget - cost',
+                ...(computedAccess ? { access: computedAccess } : {})
+              }
+            ]
+          }),
+          permissions: {
+            editor: ['read', 'create', 'update', 'transition:close'],
+            manager: ['read'],
+            finance: ['read']
+          }
+        },
+        '@fixture/assess',
+        '/nowhere'
+      )
+    t.throws(
+      restricted(),
+      /remaining.*computed reads "budget", which only manager, finance may read, so its value would tell every reader of the module what "budget" holds/s
+    )
+    t.throws(restricted({ read: ['manager', 'editor'] }), /would tell editor what "budget" holds/)
+    t.doesNotThrow(restricted({ read: ['manager'] }), 'read by managers only, it tells nobody more than they may read')
+  }
+)

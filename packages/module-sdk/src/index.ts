@@ -159,8 +159,8 @@ export interface WorkflowTransition {
 
 /**
  * Separation of duties on a transition: the person firing it (the person behind a token, not the token) must not
- * be the record's creator (`creator`), anyone named in the top-level user `fields` of the record as it will be once
- * the transition's own fields are applied, nor anyone who fired one of the `transitions` on this record before (any
+ * be the record's creator (`creator`), anyone named in the top-level user `fields` of the record as the transition
+ * finds it or as it leaves it (its own fields applied), nor anyone who fired one of the `transitions` on this record before (any
  * earlier firing, not only the last). System actions are not held to it.
  */
 export interface SeparationOfDuties {
