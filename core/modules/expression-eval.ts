@@ -47,10 +47,15 @@ export function evaluate(expr: CheckedExpression, ctx: EvalContext): Value {
   return ev(expr.tree, ctx)
 }
 
+/** A date-time as fields hold it (validated ISO 8601 with a time); no other value reads as one. */
+const dateTimeShape = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/
+
 function compare(op: string, a: Value, b: Value): boolean {
-  // Date-times compare as instants (offsets differ in text); dates, numbers and texts as they are.
+  // Date-times compare as instants (offsets differ in text); dates, numbers and texts as they are. Told by their shape,
+  // not their length: two texts longer than a date (user ids, record ids, names) parsed as instants were NaN, unequal
+  // to anything, so `reviewer != assessor` held for one person. The checker gives both sides one type.
   const [x, y] =
-    typeof a === 'string' && typeof b === 'string' && a.length > 10 && b.length > 10
+    typeof a === 'string' && typeof b === 'string' && dateTimeShape.test(a) && dateTimeShape.test(b)
       ? [Date.parse(a), Date.parse(b)]
       : [a, b]
   switch (op) {
