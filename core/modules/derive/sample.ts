@@ -5,6 +5,8 @@ export interface SampleContext {
   /** Ids of existing records per module, for record references. */
   recordIds: Record<string, string>
   userId: string
+  /** Top-level user fields that name a person of their own instead of `userId` (the conformance kit's). */
+  people?: Readonly<Record<string, string>>
   /**
    * Stands in for a required reference to a module with no id in `recordIds` (documentation
    * examples); an optional one is left out instead, so the example stays valid as sent.
@@ -35,7 +37,7 @@ export const fieldToSample: { [T in FieldType]: (f: Of<T>, ctx: SampleContext) =
   datetime: (_f, ctx) => `${ctx.day ?? '2026-03-02'}T${String(ctx.hour ?? 8).padStart(2, '0')}:30:00Z`,
   singleChoice: (f) => firstOption(f),
   multipleChoice: (f) => [firstOption(f)],
-  user: (_f, ctx) => ctx.userId,
+  user: (f, ctx) => (ctx.people && Object.hasOwn(ctx.people, f.key) ? ctx.people[f.key] : ctx.userId),
   recordRef: (f, ctx) => ctx.recordIds[f.module] ?? (f.required ? ctx.placeholderId : undefined),
   group: (f, ctx) => [samplePayload(f.fields, ctx, true)],
   location: () => ({ latitude: 53.7997, longitude: -1.5492, label: 'Gate 3' })
