@@ -1,4 +1,5 @@
 import { userWithToken } from '../helpers/identity.ts'
+import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 import t from '../helpers/tap.ts'
 
@@ -327,6 +328,63 @@ t.test('the platform flags an exceedance from the value and the limits, and refu
   )
   t.ok(flagged.body.items.some((r: { id: string }) => r.id === within.id))
 })
+
+t.test(
+  'a bulk load of measurements computes each exceedance; a row that sends one, or a permit ending first, fails alone',
+  async (t) => {
+    const loaded = await bulkCall(
+      server.url,
+      '/api/modules/environmental-monitoring/bulk',
+      server.keys.acme,
+      ndjson([
+        { payload: measurement({ monitoringPoint: 'Bulk 1' }), externalRef: 'LAB-1' },
+        { payload: measurement({ monitoringPoint: 'Bulk 2', exceedance: false }), externalRef: 'LAB-2' },
+        { payload: measurement({ monitoringPoint: 'Bulk 3', value: 12 }), externalRef: 'LAB-3' }
+      ])
+    )
+    t.equal(loaded.status, 200)
+    const [above, sent, within] = loaded.lines
+    t.match(sent, {
+      line: 2,
+      status: 'error',
+      problem: { errors: [{ field: 'payload.exceedance', code: 'readOnly' }] }
+    })
+    t.match((await server.request('GET', `/api/v1/records/${above.id}`)).body.payload, { exceedance: true })
+    t.match((await server.request('GET', `/api/v1/records/${within.id}`)).body.payload, { exceedance: false })
+
+    const upserted = await bulkCall(
+      server.url,
+      '/api/modules/environmental-monitoring/bulk',
+      server.keys.acme,
+      ndjson([{ payload: { value: 300 }, externalRef: 'LAB-3' }])
+    )
+    t.match(upserted.lines[0], { status: 'updated' })
+    t.match(
+      (await server.request('GET', `/api/v1/records/${within.id}`)).body.payload,
+      { exceedance: true },
+      'recomputed'
+    )
+
+    const requester = await userWithToken(server, 'acme', ['reporter'])
+    const from = days(2).toISOString()
+    const permits = await bulkCall(
+      server.url,
+      '/api/modules/permit-to-work/bulk',
+      server.keys.acme,
+      ndjson([
+        { payload: permit({ requestedBy: requester.id, validFrom: from, validTo: days(1).toISOString() }) },
+        { payload: permit({ requestedBy: requester.id }) }
+      ])
+    )
+    t.match(permits.lines[0], {
+      status: 'error',
+      problem: {
+        errors: [{ pointer: '/payload/validTo', code: 'rule', detail: 'must be after the start of validity' }]
+      }
+    })
+    t.match(permits.lines[1], { status: 'created' })
+  }
+)
 
 t.test('an exceedance cannot be reviewed without a linked corrective action, and can with one', async (t) => {
   const sampler = await userWithToken(server, 'acme', ['environmental-officer'])
