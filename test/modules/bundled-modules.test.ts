@@ -1,3 +1,4 @@
+import { getIntrospectionQuery } from 'graphql'
 import { userWithToken } from '../helpers/identity.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
@@ -10,7 +11,15 @@ import t from '../helpers/tap.ts'
  * ends before it starts and a self-approval refused; an exceedance reviewed only with a corrective action; what was
  * approved locked. GraphQL and the OpenAPI document describe the modules from their definitions.
  */
-const modules = ['incident', 'corrective-action', 'risk-assessment', 'permit-to-work', 'environmental-monitoring']
+// The demo tenant's modules (config/default.json): the six bundled ones.
+const modules = [
+  'incident',
+  'corrective-action',
+  'inspection',
+  'risk-assessment',
+  'permit-to-work',
+  'environmental-monitoring'
+]
 const server = await startTestServer({ tenants: { acme: { name: 'Acme Chemicals', modules } } })
 t.teardown(() => server.close())
 
@@ -458,6 +467,19 @@ t.test('GraphQL serves the three modules with their computed values, read-only i
   t.notMatch(input, /riskScore|riskRating/, 'the computed fields are not inputs')
   t.notMatch(/input EnvironmentalMonitoringPayloadPatch \{[^}]*\}/.exec(sdl)?.[0] ?? 'missing', /exceedance/)
 })
+
+t.test(
+  "a console's full introspection of a tenant with the six bundled modules runs within the cost limit",
+  async (t) => {
+    const full = await server.request('POST', '/api/graphql', {
+      token: server.keys.acme,
+      body: { query: getIntrospectionQuery() }
+    })
+    t.equal(full.status, 200)
+    t.equal(full.body.errors, undefined, 'GraphiQL can load the schema')
+    t.ok(full.body.data.__schema.types.some((x: { name: string }) => x.name === 'EnvironmentalMonitoring'))
+  }
+)
 
 t.test('the OpenAPI document marks the computed fields read-only, with their formulas', async (t) => {
   const doc = (await server.request('GET', '/api/docs/spec.json', { token: server.keys.acme })).body
