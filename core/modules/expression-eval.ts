@@ -48,7 +48,7 @@ export function evaluate(expr: CheckedExpression, ctx: EvalContext): Value {
 }
 
 /** A date-time as fields hold it (validated ISO 8601 with a time); no other value reads as one. */
-const dateTimeShape = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/
+const dateTimeShape = /^\d{4}-\d{2}-\d{2}[Tt\s]\d{2}:\d{2}/
 
 function compare(op: string, a: Value, b: Value): boolean {
   // Date-times compare as instants (offsets differ in text); dates, numbers and texts as they are. Told by their shape,

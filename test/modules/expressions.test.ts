@@ -90,6 +90,8 @@ t.test('text and booleans compare for equality; if() picks a branch', async (t) 
   t.equal(run('title == level', { title: id, level: id }), true, 'one id equals itself')
   t.equal(run('title != level', { title: id, level: id }), false)
   t.equal(run("title == 'Leeds distribution centre'", { title: 'Leeds distribution centre' }), true)
+  // Date-times as the schema accepts them (a lower-case t, a space) still compare as instants.
+  t.equal(run('endsAt > startsAt', { startsAt: '2026-01-01t10:00:00+02:00', endsAt: '2026-01-01 09:00:00Z' }), true)
 })
 
 t.test('a type error is refused at check time, naming the column', async (t) => {
