@@ -23,14 +23,15 @@ t.setTimeout(240_000)
 const work = mkdtempSync(join(tmpdir(), 'records-author-'))
 t.teardown(() => rmSync(work, { recursive: true, force: true }))
 // A name of its own per run: the tarball goes into the checkout's node_modules, removed at the end.
-const packageName = `@fixture-author/risk-assessment-${randomUUID().slice(0, 8)}`
+// A key no bundled module has: the package is installed beside tenant-modules/, and keys are unique.
+const packageName = `@fixture-author/method-statement-${randomUUID().slice(0, 8)}`
 const installed = join(projectRoot, 'node_modules', ...packageName.split('/'))
 t.teardown(() => {
   rmSync(installed, { recursive: true, force: true })
   // The scope folder too, once no other run's package is in it.
   if (!readdirSync(dirname(installed)).length) rmSync(dirname(installed), { recursive: true, force: true })
 })
-const dir = join(work, 'risk-assessment')
+const dir = join(work, 'method-statement')
 // Agenda leaves a referenced timer behind job runs (see test/idempotency/purge-job.test.ts): end the process once done.
 t.teardown(() => void setTimeout(() => process.exit(), 200).unref())
 
@@ -43,13 +44,13 @@ const tsc = (project: string) =>
   )
 
 t.test('records module new scaffolds a package whose own tsc passes against the SDK', async (t) => {
-  const made = await cli('module', 'new', 'risk-assessment', '--name', packageName, '--dir', dir)
+  const made = await cli('module', 'new', 'method-statement', '--name', packageName, '--dir', dir)
   t.equal(made.code, 0, made.stderr)
   t.same(readdirSync(dir).sort(), ['.gitignore', 'README.md', 'module.ts', 'package.json', 'tsconfig.json'])
   const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
   t.match(manifest, {
     name: packageName,
-    'records-module': { entry: 'module.ts', key: 'risk-assessment', host: /^>=0\./ },
+    'records-module': { entry: 'module.ts', key: 'method-statement', host: /^>=0\./ },
     peerDependencies: { '@qehs-records/module-sdk': /^\^/ }
   })
   // What `npm install` of the SDK's tarball gives the author: the SDK under the package's node_modules.
@@ -63,7 +64,7 @@ t.test('records module new scaffolds a package whose own tsc passes against the 
   t.not(typo.code, 0, 'a misspelt key fails the package’s tsc')
   t.match(typo.out, /module\.ts\(\d+,\d+\): error TS2322/)
   writeFileSync(join(dir, 'module.ts'), source)
-  const again = await cli('module', 'new', 'risk-assessment', '--dir', dir)
+  const again = await cli('module', 'new', 'method-statement', '--dir', dir)
   t.equal(again.code, 2, 'it never writes into a folder that is not empty')
 })
 
@@ -74,7 +75,7 @@ t.test('npm pack makes the tarball, and records module check accepts it or says 
   tarball = join(work, stdout.trim().split('\n').at(-1)!)
   const ok = await cli('module', 'check', tarball)
   t.equal(ok.code, 0, ok.stdout + ok.stderr)
-  t.match(ok.stdout, new RegExp(`^OK ${packageName}@1\\.0\\.0: module "risk-assessment" 1\\.0\\.0, host >=0\\.`))
+  t.match(ok.stdout, new RegExp(`^OK ${packageName}@1\\.0\\.0: module "method-statement" 1\\.0\\.0, host >=0\\.`))
   // The whole conformance kit ran on a scratch database, and every check held.
   t.match(ok.stdout, /\nConformance kit \(a scratch database, removed after\):\n/)
   t.notMatch(ok.stdout, /^ {2}FAIL /m, 'no check failed')
@@ -144,7 +145,7 @@ t.test(
     const minor = await cli('module', 'diff', tarball, next)
     t.equal(minor.code, 1, 'refused: ' + minor.stderr)
     t.same(minor.stdout.trim().split('\n'), [
-      'risk-assessment 1.0.0 → 1.1.0',
+      'method-statement 1.0.0 → 1.1.0',
       '  BREAKING field "site": removed (a rename is a removal and an addition)',
       '  BREAKING field "priority": option "low" removed',
       '  compatible field "priority": option "critical" added',
@@ -175,23 +176,23 @@ t.test('installed from its tarball and listed for a tenant, the module serves ev
   const server = await startTestServer({
     jobs: { enabled: true, processEverySeconds: 1 },
     modules: { directories: ['tenant-modules'], packages: [packageName] },
-    tenants: { acme: { name: 'Acme', modules: ['incident', 'risk-assessment'] } }
+    tenants: { acme: { name: 'Acme', modules: ['incident', 'method-statement'] } }
   })
   t.teardown(() => server.close())
   t.same(server.platform.registry.unavailable, [], 'it loads')
 
   const created = await server.request('POST', '/api/v1/records', {
-    body: { moduleKey: 'risk-assessment', payload: { title: 'Forklift aisle', site: 'Leeds', priority: 'high' } }
+    body: { moduleKey: 'method-statement', payload: { title: 'Forklift aisle', site: 'Leeds', priority: 'high' } }
   })
   t.equal(created.status, 201, JSON.stringify(created.body))
-  t.match(created.body.number, /^RA-\d{4}-0001$/)
+  t.match(created.body.number, /^MS-\d{4}-0001$/)
   const submitted = await server.request('POST', `/api/v1/records/${created.body.id}:transition`, {
     body: { transition: 'submit', payload: { owner: '6d1f3c52-3b7e-4c55-9d1e-0c5b8a1f2e11' } }
   })
   t.equal(submitted.status, 200, JSON.stringify(submitted.body))
   t.equal(submitted.body.state, 'submitted')
 
-  const bulk = await server.request('POST', '/api/modules/risk-assessment/bulk', {
+  const bulk = await server.request('POST', '/api/modules/method-statement/bulk', {
     raw: ['Ladder store', 'Paint booth'].map((title) => JSON.stringify({ payload: { title } })).join('\n') + '\n',
     headers: { 'content-type': 'application/x-ndjson' }
   })
@@ -206,7 +207,7 @@ t.test('installed from its tarball and listed for a tenant, the module serves ev
   )
 
   const exported = await server.request('POST', '/api/v1/exports', {
-    body: { moduleKey: 'risk-assessment', format: 'csv' }
+    body: { moduleKey: 'method-statement', format: 'csv' }
   })
   t.equal(exported.status, 202)
   let job = exported.body
@@ -220,18 +221,18 @@ t.test('installed from its tarball and listed for a tenant, the module serves ev
   t.match(csv.split('\n')[0], /Title.*Site.*Owner.*Due date.*Priority/)
 
   const graphql = await server.request('POST', '/api/graphql', {
-    body: { query: '{ riskAssessments(first: 10) { nodes { number state payload { title priority } } } }' }
+    body: { query: '{ methodStatements(first: 10) { nodes { number state payload { title priority } } } }' }
   })
   t.equal(graphql.status, 200, JSON.stringify(graphql.body.errors))
-  t.equal(graphql.body.data.riskAssessments.nodes.length, 3)
-  t.match(graphql.body.data.riskAssessments.nodes, [{ state: 'submitted', payload: { priority: 'HIGH' } }])
+  t.equal(graphql.body.data.methodStatements.nodes.length, 3)
+  t.match(graphql.body.data.methodStatements.nodes, [{ state: 'submitted', payload: { priority: 'HIGH' } }])
 
   const doc = await server.request('GET', '/api/docs/spec.json')
-  t.ok(doc.body.components.schemas.RiskAssessmentPayload, 'the OpenAPI document types its payload')
-  t.match(doc.body.components.schemas.RiskAssessmentTransition, { enum: ['submit', 'approve', 'return'] })
+  t.ok(doc.body.components.schemas.MethodStatementPayload, 'the OpenAPI document types its payload')
+  t.match(doc.body.components.schemas.MethodStatementTransition, { enum: ['submit', 'approve', 'return'] })
   const catalogue = await server.request('GET', '/api/v1/module-catalogue')
   t.match(
-    catalogue.body.items.find((m: { key: string }) => m.key === 'risk-assessment'),
+    catalogue.body.items.find((m: { key: string }) => m.key === 'method-statement'),
     { package: { name: packageName, version: '1.0.0' }, installed: { version: '1.0.0' } }
   )
 })

@@ -85,6 +85,13 @@ t.test('text and booleans compare for equality; if() picks a branch', async (t) 
   t.equal(run("title != 'x'", { title: 'y' }), true)
   t.equal(run("if(urgent, 'high', 'low')", { urgent: true }), 'high')
   t.equal(run('urgent == false', { urgent: false }), true)
+  // Texts longer than a date (user and record ids, names) compare as texts, not as instants.
+  const id = '6d1f3c52-3b7e-4c55-9d1e-0c5b8a1f2e11'
+  t.equal(run('title == level', { title: id, level: id }), true, 'one id equals itself')
+  t.equal(run('title != level', { title: id, level: id }), false)
+  t.equal(run("title == 'Leeds distribution centre'", { title: 'Leeds distribution centre' }), true)
+  // Date-times as the schema accepts them (a lower-case t, a space) still compare as instants.
+  t.equal(run('endsAt > startsAt', { startsAt: '2026-01-01t10:00:00+02:00', endsAt: '2026-01-01 09:00:00Z' }), true)
 })
 
 t.test('a type error is refused at check time, naming the column', async (t) => {

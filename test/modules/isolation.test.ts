@@ -165,14 +165,25 @@ t.test(
     t.equal(acme.status, 200)
     t.same(
       acme.body.items.map((m: { key: string }) => m.key),
-      ['corrective-action', 'incident', 'inspection', 'permit'],
+      [
+        'corrective-action',
+        'environmental-monitoring',
+        'incident',
+        'inspection',
+        'permit',
+        'permit-to-work',
+        'risk-assessment'
+      ],
       'the loaded modules, not the ones whose package failed'
     )
     t.match(acme.body.items, [
       { key: 'corrective-action', installed: null, package: { name: '@qehs-modules/corrective-action' } },
+      { key: 'environmental-monitoring', installed: null },
       { key: 'incident', title: 'Incident', version: '1.2.0', host: '>=0.1.0 <1.0.0', installed: { version: '1.2.0' } },
       { key: 'inspection', installed: null },
-      { key: 'permit', package: { name: '@fixture/permit', version: '1.0.0' }, installed: { version: '1.0.0' } }
+      { key: 'permit', package: { name: '@fixture/permit', version: '1.0.0' }, installed: { version: '1.0.0' } },
+      { key: 'permit-to-work', installed: null, package: { name: '@qehs-modules/permit-to-work' } },
+      { key: 'risk-assessment', installed: null }
     ])
     const globex = await server.request('GET', '/api/v1/module-catalogue', { token: server.keys.globex })
     t.same(

@@ -391,7 +391,15 @@ t.test('a fixture may reference a module from another directory', async (t) => {
       .all()
       .map((m) => m.definition.key)
       .sort(),
-    ['corrective-action', 'fixture-ref', 'incident', 'inspection']
+    [
+      'corrective-action',
+      'environmental-monitoring',
+      'fixture-ref',
+      'incident',
+      'inspection',
+      'permit-to-work',
+      'risk-assessment'
+    ]
   )
 })
 

@@ -96,6 +96,13 @@ export async function runConformance(
   // Sample dates a year ahead: a module's date rules (a review date in the future) accept them.
   const day = new Date(clock().now().getTime() + 365 * 86_400_000).toISOString().slice(0, 10)
   let defaultUser: KitUser | undefined
+  // User fields no row rule reads each name a person of their own, so that rules between them (`reviewer != assessor`,
+  // `issuer != requestedBy`) hold in the samples; those a row rule reads name the user a sample is for, who must see
+  // the record (the workflow and row rule checks rely on it).
+  const rowRuleFields = new Set(
+    Object.values(m.rowAccess ?? {}).flatMap((conditions) => conditions.flatMap((c) => ('field' in c ? [c.field] : [])))
+  )
+  const people: Record<string, string> = {}
 
   // A live record of each module a reference names (made from its required fields, its own references first).
   const making = new Set<string>()
@@ -105,7 +112,7 @@ export async function runConformance(
     if (!d) throw new Failure(`module "${key}", which a record reference names, is not installed beside it`)
     making.add(key)
     for (const ref of referencedModules(d.fields)) await ensureRecord(ref)
-    const payload = samplePayload(d.fields, { recordIds, userId: defaultUser!.id, day }, false)
+    const payload = samplePayload(d.fields, { recordIds, userId: defaultUser!.id, people, day }, false)
     const res = await http.request('POST', '/api/v1/records', { token: admin, body: { moduleKey: key, payload } })
     if (res.status !== 201) throw new Failure(`a record of "${key}" to refer to: ${describeReply(res)}`)
     recordIds[key] = res.body.id
@@ -119,7 +126,7 @@ export async function runConformance(
     newUser: (roles) => target.newUser(roles),
     results,
     sample: (all, userId, fields = m.fields) =>
-      samplePayload(fields, { recordIds, userId: userId ?? defaultUser!.id, day }, all),
+      samplePayload(fields, { recordIds, userId: userId ?? defaultUser!.id, people, day }, all),
     async create(payload, token = admin) {
       const res = await http.request('POST', '/api/v1/records', { token, body: { moduleKey: m.key, payload } })
       if (res.status !== 201) throw new Failure(`create: ${describeReply(res)}`)
@@ -139,6 +146,8 @@ export async function runConformance(
 
   const ready = await ctx.check('makes the users and the referenced records it needs', async () => {
     defaultUser = await target.newUser([])
+    for (const f of m.fields)
+      if (f.type === 'user' && !rowRuleFields.has(f.key)) people[f.key] = (await target.newUser([])).id
     const refs = [...new Set(referencedModules(m.fields))]
     for (const key of refs) await ensureRecord(key)
     return refs.length ? `a record of ${refs.join(', ')}` : 'no record references'

@@ -5,6 +5,8 @@ export interface SampleContext {
   /** Ids of existing records per module, for record references. */
   recordIds: Record<string, string>
   userId: string
+  /** Top-level user fields that name a person of their own instead of `userId` (the conformance kit's). */
+  people?: Readonly<Record<string, string>>
   /**
    * Stands in for a required reference to a module with no id in `recordIds` (documentation
    * examples); an optional one is left out instead, so the example stays valid as sent.
@@ -15,6 +17,8 @@ export interface SampleContext {
    * conformance kit gives one ahead of the clock, which rules such as `reviewDate > today()` accept.
    */
   day?: string
+  /** The hour of a date-time sample (8 when absent); samplePayload sets it per date-time field. */
+  hour?: number
 }
 
 const firstOption = (f: { options: Array<string | { value: string }> }) => {
@@ -30,10 +34,10 @@ export const fieldToSample: { [T in FieldType]: (f: Of<T>, ctx: SampleContext) =
   integer: (f) => f.minimum ?? (f.maximum !== undefined ? Math.min(f.maximum, 1) : 1),
   boolean: () => true,
   date: (_f, ctx) => ctx.day ?? '2026-03-02',
-  datetime: (_f, ctx) => `${ctx.day ?? '2026-03-02'}T08:30:00Z`,
+  datetime: (_f, ctx) => `${ctx.day ?? '2026-03-02'}T${String(ctx.hour ?? 8).padStart(2, '0')}:30:00Z`,
   singleChoice: (f) => firstOption(f),
   multipleChoice: (f) => [firstOption(f)],
-  user: (_f, ctx) => ctx.userId,
+  user: (f, ctx) => (ctx.people && Object.hasOwn(ctx.people, f.key) ? ctx.people[f.key] : ctx.userId),
   recordRef: (f, ctx) => ctx.recordIds[f.module] ?? (f.required ? ctx.placeholderId : undefined),
   group: (f, ctx) => [samplePayload(f.fields, ctx, true)],
   location: () => ({ latitude: 53.7997, longitude: -1.5492, label: 'Gate 3' })
@@ -52,9 +56,13 @@ export function samplePayload(
   all: boolean
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {}
+  let datetimes = 0
   for (const f of fields) {
+    // Date-times an hour apart in declaration order (counted whether sent or not, so the minimal and the full sample
+    // agree): a rule that an end comes after a start declared before it (`validTo > validFrom`) holds in the samples.
+    const at = f.type === 'datetime' ? { ...ctx, hour: 8 + Math.min(datetimes++, 15) } : ctx
     if (!all && !f.required) continue
-    const v = sampleOf(f, ctx)
+    const v = sampleOf(f, at)
     if (v !== undefined) out[f.key] = v
   }
   return out
