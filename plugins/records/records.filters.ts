@@ -204,9 +204,7 @@ const overdueFilter = filter<{ overdue: boolean; sql: string; bindings: unknown[
     assertFilterable(module, hidden, module.definition.due.field)
     return [{ overdue: query.overdue, ...overdueCondition(module, query.overdue, clock().now()) }]
   },
-  clauses: (v) => [
-    clause(`overdue:${v.overdue}`, v.bindings, (b) => b.whereRaw(v.sql, v.bindings as Knex.RawBinding[]))
-  ],
+  clauses: (v) => [clause(`overdue:${v.sql}`, v.bindings, (b) => b.whereRaw(v.sql, v.bindings as Knex.RawBinding[]))],
   scope: (v) => ['overdue', v.overdue]
 })
 

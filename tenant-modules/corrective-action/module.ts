@@ -3,7 +3,7 @@ import { defineModule } from '@qehs-records/module-sdk'
 /** Corrective and preventive actions (CAPA) raised from an incident, verified before closure. */
 export default defineModule({
   key: 'corrective-action',
-  version: '1.0.0',
+  version: '1.1.0',
   title: 'Corrective action',
   description:
     'Actions that remove the cause of an incident, with an owner, a due date and a verification of effectiveness.',
@@ -81,5 +81,7 @@ export default defineModule({
   // An action owner works on the actions assigned to them.
   rowAccess: {
     'action-owner': [{ field: 'owner', equals: 'self' }]
-  }
+  },
+  // Overdue once its due date has passed while the action is still open or in progress (done, it awaits verification).
+  due: { field: 'dueDate', until: ['awaiting-verification', 'verified', 'cancelled'] }
 })

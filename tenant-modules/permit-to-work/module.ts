@@ -133,13 +133,15 @@ export default defineModule({
         to: 'cancelled',
         roles: ['safety-manager', 'permit-issuer']
       },
-      // Until date-triggered transitions land, a permit past its validity is expired by hand.
+      // A permit past its validity expires by itself: the platform fires this once validTo has passed (an issuer may
+      // expire it earlier by hand).
       {
         key: 'expire',
         label: 'Expire',
         from: ['approved', 'active'],
         to: 'expired',
-        roles: ['safety-manager', 'permit-issuer']
+        roles: ['safety-manager', 'permit-issuer'],
+        auto: { after: 'validTo' }
       }
     ]
   },

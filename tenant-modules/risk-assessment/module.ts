@@ -120,6 +120,25 @@ export default defineModule({
           'reviewDate'
         ]
       },
+      {
+        key: 'review-due',
+        label: 'Review due',
+        // The review: the assessment as approved stays, the reviewer sets the next review date and confirms it.
+        locks: [
+          'title',
+          'site',
+          'area',
+          'scope',
+          'hazards',
+          'likelihood',
+          'severity',
+          'additionalControls',
+          'residualLikelihood',
+          'residualSeverity',
+          'assessor',
+          'assessedOn'
+        ]
+      },
       { key: 'superseded', label: 'Superseded', final: true, locks: ['*'] },
       { key: 'archived', label: 'Archived', final: true, locks: ['*'] }
     ],
@@ -147,21 +166,44 @@ export default defineModule({
         to: 'draft',
         roles: ['safety-manager']
       },
+      // The periodic review: on its review date the platform moves an approved assessment to review-due; the reviewer
+      // confirms it with the next review date (or it is revised, superseded or archived).
+      {
+        key: 'review',
+        label: 'Review due',
+        from: ['approved'],
+        to: 'review-due',
+        roles: ['safety-manager'],
+        auto: { after: 'reviewDate' }
+      },
+      {
+        key: 'confirm',
+        label: 'Confirm after review',
+        from: ['review-due'],
+        to: 'approved',
+        roles: ['safety-manager']
+      },
       {
         key: 'revise',
         label: 'Revise',
-        from: ['approved'],
+        from: ['approved', 'review-due'],
         to: 'draft',
         roles: ['safety-manager', 'assessor']
       },
       {
         key: 'supersede',
         label: 'Supersede',
-        from: ['approved'],
+        from: ['approved', 'review-due'],
         to: 'superseded',
         roles: ['safety-manager']
       },
-      { key: 'archive', label: 'Archive', from: ['draft', 'approved'], to: 'archived', roles: ['safety-manager'] }
+      {
+        key: 'archive',
+        label: 'Archive',
+        from: ['draft', 'approved', 'review-due'],
+        to: 'archived',
+        roles: ['safety-manager']
+      }
     ]
   },
   permissions: {
@@ -181,7 +223,15 @@ export default defineModule({
       check: 'reviewDate > today()',
       message: 'must be in the future to approve',
       fields: ['reviewDate'],
-      on: { transitions: ['approve'] }
+      on: { transitions: ['approve', 'confirm'] }
+    },
+    {
+      check: 'daysBetween(today(), reviewDate) <= 366',
+      message: 'must be within a year: an assessment is reviewed at least once a year',
+      fields: ['reviewDate'],
+      on: { transitions: ['approve', 'confirm'] }
     }
-  ]
+  ],
+  // Overdue while approved or due for review: the review date has passed and nobody has confirmed or revised it.
+  due: { field: 'reviewDate', until: ['draft', 'in-review', 'superseded', 'archived'] }
 })
