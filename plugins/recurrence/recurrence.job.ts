@@ -58,17 +58,28 @@ async function ensureSeries(pool: pg.Pool, tenantId: string, m: RegisteredModule
       [tenantId, key, options, now]
     )
   } else if (per.type === 'recordRef') {
-    // A series per live record of the referenced module, from its creation. When that is this module, records a
-    // series made (their reference set) start none: a review does not start a series of reviews of its own.
+    // A series per live record of the referenced module. Records a series made (of any module: they have a row in
+    // record_series_periods) start none, and when the module references itself, neither do its records with the
+    // reference set (a review does not start a series of reviews of its own). Without that, two modules each
+    // recurring per record of the other (an audit per finding, a finding per audit) start a series for each record
+    // the other's series make, and the records multiply day after day (2, 9, 76, 1145...). The exclusion is made
+    // here, not by refusing the pair at load: it also bounds cycles through three modules, through packages loaded
+    // at different times, and through tenants with different module sets, and a pair with records people make still
+    // works (each series recurs per record made by hand).
+    //
+    // A series starts when its record was created, but not longer than one period before it is first seen (a
+    // module installed, or given a recurrence, after records were made long ago): its first record is then made at
+    // once, then one a period, instead of years of records caught up in one go.
     const self = per.module === key
     await pool.query(
       `INSERT INTO record_series (tenant_id, module_key, per_value, starts_at)
-       SELECT $1, $2, x.id::text, x.created_at FROM records x
+       SELECT $1, $2, x.id::text, greatest(x.created_at, $4::timestamptz - $5::interval) FROM records x
         WHERE x.tenant_id = $1 AND x.module_key = $3 AND x.deleted_at IS NULL
           ${self ? `AND x.payload->>'${per.key}' IS NULL` : ''}
+          AND NOT EXISTS (SELECT 1 FROM record_series_periods p WHERE p.tenant_id = $1 AND p.record_id = x.id)
           AND NOT EXISTS (SELECT 1 FROM record_series s WHERE s.tenant_id = $1 AND s.module_key = $2 AND s.per_value = x.id::text)
        ON CONFLICT DO NOTHING`,
-      [tenantId, key, per.module]
+      [tenantId, key, per.module, now, intervalOf(r.every)]
     )
     await pool.query(
       `UPDATE record_series s SET state = 'ended', updated_at = now(), updated_by = $3::jsonb
