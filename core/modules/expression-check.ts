@@ -31,6 +31,8 @@ export interface CheckedExpression {
   texts?: ReadonlySet<string>
   /** The fields it reads. */
   reads: ReadonlySet<string>
+  /** Whether it reads `today()` (its value may change from one day to the next). */
+  readsToday: boolean
 }
 
 interface Typed {
@@ -45,15 +47,15 @@ const fail = (problem: string, at: number): never => {
 /** Parses and checks `source`; throws ExpressionError naming the column. */
 export function checkExpression(source: string, env: ExprEnv): CheckedExpression {
   const tree = parseExpression(source)
-  const reads = new Set<string>()
-  const typed = typeOf(tree, env, reads)
-  return { source, tree, type: typed.type, texts: typed.texts, reads }
+  const seen = { reads: new Set<string>(), today: false }
+  const typed = typeOf(tree, env, seen)
+  return { source, tree, type: typed.type, texts: typed.texts, reads: seen.reads, readsToday: seen.today }
 }
 
 const union = (a?: Set<string>, b?: Set<string>) => (a && b ? new Set([...a, ...b]) : undefined)
 
-function typeOf(n: Node, env: ExprEnv, reads: Set<string>): Typed {
-  const of = (x: Node) => typeOf(x, env, reads)
+function typeOf(n: Node, env: ExprEnv, seen: { reads: Set<string>; today: boolean }): Typed {
+  const of = (x: Node) => typeOf(x, env, seen)
   switch (n.k) {
     case 'num':
       return { type: 'number' }
@@ -69,7 +71,7 @@ function typeOf(n: Node, env: ExprEnv, reads: Set<string>): Typed {
         const meant = closestName(n.name, [...env.fields.keys()])
         return fail(`unknown field "${n.name}"${meant ? ` (did you mean "${meant}"?)` : ''}`, n.at)
       }
-      reads.add(n.name)
+      seen.reads.add(n.name)
       return { type: f.type, texts: f.options ? new Set(f.options) : undefined }
     }
     case 'neg':
@@ -83,6 +85,7 @@ function typeOf(n: Node, env: ExprEnv, reads: Set<string>): Typed {
     case 'bin':
       return binaryType(n, of)
     case 'call':
+      if (n.fn === 'today') seen.today = true
       return callType(n, env, of)
   }
 }

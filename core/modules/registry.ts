@@ -11,7 +11,7 @@ import { projectRoot } from '../paths.ts'
 import { compileData } from '../validation.ts'
 import { payloadSchema } from './derive/json-schema.ts'
 import { compilePattern, type NumberPattern } from './record-number.ts'
-import { compileFieldRules, withComputed, type FieldRules } from './field-rules.ts'
+import { compileFieldRules, ruleProblems, withComputed, withDefaults, type FieldRules } from './field-rules.ts'
 import { applyMigrations, migrationChain, validateMigrations } from './migrate.ts'
 import type {
   FieldDefinition,
@@ -133,16 +133,8 @@ export class ModuleRegistry {
         `cannot compile the payload schema: ${(err as Error).message}`
       )
     }
-    const sample = recurrenceSample(definition)
-    if (sample && !validatePayload(sample))
-      throw new ModuleDefinitionError(
-        packageName,
-        'recurrence.payload',
-        `the records it makes would be refused by the module schema: ${(validatePayload.errors ?? [])
-          .slice(0, 3)
-          .map((e) => `${e.instancePath || '/'} ${e.message}`)
-          .join('; ')}`
-      )
+    const refused = recurrenceRefusal(definition, validatePayload, fieldRules)
+    if (refused) throw new ModuleDefinitionError(packageName, 'recurrence.payload', refused)
     const entry: RegisteredModule = {
       definition,
       package: { name: packageName, ...info },
@@ -210,16 +202,38 @@ export class ModuleRegistry {
   }
 }
 
-/** A record a recurrence would make (its per field filled with a sample value), checked against the schema at load. */
-function recurrenceSample(d: LoadedModule): Record<string, unknown> | undefined {
+/**
+ * The records a recurrence would make (its per field filled with each option, or a sample record id), as the write
+ * rules of a create see them (plugins/records/records.rules.ts createRules: defaults, computed fields, the schema, the
+ * rules on creates), checked at load: a module whose own rules refuse its recurring records does not load. A rule
+ * that reads today() is left to the job (its answer changes from day to day; a refusal is logged there, per series
+ * and period); so is anything only the database knows. Returns the problem, naming the module and the rule, or
+ * undefined.
+ */
+function recurrenceRefusal(d: LoadedModule, validatePayload: ValidateFunction, rules: FieldRules): string | undefined {
   const r = d.recurrence
   if (!r) return undefined
   const per = r.per ? d.fields.find((f) => f.key === r.per) : undefined
-  const value =
+  const values =
     per?.type === 'singleChoice'
-      ? ((o) => (typeof o === 'string' ? o : o.value))(per.options[0])
-      : '00000000-0000-4000-8000-000000000000'
-  return { ...r.payload, ...(per ? { [per.key]: value } : {}) }
+      ? per.options.map((o) => (typeof o === 'string' ? o : o.value))
+      : ['00000000-0000-4000-8000-000000000000']
+  for (const value of values) {
+    const sample = withComputed(rules, withDefaults(rules, { ...r.payload, ...(per ? { [per.key]: value } : {}) }))
+    const as = per?.type === 'singleChoice' ? ` (the series of ${per.key} ${JSON.stringify(value)})` : ''
+    if (!validatePayload(sample))
+      return `the records it makes would be refused by the module schema${as}: ${(validatePayload.errors ?? [])
+        .slice(0, 3)
+        .map((e) => `${e.instancePath || '/'} ${e.message}`)
+        .join('; ')}`
+    for (const [i, rule] of rules.rules.entries()) {
+      if (rule.expr.readsToday) continue
+      const one = { ...rules, rules: [rule] }
+      if (ruleProblems(one, sample, { enters: d.workflow.initial }, '').length)
+        return `the records module "${d.key}" makes would be refused by its rules[${i}]${as}, check ${JSON.stringify(rule.expr.source)} ("${rule.message}"): give the fields it reads a value in recurrence.payload or a default`
+    }
+  }
+  return undefined
 }
 
 /**

@@ -66,3 +66,48 @@ t.test('a recurrence is per a choice or reference field, and the records it make
   )
   t.equal(refusal(taskWith({ recurrence: { every: { days: 14 }, payload: { title: 'x' } } })), 'loaded')
 })
+
+t.test(
+  'a recurrence whose records its own rules refuse does not load; a rule reading today() is left to the job',
+  async (t) => {
+    const rule = (check: string) => [{ check, message: 'a drill needs a leader', fields: ['title'] }]
+    t.match(
+      refusal(taskWith({ rules: rule("title != 'x'"), recurrence: { every: 'day', payload: { title: 'x' } } })),
+      /^recurrence\.payload: the records module "job" makes would be refused by its rules\[0\], check "title != 'x'" \("a drill needs a leader"\)/
+    )
+    t.equal(
+      refusal(taskWith({ rules: rule("title != 'x'"), recurrence: { every: 'day', payload: { title: 'y' } } })),
+      'loaded'
+    )
+    t.match(
+      refusal(
+        taskWith({
+          rules: rule("site != 'south'"),
+          recurrence: { every: 'day', per: 'site', payload: { title: 'y' } }
+        })
+      ),
+      /rules\[0\] \(the series of site "south"\)/,
+      'every option of the per field is tried'
+    )
+    t.equal(
+      refusal(
+        taskWith({
+          fields: [...task.fields, { key: 'leader', type: 'text', default: 'the site manager' }],
+          rules: rule('has(leader)'),
+          recurrence: { every: 'day', payload: { title: 'y' } }
+        })
+      ),
+      'loaded',
+      'defaults are filled in first, as on a create'
+    )
+    t.equal(
+      refusal(
+        taskWith({
+          rules: rule("has(dueDate) or today() < date('2000-01-01')"),
+          recurrence: { every: 'day', payload: { title: 'y' } }
+        })
+      ),
+      'loaded'
+    )
+  }
+)

@@ -43,6 +43,7 @@ const addedSince = [
   'records/005-query-functions',
   'records/006-due-dates',
   'recurrence/001-series',
+  'recurrence/002-made-records',
   'exports/003-encoded-chunks'
 ]
 
@@ -148,6 +149,7 @@ t.test(
       'records/005-query-functions',
       'records/006-due-dates',
       'recurrence/001-series',
+      'recurrence/002-made-records',
       'exports/002-chunks',
       'exports/003-encoded-chunks'
     ])
