@@ -15,6 +15,7 @@ import { problems } from '../../core/errors/index.ts'
 import { entityTag, hasWeakTag, ifMatchPasses } from '../../core/http/entity-tag.ts'
 import { listOperators } from '../../core/modules/derive/filters.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
+import type { WorkflowTransition } from '../../core/modules/types.ts'
 import type { CursorCodec } from '../../core/pagination/cursor.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { assertValid, isUuid, validationError } from '../../core/validation.ts'
@@ -27,6 +28,7 @@ import { referenceProblems } from './records.checks.ts'
 import { canonicalExternalRef } from './records.external-ref.ts'
 import { hasValue } from './records.payload.ts'
 import { createRules, deleteRules, patchRules, transitionRules } from './records.rules.ts'
+import { separationRefusal } from './records.duties.ts'
 import { changeRecords, createRecordRows, type RecordChangeOp } from './records.write.ts'
 import { asCurrent, moveLocked, settleRefused } from './records.migrate.ts'
 import {
@@ -98,7 +100,7 @@ export class RecordsService {
   private readonly validateQuery
   private readonly firableCache = new Map<
     string,
-    Array<{ key: string; label: string; to: string; requires: readonly string[] }>
+    Array<{ key: string; label: string; to: string; requires: readonly string[]; definition: WorkflowTransition }>
   >()
   constructor(private readonly o: RecordsOptions) {
     this.validateQuery = recordQueryValidator(o.maxLimit)
@@ -164,12 +166,25 @@ export class RecordsService {
     const row = asCurrent(module, stored)
     const out = viewCurrent(principal, module, row, hidden)
     out.attachments ??= []
-    out.availableTransitions = this.firable(principal, module, row.state).map((t) => ({
-      key: t.key,
-      label: t.label,
-      to: t.to,
-      missingFields: t.requires.filter((f) => !hasValue(row.payload[f]))
-    }))
+    // Who fired what so far, for a rule that holds its actor apart from them: the record's activity, which GET one
+    // always reads and a list reads with its transitions when the module has such a rule (find).
+    const fired = row.activity
+      ?.filter((a) => a.action === 'transitioned' && a.transition)
+      .map((a) => ({ key: a.transition!.key, actor: a.actor }))
+    out.availableTransitions = this.firable(principal, module, row.state).map((t) => {
+      const refusal = separationRefusal(principal, t.definition, {
+        createdBy: row.created_by,
+        payload: row.payload,
+        transitions: fired
+      })
+      return {
+        key: t.key,
+        label: t.label,
+        to: t.to,
+        missingFields: t.requires.filter((f) => !hasValue(row.payload[f])),
+        ...(refusal ? { refusal } : {})
+      }
+    })
     return out
   }
 
@@ -180,7 +195,13 @@ export class RecordsService {
     if (!list) {
       list = module.definition.workflow.transitions
         .filter((t) => t.from.includes(state) && canFire(principal, module, t))
-        .map((t) => ({ key: t.key, label: t.label ?? t.key, to: t.to, requires: module.guards.get(t.key)! }))
+        .map((t) => ({
+          key: t.key,
+          label: t.label ?? t.key,
+          to: t.to,
+          requires: module.guards.get(t.key)!,
+          definition: t
+        }))
       if (this.firableCache.size > 10_000) this.firableCache.clear()
       this.firableCache.set(key, list)
     }
@@ -220,10 +241,14 @@ export class RecordsService {
     const plan = search && this.o.words.plan(search)
     const order = listOrder(q.sort, !!q.updatedSince, module, hidden, search)
     const include = new Set(params.include ?? [])
+    // A list's transitions tell who is held apart from firing them; a rule on earlier transitions reads the activity.
+    const fired =
+      include.has('transitions') &&
+      module.definition.workflow.transitions.some((t) => t.separateFrom?.transitions?.length)
     const columns = [
       repo.recordColumns,
       ...(order.column ? [order.column] : []),
-      ...(include.has('activity') ? [repo.activityJson] : []),
+      ...(include.has('activity') || fired ? [repo.activityJson] : []),
       ...(include.has('attachments') ? [repo.attachmentsJson] : [])
     ].join(', ')
     const shape = ['records.find', ...[...include].filter((i) => i !== 'transitions').sort()].join('.')
@@ -304,6 +329,7 @@ export class RecordsService {
       if (!include.has('transitions')) return view(principal, module, row, hidden)
       const out = this.present(principal, module, row, hidden)
       if (!include.has('attachments')) delete out.attachments
+      if (!include.has('activity')) delete out.activity
       return out
     })
     return {

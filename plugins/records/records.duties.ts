@@ -99,6 +99,22 @@ export function assertSeparated(
   if (conflicts.length) throw conflictProblem(t, conflicts)
 }
 
+/**
+ * What firing `t` would answer for its separation of duties on the record as it stands (a record's
+ * `availableTransitions[].refusal`): the code, the detail and the rules; undefined when nothing holds the caller
+ * apart. Fields the transition would set on the way can add a conflict, never remove one.
+ */
+export function separationRefusal(
+  principal: Principal,
+  t: WorkflowTransition,
+  record: DutyRecord
+): { code: string; detail: string; conflicts: DutyConflict[] } | undefined {
+  const conflicts = dutyConflicts(principal, t, record)
+  if (!conflicts.length) return undefined
+  const p = conflictProblem(t, conflicts)
+  return { code: p.problemCode, detail: p.message, conflicts }
+}
+
 /** Why a transition cannot be fired now, with the code firing it would answer. */
 export interface TransitionBlocker {
   code: 'permission.denied' | 'workflow.self_approval' | 'workflow.separation_of_duties' | 'field.invalid'
@@ -125,11 +141,8 @@ export function transitionBlockers(
       const blockers: TransitionBlocker[] = []
       if (!canFire(principal, module, t))
         blockers.push({ code: 'permission.denied', detail: `The caller's roles may not fire "${t.key}".` })
-      const conflicts = dutyConflicts(principal, t, record)
-      if (conflicts.length) {
-        const p = conflictProblem(t, conflicts)
-        blockers.push({ code: p.problemCode as TransitionBlocker['code'], detail: p.message, conflicts })
-      }
+      const refusal = separationRefusal(principal, t, record)
+      if (refusal) blockers.push({ ...refusal, code: refusal.code as TransitionBlocker['code'] })
       const missing = module.guards.get(t.key)!.filter((f) => !hasValue(record.payload[f]))
       if (missing.length)
         blockers.push({

@@ -111,8 +111,23 @@ function recordTypes({ sc }: GraphQLSchemaBuild) {
     uploadedAt: 'DateTime!'
   })
   sc.createObjectTC({
+    name: 'TransitionRefusal',
+    description:
+      "What firing a transition would answer for the module's separation of duties (REST's availableTransitions[].refusal)",
+    fields: { code: 'String!', detail: 'String!' }
+  })
+  sc.createObjectTC({
     name: 'AvailableTransition',
-    fields: { key: 'String!', label: 'String!', to: 'String!', missingFields: '[String!]!' }
+    fields: {
+      key: 'String!',
+      label: 'String!',
+      to: 'String!',
+      missingFields: '[String!]!',
+      refusal: {
+        type: 'TransitionRefusal',
+        description: 'Set when the separation of duties holds the caller apart from it on the record as it stands'
+      }
+    }
   })
   sc.createObjectTC({
     name: 'RecordCount',

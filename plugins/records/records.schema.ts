@@ -127,7 +127,20 @@ export const recordSchema = Type.Object(
           key: Type.String(),
           label: Type.String(),
           to: Type.String(),
-          missingFields: Type.Array(Type.String())
+          missingFields: Type.Array(Type.String()),
+          refusal: Type.Optional(
+            Type.Object(
+              {
+                code: Type.String(),
+                detail: Type.String(),
+                conflicts: Type.Array(Type.Object({}, { additionalProperties: true }))
+              },
+              {
+                description:
+                  "Present when the module's separation of duties holds the caller apart from this transition on the record as it stands: what firing it would answer (403, `workflow.self_approval` or `workflow.separation_of_duties`), with the rules it breaks."
+              }
+            )
+          )
         })
       )
     )

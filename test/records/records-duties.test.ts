@@ -274,3 +274,44 @@ t.test(
     t.equal(verified.body.state, 'verified')
   }
 )
+
+t.test(
+  'a record says which of its transitions the separation of duties holds the caller apart from, and why, before any is fired',
+  async (t) => {
+    const author = await assessorApprover()
+    const submitter = await assessorApprover()
+    const other = await assessorApprover()
+    const id = await submitted({ author: author.id }, submitter.token)
+    const approveOf = async (token: string) =>
+      (await server.request('GET', `/api/v1/records/${id}`, { token })).body.availableTransitions.find(
+        (x: { key: string }) => x.key === 'approve'
+      )
+    t.match(await approveOf(author.token), {
+      refusal: { code: 'workflow.separation_of_duties', conflicts: [{ rule: 'field', field: 'author' }] }
+    })
+    t.match(await approveOf(submitter.token), {
+      refusal: { code: 'workflow.separation_of_duties', conflicts: [{ rule: 'transition', transition: 'submit' }] }
+    })
+    t.notOk('refusal' in (await approveOf(other.token)), 'another person is not held apart')
+    // What it says is what firing answers.
+    t.equal((await approve(id, author.token)).body.code, 'workflow.separation_of_duties')
+
+    const gql = await server.request('POST', '/api/graphql', {
+      token: submitter.token,
+      body: {
+        query: `query($id: ID!) { assessment(id: $id) { availableTransitions { key refusal { code detail } } } }`,
+        variables: { id }
+      }
+    })
+    t.match(gql.body.data.assessment.availableTransitions, [
+      { key: 'approve', refusal: { code: 'workflow.separation_of_duties', detail: /fired "submit"/ } }
+    ])
+    // A list's records too: the activity the rule on earlier transitions reads is read with them.
+    const listed = await server.request('POST', '/api/graphql', {
+      token: submitter.token,
+      body: { query: '{ assessments(first: 50) { nodes { id availableTransitions { key refusal { code } } } } }' }
+    })
+    const node = listed.body.data.assessments.nodes.find((n: { id: string }) => n.id === id)
+    t.match(node.availableTransitions, [{ key: 'approve', refusal: { code: 'workflow.separation_of_duties' } }])
+  }
+)
