@@ -18,6 +18,15 @@ export interface Actor {
   onBehalfOf?: { userId: string; name: string }
 }
 
+/**
+ * A user id as the platform stores and compares it: a UUID in lower case, without a `urn:uuid:` prefix. A payload's
+ * user field takes any way of writing one (JSON Schema's uuid format); the record keeps this one, so row rules and
+ * separation of duties compare one person one way.
+ */
+export function canonicalUserId(v: string): string {
+  return v.toLowerCase().replace(/^urn:uuid:/, '')
+}
+
 /** The person behind an actor: itself if a user, else whom it acts for; undefined if nobody is recorded. */
 export function personOf(actor: Partial<Actor> | null | undefined): { userId: string; name: string } | undefined {
   if (!actor) return undefined

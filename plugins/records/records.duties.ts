@@ -1,5 +1,5 @@
 import { canFire } from '../../core/auth/access.ts'
-import { personOf, sameActor, type Actor, type Principal } from '../../core/auth/principal.ts'
+import { canonicalUserId, personOf, sameActor, type Actor, type Principal } from '../../core/auth/principal.ts'
 import { problems } from '../../core/errors/index.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { WorkflowTransition } from '../../core/modules/types.ts'
@@ -45,8 +45,7 @@ export function separationOf(t: WorkflowTransition): {
  * A user id as a person is known by, whatever way a payload wrote it: the schema takes a UUID in any case and as
  * `urn:uuid:…`, and the same person written another way must not pass for another.
  */
-const userIdOf = (v: unknown): string | undefined =>
-  typeof v === 'string' ? v.toLowerCase().replace(/^urn:uuid:/, '') : undefined
+const userIdOf = (v: unknown): string | undefined => (typeof v === 'string' ? canonicalUserId(v) : undefined)
 
 /** Where the principal breaks `t`'s separation of duties on `record`; empty when it may fire it. System actions never do. */
 export function dutyConflicts(principal: Principal, t: WorkflowTransition, record: DutyRecord): DutyConflict[] {

@@ -1,5 +1,5 @@
 import { assertCan, assertScope, assertWritable, canFire } from '../../core/auth/access.ts'
-import type { Actor, Principal } from '../../core/auth/principal.ts'
+import { canonicalUserId, type Actor, type Principal } from '../../core/auth/principal.ts'
 import { problems, type FieldProblem } from '../../core/errors/index.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import { computedProblems, ruleProblems, withComputed, withDefaults } from '../../core/modules/field-rules.ts'
@@ -18,6 +18,33 @@ import { diffPayload, hasValue, mergePatch, type FieldChange } from './records.p
  */
 
 /**
+ * The client's values with every user id in the form the platform keeps (canonicalUserId): top-level user fields and
+ * the user members of a group's items. Anything that is not a string is left for the schema to refuse.
+ */
+function canonicalUsers(module: RegisteredModule, values: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...values }
+  const user = (v: unknown) => (typeof v === 'string' ? canonicalUserId(v) : v)
+  for (const f of module.definition.fields) {
+    if (!Object.hasOwn(out, f.key)) continue
+    if (f.type === 'user') out[f.key] = user(out[f.key])
+    const members = f.type === 'group' ? f.fields.filter((m) => m.type === 'user') : []
+    const items = out[f.key]
+    if (members.length && Array.isArray(items))
+      out[f.key] = items.map((item) =>
+        item && typeof item === 'object' && !Array.isArray(item)
+          ? {
+              ...item,
+              ...Object.fromEntries(
+                members.filter((m) => Object.hasOwn(item, m.key)).map((m) => [m.key, user((item as never)[m.key])])
+              )
+            }
+          : item
+      )
+  }
+  return out
+}
+
+/**
  * A new record: the create right (and scope), the fields the principal may write (never a computed one), the
  * defaults of the fields it leaves out, the computed fields, the module schema, the rules on creates. Returns the
  * payload to store and the activity diff.
@@ -25,9 +52,10 @@ import { diffPayload, hasValue, mergePatch, type FieldChange } from './records.p
 export function createRules(
   principal: Principal,
   module: RegisteredModule,
-  sent: Record<string, unknown>
+  given: Record<string, unknown>
 ): PlannedChange {
   assertCan(principal, module, 'create')
+  const sent = canonicalUsers(module, given)
   assertWritable(principal, module, Object.keys(sent))
   refuse(computedProblems(module.fieldRules, sent))
   const payload = withComputed(module.fieldRules, withDefaults(module.fieldRules, sent))
@@ -56,9 +84,10 @@ export function updateRules(
   principal: Principal,
   module: RegisteredModule,
   current: Record<string, unknown>,
-  patch: Record<string, unknown>
+  given: Record<string, unknown>
 ): PlannedChange {
   assertCan(principal, module, 'update')
+  const patch = canonicalUsers(module, given)
   assertWritable(principal, module, Object.keys(patch))
   refuse(computedProblems(module.fieldRules, patch))
   const payload = withComputed(module.fieldRules, mergePatch(current, patch))

@@ -1,6 +1,6 @@
 import { assessmentModule, fixtureModules } from '../helpers/fixture-modules.ts'
 import { userWithToken } from '../helpers/identity.ts'
-import { defaultTenants, startTestServer } from '../helpers/server.ts'
+import { defaultTenants, incidentPayload, startTestServer } from '../helpers/server.ts'
 import t from '../helpers/tap.ts'
 
 /**
@@ -67,3 +67,37 @@ t.test('the author cannot approve their own assessment by naming someone else au
   const now = await server.request('GET', `/api/v1/records/${id}`)
   t.equal(now.body.state, 'submitted', 'the record is still submitted')
 })
+
+t.test(
+  'a user id is kept in lower case without urn:uuid:, so the row rule that names its person finds the record',
+  async (t) => {
+    const owner = await userWithToken(server, 'acme', ['action-owner'])
+    const incident = await server.request('POST', '/api/v1/records', {
+      body: { moduleKey: 'incident', payload: incidentPayload() }
+    })
+    const action = await server.request('POST', '/api/v1/records', {
+      body: {
+        moduleKey: 'corrective-action',
+        payload: {
+          title: 'Fix the rail',
+          incident: incident.body.id,
+          kind: 'corrective',
+          owner: owner.id.toUpperCase()
+        }
+      }
+    })
+    t.equal(action.status, 201, action.text)
+    t.equal(action.body.payload.owner, owner.id, 'stored as the person is known')
+    const seen = await server.request('GET', `/api/v1/records/${action.body.id}`, { token: owner.token })
+    t.equal(seen.status, 200, 'the owner sees the action assigned to them')
+    const patched = await server.request('PATCH', `/api/v1/records/${action.body.id}`, {
+      body: { payload: { owner: `urn:uuid:${owner.id}` } }
+    })
+    t.equal(patched.status, 200)
+    t.same(
+      [patched.body.version, patched.body.activity.length],
+      [1, 1],
+      'the same person written otherwise is no change: nothing written'
+    )
+  }
+)
