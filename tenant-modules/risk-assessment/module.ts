@@ -1,6 +1,22 @@
 import { defineModule } from '@qehs-records/module-sdk'
 
 /** Task risk assessments: hazards, likelihood × severity banded by the platform, reviewed by someone else. */
+/** What was assessed: it stays as approved, and as reviewed, until the assessment is revised. */
+const assessed = [
+  'title',
+  'site',
+  'area',
+  'scope',
+  'hazards',
+  'likelihood',
+  'severity',
+  'additionalControls',
+  'residualLikelihood',
+  'residualSeverity',
+  'assessor',
+  'assessedOn'
+]
+
 export default defineModule({
   key: 'risk-assessment',
   version: '1.0.0',
@@ -103,41 +119,13 @@ export default defineModule({
         label: 'Approved',
         requires: ['reviewer', 'reviewDate'],
         // What was assessed and approved stays as approved: changing it means revising, which the activity shows.
-        locks: [
-          'title',
-          'site',
-          'area',
-          'scope',
-          'hazards',
-          'likelihood',
-          'severity',
-          'additionalControls',
-          'residualLikelihood',
-          'residualSeverity',
-          'assessor',
-          'assessedOn',
-          'reviewer',
-          'reviewDate'
-        ]
+        locks: [...assessed, 'reviewer', 'reviewDate']
       },
       {
         key: 'review-due',
         label: 'Review due',
         // The review: the assessment as approved stays, the reviewer sets the next review date and confirms it.
-        locks: [
-          'title',
-          'site',
-          'area',
-          'scope',
-          'hazards',
-          'likelihood',
-          'severity',
-          'additionalControls',
-          'residualLikelihood',
-          'residualSeverity',
-          'assessor',
-          'assessedOn'
-        ]
+        locks: assessed
       },
       { key: 'superseded', label: 'Superseded', final: true, locks: ['*'] },
       { key: 'archived', label: 'Archived', final: true, locks: ['*'] }
