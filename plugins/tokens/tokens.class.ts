@@ -280,12 +280,8 @@ export class TokensService {
         ])
       }
     }
-    const bounded = withinCreator(
-      p,
-      data.type,
-      { scopes: data.scopes ?? null, roles, expiresAt: data.expiresAt },
-      this.grantContext(p.tenantId)
-    )
+    const asked = { scopes: data.scopes ?? null, roles, expiresAt: data.expiresAt }
+    const bounded = withinCreator(p, data.type, asked, this.grantContext(p.tenantId))
     const { token, credential } = await this.o.credentials.create({
       tenantId: p.tenantId,
       kind,
