@@ -96,8 +96,16 @@ function formInput(form: URLSearchParams): CreateForm {
   return {
     name: field(form, 'name'),
     type: field(form, 'type') || 'personal',
-    // A module picked beside a module-bound scope narrows it to that module (`records:read:incident`).
-    scopes: listed('scopes').map((s) => {
+    // A module picked beside a module-bound scope narrows it to that module (`records:read:incident`),
+    // and picking one is asking for the scope, ticked or not.
+    scopes: [
+      ...new Set([
+        ...listed('scopes'),
+        ...[...form.keys()]
+          .filter((k) => k.startsWith('module:') && field(form, k))
+          .map((k) => k.slice('module:'.length))
+      ])
+    ].map((s) => {
       const moduleKey = field(form, `module:${s}`)
       return moduleKey ? `${s}:${moduleKey}` : s
     }),

@@ -103,6 +103,13 @@ t.test('a module-bound scope is created from the picker and works against that m
   t.equal(inspections.status, 403, 'another module she reads is refused to this token')
   t.equal(inspections.body.code, 'scope.missing')
 
+  const picked = await send(server, 'POST', '/settings/api-keys', {
+    cookie: rita.cookie,
+    form: { csrf: rita.csrf, name: 'picked only', type: 'personal', 'module:records:write': 'incident', expires: '7' }
+  })
+  t.equal(picked.status, 201, 'picking a module without ticking its scope asks for the scope')
+  t.match(picked.html, '<code>records:write:incident</code>')
+
   const forged = await send(server, 'POST', '/settings/api-keys', {
     cookie: rita.cookie,
     form: {
