@@ -1,7 +1,7 @@
 import type { Session } from '../../core/auth/sessions.ts'
-import { hasTenantReach, isAdmin, type Principal } from '../../core/auth/principal.ts'
+import { isAdmin } from '../../core/auth/principal.ts'
 import { ApiError, type FieldProblem } from '../../core/errors/index.ts'
-import type { TokenData, TokenOut, TokenType } from '../tokens/tokens.shared.ts'
+import type { TokenData, TokenGrant, TokenOut } from '../tokens/tokens.shared.ts'
 import { tokensPath } from '../tokens/tokens.shared.ts'
 import {
   createdPage,
@@ -28,21 +28,18 @@ function tokens(r: PageRequest, session: Session) {
   return {
     find: () => service.find({ ...params, query: isAdmin(session.principal) ? { all: true } : {} }),
     create: (data: TokenData) => service.create(data, params),
-    remove: (id: string) => service.remove(id, params)
+    remove: (id: string) => service.remove(id, params),
+    // The form offers exactly what the service would accept from this principal.
+    grant: (): TokenGrant => service.grant(params)
   }
 }
 
-/**
- * The types the form offers: admins add service accounts (acting within their own roles);
- * a tenant API key only to a principal that acts as the whole tenant, which a session never
- * does (see withinCreator in the tokens service, which decides).
- */
-function creatableTypes(p: Principal): TokenType[] {
-  return [
-    'personal',
-    ...(isAdmin(p) ? (['service-account'] as const) : []),
-    ...(hasTenantReach(p) ? (['api-key'] as const) : [])
-  ]
+/** The titles of the tenant's modules, for the module pickers. */
+function moduleTitles(r: PageRequest, session: Session): Record<string, string> {
+  const titles: Record<string, string> = {}
+  for (const [key, m] of r.platform.tenants.get(session.principal.tenantId)?.modules ?? [])
+    titles[key] = m.definition.title ?? key
+  return titles
 }
 
 /** The session, or a redirect to sign in (and then come back here). */
@@ -60,7 +57,8 @@ async function renderList(
   errors: string[],
   notice?: string
 ) {
-  const { items } = await tokens(r, session).find()
+  const door = tokens(r, session)
+  const { items } = await door.find()
   sendPage(
     r,
     status,
@@ -68,7 +66,8 @@ async function renderList(
       frame: frameFor(r, session),
       tokens: items,
       admin: isAdmin(session.principal),
-      types: creatableTypes(session.principal),
+      grant: door.grant(),
+      modules: moduleTitles(r, session),
       form,
       errors,
       notice
@@ -86,17 +85,31 @@ async function showList(r: PageRequest) {
 
 function formInput(form: URLSearchParams): CreateForm {
   const expires = field(form, 'expires')
+  const listed = (name: string) => [
+    ...new Set(
+      form
+        .getAll(name)
+        .map((s) => s.trim())
+        .filter(Boolean)
+    )
+  ]
   return {
     name: field(form, 'name'),
     type: field(form, 'type') || 'personal',
+    // A module picked beside a module-bound scope narrows it to that module (`records:read:incident`),
+    // and picking one is asking for the scope, ticked or not.
     scopes: [
-      ...new Set(
-        form
-          .getAll('scopes')
-          .map((s) => s.trim())
-          .filter(Boolean)
-      )
-    ],
+      ...new Set([
+        ...listed('scopes'),
+        ...[...form.keys()]
+          .filter((k) => k.startsWith('module:') && field(form, k))
+          .map((k) => k.slice('module:'.length))
+      ])
+    ].map((s) => {
+      const moduleKey = field(form, `module:${s}`)
+      return moduleKey ? `${s}:${moduleKey}` : s
+    }),
+    roles: listed('roles'),
     expires: (expiryChoices as readonly string[]).includes(expires) ? (expires as ExpiryChoice) : 'never',
     expiresOn: field(form, 'expiresOn')
   }
@@ -122,6 +135,7 @@ function tokenData(f: CreateForm, raw: URLSearchParams): { data: TokenData; prob
     type: f.type,
     name: f.name,
     ...(f.scopes.length ? { scopes: f.scopes } : {}),
+    ...(f.roles.length ? { roles: f.roles } : {}),
     ...(expiresAt ? { expiresAt } : {})
   } as TokenData
   return { data, problems }

@@ -1,5 +1,5 @@
 import { scopeCatalogue } from '../../core/auth/scopes.ts'
-import type { TokenOut, TokenType } from '../tokens/tokens.shared.ts'
+import type { TokenGrant, TokenOut, TokenType } from '../tokens/tokens.shared.ts'
 import { html, type SafeHtml } from './html.ts'
 import { alertList, layout, type PageFrame } from './layout.ts'
 
@@ -11,19 +11,22 @@ export interface CreateForm {
   name: string
   type: string
   scopes: string[]
+  roles: string[]
   expires: ExpiryChoice
   expiresOn: string
 }
 
-export const emptyForm: CreateForm = { name: '', type: 'personal', scopes: [], expires: '30', expiresOn: '' }
+export const emptyForm: CreateForm = { name: '', type: 'personal', scopes: [], roles: [], expires: '30', expiresOn: '' }
 
 export interface ListView {
   frame: Omit<PageFrame, 'main' | 'title' | 'script'>
   tokens: TokenOut[]
   /** Admins see every token of the tenant. */
   admin: boolean
-  /** The types the signed-in user may create (the service refuses the others anyway). */
-  types: TokenType[]
+  /** What the signed-in user may give a token (the tokens service's tokenGrant): the form offers only this. */
+  grant: TokenGrant
+  /** Titles of the tenant's modules by key, for the module pickers. */
+  modules: Record<string, string>
   form: CreateForm
   errors: string[]
   notice?: string
@@ -37,7 +40,7 @@ const typeLabels: Record<TokenType, string> = {
 const typeHints: Record<TokenType, string> = {
   personal: 'acts as you, with your roles (narrowed by any scopes you pick)',
   'service-account': 'an integration with explicit scopes (pick at least one), acting with your roles',
-  'api-key': 'acts as the whole organisation'
+  'api-key': 'acts as the whole organisation, with every role (offered because you hold every role)'
 }
 const expiryLabels: Record<ExpiryChoice, string> = {
   never: 'Never',
@@ -86,9 +89,33 @@ function tokenTable(v: ListView, csrfToken: string): SafeHtml {
 </table>`
 }
 
+/** One checkbox per scope the person could use; a module-bound one with a picker of the modules it works on. */
+function scopeChoices(v: ListView): SafeHtml {
+  const f = v.form
+  const offered = Object.entries(scopeCatalogue).filter(([scope]) => v.grant.scopes.includes(scope))
+  return html`${offered.map(([scope, s], i) => {
+    const narrowedTo = f.scopes.find((x) => x.startsWith(`${scope}:`))?.slice(scope.length + 1)
+    const ticked = f.scopes.includes(scope) || narrowedTo !== undefined
+    const box = html`<label><input type="checkbox" name="scopes" value="${scope}"${ticked ? html` checked` : ''}> <span><code>${scope}</code> ${s.description}</span></label>`
+    if (!s.perModule) return box
+    const modules = v.grant.scopes.filter((x) => x.startsWith(`${scope}:`)).map((x) => x.slice(scope.length + 1))
+    return html`<div class="scope-row">${box}
+<label for="scope-module-${i}" class="visually-hidden">Modules for ${scope}</label>
+<select id="scope-module-${i}" name="module:${scope}"><option value="">every module you can use</option>${modules.map((m) => html`<option value="${m}"${narrowedTo === m ? html` selected` : ''}>only ${v.modules[m] ?? m}</option>`)}</select></div>`
+  })}`
+}
+
+function roleChoices(v: ListView): SafeHtml {
+  if (!v.grant.types.includes('service-account')) return html``
+  return html`<fieldset><legend>Roles (service accounts)</legend>
+<p class="hint">A service account acts with the roles ticked here; leave all unticked to give it yours. Personal tokens always act with your roles.</p>
+${v.grant.roles.map((r) => html`<label><input type="checkbox" name="roles" value="${r}"${v.form.roles.includes(r) ? html` checked` : ''}> ${r}</label>`)}
+</fieldset>`
+}
+
 function createForm(v: ListView, csrfToken: string): SafeHtml {
   const f = v.form
-  const types = v.types
+  const types = v.grant.types
   return html`<form class="card" method="post" action="/settings/api-keys" novalidate>
 <input type="hidden" name="csrf" value="${csrfToken}">
 ${alertList(v.errors)}
@@ -98,9 +125,10 @@ ${alertList(v.errors)}
 <label for="type">Type</label>
 <select id="type" name="type">${types.map((t) => html`<option value="${t}"${f.type === t ? html` selected` : ''}>${typeLabels[t]}: ${typeHints[t]}</option>`)}</select>
 <fieldset><legend>Scopes</legend>
-<p class="hint">Leave all unticked for a personal token that may do whatever your roles allow.</p>
-${Object.entries(scopeCatalogue).map(([scope, s]) => html`<label><input type="checkbox" name="scopes" value="${scope}"${f.scopes.includes(scope) ? html` checked` : ''}> <span><code>${scope}</code> ${s.description}</span></label>`)}
+<p class="hint">Only scopes your roles can use are offered. Leave all unticked for a personal token that may do whatever your roles allow; pick a module to narrow a scope to it.</p>
+${scopeChoices(v)}
 </fieldset>
+${roleChoices(v)}
 <fieldset><legend>Expires</legend>
 ${expiryChoices.map((c) => html`<label><input type="radio" name="expires" value="${c}"${f.expires === c ? html` checked` : ''}> ${expiryLabels[c]}</label>`)}
 <label for="expiresOn" class="visually-hidden">Expiry date</label>

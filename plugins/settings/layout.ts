@@ -40,6 +40,7 @@ fieldset{border:1px solid var(--line);border-radius:6px;margin:1rem 0 0;padding:
 legend{font-weight:600;padding:0 .3rem}
 fieldset label{display:flex;gap:.5rem;align-items:baseline;font-weight:normal;margin:.35rem 0}
 .hint{color:var(--muted);font-size:.9rem;margin:.2rem 0 0}
+.scope-row select{width:auto;max-width:calc(100% - 1.6rem);margin:0 0 .4rem 1.6rem;padding:.25rem .4rem}
 button{font:inherit;padding:.5rem 1rem;border-radius:6px;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer}
 button.secondary{background:#fff;color:var(--accent)}
 button.danger{background:#fff;color:var(--danger);border-color:var(--danger);padding:.25rem .7rem}

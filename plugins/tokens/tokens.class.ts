@@ -1,11 +1,12 @@
 import { assertScope } from '../../core/auth/access.ts'
 import type { CredentialInfo, CredentialStore } from '../../core/auth/credentials.ts'
-import { hasTenantReach, isAdmin, requirePrincipal, type Principal } from '../../core/auth/principal.ts'
+import { isAdmin, requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { scopeCatalogue, scopesBeyond, unknownScopes } from '../../core/auth/scopes.ts'
 import type { CredentialKind } from '../../core/auth/tokens.ts'
 import type { UserDirectory } from '../../core/auth/users.ts'
 import { problems } from '../../core/errors/index.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
+import { actsAsTenant, tokenGrant, type GrantContext, type TokenGrant } from './tokens.grant.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
 import {
   tokenDataValidator,
@@ -58,20 +59,21 @@ const scopesText = (scopes: Principal['scopes']) =>
 
 /**
  * What a creator may hand on: a created token never has more than its creator's rights
- * (type reach, roles, scopes) and never outlives it. What the request leaves out (roles of a
- * service account, scopes, expiresAt) is the creator's own, so it is within them; what it
- * names beyond them is a 403 naming what the creator holds.
+ * (type reach, roles, scopes: its grant, tokenGrant) and never outlives it. What the request
+ * leaves out (roles of a service account, scopes, expiresAt) is the creator's own, so it is
+ * within them; what it names beyond them is a 403 naming what the creator holds.
  */
 export function withinCreator(
   p: Principal,
   type: TokenType,
-  asked: { scopes: string[] | null; roles: string[] | null; expiresAt?: string | null }
+  asked: { scopes: string[] | null; roles: string[] | null; expiresAt?: string | null },
+  tenant: GrantContext
 ): { scopes: string[] | null; roles: string[] | null; expiresAt: string | null } {
   // A tenant API key acts as the tenant with every role: only a creator with that reach hands it on.
-  if (type === 'api-key' && !hasTenantReach(p)) {
+  if (type === 'api-key' && !actsAsTenant(p, tenant.knownRoles)) {
     throw problems.forbidden(
       'token.escalation',
-      `A tenant API key acts as the whole tenant, with every role; only a credential that does so itself (an unscoped tenant API key, or the CLI) creates one. This credential acts with ${rolesText(p.roles)} and ${scopesText(p.scopes)}: create a service-account token within them instead.`,
+      `A tenant API key acts as the whole tenant, with every role; only a credential that does so itself (an unscoped tenant API key, the CLI, or a person holding every role of the tenant, ${tenant.knownRoles.join(', ')}) creates one. This credential acts with ${rolesText(p.roles)} and ${scopesText(p.scopes)}: create a service-account token within them instead.`,
       { escalation: 'type', heldRoles: p.roles, heldScopes: p.scopes }
     )
   }
@@ -105,6 +107,16 @@ export function withinCreator(
         { escalation: 'scopes', notHeld, heldScopes: p.scopes }
       )
     }
+  }
+  // What the creator's roles cannot use is not handed on either (a reporter's token gets no scim).
+  const grant: TokenGrant = tokenGrant(p, tenant)
+  const unusable = (scopes ?? []).filter((s) => !grant.scopes.includes(s))
+  if (unusable.length) {
+    throw problems.forbidden(
+      'scope.escalation',
+      `This credential acts with ${rolesText(p.roles)}, which cannot use ${unusable.join(', ')}; a token is given only scopes its creator could use: ${grant.scopes.join(', ') || 'none'}.`,
+      { escalation: 'scopes', notHeld: unusable, heldScopes: grant.scopes }
+    )
   }
   // A browser session is its user signed in with their password, not a credential handed to a
   // program: signing in again renews it, so its end does not bound the tokens it creates.
@@ -143,6 +155,18 @@ export class TokensService {
         { missing: 'admin' }
       )
     return p
+  }
+
+  /** The tenant's modules and roles, which bound what a creator may give (tokenGrant). */
+  grantContext(tenantId: string): GrantContext {
+    const tenant = this.o.tenants.get(tenantId)
+    return { modules: [...(tenant?.modules.values() ?? [])], knownRoles: this.o.users.knownRoles(tenantId) }
+  }
+
+  /** What the principal may give a token it creates: the settings page offers exactly this. */
+  grant(params: TokenParams): TokenGrant {
+    const p = this.principal(params)
+    return tokenGrant(p, this.grantContext(p.tenantId))
   }
 
   /** Whether the principal may see and revoke this token. */
@@ -256,7 +280,8 @@ export class TokensService {
         ])
       }
     }
-    const bounded = withinCreator(p, data.type, { scopes: data.scopes ?? null, roles, expiresAt: data.expiresAt })
+    const asked = { scopes: data.scopes ?? null, roles, expiresAt: data.expiresAt }
+    const bounded = withinCreator(p, data.type, asked, this.grantContext(p.tenantId))
     const { token, credential } = await this.o.credentials.create({
       tenantId: p.tenantId,
       kind,

@@ -46,7 +46,7 @@ export const tokenDataSchema = Type.Object(
       Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
         uniqueItems: true,
         maxItems: 100,
-        description: 'Within your own; left out: yours'
+        description: 'Within your own, and only scopes your roles can use; left out: yours'
       })
     ),
     roles: Type.Optional(

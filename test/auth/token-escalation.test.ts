@@ -22,9 +22,12 @@ async function created(token: string, body: Record<string, unknown>) {
   return res.body
 }
 
-/** The admin service account of the finding: it cannot read medical details itself. */
+/**
+ * The admin service account of the finding: it cannot read medical details itself. It also
+ * audits (reads incidents), as a creator hands on only scopes its roles can use.
+ */
 const adminServiceAccount = (scopes = ['tokens:write', 'records:read:incident']) =>
-  created(apiKey, { type: 'service-account', name: 'admin robot', roles: ['admin'], scopes })
+  created(apiKey, { type: 'service-account', name: 'admin robot', roles: ['admin', 'auditor'], scopes })
 
 /** An incident with medical details, which only health-officer (or the tenant) may read. */
 async function incidentWithMedicalDetails() {
@@ -57,9 +60,9 @@ t.test('a service account acting as admin cannot give a token a role it does not
   t.equal(res.body.code, 'token.escalation')
   t.equal(res.body.escalation, 'roles')
   t.same(res.body.notHeld, ['health-officer'])
-  t.same(res.body.heldRoles, ['admin'])
+  t.same(res.body.heldRoles, ['admin', 'auditor'])
   t.match(res.body.detail, /health-officer/)
-  t.match(res.body.detail, /admin/)
+  t.match(res.body.detail, /admin, auditor/)
   t.notOk((await tokenNames()).includes('health robot'), 'nothing was created')
 
   const inherits = await mint(creator.token, {
@@ -68,7 +71,7 @@ t.test('a service account acting as admin cannot give a token a role it does not
     scopes: ['records:read:incident']
   })
   t.equal(inherits.status, 201, 'naming no roles is fine')
-  t.same(inherits.body.roles, ['admin'], "and gives the creator's roles, not the whole tenant's")
+  t.same(inherits.body.roles, ['admin', 'auditor'], "and gives the creator's roles, not the whole tenant's")
   const read = await server.request('GET', `/api/v1/records/${id}`, { token: inherits.body.token })
   t.notOk(read.body?.payload?.medicalDetails, 'so it cannot read medical details either')
 })
@@ -80,7 +83,7 @@ t.test('a scoped service account cannot create a tenant API key, which would act
     t.equal(res.status, 403, `api-key ${JSON.stringify(body)}: 403`)
     t.equal(res.body.code, 'token.escalation')
     t.equal(res.body.escalation, 'type')
-    t.same(res.body.heldRoles, ['admin'])
+    t.same(res.body.heldRoles, ['admin', 'auditor'])
     t.same(res.body.heldScopes, ['tokens:write', 'records:read:incident'])
     t.match(res.body.detail, /whole tenant/)
   }

@@ -106,6 +106,29 @@ async function browserTests() {
     }
   )
 
+  await t.test(
+    'a scope is narrowed to one module with the keyboard, and the token reads that module only',
+    async (t) => {
+      await page.getByLabel('Name').fill('incidents only')
+      await page.locator('input[name="scopes"][value="records:read"]').focus()
+      await page.keyboard.press('Space')
+      await page.keyboard.press('Tab')
+      t.equal(
+        await page.evaluate(() => document.activeElement?.getAttribute('name')),
+        'module:records:read',
+        'the module picker follows its scope'
+      )
+      await page.getByLabel('Modules for records:read').selectOption({ label: 'only Incident' })
+      await shot(page, 'narrowed')
+      await page.getByRole('button', { name: 'Create token' }).click()
+      await page.getByRole('heading', { name: 'Token created' }).waitFor()
+      const narrowed = await page.locator('#token').inputValue()
+      t.equal((await bearer(narrowed, '/api/v1/records?moduleKey=incident')).status, 200, 'incidents are read')
+      t.equal((await bearer(narrowed, '/api/v1/records?moduleKey=inspection')).status, 403, 'inspections are not')
+      await page.goto('/settings/api-keys')
+    }
+  )
+
   await t.test('revoking with the button makes the next call with the token fail with auth.revoked', async (t) => {
     await page.getByRole('button', { name: 'Revoke browser token' }).click()
     await page.getByText('The token was revoked').waitFor()
