@@ -156,7 +156,11 @@ ${v.rotateError ? html`<div class="alert error" role="alert">${v.rotateError}</d
   )
 }
 
-/** Shown once, straight in the answer to the create or rotate form: the only page with the secret. */
+/**
+ * Shown once, straight in the answer to the create or rotate form: the only page with the
+ * secret. Its way back is another address than the form's (a query), so the browser loads
+ * the list rather than scrolling within this page.
+ */
 export function secretPage(frame: Frame, w: WebhookOut, created: boolean): string {
   return page(
     frame,
@@ -166,7 +170,7 @@ export function secretPage(frame: Frame, w: WebhookOut, created: boolean): strin
 <label for="secret">Signing secret of <code>${w.url}</code></label>
 <div class="secret"><input type="text" id="secret" value="${w.secret ?? ''}" readonly autocomplete="off" spellcheck="false" aria-describedby="once"></div>
 </div>
-<p><a href="${webhooksPagePath}#webhook-${w.id}">Back to webhooks</a></p>`
+<p><a href="${webhooksPagePath}?done=${created ? 'created' : 'rotated'}#webhook-${w.id}">Back to webhooks</a></p>`
   )
 }
 

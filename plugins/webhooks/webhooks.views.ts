@@ -24,6 +24,8 @@ export const notices = {
   resumed:
     'The subscription was resumed: events from now on are delivered again. Events that occurred while it was disabled were not queued; replay them through the API if the receiver needs them.',
   'already-enabled': 'The subscription was already enabled; nothing was changed.',
+  created: 'The subscription was created. Send it a test event to check that the receiver answers.',
+  rotated: 'The signing secret was rotated: the previous one signs beside the new one until the time shown.',
   updated: 'The subscription was saved.',
   unchanged: 'Nothing was changed: the form held the subscription as it was.',
   deleted: 'The subscription was deleted: its events are no longer delivered.'

@@ -43,7 +43,7 @@ t.test('the create form offers every event kind the service accepts and the tena
     t.match(got.html, `<input type="checkbox" name="kinds" value="${kind}">`, `kind ${kind}`)
   for (const m of ['incident', 'corrective-action', 'inspection'])
     t.match(got.html, `<input type="checkbox" name="modules" value="${m}">`, `module ${m}`)
-  t.match(got.html, '<a href="/settings/webhooks" aria-current="page">Webhooks</a>')
+  t.match(got.html, '<a href="/settings/webhooks" data-label="Webhooks" aria-current="page">Webhooks</a>')
 })
 
 t.test('creating through the page shows the signing secret once, and the subscription works', async (t) => {

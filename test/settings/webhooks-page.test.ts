@@ -94,7 +94,7 @@ t.test('an admin without subscriptions is told how to create one, on the page or
   t.match(got.html, 'href="/api/docs"', 'links the API reference')
   t.match(
     got.html,
-    '<a href="/settings/webhooks" aria-current="page">Webhooks</a>',
+    '<a href="/settings/webhooks" data-label="Webhooks" aria-current="page">Webhooks</a>',
     'the settings menu has the page, for an admin'
   )
 })
