@@ -62,7 +62,7 @@ const codes = (values: string[]) => html`${values.map((v, i) => html`${i ? ', ' 
 
 function state(w: WebhookOut): SafeHtml {
   if (w.enabled) return html`<span class="state-enabled">Enabled</span>`
-  const reason = w.disabledReason ?? 'Disabled through the API (enabled: false).'
+  const reason = w.disabledReason ?? 'Paused by an admin, on this page or through the API (enabled: false).'
   return html`<span class="state-disabled">Disabled</span>${w.disabledAt ? html` since ${when(w.disabledAt)}` : ''}<p class="hint">${reason}</p><p class="hint">Events are not queued while it is disabled.</p>`
 }
 

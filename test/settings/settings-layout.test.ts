@@ -123,6 +123,8 @@ async function browserTests() {
       await page.getByRole('checkbox', { name: /Active/ }).uncheck()
       await page.getByRole('button', { name: 'Save changes' }).click()
       await page.getByText('The subscription was saved.').waitFor()
+      await page.locator('.webhook', { hasText: 'Browser-made hook' }).scrollIntoViewIfNeeded()
+      await shot(page, 'webhooks-list')
       t.match(await page.locator('.webhook', { hasText: 'Browser-made hook' }).innerText(), 'Disabled')
       await page.getByRole('link', { name: 'Delete Browser-made hook' }).click()
       await shot(page, 'webhooks-delete')
