@@ -18,13 +18,15 @@ export interface PageFrame {
 const css = `
 :root{color-scheme:light;--fg:#1d2330;--muted:#5b6475;--line:#d8dde6;--bg:#f6f7f9;--accent:#1f5fbf;--danger:#b3261e;--ok:#1e6b34}
 *{box-sizing:border-box}
+html{scrollbar-gutter:stable}
 body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
 header{background:#fff;border-bottom:1px solid var(--line)}
 header .bar{max-width:72rem;margin:0 auto;padding:.6rem 1rem;display:flex;gap:1rem;align-items:center;justify-content:space-between}
 header .brand{font-weight:600;color:var(--fg);text-decoration:none}
 header .who{color:var(--muted);font-size:.9rem;display:flex;gap:.75rem;align-items:center}
 header nav{display:flex;gap:1.25rem;margin-right:auto}
-header nav a{color:var(--accent);text-decoration:none;padding:.15rem 0;border-bottom:2px solid transparent}
+header nav a{color:var(--accent);text-decoration:none;padding:.15rem 0;border-bottom:2px solid transparent;display:inline-flex;flex-direction:column;align-items:center}
+header nav a::after{content:attr(data-label) / "";font-weight:600;height:0;overflow:hidden;visibility:hidden}
 header nav a:hover{border-bottom-color:var(--line)}
 header nav a[aria-current=page]{color:var(--fg);font-weight:600;border-bottom-color:var(--accent)}
 main{max-width:72rem;margin:2rem auto;padding:0 1rem}
@@ -64,7 +66,12 @@ code{font:.88em ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:
 // Our own constant stylesheet: the one value passed through unescaped.
 const styles = new SafeHtml(css)
 
-/** The frame around every settings page. */
+/**
+ * The frame around every settings page, the same header on each: the gutter of a scroll bar
+ * is always kept (a long page and a short one centre the bar alike), and each menu link is
+ * as wide as its bold form (the current page's link is bold, which would otherwise widen it
+ * and push the links after it).
+ */
 export function layout(p: PageFrame): string {
   return html`<!doctype html>
 <html lang="en">
@@ -80,7 +87,7 @@ ${p.head ?? ''}
 <a class="brand" href="/settings/api-keys">Records</a>
 ${
   p.account && p.nav?.length
-    ? html`<nav aria-label="Settings">${p.nav.map((l) => html`<a href="${l.href}"${l.current ? html` aria-current="page"` : ''}>${l.label}</a>`)}</nav>`
+    ? html`<nav aria-label="Settings">${p.nav.map((l) => html`<a href="${l.href}" data-label="${l.label}"${l.current ? html` aria-current="page"` : ''}>${l.label}</a>`)}</nav>`
     : ''
 }
 ${

@@ -1,8 +1,16 @@
 import { html, layout, SafeHtml, type PageFrame } from '../settings/settings.shared.ts'
 import type { DeliveryAttempt, WebhookOut } from './webhooks.schema.ts'
+import {
+  createForm,
+  formStyles,
+  webhooksPagePath,
+  type FieldErrors,
+  type FormChoices,
+  type SubscriptionForm
+} from './webhooks.forms.ts'
 import { webhooksPath } from './webhooks.shared.ts'
 
-export const webhooksPagePath = '/settings/webhooks'
+export { webhooksPagePath }
 
 /** Attempts shown per subscription, newest first; the API's log (up to 200) has the rest. */
 export const attemptsShown = 10
@@ -15,7 +23,12 @@ export const notices = {
     'A test event (webhook.test) was queued, but the subscription is disabled: it is delivered once the subscription is resumed.',
   resumed:
     'The subscription was resumed: events from now on are delivered again. Events that occurred while it was disabled were not queued; replay them through the API if the receiver needs them.',
-  'already-enabled': 'The subscription was already enabled; nothing was changed.'
+  'already-enabled': 'The subscription was already enabled; nothing was changed.',
+  created: 'The subscription was created. Send it a test event to check that the receiver answers.',
+  rotated: 'The signing secret was rotated: the previous one signs beside the new one until the time shown.',
+  updated: 'The subscription was saved.',
+  unchanged: 'Nothing was changed: the form held the subscription as it was.',
+  deleted: 'The subscription was deleted: its events are no longer delivered.'
 } as const
 export type Notice = keyof typeof notices
 
@@ -25,6 +38,10 @@ export interface WebhooksView {
   /** After how long of failing the service disables a subscription (config webhooks.disableAfterFailingHours). */
   disableAfterFailingHours: number
   notice?: Notice
+  /** The create form: empty, or as sent with the service's problems beside its fields. */
+  form: SubscriptionForm
+  choices: FormChoices
+  errors: FieldErrors
 }
 
 // The page's own rules beside the shared stylesheet, under the same nonce: a constant, the one value passed through unescaped.
@@ -33,7 +50,8 @@ const styles =
 .webhook h3{font-size:1rem;margin:1.25rem 0 .5rem}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.3rem 1rem;margin:.75rem 0}dl.facts dt{font-weight:600}dl.facts dd{margin:0;overflow-wrap:anywhere}
 .state-enabled,.outcome-succeeded{color:var(--ok);font-weight:600}.state-disabled,.outcome-failed{color:var(--danger);font-weight:600}.outcome-retrying{color:#6b4e00;font-weight:600}
-td code{overflow-wrap:anywhere}`)
+td code{overflow-wrap:anywhere}
+${formStyles}`)
 
 function when(iso: string | null): SafeHtml {
   if (!iso) return html``
@@ -44,7 +62,7 @@ const codes = (values: string[]) => html`${values.map((v, i) => html`${i ? ', ' 
 
 function state(w: WebhookOut): SafeHtml {
   if (w.enabled) return html`<span class="state-enabled">Enabled</span>`
-  const reason = w.disabledReason ?? 'Disabled through the API (enabled: false).'
+  const reason = w.disabledReason ?? 'Paused by an admin, on this page or through the API (enabled: false).'
   return html`<span class="state-disabled">Disabled</span>${w.disabledAt ? html` since ${when(w.disabledAt)}` : ''}<p class="hint">${reason}</p><p class="hint">Events are not queued while it is disabled.</p>`
 }
 
@@ -81,7 +99,7 @@ function actions(w: WebhookOut, csrfToken: string): SafeHtml {
   const form = (action: string, button: string, aria: string, secondary: boolean) =>
     html`<form method="post" action="${webhooksPagePath}/${w.id}/${action}"><input type="hidden" name="csrf" value="${csrfToken}"><button type="submit"${secondary ? html` class="secondary"` : ''} aria-label="${aria}">${button}</button></form>`
   // Only an enabled subscription is sent a test now; a disabled one first needs resuming.
-  return html`<div class="actions">${w.enabled ? form('test', 'Send test event', `Send a test event to ${label}`, true) : form('resume', 'Resume', `Resume ${label}`, false)}</div>`
+  return html`<div class="actions">${w.enabled ? form('test', 'Send test event', `Send a test event to ${label}`, true) : form('resume', 'Resume', `Resume ${label}`, false)}<a href="${webhooksPagePath}/${w.id}/edit" aria-label="Edit ${label}">Edit</a><a href="${webhooksPagePath}/${w.id}/delete" aria-label="Delete ${label}">Delete…</a></div>`
 }
 
 function subscriptionCard(v: WebhooksView, w: WebhookOut, attempts: DeliveryAttempt[], csrfToken: string): SafeHtml {
@@ -110,7 +128,7 @@ ${attemptsTable(w, attempts)}
 
 const emptyState = html`<div class="card">
 <p><strong>No webhook subscriptions yet.</strong></p>
-<p>Create one through the API: <code>POST /${webhooksPath}</code> with a body such as <code>{"url": "https://example.com/records-hook", "kinds": ["record.created", "record.transitioned"]}</code>, sent by a tenant admin’s token that holds the <code>webhooks:write</code> scope (create one under <a href="/settings/api-keys">API keys and tokens</a>). The response holds the signing secret, shown that once. The <a href="/api/docs">API reference</a> describes every field.</p>
+<p>Create one with the form below, or through the API: <code>POST /${webhooksPath}</code> with a body such as <code>{"url": "https://example.com/records-hook", "kinds": ["record.created", "record.transitioned"]}</code>, sent by a tenant admin’s token that holds the <code>webhooks:write</code> scope (create one under <a href="/settings/api-keys">API keys and tokens</a>). Either way the signing secret is shown once, in the answer. The <a href="/api/docs">API reference</a> describes every field.</p>
 </div>`
 
 /** The tenant's subscriptions with their recent delivery attempts. Never the signing secret: the service does not return it here. */
@@ -123,8 +141,9 @@ export function webhooksPage(v: WebhooksView): string {
     main: html`<main>
 <h1>Webhooks</h1>
 ${v.notice ? html`<div class="alert ok" role="status">${notices[v.notice]}</div>` : ''}
-<p>Webhook subscriptions send the organisation’s events to a URL as signed requests. They are created and changed through the API (<code>/${webhooksPath}</code>); here you see them and what their receivers answered, send a test event, and resume a subscription the service disabled. Signing secrets are never shown after creation: rotate one through the API if it is lost.</p>
+<p>Webhook subscriptions send the organisation’s events to a URL as signed requests. Here you create, change and delete them (the same checks as the API, <code>/${webhooksPath}</code>, apply), see what their receivers answered, send a test event, and resume a subscription the service disabled. A signing secret is shown once, when it is created or rotated: rotate it on the subscription’s edit page if it is lost. <a href="#new">New subscription</a></p>
 ${v.subscriptions.length ? v.subscriptions.map((s) => subscriptionCard(v, s.webhook, s.attempts, csrfToken)) : emptyState}
+${createForm(v.frame, v.form, v.choices, v.errors)}
 </main>`
   })
 }

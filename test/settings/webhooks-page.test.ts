@@ -84,7 +84,7 @@ t.test('without a session the page and its forms send the visitor to sign in, an
   t.equal(post.location, '/sign-in?next=/settings/webhooks')
 })
 
-t.test('an admin without subscriptions is told how to create one through the API', async (t) => {
+t.test('an admin without subscriptions is told how to create one, on the page or through the API', async (t) => {
   const ida = await browserOf('ida', 'initech')
   const got = await page(ida.cookie)
   t.equal(got.status, 200)
@@ -94,7 +94,7 @@ t.test('an admin without subscriptions is told how to create one through the API
   t.match(got.html, 'href="/api/docs"', 'links the API reference')
   t.match(
     got.html,
-    '<a href="/settings/webhooks" aria-current="page">Webhooks</a>',
+    '<a href="/settings/webhooks" data-label="Webhooks" aria-current="page">Webhooks</a>',
     'the settings menu has the page, for an admin'
   )
 })
@@ -333,7 +333,7 @@ t.test(
 t.test('other methods get 405 with Allow', async (t) => {
   const put = await send(server, 'PUT', '/settings/webhooks', { cookie: ada.cookie })
   t.equal(put.status, 405)
-  t.equal(put.headers.get('allow'), 'GET, HEAD')
+  t.equal(put.headers.get('allow'), 'GET, HEAD, POST')
   const get = await send(server, 'GET', '/settings/webhooks/00000000-0000-4000-8000-000000000000/test', {
     cookie: ada.cookie
   })

@@ -724,6 +724,19 @@ const probes: Probe[] = [
     run: async () => ({ list: normalise(await page('GET', '/settings/webhooks')) })
   },
   {
+    name: "B's admin sends the webhook create form with a refused URL",
+    covers: ['page POST /settings/webhooks'],
+    run: async () => ({
+      refused: normalise(
+        await page('POST', '/settings/webhooks', {
+          csrf: bSession.csrfToken,
+          url: 'not a url',
+          kinds: 'record.created'
+        })
+      )
+    })
+  },
+  {
     name: 'B opens the sign-in page and signs out without a session',
     covers: ['page GET /sign-in', 'page POST /sign-out'],
     run: async () => ({
@@ -983,6 +996,41 @@ const groups: Group[] = [
     covers: ['page POST /settings/webhooks/x/resume'],
     values: (a) => a.webhooks,
     run: (id) => page('POST', `/settings/webhooks/${id}/resume`, { csrf: bSession.csrfToken })
+  },
+  {
+    name: "B's admin opens a webhook's edit page by id",
+    covers: ['page GET /settings/webhooks/x/edit'],
+    values: (a) => a.webhooks,
+    run: (id) => page('GET', `/settings/webhooks/${id}/edit`)
+  },
+  {
+    name: "B's admin saves a webhook's edit form by id",
+    covers: ['page POST /settings/webhooks/x/edit'],
+    values: (a) => a.webhooks,
+    run: (id) =>
+      page('POST', `/settings/webhooks/${id}/edit`, {
+        csrf: bSession.csrfToken,
+        url: 'https://example.com/hook',
+        kinds: 'record.created'
+      })
+  },
+  {
+    name: "B's admin rotates a webhook's secret by id on the settings page",
+    covers: ['page POST /settings/webhooks/x/rotate-secret'],
+    values: (a) => a.webhooks,
+    run: (id) => page('POST', `/settings/webhooks/${id}/rotate-secret`, { csrf: bSession.csrfToken })
+  },
+  {
+    name: "B's admin opens a webhook's delete confirmation by id",
+    covers: ['page GET /settings/webhooks/x/delete'],
+    values: (a) => a.webhooks,
+    run: (id) => page('GET', `/settings/webhooks/${id}/delete`)
+  },
+  {
+    name: "B's admin deletes a webhook by id on the settings page",
+    covers: ['page POST /settings/webhooks/x/delete'],
+    values: (a) => a.webhooks,
+    run: (id) => page('POST', `/settings/webhooks/${id}/delete`, { csrf: bSession.csrfToken })
   },
   {
     name: 'B reads the id as a module',
