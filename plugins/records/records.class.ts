@@ -251,7 +251,11 @@ export class RecordsService {
       ...(include.has('activity') || fired ? [repo.activityJson] : []),
       ...(include.has('attachments') ? [repo.attachmentsJson] : [])
     ].join(', ')
-    const shape = ['records.find', ...[...include].filter((i) => i !== 'transitions').sort()].join('.')
+    // The statement's shape names every column it selects: the activity read for the transitions' rule included.
+    const shape = [
+      'records.find',
+      ...[...new Set([...include, ...(fired ? ['activity'] : [])])].filter((i) => i !== 'transitions').sort()
+    ].join('.')
     // Internal callers (exports) may ask for the count of the same selection instead of a page.
     const countOnly = params.countOnly === true && !params.provider
     // A cursor is bound to its tenant, module and filters: the same clauses as the SQL make its scope (records.filters.ts),

@@ -306,7 +306,11 @@ t.test(
     t.match(gql.body.data.assessment.availableTransitions, [
       { key: 'approve', refusal: { code: 'workflow.separation_of_duties', detail: /fired "submit"/ } }
     ])
-    // A list's records too: the activity the rule on earlier transitions reads is read with them.
+    // A list's records too: the activity the rule on earlier transitions reads is read with them (a statement of its
+    // own shape: a list of a module without such a rule, run first, selects no activity).
+    await server.request('POST', '/api/graphql', {
+      body: { query: '{ incidents(first: 50) { nodes { availableTransitions { key } } } }' }
+    })
     const listed = await server.request('POST', '/api/graphql', {
       token: submitter.token,
       body: { query: '{ assessments(first: 50) { nodes { id availableTransitions { key refusal { code } } } } }' }
