@@ -7,7 +7,9 @@ import { handBack, type JobDefinition } from '../../core/jobs/index.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { RecurrenceEvery } from '../../core/modules/types.ts'
 import { logger } from '../../core/logger.ts'
-import { createRecords, createRules } from '../records/records.shared.ts'
+import { createRecords, createRules, referenceProblems } from '../records/records.shared.ts'
+import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
+import { validationError } from '../../core/validation.ts'
 
 /**
  * The job `recurrence.create`: for every tenant's module with a `recurrence`, it makes the series the definition
@@ -97,6 +99,7 @@ async function ensureSeries(pool: pg.Pool, tenantId: string, m: RegisteredModule
  */
 async function makeDue(
   pool: pg.Pool,
+  tenants: TenantDirectory,
   tenantId: string,
   m: RegisteredModule,
   now: Date,
@@ -129,6 +132,9 @@ async function makeDue(
           const given = { ...structuredClone(r.payload ?? {}), ...(r.per ? { [r.per]: s.per_value } : {}) }
           // What the rules return is what is stored: defaults filled in, computed fields computed.
           const { payload, changes } = createRules(principal, m, given)
+          // References, as every writer checks them before the write path (the `per` record may be gone since).
+          const [refs] = await referenceProblems(client, tenants, tenantId, m, [{ payload }])
+          if (refs.length) throw validationError(refs)
           const [created] = await createRecords(
             client,
             { tenantId, actor: principal.actor },
@@ -195,7 +201,7 @@ export function recurrenceJob(platform: Platform): JobDefinition {
             await ensureSeries(platform.db.pool, tenant.id, m, now)
             for (;;) {
               if (job.signal.aborted) return handBack()
-              const batch = await makeDue(platform.db.pool, tenant.id, m, now, refused, logged)
+              const batch = await makeDue(platform.db.pool, platform.tenants, tenant.id, m, now, refused, logged)
               made += batch.made
               await job.touch()
               if (!batch.more) break

@@ -40,13 +40,27 @@ const walk = {
   permissions: { editor: ['read', 'create', 'update'] },
   recurrence: { every: 'day', payload: { title: 'Daily safety walk' } }
 }
-const fixtures = fixtureModules([drill, walk])
+// A recurring record naming an incident that is not there: refused as a client's create would be, by its reference.
+const audit = {
+  key: 'audit',
+  version: '1.0.0',
+  title: 'Incident audit',
+  numberPattern: 'AU-{seq:4}',
+  fields: [
+    { key: 'title', type: 'text', required: true },
+    { key: 'incident', type: 'recordRef', module: 'incident' }
+  ],
+  workflow: { initial: 'planned', states: [{ key: 'planned' }, { key: 'done', final: true }], transitions: [] },
+  permissions: { editor: ['read', 'create', 'update'] },
+  recurrence: { every: 'day', payload: { title: 'Daily audit', incident: '00000000-0000-4000-8000-00000000abcd' } }
+}
+const fixtures = fixtureModules([drill, walk, audit])
 t.teardown(fixtures.remove)
 const server = await startTestServer({
   modules: { directories: ['tenant-modules', fixtures.directory], packages: [] },
   tenants: {
     ...defaultTenants,
-    acme: { ...defaultTenants.acme, modules: ['incident', 'drill', 'walk'] },
+    acme: { ...defaultTenants.acme, modules: ['incident', 'drill', 'walk', 'audit'] },
     globex: { ...defaultTenants.globex, modules: ['incident', 'walk'] }
   },
   clock: { controllable: true, refreshMs: 100 }
@@ -90,7 +104,7 @@ t.test(
     t.equal(failure, undefined, 'the job run does not fail as a whole')
     t.equal(await walks('acme'), 2, "acme's daily walks are made beside its refused drill")
     t.equal(await walks('globex'), 2, 'globex, which has no drill module, gets its daily walks')
-    const refused = warnings.filter(([msg]) => msg === 'recurring record refused')
+    const refused = warnings.filter(([msg, f]) => msg === 'recurring record refused' && f?.module === 'drill')
     t.equal(refused.length, 1, 'the refusal is logged once for its series and period, not at every run')
     t.match(refused[0]?.[1], {
       tenantId: 'acme',
@@ -103,5 +117,13 @@ t.test(
       `SELECT next_period, state FROM record_series WHERE tenant_id = 'acme' AND module_key = 'drill'`
     )
     t.same(rows, [{ next_period: 1, state: 'active' }], 'the series waits at the refused period, to make it once fixed')
+    // A reference to a record that is not there is refused as on every other write path, and nothing is made.
+    t.match(warnings.find(([msg, f]) => msg === 'recurring record refused' && f?.module === 'audit')?.[1], {
+      tenantId: 'acme',
+      module: 'audit',
+      error: /Validation failed|incident/
+    })
+    const audits = await server.request('GET', '/api/v1/records?moduleKey=audit', { token: server.keys.acme })
+    t.same(audits.body.items, [], 'no audit naming a missing incident')
   }
 )
