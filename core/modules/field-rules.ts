@@ -230,6 +230,19 @@ export function computedProblems(r: FieldRules, payload: Record<string, unknown>
     }))
 }
 
+/**
+ * A new record's values as the module makes them from what was sent (a client's create, a recurrence's payload): a
+ * computed field sent is refused (`refused`, one problem each), the others' defaults filled in and the computed fields
+ * computed (`payload`, what the schema and the rules on creates then judge). The one first step of every create:
+ * records.rules.ts createRules and the registry's load check of a recurrence both take it.
+ */
+export function plannedCreate(
+  r: FieldRules,
+  sent: Record<string, unknown>
+): { refused: FieldProblem[]; payload: Record<string, unknown> } {
+  return { refused: computedProblems(r, sent), payload: withComputed(r, withDefaults(r, sent)) }
+}
+
 /** Which write a rule is judged on. */
 export interface RuleOccasion {
   /** The fields the write changes; undefined: a create. */

@@ -11,7 +11,7 @@ import { projectRoot } from '../paths.ts'
 import { compileData } from '../validation.ts'
 import { payloadSchema } from './derive/json-schema.ts'
 import { compilePattern, type NumberPattern } from './record-number.ts'
-import { compileFieldRules, ruleProblems, withComputed, withDefaults, type FieldRules } from './field-rules.ts'
+import { compileFieldRules, plannedCreate, ruleProblems, withComputed, type FieldRules } from './field-rules.ts'
 import { applyMigrations, migrationChain, validateMigrations } from './migrate.ts'
 import type {
   FieldDefinition,
@@ -205,7 +205,7 @@ export class ModuleRegistry {
 /**
  * The records a recurrence would make (its per field filled with each option, or a sample record id), as the write
  * rules of a create see them (plugins/records/records.rules.ts createRules: defaults, computed fields, the schema, the
- * rules on creates), checked at load: a module whose own rules refuse its recurring records does not load. A rule
+ * rules on creates; core/modules/field-rules.ts plannedCreate), checked at load: a module whose own rules refuse its recurring records does not load. A rule
  * that reads today() is left to the job (its answer changes from day to day; a refusal is logged there, per series
  * and period); so is anything only the database knows. Returns the problem, naming the module and the rule, or
  * undefined.
@@ -219,8 +219,10 @@ function recurrenceRefusal(d: LoadedModule, validatePayload: ValidateFunction, r
       ? per.options.map((o) => (typeof o === 'string' ? o : o.value))
       : ['00000000-0000-4000-8000-000000000000']
   for (const value of values) {
-    const sample = withComputed(rules, withDefaults(rules, { ...r.payload, ...(per ? { [per.key]: value } : {}) }))
+    const { refused, payload: sample } = plannedCreate(rules, { ...r.payload, ...(per ? { [per.key]: value } : {}) })
     const as = per?.type === 'singleChoice' ? ` (the series of ${per.key} ${JSON.stringify(value)})` : ''
+    if (refused.length)
+      return `the records it makes would be refused${as}: ${refused.map((p) => `${p.field} ${p.detail}`).join('; ')}`
     if (!validatePayload(sample))
       return `the records it makes would be refused by the module schema${as}: ${(validatePayload.errors ?? [])
         .slice(0, 3)

@@ -2,7 +2,7 @@ import { assertCan, assertScope, assertWritable, canFire } from '../../core/auth
 import { canonicalUserId, type Actor, type Principal } from '../../core/auth/principal.ts'
 import { problems, type FieldProblem } from '../../core/errors/index.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
-import { computedProblems, ruleProblems, withComputed, withDefaults } from '../../core/modules/field-rules.ts'
+import { computedProblems, plannedCreate, ruleProblems, withComputed } from '../../core/modules/field-rules.ts'
 import { assertValid, validationError } from '../../core/validation.ts'
 import { assertSeparated, dutyConflicts, type FiredTransition } from './records.duties.ts'
 import { assertUnlocked } from './records.locks.ts'
@@ -57,8 +57,8 @@ export function createRules(
   assertCan(principal, module, 'create')
   const sent = canonicalUsers(module, given)
   assertWritable(principal, module, Object.keys(sent))
-  refuse(computedProblems(module.fieldRules, sent))
-  const payload = withComputed(module.fieldRules, withDefaults(module.fieldRules, sent))
+  const { refused, payload } = plannedCreate(module.fieldRules, sent)
+  refuse(refused)
   assertValid(module.validatePayload, payload, '/payload')
   refuse(ruleProblems(module.fieldRules, payload, { enters: module.definition.workflow.initial }))
   return { payload, changes: diffPayload({}, payload) }

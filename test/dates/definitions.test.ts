@@ -65,6 +65,15 @@ t.test('a recurrence is per a choice or reference field, and the records it make
     /^recurrence\.every: "fortnight" must be day, week, month, year or \{ days: n \}/
   )
   t.equal(refusal(taskWith({ recurrence: { every: { days: 14 }, payload: { title: 'x' } } })), 'loaded')
+  // As a client's create: a computed field's value is the platform's (records.rules.ts createRules, plannedCreate).
+  const computed = {
+    ...taskWith({ recurrence: { every: 'week', payload: { title: 'x', shout: 'X' } } }),
+    fields: [...task.fields, { key: 'shout', type: 'text', computed: 'title' }]
+  }
+  t.match(
+    refusal(computed),
+    /^recurrence\.payload: the records it makes would be refused: payload\.shout is computed by the platform/
+  )
 })
 
 t.test(
