@@ -166,11 +166,13 @@ export class RecordsService {
     const row = asCurrent(module, stored)
     const out = viewCurrent(principal, module, row, hidden)
     out.attachments ??= []
-    // Who fired what so far, for a rule that holds its actor apart from them: the record's activity, which GET one
-    // always reads and a list reads with its transitions when the module has such a rule (find).
-    const fired = row.activity
-      ?.filter((a) => a.action === 'transitioned' && a.transition)
-      .map((a) => ({ key: a.transition!.key, actor: a.actor }))
+    // Who fired what so far, for a rule that holds its actor apart from them: a list reads it (firedJson, find), GET
+    // one has the record's whole activity.
+    const fired =
+      stored.fired ??
+      row.activity
+        ?.filter((a) => a.action === 'transitioned' && a.transition)
+        .map((a) => ({ key: a.transition!.key, actor: a.actor }))
     out.availableTransitions = this.firable(principal, module, row.state).map((t) => {
       const refusal = separationRefusal(principal, t.definition, {
         createdBy: row.created_by,
@@ -241,20 +243,23 @@ export class RecordsService {
     const plan = search && this.o.words.plan(search)
     const order = listOrder(q.sort, !!q.updatedSince, module, hidden, search)
     const include = new Set(params.include ?? [])
-    // A list's transitions tell who is held apart from firing them; a rule on earlier transitions reads the activity.
-    const fired =
-      include.has('transitions') &&
-      module.definition.workflow.transitions.some((t) => t.separateFrom?.transitions?.length)
+    // A list's transitions tell who is held apart from firing them: a rule on earlier transitions reads who fired
+    // those (one narrow column, not the activity).
+    const separated = include.has('transitions')
+      ? [...new Set(module.definition.workflow.transitions.flatMap((t) => t.separateFrom?.transitions ?? []))].sort()
+      : []
     const columns = [
       repo.recordColumns,
       ...(order.column ? [order.column] : []),
-      ...(include.has('activity') || fired ? [repo.activityJson] : []),
-      ...(include.has('attachments') ? [repo.attachmentsJson] : [])
+      ...(include.has('activity') ? [repo.activityJson] : []),
+      ...(include.has('attachments') ? [repo.attachmentsJson] : []),
+      ...(separated.length ? [repo.firedJson(separated)] : [])
     ].join(', ')
-    // The statement's shape names every column it selects: the activity read for the transitions' rule included.
+    // The statement's shape names every column it selects.
     const shape = [
       'records.find',
-      ...[...new Set([...include, ...(fired ? ['activity'] : [])])].filter((i) => i !== 'transitions').sort()
+      ...[...include].filter((i) => i !== 'transitions').sort(),
+      ...(separated.length ? [`fired:${separated.join(',')}`] : [])
     ].join('.')
     // Internal callers (exports) may ask for the count of the same selection instead of a page.
     const countOnly = params.countOnly === true && !params.provider
@@ -333,7 +338,6 @@ export class RecordsService {
       if (!include.has('transitions')) return view(principal, module, row, hidden)
       const out = this.present(principal, module, row, hidden)
       if (!include.has('attachments')) delete out.attachments
-      if (!include.has('activity')) delete out.activity
       return out
     })
     return {

@@ -71,13 +71,16 @@ const whom = (c: DutyConflict) =>
       : `a person who fired "${c.transition}" on this record`
 
 /** The problem the conflicts make: 403 `workflow.self_approval` when the creator is one, else `workflow.separation_of_duties`. */
+function conflictText(t: WorkflowTransition, conflicts: DutyConflict[]) {
+  return {
+    code: conflicts.some((c) => c.rule === 'creator') ? 'workflow.self_approval' : 'workflow.separation_of_duties',
+    detail: `Transition "${t.key}" may not be fired by ${conflicts.map(whom).join(', nor by ')}, and the caller is that person (a token acts for the person who created it); another person with the role must fire it.`
+  }
+}
+
 function conflictProblem(t: WorkflowTransition, conflicts: DutyConflict[]) {
-  const code = conflicts.some((c) => c.rule === 'creator') ? 'workflow.self_approval' : 'workflow.separation_of_duties'
-  return problems.forbidden(
-    code,
-    `Transition "${t.key}" may not be fired by ${conflicts.map(whom).join(', nor by ')}, and the caller is that person (a token acts for the person who created it); another person with the role must fire it.`,
-    { transition: t.key, conflicts }
-  )
+  const { code, detail } = conflictText(t, conflicts)
+  return problems.forbidden(code, detail, { transition: t.key, conflicts })
 }
 
 /**
@@ -109,9 +112,8 @@ export function separationRefusal(
   record: DutyRecord
 ): { code: string; detail: string; conflicts: DutyConflict[] } | undefined {
   const conflicts = dutyConflicts(principal, t, record)
-  if (!conflicts.length) return undefined
-  const p = conflictProblem(t, conflicts)
-  return { code: p.problemCode, detail: p.message, conflicts }
+  // What the 403 would say, without making the error (a list asks this of every record).
+  return conflicts.length ? { ...conflictText(t, conflicts), conflicts } : undefined
 }
 
 /** Why a transition cannot be fired now, with the code firing it would answer. */

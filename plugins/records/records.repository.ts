@@ -46,6 +46,8 @@ export interface RecordRow {
   /** The JSON activityJson and attachmentsJson build, in the answer's shape. */
   activity?: NonNullable<RecordOut['activity']>
   attachments?: NonNullable<RecordOut['attachments']>
+  /** firedJson: who fired the transitions a separation rule names. */
+  fired?: Array<{ key: string; actor: Actor }>
 }
 
 export function toRecord(row: RecordRow): RecordOut {
@@ -103,6 +105,19 @@ export async function lockLive(client: pg.PoolClient, tenantId: string, id: stri
   return rows[0]
 }
 
+/** The activity entries of `r` that fired a transition of `keys` (a bound array): who, oldest first. */
+const firedWhere = (keys: string) =>
+  `a.tenant_id = r.tenant_id AND a.record_id = r.id AND a.action = 'transitioned' AND a.transition->>'key' = ANY(${keys})`
+
+/**
+ * The select column of who fired a record's earlier transitions that a separation rule names (`keys`, a SQL array
+ * literal of validated transition keys): a list's records carry it for their `availableTransitions[].refusal`, without
+ * the whole activity.
+ */
+export const firedJson = (keys: readonly string[]) =>
+  `(SELECT coalesce(json_agg(json_build_object('key', a.transition->>'key', 'actor', a.actor) ORDER BY a.id), '[]'::json)
+      FROM record_activity a WHERE ${firedWhere(`ARRAY[${keys.map((k) => `'${k}'`).join(', ')}]::text[]`)}) AS fired`
+
 /** Who fired the record's earlier transitions of `keys` (separation of duties, records.duties.ts), oldest first. */
 export async function firedTransitions(
   client: pg.PoolClient,
@@ -112,9 +127,8 @@ export async function firedTransitions(
 ): Promise<Array<{ key: string; actor: Actor }>> {
   const { rows } = await client.query({
     name: 'records-fired-transitions',
-    text: `SELECT a.transition->>'key' AS key, a.actor FROM record_activity a
-      WHERE a.tenant_id = $1 AND a.record_id = $2 AND a.action = 'transitioned' AND a.transition->>'key' = ANY($3::text[])
-      ORDER BY a.id`,
+    text: `SELECT a.transition->>'key' AS key, a.actor FROM records r JOIN record_activity a ON ${firedWhere('$3::text[]')}
+      WHERE r.tenant_id = $1 AND r.id = $2 ORDER BY a.id`,
     values: [tenantId, id, keys]
   })
   return rows
