@@ -25,12 +25,29 @@ export function lockNote(d: Pick<ModuleDefinition, 'workflow'>, field: string): 
   return `Locked (read-only to clients) in state${states.length > 1 ? 's' : ''} ${states.join(', ')}: a change there is refused 409 field.locked; a transition to a state that does not lock it may set it.`
 }
 
+/** A transition's separation of duties with `forbidSelf` (its shorthand for the creator) folded in: the one reading. */
+export function separationOf(t: WorkflowTransition): {
+  creator: boolean
+  fields: readonly string[]
+  transitions: readonly string[]
+} {
+  const s = t.separateFrom
+  return { creator: !!(t.forbidSelf || s?.creator), fields: s?.fields ?? [], transitions: s?.transitions ?? [] }
+}
+
+/** Whether a transition holds its actor apart from anyone. */
+export const separates = (t: WorkflowTransition): boolean => {
+  const s = separationOf(t)
+  return s.creator || s.fields.length > 0 || s.transitions.length > 0
+}
+
 /** Whom a transition's actor must differ from, as a phrase ("the record's creator, a person named in owner, …"); undefined if nobody. */
 export function separationNote(t: WorkflowTransition): string | undefined {
+  const s = separationOf(t)
   const whom = [
-    ...(t.forbidSelf || t.separateFrom?.creator ? ["the record's creator"] : []),
-    ...(t.separateFrom?.fields ?? []).map((f) => `the person named in ${f}`),
-    ...(t.separateFrom?.transitions ?? []).map((k) => `whoever fired ${k} on the record`)
+    ...(s.creator ? ["the record's creator"] : []),
+    ...s.fields.map((f) => `the person named in ${f}`),
+    ...s.transitions.map((k) => `whoever fired ${k} on the record`)
   ]
   return whom.length ? `not by ${whom.join(', ')}` : undefined
 }

@@ -29,6 +29,7 @@ import { canonicalExternalRef } from './records.external-ref.ts'
 import { hasValue } from './records.payload.ts'
 import { createRules, deleteRules, patchRules, transitionRules } from './records.rules.ts'
 import { separationRefusal } from './records.duties.ts'
+import { separationOf } from '../../core/modules/duties.ts'
 import { changeRecords, createRecordRows, type RecordChangeOp } from './records.write.ts'
 import { asCurrent, moveLocked, settleRefused } from './records.migrate.ts'
 import {
@@ -246,7 +247,7 @@ export class RecordsService {
     // A list's transitions tell who is held apart from firing them: a rule on earlier transitions reads who fired
     // those (one narrow column, not the activity).
     const separated = include.has('transitions')
-      ? [...new Set(module.definition.workflow.transitions.flatMap((t) => t.separateFrom?.transitions ?? []))].sort()
+      ? [...new Set(module.definition.workflow.transitions.flatMap((t) => separationOf(t).transitions))].sort()
       : []
     const columns = [
       repo.recordColumns,
@@ -567,7 +568,8 @@ export class RecordsService {
     assertValid<RecordTransition>(recordTransitionValidator, data)
     return this.change(id, params, async (row, module, principal, client) => {
       // Separation of duties from earlier transitions reads who fired them (records.duties.ts): only when asked.
-      const compared = module.transitions.get(data.transition)?.separateFrom?.transitions
+      const t = module.transitions.get(data.transition)
+      const compared = t && separationOf(t).transitions
       const transitions = compared?.length ? await repo.firedTransitions(client, principal.tenantId, id, compared) : []
       const plan = transitionRules(
         principal,

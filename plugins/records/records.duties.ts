@@ -3,6 +3,7 @@ import { canonicalUserId, personOf, sameActor, type Actor, type Principal } from
 import { problems } from '../../core/errors/index.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { WorkflowTransition } from '../../core/modules/types.ts'
+import { separationOf } from '../../core/modules/duties.ts'
 import { hasValue } from './records.payload.ts'
 
 /**
@@ -30,16 +31,6 @@ export interface DutyRecord {
 /** One rule the principal breaks: the creator, a user field naming them, or an earlier transition they fired. */
 export type DutyConflict =
   { rule: 'creator' } | { rule: 'field'; field: string } | { rule: 'transition'; transition: string }
-
-/** A transition's separation of duties with `forbidSelf` folded in. */
-export function separationOf(t: WorkflowTransition): {
-  creator: boolean
-  fields: readonly string[]
-  transitions: readonly string[]
-} {
-  const s = t.separateFrom
-  return { creator: !!(t.forbidSelf || s?.creator), fields: s?.fields ?? [], transitions: s?.transitions ?? [] }
-}
 
 /**
  * A user id as a person is known by, whatever way a payload wrote it: the schema takes a UUID in any case and as

@@ -1,4 +1,5 @@
 import type { ModuleDefinition, WorkflowTransition } from '../types.ts'
+import { separates, separationOf } from '../duties.ts'
 import { describeReply, expect, Failure, problemFields, type KitReply, type KitUser } from './client.ts'
 import type { KitContext, KitRecord } from './kit.ts'
 
@@ -18,9 +19,6 @@ export const guardFields = (m: ModuleDefinition, t: WorkflowTransition) => [
   ...(m.workflow.states.find((s) => s.key === t.to)?.requires ?? []),
   ...(t.requires ?? [])
 ]
-
-/** Whether a transition separates its actor from anyone (forbidSelf or separateFrom). */
-const separates = (t: WorkflowTransition) => !!(t.forbidSelf || t.separateFrom)
 
 /** `payload` with the user fields `t` must be separate from naming `userId` (someone other than its firer). */
 function separated(t: WorkflowTransition, payload: Record<string, unknown>, userId: string) {
@@ -164,7 +162,7 @@ export async function workflowChecks(ctx: KitContext): Promise<void> {
       return `names ${missing.join(', ')}`
     })
 
-    if (t.forbidSelf)
+    if (separationOf(t).creator)
       await ctx.check(`transition "${t.key}": refuses the record's creator (four eyes)`, async () => {
         const res = await fire(record!.id, t.key, admin, payload)
         expect(res.status === 403, `the creator got ${describeReply(res)}, not 403`)

@@ -1,4 +1,5 @@
 import type { FieldDefinition, FieldType, ModuleDefinition } from '../types.ts'
+import { separates } from '../duties.ts'
 
 type Of<T extends FieldType> = Extract<FieldDefinition, { type: T }>
 export interface SampleContext {
@@ -115,7 +116,7 @@ export function sampleTransition(
   const fields = new Map(def.fields.map((f) => [f.key, f]))
   const fromStart = def.workflow.transitions.filter((t) => t.from.includes(def.workflow.initial))
   next: for (const t of fromStart) {
-    if (t.forbidSelf) continue
+    if (separates(t)) continue
     const payload: Record<string, unknown> = {}
     for (const key of [...(def.workflow.states.find((s) => s.key === t.to)?.requires ?? []), ...(t.requires ?? [])]) {
       if (key in example) continue
