@@ -26,15 +26,27 @@ import { changeRecords, type RecordChangeOp } from './records.write.ts'
 /** The actor of what dates do: the system, named, so activity and events say the clock did it. */
 export const dateActorName = 'date-rules'
 
-/** The SQL of a date or date-time field over `r.payload` (the expression its filter index holds) and the clock's `now` for it. */
-function dateOf(m: RegisteredModule, key: string): { expr: string; now: (at: Date) => string; cast: string } {
+/**
+ * A date or date-time field over `r.payload` (the expression its filter index holds), the clock's `now` for it, and
+ * the one condition that it has passed: `passed(at)`, `at` the placeholder `now` is bound to (`?` for knex, `$4` for
+ * pg). A date is due by the end of its day (UTC): passed from the next day on.
+ */
+function dateOf(
+  m: RegisteredModule,
+  key: string
+): { expr: string; now: (at: Date) => string; passed: (at: string) => string } {
   const f = m.fields.get(key)!
   const expr = fieldToFilter[f.type as 'date' | 'datetime']!.expr(key, 'r.payload')
-  // A date is due by the end of its day (UTC): overdue from the next day on.
-  return f.type === 'date'
-    ? { expr, now: (at) => at.toISOString().slice(0, 10), cast: 'date' }
-    : { expr, now: (at) => at.toISOString(), cast: 'timestamptz' }
+  const [now, cast] =
+    f.type === 'date'
+      ? [(at: Date) => at.toISOString().slice(0, 10), 'date']
+      : [(at: Date) => at.toISOString(), 'timestamptz']
+  return { expr, now, passed: (at) => `${expr} < ${at}::${cast}` }
 }
+
+/** That a record is overdue: its due date passed (`at`) while it is not in a state where it stops counting (`until`). */
+const overdueSql = (m: RegisteredModule, at: string, until: string) =>
+  `${dateOf(m, m.definition.due!.field).passed(at)} AND r.state <> ALL(${until}::text[])`
 
 /** The states in which a record's due date no longer counts: the declared ones, else the final states. */
 export function dueUntil(m: RegisteredModule): string[] {
@@ -47,9 +59,8 @@ export function overdueCondition(
   overdue: boolean,
   at: Date
 ): { sql: string; bindings: unknown[] } {
-  const d = dateOf(m, m.definition.due!.field)
-  const sql = `${d.expr} < ?::${d.cast} AND r.state <> ALL(?::text[])`
-  const bindings = [d.now(at), dueUntil(m)]
+  const sql = overdueSql(m, '?', '?')
+  const bindings = [dateOf(m, m.definition.due!.field).now(at), dueUntil(m)]
   return overdue ? { sql, bindings } : { sql: `NOT coalesce(${sql}, false)`, bindings }
 }
 
@@ -77,7 +88,7 @@ export async function markOverdue(pool: pg.Pool, tenantId: string, m: Registered
       text: `WITH d AS (
           SELECT r.tenant_id, r.id, r.module_key, r.number, r.version, ${due} AS due FROM records r
            WHERE r.tenant_id = $1 AND r.module_key = $2 AND r.deleted_at IS NULL
-             AND ${d.expr} < $3::${d.cast} AND r.state <> ALL($4::text[])
+             AND ${overdueSql(m, '$3', '$4')}
              AND NOT EXISTS (SELECT 1 FROM record_overdue o WHERE o.tenant_id = r.tenant_id AND o.record_id = r.id AND o.due = ${due})
            ORDER BY r.seq LIMIT $5),
         c AS (INSERT INTO record_overdue (tenant_id, record_id, due) SELECT tenant_id, id, due FROM d
@@ -138,7 +149,7 @@ export async function fireAutoTransitions(
         const { rows } = await client.query<RecordRow>(
           `SELECT ${recordColumns} FROM records r
             WHERE r.tenant_id = $1 AND r.module_key = $2 AND r.deleted_at IS NULL AND r.state = ANY($3::text[])
-              AND ${d.expr} < $4::${d.cast} AND NOT (r.id = ANY($5::uuid[]))
+              AND ${d.passed('$4')} AND NOT (r.id = ANY($5::uuid[]))
             ORDER BY r.seq LIMIT $6 FOR UPDATE SKIP LOCKED`,
           [tenantId, m.definition.key, t.from, d.now(at), [...refused], autoBatch]
         )
