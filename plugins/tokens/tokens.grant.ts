@@ -1,4 +1,5 @@
 import { can } from '../../core/auth/access.ts'
+import { problems, type ApiError } from '../../core/errors/index.ts'
 import { hasTenantReach, isAdmin, type Principal } from '../../core/auth/principal.ts'
 import { scopeCatalogue, scopesBeyond, type Scope } from '../../core/auth/scopes.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
@@ -74,12 +75,34 @@ function usableScopes(p: Principal, modules: readonly RegisteredModule[]): strin
   return out
 }
 
+/**
+ * Why the principal may not create a token of `type`, as the problem the tokens service answers; undefined when it
+ * may: a personal token is its issuing user's, the others are an admin's, and a tenant API key needs a creator that
+ * acts as the tenant (`escalation`: the service words that one, with what the creator holds).
+ */
+export function typeRefusal(
+  p: Principal,
+  type: TokenType,
+  knownRoles: readonly string[]
+): ApiError | 'escalation' | undefined {
+  if (type === 'personal')
+    return p.userId
+      ? undefined
+      : problems.forbidden(
+          'token.user_required',
+          'A personal access token acts as its issuing user; create it signed in as that user (or with the CLI).'
+        )
+  if (!isAdmin(p))
+    return problems.forbidden('permission.denied', `Only tenant admins create ${type} tokens.`, { missing: 'admin' })
+  return type === 'api-key' && !actsAsTenant(p, knownRoles) ? 'escalation' : undefined
+}
+
+/** The token types (tokens.schema.ts) in the order a creator is offered them. */
+const offerOrder: readonly TokenType[] = ['personal', 'service-account', 'api-key']
+
 /** The grant of a creator in a tenant: types, roles and scopes it may give (see TokenGrant). */
 export function tokenGrant(p: Principal, c: GrantContext): TokenGrant {
-  const types: TokenType[] = []
-  if (p.userId) types.push('personal')
-  if (isAdmin(p)) types.push('service-account')
-  if (isAdmin(p) && actsAsTenant(p, c.knownRoles)) types.push('api-key')
+  const types = offerOrder.filter((t) => !typeRefusal(p, t, c.knownRoles))
   const usable = usableScopes(p, c.modules)
   // A scoped creator gives only what its own scopes cover too.
   const scopes = p.scopes === 'all' ? usable : usable.filter((s) => scopesBeyond([s], p.scopes).length === 0)
