@@ -1,6 +1,6 @@
 import type { Params } from '@feathersjs/feathers'
 import type pg from 'pg'
-import { assertCan } from '../../core/auth/access.ts'
+import { assertCan, can, hiddenFields } from '../../core/auth/access.ts'
 import { requirePrincipal, type Principal } from '../../core/auth/principal.ts'
 import { clock } from '../../core/clock.ts'
 import { isoUtc as iso } from '../../core/db/index.ts'
@@ -55,10 +55,21 @@ export class SeriesService {
     return m
   }
 
-  private out(m: RegisteredModule, row: Record<string, unknown>): SeriesOut {
+  /**
+   * A series as the caller may see it: its `per` value is the field's, so a caller who may not read the field (an
+   * access rule) or, for a reference, the module it references is not told it, as the records would not tell them.
+   */
+  private out(principal: Principal, m: RegisteredModule, row: Record<string, unknown>): SeriesOut {
     const { perValue, ...rest } = row
     const per = m.definition.recurrence!.per
-    return { ...rest, per: per ? { field: per, value: String(perValue) } : null } as SeriesOut
+    if (!per) return { ...rest, per: null } as SeriesOut
+    const field = m.fields.get(per)
+    const referenced =
+      field?.type === 'recordRef' ? this.tenants.get(principal.tenantId)?.modules.get(field.module) : undefined
+    const told =
+      !hiddenFields(principal, m).has(per) &&
+      (field?.type !== 'recordRef' || (!!referenced && can(principal, referenced, 'read')))
+    return { ...rest, per: { field: per, value: told ? String(perValue) : null } } as SeriesOut
   }
 
   async find(params: SeriesParams): Promise<{ items: SeriesOut[] }> {
@@ -72,7 +83,7 @@ export class SeriesService {
         ORDER BY s.per_value, s.id LIMIT 1000`,
       [principal.tenantId, m.definition.key, query.state ?? null, intervalOf(m.definition.recurrence!.every)]
     )
-    return { items: rows.map((r) => this.out(m, r)) }
+    return { items: rows.map((r) => this.out(principal, m, r)) }
   }
 
   private async load(principal: Principal, id: string, action: 'read' | 'update') {
@@ -91,7 +102,7 @@ export class SeriesService {
       `SELECT ${columns('$3')} FROM record_series s WHERE s.tenant_id = $1 AND s.id = $2`,
       [principal.tenantId, id, intervalOf(m.definition.recurrence!.every)]
     )
-    return this.out(m, rows[0])
+    return this.out(principal, m, rows[0])
   }
 
   async get(id: string, params: SeriesParams): Promise<SeriesOut> {

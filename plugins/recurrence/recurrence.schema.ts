@@ -9,7 +9,10 @@ export const seriesSchema = Type.Object(
     per: Type.Union([
       Type.Object({
         field: Type.String({ description: "The module's recurrence `per` field." }),
-        value: Type.String({ description: 'The option, or the id of the referenced record, this series writes to it.' })
+        value: Type.Union([Type.String(), Type.Null()], {
+          description:
+            'The option, or the id of the referenced record, this series writes to it; null when the caller may not read that field or, for a reference, the module it references.'
+        })
       }),
       Type.Null()
     ]),

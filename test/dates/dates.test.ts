@@ -7,6 +7,7 @@ import { dateJobs, overdueCondition } from '../../plugins/records/records.due.ts
 import { declaredIndexes } from '../../plugins/records/records.indexes.ts'
 import { recurrenceJob } from '../../plugins/recurrence/recurrence.job.ts'
 import { fixtureModules } from '../helpers/fixture-modules.ts'
+import { userWithToken } from '../helpers/identity.ts'
 import { defaultTenants, startTestServer } from '../helpers/server.ts'
 import { dateModules, dayAfter } from './fixtures.ts'
 
@@ -248,6 +249,11 @@ t.test('an annual review series per task makes one review per task and year, lin
   )
   t.same(rows, [{ payload: { title: 'Annual review', task: soon.id } }], 'one review of the task, linked to it')
   await moveClock(0)
+  // Whoever may read the reviews but not the tasks is not told which task a series is of, as no record tells them.
+  const auditor = await userWithToken(server, 'acme', ['auditor'])
+  const seen = await server.request('GET', '/api/v1/record-series?moduleKey=review', { token: auditor.token })
+  t.equal(seen.status, 200, seen.text)
+  t.ok(seen.body.items.length > 0 && seen.body.items.every((s: { per: { value: unknown } }) => s.per.value === null))
 })
 
 t.test('the overdue condition is served by the due-date field index at scale', async (t) => {

@@ -52,7 +52,8 @@ export const review = {
     { key: 'task', type: 'recordRef', module: 'task' }
   ],
   workflow: { initial: 'due', states: [{ key: 'due' }, { key: 'done', final: true }], transitions: [] },
-  permissions: { editor: ['read', 'create', 'update'] },
+  // An auditor reads the reviews, not the tasks they review.
+  permissions: { editor: ['read', 'create', 'update'], auditor: ['read'] },
   numberPattern: 'REV-{seq:4}',
   recurrence: { every: 'year', per: 'task', payload: { title: 'Annual review' } }
 }
