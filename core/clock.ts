@@ -83,3 +83,8 @@ export async function setClock(db: Pick<pg.Pool, 'query'>, s: { offsetMs?: numbe
     [Math.round(s.offsetMs ?? 0), s.fixedAt ?? null]
   )
 }
+
+/** The day of an instant as the platform counts days: its UTC date, `YYYY-MM-DD` (today(), due dates, date defaults). */
+export function utcDay(at: Date): string {
+  return at.toISOString().slice(0, 10)
+}

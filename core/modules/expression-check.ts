@@ -1,4 +1,4 @@
-import { closestName } from '../validation.ts'
+import { closestName, isFormat } from '../validation.ts'
 import { ExpressionError, parseExpression, type ExprType, type Node } from './expressions.ts'
 
 /**
@@ -135,13 +135,6 @@ const arity = (n: Extract<Node, { k: 'call' }>, min: number, max = min) => {
     )
 }
 
-/** Whether `v` is a date of the calendar written `YYYY-MM-DD` (not 2026-02-30). */
-export function isCalendarDate(v: string): boolean {
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(v)) return false
-  const d = new Date(`${v}T00:00:00Z`)
-  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === v
-}
-
 /** The functions: what each takes and yields. docs/modules.md lists them. */
 function callType(n: Extract<Node, { k: 'call' }>, env: ExprEnv, of: (x: Node) => Typed): Typed {
   switch (n.fn) {
@@ -206,7 +199,7 @@ function callType(n: Extract<Node, { k: 'call' }>, env: ExprEnv, of: (x: Node) =
     case 'date': {
       arity(n, 1)
       const a = n.args[0]
-      if (a.k !== 'str' || !isCalendarDate(a.v)) fail("date() takes a date written out as 'YYYY-MM-DD'", a.at)
+      if (a.k !== 'str' || !isFormat('date', a.v)) fail("date() takes a date written out as 'YYYY-MM-DD'", a.at)
       return { type: 'date' }
     }
     case 'daysBetween': {

@@ -1,9 +1,9 @@
-import { clock } from '../clock.ts'
+import { clock, utcDay } from '../clock.ts'
 import type { FieldProblem } from '../errors/index.ts'
 import { dataObject } from '../json-data.ts'
 import { compileData } from '../validation.ts'
-import { fieldToSchema } from './derive/json-schema.ts'
-import { checkExpression, isCalendarDate, type CheckedExpression, type ExprField } from './expression-check.ts'
+import { fieldToSchema, optionValues } from './derive/json-schema.ts'
+import { checkExpression, type CheckedExpression, type ExprField } from './expression-check.ts'
 import { evaluate } from './expression-eval.ts'
 import { ExpressionError, type ExprType } from './expressions.ts'
 import type { FieldDefinition, ModuleDefinition } from './types.ts'
@@ -65,8 +65,7 @@ const computableAs: Partial<Record<FieldDefinition['type'], ExprType>> = {
   singleChoice: 'text'
 }
 
-const optionValues = (f: FieldDefinition) =>
-  'options' in f ? f.options.map((o) => (typeof o === 'string' ? o : o.value)) : undefined
+const optionsOf = (f: FieldDefinition) => ('options' in f ? optionValues(f) : undefined)
 
 /**
  * Checks and compiles a definition's computed fields, defaults and rules; `fail(where, problem)` throws (the registry's
@@ -77,7 +76,7 @@ export function compileFieldRules(def: ModuleDefinition, fail: (where: string, p
   const unusable = new Map<string, string>()
   for (const f of def.fields) {
     const type = exprTypeOf[f.type]
-    if (type) exprFields.set(f.key, { type, options: f.type === 'singleChoice' ? optionValues(f) : undefined })
+    if (type) exprFields.set(f.key, { type, options: f.type === 'singleChoice' ? optionsOf(f) : undefined })
     else unusable.set(f.key, `is a ${f.type} field, which expressions do not read`)
   }
   const check = (where: string, member: string, source: unknown, env: Parameters<typeof checkExpression>[1]) => {
@@ -121,7 +120,7 @@ export function compileFieldRules(def: ModuleDefinition, fail: (where: string, p
       const expr = check(where, 'computed', m.computed, { fields: readable, unusable: notYet })
       if (expr.type !== as) fail(where, `computed yields ${expr.type}, but a ${f.type} field holds ${as}`)
       if (f.type === 'singleChoice') {
-        const options = optionValues(f)!
+        const options = optionsOf(f)!
         if (!expr.texts)
           fail(where, `computed may yield any text, but a choice holds only its options: ${options.join(', ')}`)
         const stray = [...expr.texts].filter((v) => !options.includes(v))
@@ -153,7 +152,7 @@ export function compileFieldRules(def: ModuleDefinition, fail: (where: string, p
         continue
       }
       const valid = compileData((fieldToSchema[f.type] as (f: FieldDefinition) => object)(f))
-      if (!valid(m.default) || (f.type === 'date' && !isCalendarDate(String(m.default))))
+      if (!valid(m.default))
         fail(
           where,
           `default ${JSON.stringify(m.default)} is not a value of the field${f.type === 'date' ? " (a date 'YYYY-MM-DD', or 'today()')" : ''}`
@@ -193,7 +192,7 @@ export function compileFieldRules(def: ModuleDefinition, fail: (where: string, p
 
 /** Today's date (UTC) by the platform's clock, as expressions see it. */
 export function today(): string {
-  return clock().now().toISOString().slice(0, 10)
+  return utcDay(clock().now())
 }
 
 /** The payload with the defaults of the fields it has no value for (a create). */

@@ -9,7 +9,7 @@ import type { ValidateFunction } from 'ajv'
 import { logger } from '../logger.ts'
 import { projectRoot } from '../paths.ts'
 import { compileData } from '../validation.ts'
-import { payloadSchema } from './derive/json-schema.ts'
+import { optionValues, payloadSchema } from './derive/json-schema.ts'
 import { compilePattern, type NumberPattern } from './record-number.ts'
 import { compileFieldRules, plannedCreate, ruleProblems, withComputed, type FieldRules } from './field-rules.ts'
 import { applyMigrations, migrationChain, validateMigrations } from './migrate.ts'
@@ -214,10 +214,7 @@ function recurrenceRefusal(d: LoadedModule, validatePayload: ValidateFunction, r
   const r = d.recurrence
   if (!r) return undefined
   const per = r.per ? d.fields.find((f) => f.key === r.per) : undefined
-  const values =
-    per?.type === 'singleChoice'
-      ? per.options.map((o) => (typeof o === 'string' ? o : o.value))
-      : ['00000000-0000-4000-8000-000000000000']
+  const values = per?.type === 'singleChoice' ? optionValues(per) : ['00000000-0000-4000-8000-000000000000']
   for (const value of values) {
     const { refused, payload: sample } = plannedCreate(rules, { ...r.payload, ...(per ? { [per.key]: value } : {}) })
     const as = per?.type === 'singleChoice' ? ` (the series of ${per.key} ${JSON.stringify(value)})` : ''

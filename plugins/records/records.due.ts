@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import { systemPrincipal } from '../../core/auth/principal.ts'
-import { clock, syncClock } from '../../core/clock.ts'
+import { clock, syncClock, utcDay } from '../../core/clock.ts'
 import { transaction } from '../../core/db/index.ts'
 import type { Platform } from '../../core/declarations.ts'
 import { eventType, insertEvents } from '../../core/events/events.ts'
@@ -37,10 +37,7 @@ function dateOf(
 ): { expr: string; now: (at: Date) => string; passed: (at: string) => string } {
   const f = m.fields.get(key)!
   const expr = fieldToFilter[f.type as 'date' | 'datetime']!.expr(key, 'r.payload')
-  const [now, cast] =
-    f.type === 'date'
-      ? [(at: Date) => at.toISOString().slice(0, 10), 'date']
-      : [(at: Date) => at.toISOString(), 'timestamptz']
+  const [now, cast] = f.type === 'date' ? [utcDay, 'date'] : [(at: Date) => at.toISOString(), 'timestamptz']
   return { expr, now, passed: (at) => `${expr} < ${at}::${cast}` }
 }
 

@@ -1,4 +1,4 @@
-import { clock } from '../../clock.ts'
+import { clock, utcDay } from '../../clock.ts'
 import { samplePayload } from '../derive/sample.ts'
 import type { FieldDefinition, ModuleDefinition } from '../types.ts'
 import { accessChecks } from './access-checks.ts'
@@ -94,7 +94,7 @@ export async function runConformance(
   const results: CheckResult[] = []
   const recordIds: Record<string, string> = {}
   // Sample dates a year ahead: a module's date rules (a review date in the future) accept them.
-  const day = new Date(clock().now().getTime() + 365 * 86_400_000).toISOString().slice(0, 10)
+  const day = utcDay(new Date(clock().now().getTime() + 365 * 86_400_000))
   let defaultUser: KitUser | undefined
   // User fields no row rule reads each name a person of their own, so that rules between them (`reviewer != assessor`,
   // `issuer != requestedBy`) hold in the samples; those a row rule reads name the user a sample is for, who must see

@@ -2,7 +2,8 @@ import { Type, type TSchema, type TObject } from '@feathersjs/typebox'
 import type { FieldDefinition, FieldType, ModuleDefinition } from '../types.ts'
 
 type Of<T extends FieldType> = Extract<FieldDefinition, { type: T }>
-const optionValues = (f: { options: Array<string | { value: string }> }) =>
+/** A choice field's option values. */
+export const optionValues = (f: { options: ReadonlyArray<string | { value: string }> }) =>
   f.options.map((o) => (typeof o === 'string' ? o : o.value))
 /**
  * What every field's schema says besides its type: title and description, and (core/modules/field-rules.ts) a computed
