@@ -20,10 +20,22 @@ const nodeGlobals = Object.fromEntries(
   ].map((name) => [name, 'readonly'])
 )
 const browserGlobals = Object.fromEntries(
-  ['window', 'document', 'fetch', 'sessionStorage', 'console', 'React', 'ReactDOM', 'GraphiQL'].map((name) => [
-    name,
-    'readonly'
-  ])
+  [
+    'window',
+    'document',
+    'fetch',
+    'sessionStorage',
+    'console',
+    'navigator',
+    'HTMLFormElement',
+    'XMLHttpRequest',
+    'FormData',
+    'URL',
+    'setTimeout',
+    'React',
+    'ReactDOM',
+    'GraphiQL'
+  ].map((name) => [name, 'readonly'])
 )
 
 export default tseslint.config(
@@ -108,7 +120,7 @@ export default tseslint.config(
   },
   {
     // The GraphQL console's script runs as is in the browser (ES2017, no build step).
-    files: ['plugins/graphql/graphql.console.browser.js'],
+    files: ['plugins/graphql/graphql.console.browser.js', 'plugins/workspace/browser/*.js'],
     languageOptions: { sourceType: 'script', ecmaVersion: 2017, globals: browserGlobals }
   }
 )

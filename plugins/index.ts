@@ -16,6 +16,7 @@ import { scimPlugin } from './scim/scim.ts'
 import { settingsPlugin } from './settings/settings.ts'
 import { tokensPlugin } from './tokens/tokens.ts'
 import { webhooksPlugin } from './webhooks/webhooks.ts'
+import { workspacePlugin } from './workspace/workspace.ts'
 
 /**
  * Every feature, in the order it is migrated, configured and described in the OpenAPI
@@ -40,5 +41,6 @@ export const plugins: readonly Plugin[] = [
   scimPlugin,
   apiDocsPlugin,
   eventsFeedPlugin,
-  webhooksPlugin
+  webhooksPlugin,
+  workspacePlugin
 ]

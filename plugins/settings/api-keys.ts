@@ -11,9 +11,8 @@ import {
   type CreateForm,
   type ExpiryChoice
 } from './api-keys.views.ts'
-import { field, readForm } from './form-body.ts'
-import { frameFor, sendPage, seeOther, sessionOf, type PageRequest, type PageRoute } from './page-request.ts'
-import { assertCsrf, assertSameOrigin, signInLocation } from './security.ts'
+import { field } from './form-body.ts'
+import { frameFor, postedForm, sendPage, seeOther, signedIn, type PageRequest, type PageRoute } from './page-request.ts'
 
 export const apiKeysPath = '/settings/api-keys'
 const dayMs = 86_400_000
@@ -40,13 +39,6 @@ function moduleTitles(r: PageRequest, session: Session): Record<string, string> 
   for (const [key, m] of r.platform.tenants.get(session.principal.tenantId)?.modules ?? [])
     titles[key] = m.definition.title ?? key
   return titles
-}
-
-/** The session, or a redirect to sign in (and then come back here). */
-function signedIn(r: PageRequest): Session | undefined {
-  const session = sessionOf(r)
-  if (!session) seeOther(r, signInLocation(apiKeysPath))
-  return session
 }
 
 async function renderList(
@@ -76,7 +68,7 @@ async function renderList(
 }
 
 async function showList(r: PageRequest) {
-  const session = signedIn(r)
+  const session = signedIn(r, apiKeysPath)
   if (!session) return
   const notice =
     r.ctx.query.revoked === '1' ? 'The token was revoked: every call made with it now fails with 401.' : undefined
@@ -161,11 +153,9 @@ function messagesOf(err: ApiError): string[] {
 }
 
 async function create(r: PageRequest) {
-  assertSameOrigin(r.ctx, r.platform.config.publicUrl)
-  const session = signedIn(r)
-  if (!session) return
-  const raw = await readForm(r.ctx)
-  assertCsrf(session, raw)
+  const posted = await postedForm(r, apiKeysPath)
+  if (!posted) return
+  const { session, form: raw } = posted
   const input = formInput(raw)
   const { data, problems } = tokenData(input, raw)
   if (problems.length) return renderList(r, session, 400, input, problems)
@@ -181,11 +171,9 @@ async function create(r: PageRequest) {
 }
 
 async function revoke(r: PageRequest) {
-  assertSameOrigin(r.ctx, r.platform.config.publicUrl)
-  const session = signedIn(r)
-  if (!session) return
-  assertCsrf(session, await readForm(r.ctx))
-  await tokens(r, session).remove(r.params.id)
+  const posted = await postedForm(r, apiKeysPath)
+  if (!posted) return
+  await tokens(r, posted.session).remove(r.params.id)
   seeOther(r, `${apiKeysPath}?revoked=1`)
 }
 

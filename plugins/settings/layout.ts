@@ -8,6 +8,8 @@ export interface PageFrame {
   account?: { name: string; tenantName: string; csrfToken: string }
   /** The settings pages a signed-in user can open (page-router.ts); `current` is this one. */
   nav?: Array<{ href: string; label: string; current: boolean }>
+  /** Where the brand link leads: the start page (page-request.ts `homeOf`). */
+  home?: string
   main: SafeHtml
   /** An inline script, allowed by the nonce. */
   script?: SafeHtml
@@ -84,7 +86,7 @@ ${p.head ?? ''}
 </head>
 <body>
 <header><div class="bar">
-<a class="brand" href="/settings/api-keys">Records</a>
+<a class="brand" href="${p.home ?? '/settings/api-keys'}">Records</a>
 ${
   p.account && p.nav?.length
     ? html`<nav aria-label="Settings">${p.nav.map((l) => html`<a href="${l.href}" data-label="${l.label}"${l.current ? html` aria-current="page"` : ''}>${l.label}</a>`)}</nav>`

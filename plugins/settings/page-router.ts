@@ -6,7 +6,7 @@ import { patternTemplate, setRouteTemplate } from '../../core/http/route-templat
 import { logger } from '../../core/logger.ts'
 import { messagePage } from './layout.ts'
 import { PageError } from './page-error.ts'
-import { frameFor, sendPage, sessionOf, type PageRequest, type PageRoute } from './page-request.ts'
+import { frameFor, homeOf, sendPage, sessionOf, type PageRequest, type PageRoute } from './page-request.ts'
 import { newNonce, setPageHeaders } from './security.ts'
 
 /** A link of the settings navigation, shown to a signed-in user on every page (or to those `visible` admits). */
@@ -15,12 +15,18 @@ export interface NavLink {
   label: string
   /** Whom the link is shown to, when not everyone signed in may use the page (e.g. admins only). */
   visible?: (principal: Principal) => boolean
+  /** Shown before the links without one (the records workspace before the settings pages). */
+  first?: boolean
+  /** The link is current on every page below it too (`/records/incident` under `/records`). */
+  section?: boolean
 }
 
 /** What a feature adds to the browser pages: its routes and, for the pages a person opens from the menu, a link. */
 export interface PageSet {
   routes: readonly PageRoute[]
   nav?: readonly NavLink[]
+  /** The page a person lands on after signing in and through the brand link (the last set naming one wins; default: the API keys page). */
+  home?: string
 }
 
 declare module '../../core/declarations.ts' {
@@ -29,7 +35,7 @@ declare module '../../core/declarations.ts' {
      * Every page route and navigation link registered so far (pageRouter), in registration
      * order: the navigation reads it, and the side-channel test lists its doors from it.
      */
-    settingsPages?: { routes: readonly PageRoute[]; nav: readonly NavLink[] }
+    settingsPages?: { routes: readonly PageRoute[]; nav: readonly NavLink[]; home?: string }
   }
 }
 
@@ -82,7 +88,7 @@ function renderFailure(r: PageRequest, err: unknown) {
   }
   const session = sessionOf(r)
   const link = session
-    ? { href: '/settings/api-keys', text: 'Back to API keys and tokens' }
+    ? { href: homeOf(r.app), text: 'Back to the start page' }
     : { href: '/sign-in', text: 'Go to sign in' }
   sendPage(r, status, messagePage({ ...frameFor(r, session), title }, message, link))
 }
@@ -99,8 +105,10 @@ function renderFailure(r: PageRequest, err: unknown) {
 export function pageRouter(app: App, set: PageSet): Middleware {
   const before = app.get('settingsPages') ?? { routes: [], nav: [] }
   // By label, so the menu reads the same whatever the order of the plugins.
-  const nav = [...before.nav, ...(set.nav ?? [])].sort((a, b) => a.label.localeCompare(b.label))
-  app.set('settingsPages', { routes: [...before.routes, ...set.routes], nav })
+  const nav = [...before.nav, ...(set.nav ?? [])].sort(
+    (a, b) => Number(!!b.first) - Number(!!a.first) || a.label.localeCompare(b.label)
+  )
+  app.set('settingsPages', { routes: [...before.routes, ...set.routes], nav, home: set.home ?? before.home })
   const platform = app.get('platform')
   return async (ctx, next) => {
     const found = match(set.routes, ctx.method, ctx.path)

@@ -8,7 +8,7 @@ import type { Platform } from '../../core/declarations.ts'
 import { logger } from '../../core/logger.ts'
 import { messagePage } from './layout.ts'
 import { PageError } from './page-error.ts'
-import { frameFor, sendPage, seeOther, sessionOf, type PageRequest, type PageRoute } from './page-request.ts'
+import { frameFor, homeOf, sendPage, seeOther, sessionOf, type PageRequest, type PageRoute } from './page-request.ts'
 import { safeNext, sessionCookieHeader } from './security.ts'
 import { flowCookie, flowCookieHeader, flowSeconds, FlowSeal, type Flow } from './sign-in-oidc-flow.ts'
 
@@ -144,7 +144,7 @@ export function oidcRoutes(platform: Platform): PageRoute[] {
       state: oidc.randomState(),
       nonce: oidc.randomNonce(),
       verifier: oidc.randomPKCECodeVerifier(),
-      next: safeNext(typeof r.ctx.query.next === 'string' ? r.ctx.query.next : undefined),
+      next: safeNext(typeof r.ctx.query.next === 'string' ? r.ctx.query.next : undefined, homeOf(r.app)),
       expires: Date.now() + flowSeconds * 1000
     }
     const url = oidc.buildAuthorizationUrl(config, {

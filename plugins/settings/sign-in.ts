@@ -1,7 +1,7 @@
 import { sessionCookie } from '../../core/auth/sessions.ts'
 import { logger } from '../../core/logger.ts'
 import { field, readForm } from './form-body.ts'
-import { sendPage, seeOther, sessionOf, type PageRequest, type PageRoute } from './page-request.ts'
+import { homeOf, sendPage, seeOther, sessionOf, type PageRequest, type PageRoute } from './page-request.ts'
 import { assertCsrf, assertSameOrigin, expiredSessionCookie, safeNext, sessionCookieHeader } from './security.ts'
 import { oidcLabel, oidcOf, oidcStart } from './sign-in-oidc.ts'
 import { signInPage, type SignInView } from './sign-in.views.ts'
@@ -58,7 +58,7 @@ async function showSignIn(r: PageRequest) {
   const query = r.ctx.query
   const tenant =
     typeof query.tenant === 'string' ? query.tenant.slice(0, 63) : tenants.length === 1 ? tenants[0].id : ''
-  const next = safeNext(typeof query.next === 'string' ? query.next : undefined)
+  const next = safeNext(typeof query.next === 'string' ? query.next : undefined, homeOf(r.app))
   sendPage(r, 200, signInPage({ nonce: r.nonce, tenant, userName: '', next, ...ssoOf(r, tenant, next) }))
 }
 
@@ -68,7 +68,7 @@ async function signIn(r: PageRequest) {
   const tenant = field(form, 'tenant').toLowerCase()
   const userName = field(form, 'userName')
   const password = field(form, 'password', { trim: false })
-  const next = safeNext(form.get('next'))
+  const next = safeNext(form.get('next'), homeOf(r.app))
   const again = (status: number, error: string) =>
     sendPage(r, status, signInPage({ nonce: r.nonce, tenant, userName, next, error, ...ssoOf(r, tenant, next) }))
   if (form.has('sso')) {

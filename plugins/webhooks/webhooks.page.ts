@@ -5,15 +5,12 @@ import type { App } from '../../core/declarations.ts'
 import { ApiError, type FieldProblem } from '../../core/errors/index.ts'
 import { eventKinds } from '../../core/events/events.ts'
 import {
-  assertCsrf,
-  assertSameOrigin,
   frameFor,
   pageRouter,
-  readForm,
+  postedForm,
   sendPage,
   seeOther,
-  sessionOf,
-  signInLocation,
+  signedIn,
   type PageRequest,
   type PageRoute
 } from '../settings/settings.shared.ts'
@@ -60,13 +57,6 @@ function services(r: PageRequest, session: Session) {
   }
 }
 
-/** The session, or a redirect to sign in (and then come back to this page). */
-function signedIn(r: PageRequest): Session | undefined {
-  const session = sessionOf(r)
-  if (!session) seeOther(r, signInLocation(webhooksPagePath))
-  return session
-}
-
 /** The kinds the service accepts and the tenant's modules: what the forms offer, nothing the service would refuse. */
 function choicesOf(r: PageRequest, session: Session): FormChoices {
   const described: Record<string, string> = {
@@ -80,7 +70,7 @@ function choicesOf(r: PageRequest, session: Session): FormChoices {
 }
 
 async function show(r: PageRequest) {
-  const session = signedIn(r)
+  const session = signedIn(r, webhooksPagePath)
   if (!session) return
   await showList(r, session, 200, emptySubscription, {})
 }
@@ -111,11 +101,9 @@ async function showList(r: PageRequest, session: Session, status: number, form: 
 /** A POST of the page: same origin, signed in, the session's CSRF token; then the action and a 303 back to the page. */
 function action(run: (s: ReturnType<typeof services>, id: string) => Promise<Notice>) {
   return async (r: PageRequest) => {
-    assertSameOrigin(r.ctx, r.platform.config.publicUrl)
-    const session = signedIn(r)
-    if (!session) return
-    assertCsrf(session, await readForm(r.ctx))
-    const notice = await run(services(r, session), r.params.id)
+    const posted = await postedForm(r, webhooksPagePath)
+    if (!posted) return
+    const notice = await run(services(r, posted.session), r.params.id)
     seeOther(r, `${webhooksPagePath}?done=${notice}`)
   }
 }
@@ -178,15 +166,7 @@ async function attempt<T>(call: () => Promise<T>): Promise<{ ok: T } | { errors:
   }
 }
 
-/** A POST of a form: same origin, signed in, the session's CSRF token; the form's fields. */
-async function posted(r: PageRequest): Promise<{ session: Session; form: URLSearchParams } | undefined> {
-  assertSameOrigin(r.ctx, r.platform.config.publicUrl)
-  const session = signedIn(r)
-  if (!session) return undefined
-  const form = await readForm(r.ctx)
-  assertCsrf(session, form)
-  return { session, form }
-}
+const posted = (r: PageRequest) => postedForm(r, webhooksPagePath)
 
 async function create(r: PageRequest) {
   const got = await posted(r)
@@ -226,7 +206,7 @@ function sendEdit(
 }
 
 async function showEdit(r: PageRequest) {
-  const session = signedIn(r)
+  const session = signedIn(r, webhooksPagePath)
   if (!session) return
   sendEdit(r, session, 200, await services(r, session).get(r.params.id))
 }
@@ -269,7 +249,7 @@ async function rotate(r: PageRequest) {
 }
 
 async function confirmDelete(r: PageRequest) {
-  const session = signedIn(r)
+  const session = signedIn(r, webhooksPagePath)
   if (!session) return
   sendPage(r, 200, deletePage(frameFor(r, session), await services(r, session).get(r.params.id)))
 }

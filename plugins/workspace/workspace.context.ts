@@ -1,0 +1,191 @@
+import { randomUUID } from 'node:crypto'
+import { can, hiddenFields, seesModule } from '../../core/auth/access.ts'
+import type { Principal } from '../../core/auth/principal.ts'
+import type { Session } from '../../core/auth/sessions.ts'
+import { ApiError, type FieldProblem } from '../../core/errors/index.ts'
+import type { RegisteredModule } from '../../core/modules/registry.ts'
+import type { FieldDefinition } from '../../core/modules/types.ts'
+import { recordsPath, type RecordPage } from '../records/records.shared.ts'
+import { PageError, type PageRequest } from '../settings/settings.shared.ts'
+import { namedIds, type Names } from './workspace.fields.ts'
+
+/** The most people a user field's picker offers (the tenant's active users by name); more is a typed user name. */
+export const peopleCap = 500
+
+/** A record as the records service answers it (REST's JSON body). */
+export interface RecordView {
+  id: string
+  moduleKey: string
+  number: string
+  state: string
+  version: number
+  createdAt: string
+  updatedAt: string
+  createdBy: { name: string; id: string; type: string }
+  updatedBy: { name: string }
+  payload: Record<string, unknown>
+  activity?: Array<{
+    id: number
+    at: string
+    actor: { name: string; onBehalfOf?: { name: string } }
+    action: string
+    changes: Array<{ field: string; from: unknown; to: unknown }>
+    transition: { key: string; from: string; to: string } | null
+    comment: string | null
+  }>
+  attachments?: Array<{
+    id: string
+    fileName: string
+    contentType: string
+    size: number
+    uploadedAt: string
+    uploadedBy: { name: string }
+  }>
+  availableTransitions?: Array<{
+    key: string
+    label: string
+    to: string
+    missingFields: string[]
+    refusal?: { code: string; detail: string }
+  }>
+}
+
+/**
+ * One request of a workspace page, for the person signed in: the modules they may read, and the records service
+ * called with their principal, exactly as REST and GraphQL call it (provider `browser`), so every rule of the
+ * service (rights, rows, fields, validation, idempotency, limits) is the page's rule too.
+ */
+export class Desk {
+  readonly principal: Principal
+
+  constructor(
+    readonly r: PageRequest,
+    readonly session: Session
+  ) {
+    this.principal = session.principal
+  }
+
+  /** Params of a service call by this person; `extra` adds ifMatch, idempotencyKey, query… */
+  call<E extends object>(extra?: E) {
+    return { provider: 'browser', principal: this.principal, ...(extra as E) }
+  }
+
+  get records() {
+    return this.r.app.service(recordsPath)
+  }
+
+  /** The tenant's modules this person may read records of, by title. */
+  modules(): RegisteredModule[] {
+    const tenant = this.r.platform.tenants.get(this.principal.tenantId)
+    return [...(tenant?.modules.values() ?? [])]
+      .filter((m) => seesModule(this.principal, m) && can(this.principal, m, 'read'))
+      .sort((a, b) => a.definition.title.localeCompare(b.definition.title))
+  }
+
+  /** A module of the tenant this person may read, or a 404 page (the same answer for one that does not exist). */
+  module(key: string): RegisteredModule {
+    const m = this.r.platform.tenants.get(this.principal.tenantId)?.modules.get(key)
+    if (!m || !can(this.principal, m, 'read'))
+      throw new PageError(404, 'Not found', `There is no module "${key}" you may read.`)
+    return m
+  }
+
+  can(m: RegisteredModule, action: string) {
+    return can(this.principal, m, action)
+  }
+
+  hidden(m: RegisteredModule) {
+    return hiddenFields(this.principal, m)
+  }
+
+  /** The module's fields this person may read, in the module's order. */
+  readable(m: RegisteredModule): FieldDefinition[] {
+    const hidden = this.hidden(m)
+    return m.definition.fields.filter((f) => !hidden.has(f.key))
+  }
+
+  /** Whether this person may change the field (its write rule; computed fields are nobody's to write). */
+  writable(f: FieldDefinition): boolean {
+    if ('computed' in f && f.computed) return false
+    const roles = this.principal.roles
+    if (roles === 'all' || !f.access) return true
+    return (f.access.write ?? f.access.read).some((r) => roles.includes(r))
+  }
+
+  /** The names behind the user and record ids of these payloads: one lookup of users, one list per referenced module. */
+  async names(
+    m: RegisteredModule,
+    payloads: ReadonlyArray<Record<string, unknown>>,
+    more: string[] = []
+  ): Promise<Names> {
+    const fields = this.readable(m)
+    const ids = namedIds(fields, payloads)
+    for (const id of more) ids.users.add(id)
+    const users = await this.r.platform.users.names(this.principal.tenantId, ids.users)
+    const records = new Map<string, { number: string; moduleKey: string }>()
+    const byModule = new Map<string, string[]>()
+    for (const f of fields) {
+      if (f.type !== 'recordRef') continue
+      const wanted = [...ids.records]
+      if (wanted.length) byModule.set(f.module, wanted)
+    }
+    for (const [moduleKey, wanted] of byModule) {
+      const target = this.r.platform.tenants.get(this.principal.tenantId)?.modules.get(moduleKey)
+      if (!target || !this.can(target, 'read')) continue
+      const page = (await this.records
+        .find(this.call({ query: { moduleKey, id: wanted.slice(0, 200).join(','), limit: 200 } }))
+        .catch(() => ({ items: [] }))) as RecordPage
+      for (const rec of page.items as unknown as RecordView[])
+        records.set(rec.id, { number: rec.number, moduleKey: rec.moduleKey })
+    }
+    return { users, records }
+  }
+
+  /** Who a user field may name: the tenant's active users by name, at most `peopleCap`. */
+  async people(): Promise<Array<{ id: string; name: string }>> {
+    const { users } = await this.r.platform.users.page(
+      this.principal.tenantId,
+      { sql: 'u.active', values: [] },
+      0,
+      peopleCap
+    )
+    return users
+      .map((u) => ({ id: u.id, name: u.displayName ?? u.userName }))
+      .sort((a, b) => a.name.localeCompare(b.name))
+  }
+}
+
+/** A fresh key for a form's submit: the service's Idempotency-Key, so a double click or a resent form writes once. */
+export const newSubmitKey = () => randomUUID()
+
+/** A state's label (its key when it has none). */
+export const stateLabel = (m: RegisteredModule, key: string) => m.states.get(key)?.label ?? key
+
+/**
+ * A refusal of the service as a form shows it: problems beside the fields they name (`field.invalid`'s errors, by the
+ * top-level key of their pointer) and the rest at the top. Anything but a 4xx ApiError is no refusal (rethrown).
+ */
+export function refusalOf(err: unknown): {
+  status: number
+  code: string
+  fields: Map<string, string[]>
+  top: string[]
+} {
+  if (!(err instanceof ApiError) || err.code >= 500) throw err
+  const fields = new Map<string, string[]>()
+  const top: string[] = []
+  const errors = (err.extra.errors as FieldProblem[] | undefined) ?? []
+  for (const e of errors) {
+    const key =
+      /^\/payload\/([^/]+)/.exec(e.pointer ?? '')?.[1] ??
+      (typeof err.extra.field === 'string' ? err.extra.field : undefined)
+    if (key) fields.set(key, [...(fields.get(key) ?? []), e.detail])
+    else top.push(e.detail)
+  }
+  if (!errors.length) {
+    const field = typeof err.extra.field === 'string' ? err.extra.field : undefined
+    if (field) fields.set(field, [err.message])
+    top.push(err.message)
+  } else if (top.length === 0 && fields.size === 0) top.push(err.message)
+  return { status: err.code, code: err.problemCode, fields, top }
+}

@@ -1,0 +1,531 @@
+import type { RegisteredModule } from '../../core/modules/registry.ts'
+import type { FieldDefinition, GroupMember } from '../../core/modules/types.ts'
+import {
+  html,
+  PageError,
+  postedForm,
+  seeOther,
+  signedIn,
+  type PageRequest,
+  type SafeHtml
+} from '../settings/settings.shared.ts'
+import { Desk, newSubmitKey, refusalOf, stateLabel, type RecordView } from './workspace.context.ts'
+import { fieldUi, showValue, type Names, type Read } from './workspace.fields.ts'
+import { sendWorkspacePage } from './workspace.views.ts'
+
+/** Forms carry a few long texts: more than the settings pages' 8 KiB, far less than the API's JSON cap. */
+const maxFormBytes = 256 * 1024
+/** Rows of a group a form shows: those the record has, plus blank ones to add (at most this many in all). */
+const maxGroupRows = 50
+
+/** What a form shows: the values (as entered, or as stored), the problems beside fields, and those of the whole form. */
+interface FormState {
+  values: Record<string, unknown>
+  problems: ReadonlyMap<string, string[]>
+  top: string[]
+}
+
+/** How each field of a form appears: a control, read-only text (locked, computed, not the person's to write), or nothing. */
+interface FormFields {
+  fields: FieldDefinition[]
+  required: ReadonlySet<string>
+  readOnly: ReadonlySet<string>
+  /** Why read-only fields are read-only, beside them. */
+  readOnlyWhy: (f: FieldDefinition) => string
+}
+
+const hasValue = (v: unknown) => v !== undefined && v !== null && v !== '' && !(Array.isArray(v) && v.length === 0)
+
+function groupRows(
+  f: FieldDefinition & { type: 'group' },
+  value: unknown,
+  prefix: string,
+  s: FormState,
+  people: Control['people']
+): SafeHtml {
+  const items = Array.isArray(value) ? (value as Array<Record<string, unknown>>) : []
+  const rows = Math.min(maxGroupRows, Math.max(items.length + 1, f.minItems ?? 1))
+  return html`${Array.from({ length: rows }, (_, i) => {
+    const item = items[i] ?? {}
+    return html`<fieldset class="group-item"><legend>${f.label ?? f.key} ${i + 1}${i >= items.length ? ' (new)' : ''}</legend>${f.fields.map(
+      (member: GroupMember) => {
+        const name = `${prefix}.${i}.${member.key}`
+        const id = `f-${f.key}-${i}-${member.key}`
+        return html`<div class="field"><label for="${id}">${member.label ?? member.key}</label>${fieldUi[
+          member.type
+        ].input(member, item[member.key], {
+          name,
+          id,
+          describedBy: '',
+          invalid: false,
+          required: false,
+          people
+        })}</div>`
+      }
+    )}</fieldset>`
+  })}${s.problems.get(f.key)?.map((p) => html`<p class="problem">${p}</p>`) ?? ''}`
+}
+
+type Control = Parameters<(typeof fieldUi)['text']['input']>[2]
+
+/** The controls of a form, in the module's order, each labelled, with its hint and the server's problem beside it. */
+function controls(ff: FormFields, s: FormState, names: Names, people: Control['people']): SafeHtml {
+  return html`${ff.fields.map((f) => {
+    const id = `f-${f.key}`
+    const label = f.label ?? f.key
+    const problems = s.problems.get(f.key) ?? []
+    const value = s.values[f.key]
+    if (ff.readOnly.has(f.key))
+      return html`<div class="field"><span class="label" id="${id}-label"><strong>${label}</strong></span><div class="readonly" aria-labelledby="${id}-label">${hasValue(value) ? showValue(f, value, names) : html`<span class="empty">Not set</span>`}</div><p class="hint">${ff.readOnlyWhy(f)}</p></div>`
+    const hint = f.description ? html`<p class="hint" id="${id}-hint">${f.description}</p>` : ''
+    const problemHtml = problems.map((p, i) => html`<p class="problem" id="${id}-problem-${i}">${label} ${p}</p>`)
+    const describedBy = [f.description ? `${id}-hint` : '', ...problems.map((_, i) => `${id}-problem-${i}`)]
+      .filter(Boolean)
+      .join(' ')
+    const required = ff.required.has(f.key)
+    if (f.type === 'group')
+      return html`<div class="field"><fieldset><legend>${label}${required ? html` <span class="req" aria-hidden="true">*</span>` : ''}</legend>${hint}${groupRows(f, value, f.key, s, people)}</fieldset></div>`
+    const grouped = f.type === 'multipleChoice' || f.type === 'location'
+    const control = fieldUi[f.type].input(f, value, {
+      name: f.key,
+      id,
+      describedBy,
+      invalid: problems.length > 0,
+      required,
+      people
+    })
+    return grouped
+      ? html`<div class="field"><fieldset><legend>${label}${required ? html` <span class="req" aria-hidden="true">*</span>` : ''}</legend>${hint}${control}${problemHtml}</fieldset></div>`
+      : html`<div class="field"><label for="${id}">${label}${required ? html` <span class="req" aria-hidden="true">*</span><span class="visually-hidden"> (required)</span>` : ''}</label>${hint}${control}${problemHtml}</div>`
+  })}`
+}
+
+/** Reads the form's values of these fields: each by its type's table row; a group row by row, blank rows dropped. */
+function readFields(
+  fields: FieldDefinition[],
+  form: URLSearchParams
+): { values: Record<string, unknown>; problems: Map<string, string[]> } {
+  const values: Record<string, unknown> = {}
+  const problems = new Map<string, string[]>()
+  const take = (f: FieldDefinition, name: string): Read => fieldUi[f.type].read(f, form, name)
+  for (const f of fields) {
+    if (f.type === 'group') {
+      const items: Array<Record<string, unknown>> = []
+      for (let i = 0; i < maxGroupRows; i++) {
+        const item: Record<string, unknown> = {}
+        let seen = false
+        for (const member of f.fields) {
+          const got = take(member, `${f.key}.${i}.${member.key}`)
+          if ('value' in got) item[member.key] = got.value
+          else if ('problem' in got)
+            problems.set(f.key, [
+              ...(problems.get(f.key) ?? []),
+              `row ${i + 1}: ${member.label ?? member.key} ${got.problem}`
+            ])
+          if (form.has(`${f.key}.${i}.${member.key}`)) seen = true
+        }
+        if (!seen) break
+        if (Object.keys(item).length) items.push(item)
+      }
+      if (items.length) values[f.key] = items
+      continue
+    }
+    const got = take(f, f.key)
+    if ('value' in got) values[f.key] = got.value
+    else if ('problem' in got) problems.set(f.key, [got.problem])
+  }
+  return { values, problems }
+}
+
+function formPage(
+  desk: Desk,
+  status: number,
+  p: {
+    m: RegisteredModule
+    title: string
+    action: string
+    submit: string
+    intro?: SafeHtml
+    hidden: Record<string, string>
+    ff: FormFields
+    s: FormState
+    names: Names
+    people: Control['people']
+    extra?: SafeHtml
+    back: string
+  }
+) {
+  const problems = [...p.s.top]
+  const fieldCount = [...p.s.problems.values()].reduce((n, l) => n + l.length, 0)
+  sendWorkspacePage(desk, status, {
+    title: p.title,
+    module: p.m,
+    main: html`<p class="crumbs"><a href="/records/${p.m.definition.key}">${p.m.definition.title}</a></p><h1>${p.title}</h1>${p.intro ?? ''}
+${problems.length || fieldCount ? html`<div class="alert error" role="alert" tabindex="-1" id="form-problems">${problems.length ? html`${problems.map((x) => html`<p>${x}</p>`)}` : ''}${fieldCount ? html`<p>${fieldCount === 1 ? 'One field needs' : `${fieldCount} fields need`} your attention: see the messages beside ${fieldCount === 1 ? 'it' : 'them'}.</p>` : ''}</div>` : ''}
+<form method="post" action="${p.action}" class="card record-form" novalidate>
+<input type="hidden" name="csrf" value="${desk.session.csrfToken}">
+${Object.entries(p.hidden).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
+${controls(p.ff, p.s, p.names, p.people)}
+${p.extra ?? ''}
+<div class="actions sticky-submit"><button type="submit">${p.submit}</button><a href="${p.back}">Cancel</a></div>
+</form>`
+  })
+}
+
+const computedWhy = 'Computed by the platform from other fields.'
+
+/** The fields of a create form: every readable field, the ones this person may not write or that are computed shown read-only. */
+function createFields(desk: Desk, m: RegisteredModule): FormFields {
+  const fields = desk.readable(m)
+  const initial = m.states.get(m.definition.workflow.initial)
+  const required = new Set([...fields.filter((f) => f.required).map((f) => f.key), ...(initial?.requires ?? [])])
+  const readOnly = new Set(fields.filter((f) => !desk.writable(f)).map((f) => f.key))
+  // Left out: computed fields (no value before the record exists), and the fields the workflow asks for later (those a
+  // later state or a transition requires, and the initial state does not): the transition that needs them asks.
+  const later = new Set([
+    ...m.definition.workflow.states.filter((s) => s.key !== initial?.key).flatMap((s) => s.requires ?? []),
+    ...m.definition.workflow.transitions.flatMap((t) => t.requires ?? [])
+  ])
+  return {
+    fields: fields.filter((f) => !('computed' in f && f.computed) && (required.has(f.key) || !later.has(f.key))),
+    required,
+    readOnly,
+    readOnlyWhy: () => 'Only some roles may fill this in.'
+  }
+}
+
+async function renderCreate(desk: Desk, m: RegisteredModule, status: number, s: FormState, key: string) {
+  const d = m.definition
+  formPage(desk, status, {
+    m,
+    title: `New ${d.title.toLowerCase()}`,
+    action: `/records/${d.key}/new`,
+    submit: `Create ${d.title.toLowerCase()}`,
+    hidden: { submitKey: key },
+    ff: createFields(desk, m),
+    s,
+    names: await desk.names(m, [s.values]),
+    people: await desk.people(),
+    back: `/records/${d.key}`,
+    intro: html`<p class="muted">Fields marked <span class="req">*</span> are required. Times are in UTC.</p>`
+  })
+}
+
+/** `GET /records/:module/new`. */
+export async function showCreate(r: PageRequest) {
+  const session = signedIn(r)
+  if (!session) return
+  const desk = new Desk(r, session)
+  const m = desk.module(r.params.module)
+  const values: Record<string, unknown> = {}
+  for (const f of m.definition.fields)
+    if ('default' in f && f.default !== undefined && f.default !== 'today()') values[f.key] = f.default
+  await renderCreate(desk, m, 200, { values, problems: new Map(), top: [] }, newSubmitKey())
+}
+
+/**
+ * `POST /records/:module/new`: the records service's create with the form's submit key as the Idempotency-Key, so a
+ * double click or a resent form makes one record (the second answer is the first's record).
+ */
+export async function create(r: PageRequest) {
+  const back = `/records/${r.params.module}/new`
+  const posted = await postedForm(r, back, maxFormBytes)
+  if (!posted) return
+  const desk = new Desk(r, posted.session)
+  const m = desk.module(r.params.module)
+  const key = posted.form.get('submitKey') || newSubmitKey()
+  const ff = createFields(desk, m)
+  const { values, problems } = readFields(
+    ff.fields.filter((f) => !ff.readOnly.has(f.key)),
+    posted.form
+  )
+  if (problems.size) return renderCreate(desk, m, 400, { values, problems, top: [] }, key)
+  try {
+    const rec = (await desk.records.create(
+      { moduleKey: m.definition.key, payload: values },
+      desk.call({ idempotencyKey: key })
+    )) as unknown as RecordView
+    seeOther(r, `/records/${m.definition.key}/${rec.id}?done=created`)
+  } catch (err) {
+    const refusal = refusalOf(err)
+    return renderCreate(desk, m, refusal.status, { values, problems: refusal.fields, top: refusal.top }, key)
+  }
+}
+
+/** A record this person may read, through the service's get (404 for one they may not see, as REST answers). */
+export async function readRecord(desk: Desk, m: RegisteredModule, id: string): Promise<RecordView> {
+  const rec = (await desk.records.get(id, desk.call())) as unknown as RecordView
+  if (rec.moduleKey !== m.definition.key)
+    throw new PageError(404, 'Not found', `There is no such ${m.definition.title.toLowerCase()}.`)
+  return rec
+}
+
+/** The fields of an edit form: locked ones (the state's `locks`), computed ones and those not theirs to write read-only. */
+function editFields(desk: Desk, m: RegisteredModule, rec: RecordView): FormFields {
+  const fields = desk.readable(m)
+  const locks = m.states.get(rec.state)?.locks ?? []
+  const locked = (f: FieldDefinition) => locks.includes('*') || locks.includes(f.key)
+  const computed = (f: FieldDefinition) => 'computed' in f && !!f.computed
+  return {
+    fields,
+    required: new Set([
+      ...fields.filter((f) => f.required).map((f) => f.key),
+      ...(m.states.get(rec.state)?.requires ?? [])
+    ]),
+    readOnly: new Set(fields.filter((f) => locked(f) || !desk.writable(f)).map((f) => f.key)),
+    readOnlyWhy: (f) =>
+      computed(f)
+        ? computedWhy
+        : locked(f)
+          ? `Locked while the record is ${stateLabel(m, rec.state).toLowerCase()}.`
+          : 'Only some roles may change this.'
+  }
+}
+
+async function renderEdit(
+  desk: Desk,
+  m: RegisteredModule,
+  rec: RecordView,
+  status: number,
+  s: FormState,
+  version: number,
+  key: string,
+  conflict = false
+) {
+  const d = m.definition
+  formPage(desk, status, {
+    m,
+    title: `Edit ${rec.number}`,
+    action: `/records/${d.key}/${rec.id}/edit`,
+    submit: 'Save changes',
+    hidden: { version: String(version), submitKey: key },
+    ff: editFields(desk, m, rec),
+    s,
+    names: await desk.names(m, [s.values, rec.payload]),
+    people: await desk.people(),
+    back: `/records/${d.key}/${rec.id}`,
+    intro: conflict
+      ? html`<div class="alert warn" role="alert">Someone else changed ${rec.number} after you opened this form, so your changes were not saved. Your entries are kept below. <a href="/records/${d.key}/${rec.id}">Open the record as it is now</a> to see what changed, or <a href="/records/${d.key}/${rec.id}/edit">start again from its current version</a>.</div>`
+      : html`<p class="muted">State: ${stateLabel(m, rec.state)}. Times are in UTC.</p>`
+  })
+}
+
+/** `GET /records/:module/:id/edit`. */
+export async function showEdit(r: PageRequest) {
+  const session = signedIn(r)
+  if (!session) return
+  const desk = new Desk(r, session)
+  const m = desk.module(r.params.module)
+  const rec = await readRecord(desk, m, r.params.id)
+  await renderEdit(
+    desk,
+    m,
+    rec,
+    200,
+    { values: rec.payload, problems: new Map(), top: [] },
+    rec.version,
+    newSubmitKey()
+  )
+}
+
+/** The merge patch from a record's payload to a form's values over the editable fields: changed keys, null for a cleared one. */
+function patchOf(fields: FieldDefinition[], before: Record<string, unknown>, after: Record<string, unknown>) {
+  const patch: Record<string, unknown> = {}
+  for (const f of fields) {
+    const was = before[f.key]
+    const now = after[f.key]
+    if (JSON.stringify(was ?? null) === JSON.stringify(now ?? null)) continue
+    patch[f.key] = now === undefined ? null : now
+  }
+  return patch
+}
+
+/**
+ * `POST /records/:module/:id/edit`: a PATCH of the fields changed, conditional on the version the form was opened at
+ * (If-Match): a change by someone else in between is a 412, explained, with the person's entries kept.
+ */
+export async function edit(r: PageRequest) {
+  const back = `/records/${r.params.module}/${r.params.id}/edit`
+  const posted = await postedForm(r, back, maxFormBytes)
+  if (!posted) return
+  const desk = new Desk(r, posted.session)
+  const m = desk.module(r.params.module)
+  const rec = await readRecord(desk, m, r.params.id)
+  const version = Number(posted.form.get('version')) || rec.version
+  const key = posted.form.get('submitKey') || newSubmitKey()
+  const ff = editFields(desk, m, rec)
+  const editable = ff.fields.filter((f) => !ff.readOnly.has(f.key))
+  const { values, problems } = readFields(editable, posted.form)
+  const shown = { ...rec.payload, ...values }
+  for (const f of editable) if (!(f.key in values)) delete shown[f.key]
+  if (problems.size) return renderEdit(desk, m, rec, 400, { values: shown, problems, top: [] }, version, key)
+  const patch = patchOf(editable, rec.payload, values)
+  if (!Object.keys(patch).length) return seeOther(r, `/records/${m.definition.key}/${rec.id}?done=unchanged`)
+  try {
+    await desk.records.patch(rec.id, { payload: patch }, desk.call({ ifMatch: `"${version}"`, idempotencyKey: key }))
+    seeOther(r, `/records/${m.definition.key}/${rec.id}?done=saved`)
+  } catch (err) {
+    const refusal = refusalOf(err)
+    const conflict = refusal.status === 412
+    return renderEdit(
+      desk,
+      m,
+      rec,
+      refusal.status,
+      { values: shown, problems: refusal.fields, top: conflict ? [] : refusal.top },
+      conflict ? version : rec.version,
+      newSubmitKey(),
+      conflict
+    )
+  }
+}
+
+/** The fields a transition asks for: those its target state and the transition itself require, all shown editable if writable. */
+function transitionFields(desk: Desk, m: RegisteredModule, key: string): FormFields {
+  const needed = m.guards.get(key) ?? []
+  const fields = desk.readable(m).filter((f) => needed.includes(f.key))
+  return {
+    fields,
+    required: new Set(needed),
+    readOnly: new Set(fields.filter((f) => !desk.writable(f)).map((f) => f.key)),
+    readOnlyWhy: () => 'You may not fill this in; someone who may must set it first.'
+  }
+}
+
+async function renderTransition(
+  desk: Desk,
+  m: RegisteredModule,
+  rec: RecordView,
+  key: string,
+  status: number,
+  s: FormState,
+  comment: string,
+  submitKey: string
+) {
+  const d = m.definition
+  const t = m.transitions.get(key)!
+  const available = rec.availableTransitions?.find((a) => a.key === key)
+  formPage(desk, status, {
+    m,
+    title: `${t.label ?? t.key}: ${rec.number}`,
+    action: `/records/${d.key}/${rec.id}/transition/${key}`,
+    submit: t.label ?? t.key,
+    hidden: { version: String(rec.version), submitKey },
+    ff: transitionFields(desk, m, key),
+    s,
+    names: await desk.names(m, [s.values, rec.payload]),
+    people: await desk.people(),
+    back: `/records/${d.key}/${rec.id}`,
+    intro: html`<p>Moves ${rec.number} from <strong>${stateLabel(m, rec.state)}</strong> to <strong>${stateLabel(m, t.to)}</strong>.</p>${available?.refusal ? html`<div class="alert warn" role="alert">${available.refusal.detail}</div>` : ''}`,
+    extra: html`<div class="field"><label for="f-comment">Comment <span class="muted">(optional)</span></label><textarea id="f-comment" name="comment" rows="3" maxlength="4000">${comment}</textarea></div>`
+  })
+}
+
+/** The transition of the record named by the route, or a 404 page for a key the module does not have. */
+function transitionOf(m: RegisteredModule, key: string) {
+  if (!m.transitions.has(key))
+    throw new PageError(404, 'Not found', `${m.definition.title} has no transition "${key}".`)
+  return key
+}
+
+/** `GET /records/:module/:id/transition/:key`: the transition's form, asking exactly for the fields it requires. */
+export async function showTransition(r: PageRequest) {
+  const session = signedIn(r)
+  if (!session) return
+  const desk = new Desk(r, session)
+  const m = desk.module(r.params.module)
+  const rec = await readRecord(desk, m, r.params.id)
+  const key = transitionOf(m, r.params.key)
+  await renderTransition(
+    desk,
+    m,
+    rec,
+    key,
+    200,
+    { values: rec.payload, problems: new Map(), top: [] },
+    '',
+    newSubmitKey()
+  )
+}
+
+/** `POST /records/:module/:id/transition/:key`: the records service's transition, its fields as the transition's payload. */
+export async function transition(r: PageRequest) {
+  const back = `/records/${r.params.module}/${r.params.id}`
+  const posted = await postedForm(r, back, maxFormBytes)
+  if (!posted) return
+  const desk = new Desk(r, posted.session)
+  const m = desk.module(r.params.module)
+  const rec = await readRecord(desk, m, r.params.id)
+  const key = transitionOf(m, r.params.key)
+  const submitKey = posted.form.get('submitKey') || newSubmitKey()
+  const comment = (posted.form.get('comment') ?? '').trim()
+  const ff = transitionFields(desk, m, key)
+  const editable = ff.fields.filter((f) => !ff.readOnly.has(f.key))
+  const { values, problems } = readFields(editable, posted.form)
+  const shown = { ...rec.payload, ...values }
+  if (problems.size)
+    return renderTransition(desk, m, rec, key, 400, { values: shown, problems, top: [] }, comment, submitKey)
+  const patch = patchOf(editable, rec.payload, values)
+  const version = Number(posted.form.get('version')) || rec.version
+  try {
+    await desk.records.transition(
+      { transition: key, ...(comment ? { comment } : {}), ...(Object.keys(patch).length ? { payload: patch } : {}) },
+      desk.call({ id: rec.id, ifMatch: `"${version}"`, idempotencyKey: submitKey })
+    )
+    seeOther(r, `/records/${m.definition.key}/${rec.id}?done=moved`)
+  } catch (err) {
+    const refusal = refusalOf(err)
+    const top =
+      refusal.status === 412
+        ? [
+            `Someone else changed ${rec.number} after you opened this form; it was not moved. Check the record as it is now and try again.`
+          ]
+        : refusal.top
+    return renderTransition(
+      desk,
+      m,
+      rec,
+      key,
+      refusal.status,
+      { values: shown, problems: refusal.fields, top },
+      comment,
+      refusal.status === 412 ? newSubmitKey() : submitKey
+    )
+  }
+}
+
+/** `GET /records/:module/:id/delete`: what deleting means, and the button that does it. */
+export async function showDelete(r: PageRequest) {
+  const session = signedIn(r)
+  if (!session) return
+  const desk = new Desk(r, session)
+  const m = desk.module(r.params.module)
+  const rec = await readRecord(desk, m, r.params.id)
+  const d = m.definition
+  sendWorkspacePage(desk, 200, {
+    title: `Delete ${rec.number}`,
+    module: m,
+    main: html`<p class="crumbs"><a href="/records/${d.key}">${d.title}</a> › <a href="/records/${d.key}/${rec.id}">${rec.number}</a></p><h1>Delete ${rec.number}?</h1>
+<div class="card"><p>The record leaves every list and search. It is not erased: its history stays in the audit log, and an integration that syncs deletions is told.</p>
+<form method="post" action="/records/${d.key}/${rec.id}/delete"><input type="hidden" name="csrf" value="${desk.session.csrfToken}"><input type="hidden" name="version" value="${rec.version}"><input type="hidden" name="submitKey" value="${newSubmitKey()}">
+<div class="actions"><button type="submit" class="danger">Delete ${rec.number}</button><a href="/records/${d.key}/${rec.id}">Keep it</a></div></form></div>`
+  })
+}
+
+/** `POST /records/:module/:id/delete`: the records service's soft delete, conditional on the version shown. */
+export async function remove(r: PageRequest) {
+  const back = `/records/${r.params.module}/${r.params.id}`
+  const posted = await postedForm(r, back)
+  if (!posted) return
+  const desk = new Desk(r, posted.session)
+  const m = desk.module(r.params.module)
+  const version = posted.form.get('version')
+  await desk.records.remove(
+    r.params.id,
+    desk.call({
+      ...(version ? { ifMatch: `"${version}"` } : {}),
+      idempotencyKey: posted.form.get('submitKey') || newSubmitKey()
+    })
+  )
+  seeOther(r, `/records/${m.definition.key}?done=deleted`)
+}
