@@ -84,7 +84,9 @@ export function apiDocs(app: App) {
   app.use(
     referenceRoutes({
       document: async (ctx: ParameterizedContext) => documents.forPrincipal(ctx.state.principal).document,
-      baseUrl: () => platform.urls.public
+      baseUrl: () => platform.urls.public,
+      // The browser pages' start page (the records workspace) when a feature mounts one.
+      home: () => app.get('settingsPages')?.home
     })
   )
 }

@@ -266,11 +266,13 @@ export interface ReferenceOptions {
    * to the configured public URL behind a proxy that terminates TLS.
    */
   baseUrl?(ctx: ParameterizedContext): string
+  /** Where `GET /` sends a browser: the start page of the browser pages, when there is one; else the reference. */
+  home?(): string | undefined
 }
 
 /**
  * `GET /api/docs` (Swagger UI), `/api/docs/assets/*` and `/api/docs/postman.json`, and `GET /`:
- * a browser is sent to the reference, any other client gets a 404 that names where things
+ * a browser is sent to the start page (the records workspace; the reference without it), any other client gets a 404 that names where things
  * are. Passes on every other method and path, unknown assets included, so they get the
  * app's own 404.
  */
@@ -280,7 +282,7 @@ export function referenceRoutes(options: ReferenceOptions): Middleware {
     if (ctx.path === '/') {
       if (ctx.accepts('json', 'html') === 'html') {
         ctx.set('Cache-Control', 'no-cache')
-        ctx.redirect(base)
+        ctx.redirect(options.home?.() ?? base)
         return
       }
       throw problems.notFound(

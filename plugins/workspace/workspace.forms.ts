@@ -248,7 +248,8 @@ export async function create(r: PageRequest) {
     seeOther(r, `/records/${m.definition.key}/${rec.id}?done=created`)
   } catch (err) {
     const refusal = refusalOf(err)
-    return renderCreate(desk, m, refusal.status, { values, problems: refusal.fields, top: refusal.top }, key)
+    // The refused request is answered and its key spent on it: the corrected form is a new request.
+    return renderCreate(desk, m, refusal.status, { values, problems: refusal.fields, top: refusal.top }, newSubmitKey())
   }
 }
 
@@ -489,7 +490,7 @@ export async function transition(r: PageRequest) {
       refusal.status,
       { values: shown, problems: refusal.fields, top },
       comment,
-      refusal.status === 412 ? newSubmitKey() : submitKey
+      newSubmitKey()
     )
   }
 }

@@ -166,13 +166,16 @@ function filterForm(desk: Desk, m: RegisteredModule, q: Query, people: Array<{ i
     ...(q.q ? [['relevance', 'Best match'] as [string, string]] : [])
   ]
   const sort = typeof q.sort === 'string' ? q.sort : defaultSort
+  const active = Object.keys(payload).length + (q.overdue !== undefined ? 1 : 0)
   return html`<form class="filters" method="get" action="/records/${d.key}" role="search" aria-label="Filter ${d.title}">
 <div><label for="filter-q">Search</label><input type="search" id="filter-q" name="q" value="${typeof q.q === 'string' ? q.q : ''}" maxlength="200"></div>
 <div><label for="filter-state">State</label><select id="filter-state" name="state"><option value="">Any</option>${d.workflow.states.map((s) => html`<option value="${s.key}"${q.state === s.key ? html` selected` : ''}>${s.label ?? s.key}</option>`)}</select></div>
-${controls}
-${d.due ? html`<div><label for="filter-overdue">Overdue</label><select id="filter-overdue" name="overdue"><option value="">Any</option><option value="true"${q.overdue === 'true' ? html` selected` : ''}>Overdue only</option><option value="false"${q.overdue === 'false' ? html` selected` : ''}>Not overdue</option></select></div>` : ''}
 <div><label for="filter-sort">Order</label><select id="filter-sort" name="sort">${sorts.map(([v, l]) => html`<option value="${v}"${sort === v ? html` selected` : ''}>${l}</option>`)}</select></div>
 <div class="buttons"><button type="submit">Apply</button><a href="/records/${d.key}">Clear</a></div>
+<details class="more"${active ? html` open` : ''}><summary>More filters${active ? ` (${active} in use)` : ''}</summary><div class="more-grid">
+${controls}
+${d.due ? html`<div><label for="filter-overdue">Overdue</label><select id="filter-overdue" name="overdue"><option value="">Any</option><option value="true"${q.overdue === 'true' ? html` selected` : ''}>Overdue only</option><option value="false"${q.overdue === 'false' ? html` selected` : ''}>Not overdue</option></select></div>` : ''}
+</div></details>
 </form>`
 }
 

@@ -23,6 +23,9 @@ a.action.secondary{background:#fff;color:var(--accent);border:1px solid var(--ac
 form.filters{display:grid;grid-template-columns:repeat(auto-fill,minmax(13rem,1fr));gap:.2rem 1rem;align-items:end;background:#fff;border:1px solid var(--line);border-radius:8px;padding:.5rem 1rem 1rem;margin-bottom:1rem}
 form.filters label{margin:.6rem 0 .2rem;font-size:.92rem}
 form.filters .range{display:flex;gap:.4rem}form.filters .range input{min-width:0}
+form.filters details{grid-column:1/-1;margin-top:.6rem}
+form.filters summary{cursor:pointer;color:var(--accent);font-weight:600}
+form.filters .more-grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(13rem,1fr));gap:.2rem 1rem;align-items:end}
 form.filters .buttons{display:flex;gap:.75rem;align-items:center;margin-top:.8rem}
 input[type=number],input[type=datetime-local],input[type=search],textarea{width:100%;padding:.5rem .6rem;border:1px solid #aab2c0;border-radius:6px;font:inherit;background:#fff}
 textarea{resize:vertical}

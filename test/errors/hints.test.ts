@@ -131,13 +131,13 @@ t.test('a record number in place of an id points to the number filter, which fin
   t.same(elsewhere.body.items, [], "another tenant's number finds nothing (numbers are per tenant)")
 })
 
-t.test('GET / sends a browser to the API reference and tells any other client where the API is', async (t) => {
+t.test('GET / sends a browser to the records workspace and tells any other client where the API is', async (t) => {
   const browser = await fetch(`${server.url}/`, {
     redirect: 'manual',
     headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' }
   })
   t.equal(browser.status, 302)
-  t.equal(browser.headers.get('location'), '/api/docs')
+  t.equal(browser.headers.get('location'), '/records', 'the workspace (which sends a visitor to sign in first)')
   const client = await server.request('GET', '/', { token: null })
   t.equal(client.status, 404)
   t.match(client.headers.get('content-type'), /^application\/problem\+json/)

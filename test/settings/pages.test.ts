@@ -150,11 +150,11 @@ t.test('a sign-in posted from another origin is refused with 403 and signs nobod
 t.test('after signing in, next is followed only when it is a path of this site', async (t) => {
   const cases: Array<[string, string]> = [
     ['/settings/api-keys?tab=1', '/settings/api-keys?tab=1'],
-    ['//evil.example/x', '/settings/api-keys'],
-    ['/\\evil.example', '/settings/api-keys'],
-    ['https://evil.example/', '/settings/api-keys'],
-    ['javascript:alert(1)', '/settings/api-keys'],
-    ['', '/settings/api-keys']
+    ['//evil.example/x', '/records'],
+    ['/\\evil.example', '/records'],
+    ['https://evil.example/', '/records'],
+    ['javascript:alert(1)', '/records'],
+    ['', '/records']
   ]
   for (const [next, want] of cases) {
     const { page } = await signIn(server, 'sam', 'acme', password, { next })
@@ -203,12 +203,12 @@ t.test('the sign-in page and the sign-in redirect never point off the site, what
     const form = await send(server, 'GET', `/sign-in?next=${encodeURIComponent(next)}`)
     t.match(
       form.html,
-      '<input type="hidden" name="next" value="/settings/api-keys">',
-      `the form's next for ${JSON.stringify(next)}`
+      '<input type="hidden" name="next" value="/records">',
+      `the form's next for ${JSON.stringify(next)} is the start page, the records workspace`
     )
     const { page } = await signIn(server, 'nia', 'acme', password, { next })
     t.equal(page.status, 303)
-    t.equal(page.location, '/settings/api-keys', `after signing in with next=${JSON.stringify(next)}`)
+    t.equal(page.location, '/records', `after signing in with next=${JSON.stringify(next)}`)
   }
 })
 

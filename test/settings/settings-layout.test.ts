@@ -77,7 +77,7 @@ async function browserTests() {
     await shot(page, 'layout-graphql')
     t.same(
       keys.links.map((l) => l[0]),
-      ['API keys and tokens', 'GraphQL', 'Webhooks'],
+      ['Home', 'API keys and tokens', 'GraphQL', 'Webhooks'],
       'the menu'
     )
     t.same(hooks, keys, 'webhooks: the same header, to the pixel')
