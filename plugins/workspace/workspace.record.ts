@@ -20,10 +20,11 @@ const done: Record<string, string> = {
 const isEmpty = (v: unknown) => v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0)
 
 function fieldList(fields: FieldDefinition[], rec: RecordView, names: Names): SafeHtml {
-  return html`<dl class="fields">${fields.map(
-    (f) =>
-      html`<dt>${f.label ?? f.key}</dt><dd>${isEmpty(rec.payload[f.key]) ? html`<span class="empty">Not set</span>` : showValue(f, rec.payload[f.key], names)}</dd>`
-  )}</dl>`
+  const filled = fields.filter((f) => !isEmpty(rec.payload[f.key]))
+  const empty = fields.filter((f) => isEmpty(rec.payload[f.key]))
+  return html`<dl class="fields">${filled.map(
+    (f) => html`<dt>${f.label ?? f.key}</dt><dd>${showValue(f, rec.payload[f.key], names)}</dd>`
+  )}</dl>${empty.length ? html`<p class="muted">Not filled in yet: ${empty.map((f) => f.label ?? f.key).join(', ')}.</p>` : ''}`
 }
 
 /** Who did it: the person, and the person behind a token when there is one. */

@@ -63,6 +63,7 @@ fieldset.group-item{background:#fafbfc}
   header .who>span{display:none}
   main{margin:1rem auto}
   .layout2{grid-template-columns:1fr}
+  .layout2>aside{order:-1}
   dl.fields{grid-template-columns:1fr}
   dl.fields dt{border-bottom:none;padding-bottom:0}
   table.records th.optional,table.records td.optional{display:none}
