@@ -1,7 +1,7 @@
 import pg from 'pg'
 import t from '../helpers/tap.ts'
 import { userWithToken } from '../helpers/identity.ts'
-import { incidentPayload, startTestServer } from '../helpers/server.ts'
+import { incidentPayload, startTestServer, type Reply } from '../helpers/server.ts'
 import { declaredIndexes, installedModules } from '../../plugins/records/records.indexes.ts'
 
 /**
@@ -130,7 +130,7 @@ t.test('a cursor pages within its creator and opens under no other', async (t) =
   const pages: string[] = []
   let cursor: string | null = null
   do {
-    const res = await server.request(
+    const res: Reply = await server.request(
       'GET',
       `/api/v1/records?moduleKey=incident&createdBy=${ann.id}&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
     )
