@@ -266,7 +266,7 @@ export class RecordsService {
     const countOnly = params.countOnly === true && !params.provider
     // A cursor is bound to its tenant, module and filters: the same clauses as the SQL make its scope (records.filters.ts),
     // and to its sort.
-    const filters = listFilters(principal.tenantId, { query: q, module, rule, hidden, limit, search })
+    const filters = listFilters(principal.tenantId, { query: q, module, principal, rule, hidden, limit, search })
     // Tenant and module are pinned on every shape, first: the count once lacked them and counted every tenant's records.
     // A filter's values decide its plan (records.filters.ts: every clause but a constant one).
     const byValues = filters.clauses.some((c) => !c.constant)

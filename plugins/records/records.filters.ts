@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import type { RowRule } from '../../core/auth/access.ts'
+import type { Principal } from '../../core/auth/principal.ts'
 import { problems } from '../../core/errors/index.ts'
 import {
   fieldFinding,
@@ -42,6 +43,8 @@ export interface FilterClause {
 export interface FilterInput {
   query: RecordQuery
   module: RegisteredModule
+  /** Who lists: `createdBy=me` is its user. */
+  principal: Principal
   /** The caller's row-level rule, if any. */
   rule: RowRule | undefined
   /** Fields the caller may not read. */
@@ -237,6 +240,34 @@ const numberPrefixFilter = filter<string>({
 })
 
 /**
+ * Records by their creator: `createdBy.id`, the expression the row rule `createdBy: self` compares (core/auth/access.ts),
+ * so one platform index (records.indexes.ts) serves both. `me` is the caller's user; the cursor binds the id it stands
+ * for. A record made through a service account or API key is that token's (its `createdBy.id`), not the person's it
+ * acts on behalf of (`onBehalfOf`): that is who made the token, not who reported the record (an integration's imports
+ * would all be its creator's), and it keeps the filter what a reporter's row rule shows as their own, on one index.
+ */
+const createdByFilter = filter<string>({
+  read: ({ query, principal }) => {
+    const raw = query.createdBy
+    if (raw === undefined) return []
+    const refuse = (code: string, detail: string) =>
+      validationError([{ pointer: '/createdBy', field: 'createdBy', code, detail }])
+    if (raw === 'me') {
+      if (!principal.userId)
+        throw refuse(
+          'filter',
+          `cannot be "me": this credential (${principal.actor.type}) has no user behind it; give a user id`
+        )
+      return [principal.userId]
+    }
+    if (!isUuid(raw)) throw refuse('format', `must be a user id (UUID) or "me" (got ${JSON.stringify(raw)})`)
+    return [raw.toLowerCase()]
+  },
+  clauses: (id) => [clause('createdBy', [id], (b) => b.whereRaw(`r.created_by->>'id' = ?`, [id]))],
+  scope: (id) => ['createdBy', id]
+})
+
+/**
  * The list filters of `GET /api/v1/records`, in the order their conditions bind in the SQL and
  * their entries stand in the cursor scope.
  */
@@ -256,7 +287,8 @@ const recordFilters: ReadonlyArray<RecordFilter<unknown>> = [
   payloadFilter,
   searchFilter,
   numberPrefixFilter,
-  overdueFilter
+  overdueFilter,
+  createdByFilter
 ]
 
 /**

@@ -231,8 +231,8 @@ export const dueFilterProperties = {
 }
 
 /**
- * How a list is ordered and searched, beside its filters: one table for REST's query (below), GraphQL's arguments and
- * an export's filters (records.sort.ts, records.search.ts, records.filters.ts).
+ * How a list is ordered and searched, and found by number prefix or creator: one table for REST's query (below),
+ * GraphQL's arguments (each a String) and an export's filters (records.sort.ts, records.search.ts, records.filters.ts).
  */
 export const findProperties = {
   sort: Type.Optional(
@@ -256,6 +256,14 @@ export const findProperties = {
       minLength: 1,
       maxLength: 100,
       description: 'Records whose number starts with this, in any case, e.g. INC-2026-'
+    })
+  ),
+  createdBy: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description:
+        "Records whose creator (`createdBy.id`) is this id: a user's, or a service account's or API key's (what a token creates is the token's, not that of the person it acts on behalf of); or `me`, the caller's own user (a session or personal token; a token with no user behind it is refused)"
     })
   )
 }
