@@ -60,10 +60,17 @@ export function canFire(principal: Principal, module: RegisteredModule, t: Workf
   return t.roles.some((r) => (principal.roles as readonly string[]).includes(r))
 }
 
+/**
+ * The id of a record's creator in SQL, over `alias` (none: the bare column, as an index names it): the row rule
+ * `createdBy: self`, the list filter `createdBy` and the index that serves both (plugins/records/records.indexes.ts)
+ * compare this one expression.
+ */
+export const creatorId = (alias = 'r') => `${alias ? `${alias}.` : ''}created_by->>'id'`
+
 /** What a row condition means, in SQL over `records r` and over a loaded row: one table, two readings. */
 const conditionTo = {
   createdBy: {
-    sql: () => `r.created_by->>'id' = ?`,
+    sql: () => `${creatorId()} = ?`,
     test: (row: RowLike, _c: RowCondition, self: string) => row.created_by?.id === self
   },
   field: {

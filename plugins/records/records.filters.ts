@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import type { RowRule } from '../../core/auth/access.ts'
+import { creatorId, type RowRule } from '../../core/auth/access.ts'
 import type { Principal } from '../../core/auth/principal.ts'
 import { problems } from '../../core/errors/index.ts'
 import {
@@ -263,7 +263,7 @@ const createdByFilter = filter<string>({
     if (!isUuid(raw)) throw refuse('format', `must be a user id (UUID) or "me" (got ${JSON.stringify(raw)})`)
     return [raw.toLowerCase()]
   },
-  clauses: (id) => [clause('createdBy', [id], (b) => b.whereRaw(`r.created_by->>'id' = ?`, [id]))],
+  clauses: (id) => [clause('createdBy', [id], (b) => b.whereRaw(`${creatorId()} = ?`, [id]))],
   scope: (id) => ['createdBy', id]
 })
 

@@ -1,3 +1,4 @@
+import { creatorId } from '../../core/auth/access.ts'
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { poolConnection } from '../../core/db/index.ts'
@@ -57,9 +58,9 @@ const platformIndexes: Array<{ definition: string; serves: string; expression?: 
   // The createdBy filter and the row rule `createdBy: self` (a reporter's list) compare this one expression. Its
   // statistics tell a reporter's few records from an integration's many, as a payload expression's do.
   {
-    definition: `(tenant_id, module_key, (created_by ->> 'id'), seq) ${live}`,
+    definition: `(tenant_id, module_key, (${creatorId('')}), seq) ${live}`,
     serves: 'createdBy filter and row rule',
-    expression: `created_by ->> 'id'`
+    expression: creatorId('')
   }
 ]
 

@@ -383,4 +383,8 @@ t.test('home lists what names the person, with counts per module', async (t) => 
   t.match(page.html, /Incident: Investigation lead is me/, 'records naming the investigator as lead')
   t.match(page.html, /Chemical splash in lab 2/)
   t.match(page.html, /<h2>Modules<\/h2>/)
+  const ritas = await browsers.rita.get('/records')
+  t.match(ritas.html, /Incident: reported by me/, "the reporter's own reports")
+  t.match(ritas.html, /Forklift reversing/)
+  t.match(ritas.html, /href="\/records\/incident\?createdBy=[0-9a-f-]{36}&amp;sort=-createdAt">See all/, 'linked to the list of them')
 })
