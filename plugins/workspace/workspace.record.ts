@@ -22,8 +22,10 @@ const isEmpty = (v: unknown) => v === undefined || v === null || v === '' || (Ar
 function fieldList(fields: FieldDefinition[], rec: RecordView, names: Names): SafeHtml {
   const filled = fields.filter((f) => !isEmpty(rec.payload[f.key]))
   const empty = fields.filter((f) => isEmpty(rec.payload[f.key]))
-  return html`<dl class="fields">${filled.map(
-    (f) => html`<dt>${f.label ?? f.key}</dt><dd>${showValue(f, rec.payload[f.key], names)}</dd>`
+  return html`<dl class="fields">${filled.map((f) =>
+    f.type === 'group'
+      ? html`<dt class="wide">${f.label ?? f.key}</dt><dd class="wide">${showValue(f, rec.payload[f.key], names)}</dd>`
+      : html`<dt>${f.label ?? f.key}</dt><dd>${showValue(f, rec.payload[f.key], names)}</dd>`
   )}</dl>${empty.length ? html`<p class="muted">Not filled in yet: ${empty.map((f) => f.label ?? f.key).join(', ')}.</p>` : ''}`
 }
 
@@ -130,7 +132,7 @@ ${attachmentsSection(desk, m, rec)}
 <section class="card" aria-labelledby="h-activity"><h2 id="h-activity">Activity</h2>${timeline(m, rec, names, new Map(readable.map((f) => [f.key, f])))}</section>
 </div>
 <aside class="card" aria-labelledby="h-next"><h2 id="h-next">Next steps</h2>${transitions(desk, m, rec)}
-<h2>This record</h2><div class="transitions">
+<h2 class="spaced">This record</h2><div class="transitions">
 ${mayEdit ? html`<a class="action secondary" href="/records/${d.key}/${rec.id}/edit">Edit details</a>` : ''}
 <a class="action secondary" href="/records/${d.key}/${rec.id}/report.pdf">Report (PDF)</a>
 ${desk.can(m, 'delete') ? html`<a class="action secondary" href="/records/${d.key}/${rec.id}/delete">Delete</a>` : ''}

@@ -36,6 +36,9 @@ table.records td a{font-weight:600}
 dl.fields{display:grid;grid-template-columns:minmax(9rem,14rem) 1fr;gap:.1rem 1rem;margin:0}
 dl.fields dt{font-weight:600;color:var(--muted);padding:.45rem 0;border-bottom:1px solid var(--line)}
 dl.fields dd{margin:0;padding:.45rem 0;border-bottom:1px solid var(--line);overflow-wrap:anywhere}
+dl.fields dt.wide{grid-column:1/-1;border-bottom:none;padding-bottom:0}
+dl.fields dd.wide{grid-column:1/-1}
+h2.spaced{margin-top:1.5rem}
 .long{white-space:pre-wrap}
 .empty{color:var(--muted)}
 .layout2{display:grid;grid-template-columns:minmax(0,2fr) minmax(16rem,1fr);gap:1.25rem;align-items:start}
