@@ -6,6 +6,7 @@ import type { FieldDefinition } from '../../core/modules/types.ts'
 import { html, signedIn, type PageRequest, type SafeHtml } from '../settings/settings.shared.ts'
 import { Desk, refusalOf, stateLabel, type RecordView } from './workspace.context.ts'
 import { optionsOf, showValue, type Names } from './workspace.fields.ts'
+import { exportControls } from './workspace.exports.ts'
 import { sendWorkspacePage } from './workspace.views.ts'
 
 /** Records on one list page. */
@@ -226,6 +227,7 @@ ${items.length ? recordsTable(desk, m, items, names, `${d.title} records`) : htm
     main: html`<div class="head"><h1>${d.title}</h1>${desk.can(m, 'create') ? html`<a class="action" href="/records/${d.key}/new">New ${d.title.toLowerCase()}</a>` : ''}</div>
 ${d.description ? html`<p class="muted">${d.description}</p>` : ''}
 ${filterForm(desk, m, shown, people)}
+${exportControls(desk, m, shown)}
 ${body}`
   })
 }

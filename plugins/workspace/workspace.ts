@@ -12,6 +12,7 @@ import {
   showTransition,
   transition
 } from './workspace.forms.ts'
+import { downloadExport, showExport, startExport } from './workspace.exports.ts'
 import { showHome, showList } from './workspace.lists.ts'
 import { recordReport, showRecord } from './workspace.record.ts'
 
@@ -22,6 +23,9 @@ const id = '([0-9a-fA-F-]{36})'
 const routes: PageRoute[] = [
   { method: 'GET', path: /^\/records$/, handler: showHome },
   { method: 'GET', path: new RegExp(`^/records/${mod}$`), keys: ['module'], handler: showList },
+  { method: 'POST', path: new RegExp(`^/records/${mod}/export$`), keys: ['module'], handler: startExport },
+  { method: 'GET', path: new RegExp(`^/exports/${id}$`), keys: ['id'], handler: showExport },
+  { method: 'GET', path: new RegExp(`^/exports/${id}/download$`), keys: ['id'], handler: downloadExport },
   { method: 'GET', path: new RegExp(`^/records/${mod}/new$`), keys: ['module'], handler: showCreate },
   { method: 'POST', path: new RegExp(`^/records/${mod}/new$`), keys: ['module'], handler: create },
   { method: 'GET', path: new RegExp(`^/records/${mod}/${id}$`), keys: ['module', 'id'], handler: showRecord },
