@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { can, hiddenFields, seesModule } from '../../core/auth/access.ts'
 import type { Principal } from '../../core/auth/principal.ts'
 import type { Session } from '../../core/auth/sessions.ts'
@@ -152,6 +153,26 @@ export class Desk {
     return users
       .map((u) => ({ id: u.id, name: u.displayName ?? u.userName }))
       .sort((a, b) => a.name.localeCompare(b.name))
+  }
+}
+
+/** How long a resent form waits for the first send of its key to finish (then the first's answer is the answer). */
+const inFlightWaitMs = 10_000
+
+/**
+ * A write of a form, sent with its submit key as the Idempotency-Key. A double submit sends the form twice and the
+ * browser shows the second answer: while the first send still holds the key the service answers 409
+ * `idempotency.in_flight`, so the second waits for it and answers what the first did (the replay), not a refusal.
+ */
+export async function submitOnce<T>(write: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + inFlightWaitMs
+  for (;;) {
+    try {
+      return await write()
+    } catch (err) {
+      if (!(err instanceof ApiError && err.problemCode === 'idempotency.in_flight') || Date.now() > deadline) throw err
+      await sleep(50)
+    }
   }
 }
 

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import qs from 'qs'
 import type { ServiceTypes } from '../../core/declarations.ts'
 import { ApiError } from '../../core/errors/index.ts'
@@ -15,7 +14,7 @@ import {
   signedIn,
   type PageRequest
 } from '../settings/settings.shared.ts'
-import { Desk, newSubmitKey, refusalOf } from './workspace.context.ts'
+import { Desk, newSubmitKey, refusalOf, submitOnce } from './workspace.context.ts'
 import { serviceQuery } from './workspace.lists.ts'
 import { sendWorkspacePage } from './workspace.views.ts'
 
@@ -43,15 +42,6 @@ const refreshSeconds = 2
 const formatLabels: Record<ExportFormat, string> = { csv: 'CSV', xlsx: 'Excel (XLSX)', pdf: 'PDF' }
 
 const isFormat = (v: unknown): v is ExportFormat => exportFormats.includes(v as ExportFormat)
-
-/** The export form's and progress page's own styles (a <style> with the response's nonce). */
-const css = new SafeHtml(
-  `form.export{display:flex;flex-wrap:wrap;gap:.5rem .75rem;align-items:center;margin:-.25rem 0 1rem}` +
-    `form.export label{margin:0}form.export select{width:auto}form.export .hint{flex-basis:100%;margin:0}` +
-    `.export-job progress{width:100%;height:1.4rem;margin:.5rem 0}.export-job .state{font-size:1.1rem;margin:0}` +
-    `.export-job .rows{margin:.2rem 0 0}`
-)
-const styles = (nonce: string) => html`<style nonce="${nonce}">${css}</style>`
 
 /**
  * The one mapping of a list view to an export's filters: the list's own (serviceQuery, the names and conversions the
@@ -91,7 +81,7 @@ function exportForm(desk: Desk, m: RegisteredModule, view: string, selected: Exp
  */
 export function exportControls(desk: Desk, m: RegisteredModule, view: Query): SafeHtml {
   if (!desk.can(m, 'export')) return html``
-  return html`${styles(desk.r.nonce)}${exportForm(desk, m, viewString(view))}`
+  return html`${exportForm(desk, m, viewString(view))}`
 }
 
 /**
@@ -111,33 +101,13 @@ export async function startExport(r: PageRequest) {
   const data = { moduleKey: m.definition.key, format, filters: exportFilters(m, readQuery(view)) } as ExportCreate
   const key = `${posted.form.get('submitKey') || newSubmitKey()}:${format}`
   try {
-    const job = await createOnce(desk, data, key)
+    const job = await submitOnce(() => desk.r.app.service(exportsPath).create(data, desk.call({ idempotencyKey: key })))
     seeOther(r, `/exports/${job.id}`)
   } catch (err) {
     const refusal = refusalOf(err)
     if (refusal.status === 403) throw err
     const problems = [...refusal.top, ...[...refusal.fields].flatMap(([k, ms]) => ms.map((x) => `${k}: ${x}`))]
     return refused(desk, m, view, refusal.status, [...new Set(problems)], format === 'pdf' ? 'csv' : format)
-  }
-}
-
-/** How long a resent form waits for the first send of its key to finish (then the first's job is the answer). */
-const inFlightWaitMs = 10_000
-
-/**
- * The exports service's create with the key. A double submit sends the form twice and the browser shows the second
- * answer: while the first send still holds the key the service answers 409 `idempotency.in_flight`, so the second
- * waits for it and answers the job the first made, not a refusal.
- */
-async function createOnce(desk: Desk, data: ExportCreate, key: string): Promise<JobView> {
-  const deadline = Date.now() + inFlightWaitMs
-  for (;;) {
-    try {
-      return await desk.r.app.service(exportsPath).create(data, desk.call({ idempotencyKey: key }))
-    } catch (err) {
-      if (!(err instanceof ApiError && err.problemCode === 'idempotency.in_flight') || Date.now() > deadline) throw err
-      await sleep(50)
-    }
   }
 }
 
@@ -154,7 +124,7 @@ function refused(
   sendWorkspacePage(desk, status, {
     title: `Export of ${d.title}: not started`,
     module: m,
-    main: html`${styles(desk.r.nonce)}<p class="crumbs"><a href="${back}">${d.title}</a> › Export</p><h1>The export was not started</h1>
+    main: html`<p class="crumbs"><a href="${back}">${d.title}</a> › Export</p><h1>The export was not started</h1>
 <div class="alert error" role="alert">${problems.join(' ')}</div>
 ${desk.can(m, 'export') ? exportForm(desk, m, view, selected) : ''}
 <p><a href="${back}">Back to the view</a></p>`
@@ -239,7 +209,7 @@ export async function showExport(r: PageRequest) {
     title: `Export of ${title}`,
     module: m && desk.can(m, 'read') ? m : undefined,
     scripts: ['export.js'],
-    main: html`${styles(r.nonce)}<p class="crumbs"><a href="${back}">${title}</a> › Export</p>
+    main: html`<p class="crumbs"><a href="${back}">${title}</a> › Export</p>
 <h1>Export of ${title} records (${formatLabels[job.format]})</h1>
 <div class="card export-job" data-export="${job.id}" data-status="${job.status}">
 <p class="state" id="export-state" role="status">${state}</p>

@@ -9,7 +9,7 @@ import {
   type PageRequest,
   type SafeHtml
 } from '../settings/settings.shared.ts'
-import { Desk, newSubmitKey, refusalOf, stateLabel, type RecordView } from './workspace.context.ts'
+import { Desk, newSubmitKey, refusalOf, stateLabel, submitOnce, type RecordView } from './workspace.context.ts'
 import { fieldUi, showValue, type Names, type Read } from './workspace.fields.ts'
 import { sendWorkspacePage } from './workspace.views.ts'
 
@@ -241,9 +241,8 @@ export async function create(r: PageRequest) {
   )
   if (problems.size) return renderCreate(desk, m, 400, { values, problems, top: [] }, key)
   try {
-    const rec = (await desk.records.create(
-      { moduleKey: m.definition.key, payload: values },
-      desk.call({ idempotencyKey: key })
+    const rec = (await submitOnce(() =>
+      desk.records.create({ moduleKey: m.definition.key, payload: values }, desk.call({ idempotencyKey: key }))
     )) as unknown as RecordView
     seeOther(r, `/records/${m.definition.key}/${rec.id}?done=created`)
   } catch (err) {
@@ -363,7 +362,9 @@ export async function edit(r: PageRequest) {
   const patch = patchOf(editable, rec.payload, values)
   if (!Object.keys(patch).length) return seeOther(r, `/records/${m.definition.key}/${rec.id}?done=unchanged`)
   try {
-    await desk.records.patch(rec.id, { payload: patch }, desk.call({ ifMatch: `"${version}"`, idempotencyKey: key }))
+    await submitOnce(() =>
+      desk.records.patch(rec.id, { payload: patch }, desk.call({ ifMatch: `"${version}"`, idempotencyKey: key }))
+    )
     seeOther(r, `/records/${m.definition.key}/${rec.id}?done=saved`)
   } catch (err) {
     const refusal = refusalOf(err)
@@ -469,9 +470,11 @@ export async function transition(r: PageRequest) {
   const patch = patchOf(editable, rec.payload, values)
   const version = Number(posted.form.get('version')) || rec.version
   try {
-    await desk.records.transition(
-      { transition: key, ...(comment ? { comment } : {}), ...(Object.keys(patch).length ? { payload: patch } : {}) },
-      desk.call({ id: rec.id, ifMatch: `"${version}"`, idempotencyKey: submitKey })
+    await submitOnce(() =>
+      desk.records.transition(
+        { transition: key, ...(comment ? { comment } : {}), ...(Object.keys(patch).length ? { payload: patch } : {}) },
+        desk.call({ id: rec.id, ifMatch: `"${version}"`, idempotencyKey: submitKey })
+      )
     )
     seeOther(r, `/records/${m.definition.key}/${rec.id}?done=moved`)
   } catch (err) {
@@ -521,12 +524,14 @@ export async function remove(r: PageRequest) {
   const desk = new Desk(r, posted.session)
   const m = desk.module(r.params.module)
   const version = posted.form.get('version')
-  await desk.records.remove(
-    r.params.id,
-    desk.call({
-      ...(version ? { ifMatch: `"${version}"` } : {}),
-      idempotencyKey: posted.form.get('submitKey') || newSubmitKey()
-    })
+  await submitOnce(() =>
+    desk.records.remove(
+      r.params.id,
+      desk.call({
+        ...(version ? { ifMatch: `"${version}"` } : {}),
+        idempotencyKey: posted.form.get('submitKey') || newSubmitKey()
+      })
+    )
   )
   seeOther(r, `/records/${m.definition.key}?done=deleted`)
 }

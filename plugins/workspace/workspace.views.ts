@@ -60,6 +60,10 @@ label.check{display:flex;gap:.4rem;align-items:center;font-weight:normal;margin:
 .location button{margin-top:.5rem;justify-self:start}
 fieldset.group-item{background:#fafbfc}
 .readonly{padding:.45rem 0}
+form.export{display:flex;flex-wrap:wrap;gap:.5rem .75rem;align-items:center;margin:-.25rem 0 1rem}
+form.export label{margin:0}form.export select{width:auto}form.export .hint{flex-basis:100%;margin:0}
+.export-job progress{width:100%;height:1.4rem;margin:.5rem 0}.export-job .state{font-size:1.1rem;margin:0}
+.export-job .rows{margin:.2rem 0 0}
 @media (max-width:720px){
   header .bar{flex-wrap:wrap;gap:.4rem .9rem}
   header nav{order:3;width:100%;overflow-x:auto;gap:1rem}
