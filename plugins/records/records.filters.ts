@@ -37,6 +37,8 @@ export interface FilterClause {
    * found inside that index, passing over the others, and a list in creation order with other filters starts there.
    */
   range?: true
+  /** The text search's condition: a count may estimate the list from the words' statistics instead (records.class.ts). */
+  search?: true
 }
 
 /** What a list of records is filtered by, besides its tenant and module. */
@@ -215,9 +217,12 @@ const overdueFilter = filter<{ overdue: boolean; sql: string; bindings: unknown[
 const searchFilter = filter<Search & { q: string }>({
   read: ({ query, search }) => (search ? [{ q: query.q!, ...search }] : []),
   clauses: (v) => [
-    clause(`q:${v.document}`, [v.words], (b) =>
-      b.whereRaw(`${v.document} @@ to_tsquery('simple'::regconfig, records_fold(?))`, [v.words])
-    )
+    {
+      ...clause(`q:${v.document}`, [v.words], (b) =>
+        b.whereRaw(`${v.document} @@ to_tsquery('simple'::regconfig, records_fold(?))`, [v.words])
+      ),
+      search: true
+    }
   ],
   scope: (v) => ['q', v.q]
 })

@@ -243,7 +243,21 @@ export async function reconcileIndexes(
           `SELECT count(*)::int AS n FROM (SELECT 1 FROM records LIMIT ${analyzeFrom}) AS sample`
         )
       ).rows[0].n >= analyzeFrom
-    if ((out.built.length || madeStatistics) && !stopping() && (await sizable())) {
+    // A statistics object with no data (an ANALYZE after its build that was stopped: a restart, a deploy) is filled by
+    // the next pass; nothing else would analyze it until autovacuum sees a tenth of the table change. The catalogue of
+    // the data is a superuser's to read: a builder that may not read it analyzes only after its own builds.
+    const unfilled = async () =>
+      (
+        await client
+          .query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_statistic_ext s
+              WHERE s.stxrelid = 'records'::regclass AND starts_with(s.stxname, $1)
+                AND NOT EXISTS (SELECT 1 FROM pg_statistic_ext_data d WHERE d.stxoid = s.oid)`,
+            [prefix]
+          )
+          .catch(() => ({ rows: [{ n: 0 }] }))
+      ).rows[0].n > 0
+    if ((out.built.length || madeStatistics || (await unfilled())) && !stopping() && (await sizable())) {
       const started = Date.now()
       await client.query('ANALYZE records')
       logger.info('records analyzed for the new indexes', { ms: Date.now() - started })
