@@ -10,7 +10,8 @@ const dir = join(dirname(fileURLToPath(import.meta.url)), 'browser')
 
 /** Every script a workspace page may load, by name. `workspace.js` is on every page. */
 const assets = new AssetSet(workspaceAssetsPrefix, {
-  'workspace.js': ownAsset(dir, 'workspace.js', jsType)
+  'workspace.js': ownAsset(dir, 'workspace.js', jsType),
+  'attachments.js': ownAsset(dir, 'attachments.js', jsType)
 })
 
 /** The tags of `workspace.js` and the page's own scripts, with the response's nonce. */
