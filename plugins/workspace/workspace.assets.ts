@@ -11,7 +11,8 @@ const dir = join(dirname(fileURLToPath(import.meta.url)), 'browser')
 /** Every script a workspace page may load, by name. `workspace.js` is on every page. */
 const assets = new AssetSet(workspaceAssetsPrefix, {
   'workspace.js': ownAsset(dir, 'workspace.js', jsType),
-  'export.js': ownAsset(dir, 'export.js', jsType)
+  'export.js': ownAsset(dir, 'export.js', jsType),
+  'attachments.js': ownAsset(dir, 'attachments.js', jsType)
 })
 
 /** The tags of `workspace.js` and the page's own scripts, with the response's nonce. */

@@ -121,6 +121,7 @@ export async function showRecord(r: PageRequest) {
   sendWorkspacePage(desk, 200, {
     title: rec.number,
     module: m,
+    scripts: ['attachments.js'],
     main: html`<p class="crumbs"><a href="/records/${d.key}">${d.title}</a></p>
 <div class="head"><div><h1>${rec.number}${title ? html`: ${rec.payload[title.key]}` : ''}</h1>
 <p class="muted"><span class="badge${m.states.get(rec.state)?.final ? ' final' : ''}">${stateLabel(m, rec.state)}</span> · reported by ${who(rec.createdBy)} on ${showInstant(rec.createdAt)} · version ${rec.version}</p></div></div>
@@ -128,7 +129,7 @@ ${notice(flash)}
 <div class="layout2">
 <div>
 <section class="card" aria-labelledby="h-fields"><h2 id="h-fields">Details</h2>${fieldList(readable, rec, names)}</section>
-${attachmentsSection(desk, m, rec)}
+${await attachmentsSection(desk, m, rec)}
 <section class="card" aria-labelledby="h-activity"><h2 id="h-activity">Activity</h2>${timeline(m, rec, names, new Map(readable.map((f) => [f.key, f])))}</section>
 </div>
 <aside class="card" aria-labelledby="h-next"><h2 id="h-next">Next steps</h2>${transitions(desk, m, rec)}

@@ -2,6 +2,7 @@ import type { App } from '../../core/declarations.ts'
 import type { Plugin } from '../../core/plugin.ts'
 import { pageRouter, type PageRoute } from '../settings/settings.shared.ts'
 import { workspaceAssets } from './workspace.assets.ts'
+import { downloadAttachment } from './workspace.attachments.ts'
 import {
   create,
   edit,
@@ -34,6 +35,12 @@ const routes: PageRoute[] = [
     path: new RegExp(`^/records/${mod}/${id}/report\\.pdf$`),
     keys: ['module', 'id'],
     handler: recordReport
+  },
+  {
+    method: 'GET',
+    path: new RegExp(`^/records/${mod}/${id}/attachments/${id}$`),
+    keys: ['module', 'id', 'attachment'],
+    handler: downloadAttachment
   },
   { method: 'GET', path: new RegExp(`^/records/${mod}/${id}/edit$`), keys: ['module', 'id'], handler: showEdit },
   { method: 'POST', path: new RegExp(`^/records/${mod}/${id}/edit$`), keys: ['module', 'id'], handler: edit },
