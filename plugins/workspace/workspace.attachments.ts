@@ -37,19 +37,6 @@ const typeNames: Record<string, string> = {
 /** What a file without a preview shows in its place: its extension (at most 4 letters), else "FILE". */
 const kindOf = (fileName: string) => /\.([a-z0-9]{1,4})$/i.exec(fileName)?.[1].toUpperCase() ?? 'FILE'
 
-const styles = new SafeHtml(`
-ul.files{list-style:none;margin:0 0 1rem;padding:0;display:grid;gap:.6rem}
-ul.files li{display:flex;gap:.75rem;align-items:center;margin:0}
-ul.files img{width:96px;height:96px;object-fit:cover;border-radius:6px;border:1px solid var(--line);background:var(--bg);flex:none}
-ul.files .kind{width:96px;height:96px;display:flex;align-items:center;justify-content:center;border-radius:6px;border:1px solid var(--line);background:var(--bg);color:var(--muted);font-weight:700;flex:none}
-ul.files li>div{min-width:0}ul.files .name{font-weight:600;overflow-wrap:anywhere}
-form.upload{border-top:1px solid var(--line);padding-top:.25rem}
-form.upload input[type=file]{display:block;width:100%;min-width:0;font:inherit}
-form.upload progress{width:100%;height:1.1rem}
-form.upload .problem{color:var(--danger);font-weight:600;margin:.4rem 0 0}
-form.upload .problem:empty,form.upload .status:empty{display:none}
-form.upload .status{margin:.4rem 0 0}
-`)
 
 /**
  * The origin of the URLs the storage driver signs (the service itself with the local driver, the S3 endpoint or the
@@ -127,7 +114,7 @@ export async function attachmentsSection(desk: Desk, m: RegisteredModule, rec: R
   await allowStorage(desk)
   const files = rec.attachments ?? []
   const mayUpload = desk.can(m, 'attachments')
-  return html`<section class="card" aria-labelledby="h-attachments"><style nonce="${desk.r.nonce}">${styles}</style><h2 id="h-attachments">Attachments</h2>${
+  return html`<section class="card" aria-labelledby="h-attachments"><h2 id="h-attachments">Attachments</h2>${
     files.length
       ? html`<ul class="files">${files.map((a) => {
           const href = fileHref(m, rec, a.id)

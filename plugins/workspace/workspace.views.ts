@@ -64,12 +64,24 @@ form.export{display:flex;flex-wrap:wrap;gap:.5rem .75rem;align-items:center;marg
 form.export label{margin:0}form.export select{width:auto}form.export .hint{flex-basis:100%;margin:0}
 .export-job progress{width:100%;height:1.4rem;margin:.5rem 0}.export-job .state{font-size:1.1rem;margin:0}
 .export-job .rows{margin:.2rem 0 0}
+ul.files{list-style:none;margin:0 0 1rem;padding:0;display:grid;gap:.6rem}
+ul.files li{display:flex;gap:.75rem;align-items:center;margin:0}
+ul.files img{width:96px;height:96px;object-fit:cover;border-radius:6px;border:1px solid var(--line);background:var(--bg);flex:none}
+ul.files .kind{width:96px;height:96px;display:flex;align-items:center;justify-content:center;border-radius:6px;border:1px solid var(--line);background:var(--bg);color:var(--muted);font-weight:700;flex:none}
+ul.files li>div{min-width:0}ul.files .name{font-weight:600;overflow-wrap:anywhere}
+form.upload{border-top:1px solid var(--line);padding-top:.25rem}
+form.upload input[type=file]{display:block;width:100%;min-width:0;font:inherit}
+form.upload progress{width:100%;height:1.1rem}
+form.upload .problem{color:var(--danger);font-weight:600;margin:.4rem 0 0}
+form.upload .problem:empty,form.upload .status:empty{display:none}
+form.upload .status{margin:.4rem 0 0}
+.layout2>div{display:grid;gap:1rem;min-width:0}
 @media (max-width:720px){
   header .bar{flex-wrap:wrap;gap:.4rem .9rem}
   header nav{order:3;width:100%;overflow-x:auto;gap:1rem}
   header .who>span{display:none}
   main{margin:1rem auto}
-  .layout2{grid-template-columns:1fr}
+  .layout2{grid-template-columns:minmax(0,1fr)}
   .layout2>aside{order:-1}
   dl.fields{grid-template-columns:1fr}
   dl.fields dt{border-bottom:none;padding-bottom:0}
