@@ -37,7 +37,6 @@ const typeNames: Record<string, string> = {
 /** What a file without a preview shows in its place: its extension (at most 4 letters), else "FILE". */
 const kindOf = (fileName: string) => /\.([a-z0-9]{1,4})$/i.exec(fileName)?.[1].toUpperCase() ?? 'FILE'
 
-
 /**
  * The origin of the URLs the storage driver signs (the service itself with the local driver, the S3 endpoint or the
  * bucket's host with S3), read from a URL it signs for nothing: whatever the driver's addressing (path or

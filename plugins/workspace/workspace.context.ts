@@ -71,6 +71,11 @@ export class Desk {
     return { provider: 'browser', principal: this.principal, ...(extra as E) }
   }
 
+  /** Params of a call on one record of `m`: the service answers 404 for a record of another module (as for none). */
+  onRecord<E extends object>(m: RegisteredModule, extra?: E) {
+    return this.call({ moduleKey: m.definition.key, ...(extra as E) })
+  }
+
   get records() {
     return this.r.app.service(recordsPath)
   }
@@ -179,6 +184,14 @@ export async function submitOnce<T>(write: () => Promise<T>): Promise<T> {
 /** A fresh key for a form's submit: the service's Idempotency-Key, so a double click or a resent form writes once. */
 export const newSubmitKey = () => randomUUID()
 
+/**
+ * The submit key of a form shown again after a refusal: a new one, since the refusal is the key's answer and the
+ * corrected form is a new request; but the same one when the first send of the key was still being written (its
+ * answer is yet to come: sending the form again replays it, one record).
+ */
+export const keyAfter = (refusal: { code: string }, key: string) =>
+  refusal.code === 'idempotency.in_flight' ? key : newSubmitKey()
+
 /** A state's label (its key when it has none). */
 export const stateLabel = (m: RegisteredModule, key: string) => m.states.get(key)?.label ?? key
 
@@ -193,9 +206,12 @@ export function refusalOf(err: unknown): {
   top: string[]
 } {
   if (!(err instanceof ApiError) || err.code >= 500) throw err
+  // A replay of an earlier refusal (the same submit key sent again) answers as the first time: its status and code.
+  const status = err.replayBody?.status ?? err.code
+  const code = err.replayBody?.code ?? err.problemCode
   const fields = new Map<string, string[]>()
   const top: string[] = []
-  const errors = (err.extra.errors as FieldProblem[] | undefined) ?? []
+  const errors = ((err.replayBody?.errors ?? err.extra.errors) as FieldProblem[] | undefined) ?? []
   for (const e of errors) {
     const key =
       /^\/payload\/([^/]+)/.exec(e.pointer ?? '')?.[1] ??
@@ -208,5 +224,5 @@ export function refusalOf(err: unknown): {
     if (field) fields.set(field, [err.message])
     top.push(err.message)
   } else if (top.length === 0 && fields.size === 0) top.push(err.message)
-  return { status: err.code, code: err.problemCode, fields, top }
+  return { status, code, fields, top }
 }

@@ -9,8 +9,17 @@ import {
   type PageRequest,
   type SafeHtml
 } from '../settings/settings.shared.ts'
-import { Desk, newSubmitKey, refusalOf, stateLabel, submitOnce, type RecordView } from './workspace.context.ts'
+import {
+  Desk,
+  keyAfter,
+  newSubmitKey,
+  refusalOf,
+  stateLabel,
+  submitOnce,
+  type RecordView
+} from './workspace.context.ts'
 import { fieldUi, showValue, type Names, type Read } from './workspace.fields.ts'
+import { whyUnavailable } from './workspace.transitions.ts'
 import { sendWorkspacePage } from './workspace.views.ts'
 
 /** Forms carry a few long texts: more than the settings pages' 8 KiB, far less than the API's JSON cap. */
@@ -248,16 +257,22 @@ export async function create(r: PageRequest) {
   } catch (err) {
     const refusal = refusalOf(err)
     // The refused request is answered and its key spent on it: the corrected form is a new request.
-    return renderCreate(desk, m, refusal.status, { values, problems: refusal.fields, top: refusal.top }, newSubmitKey())
+    return renderCreate(
+      desk,
+      m,
+      refusal.status,
+      { values, problems: refusal.fields, top: refusal.top },
+      keyAfter(refusal, key)
+    )
   }
 }
 
+/** A 403 page: the form of an action the person may not take is not served (its POST would be refused too). */
+const notAllowed = (why: string) => new PageError(403, 'Not allowed', why)
+
 /** A record this person may read, through the service's get (404 for one they may not see, as REST answers). */
 export async function readRecord(desk: Desk, m: RegisteredModule, id: string): Promise<RecordView> {
-  const rec = (await desk.records.get(id, desk.call())) as unknown as RecordView
-  if (rec.moduleKey !== m.definition.key)
-    throw new PageError(404, 'Not found', `There is no such ${m.definition.title.toLowerCase()}.`)
-  return rec
+  return (await desk.records.get(id, desk.onRecord(m))) as unknown as RecordView
 }
 
 /** The fields of an edit form: locked ones (the state's `locks`), computed ones and those not theirs to write read-only. */
@@ -317,6 +332,7 @@ export async function showEdit(r: PageRequest) {
   const desk = new Desk(r, session)
   const m = desk.module(r.params.module)
   const rec = await readRecord(desk, m, r.params.id)
+  if (!desk.can(m, 'update')) throw notAllowed(`You may not change ${rec.number}.`)
   await renderEdit(
     desk,
     m,
@@ -363,7 +379,7 @@ export async function edit(r: PageRequest) {
   if (!Object.keys(patch).length) return seeOther(r, `/records/${m.definition.key}/${rec.id}?done=unchanged`)
   try {
     await submitOnce(() =>
-      desk.records.patch(rec.id, { payload: patch }, desk.call({ ifMatch: `"${version}"`, idempotencyKey: key }))
+      desk.records.patch(rec.id, { payload: patch }, desk.onRecord(m, { ifMatch: `"${version}"`, idempotencyKey: key }))
     )
     seeOther(r, `/records/${m.definition.key}/${rec.id}?done=saved`)
   } catch (err) {
@@ -376,7 +392,7 @@ export async function edit(r: PageRequest) {
       refusal.status,
       { values: shown, problems: refusal.fields, top: conflict ? [] : refusal.top },
       conflict ? version : rec.version,
-      newSubmitKey(),
+      keyAfter(refusal, key),
       conflict
     )
   }
@@ -438,6 +454,8 @@ export async function showTransition(r: PageRequest) {
   const m = desk.module(r.params.module)
   const rec = await readRecord(desk, m, r.params.id)
   const key = transitionOf(m, r.params.key)
+  const why = whyUnavailable(desk, m, rec, key)
+  if (why) throw notAllowed(why)
   await renderTransition(
     desk,
     m,
@@ -473,7 +491,7 @@ export async function transition(r: PageRequest) {
     await submitOnce(() =>
       desk.records.transition(
         { transition: key, ...(comment ? { comment } : {}), ...(Object.keys(patch).length ? { payload: patch } : {}) },
-        desk.call({ id: rec.id, ifMatch: `"${version}"`, idempotencyKey: submitKey })
+        desk.onRecord(m, { id: rec.id, ifMatch: `"${version}"`, idempotencyKey: submitKey })
       )
     )
     seeOther(r, `/records/${m.definition.key}/${rec.id}?done=moved`)
@@ -493,7 +511,7 @@ export async function transition(r: PageRequest) {
       refusal.status,
       { values: shown, problems: refusal.fields, top },
       comment,
-      newSubmitKey()
+      keyAfter(refusal, submitKey)
     )
   }
 }
@@ -505,6 +523,7 @@ export async function showDelete(r: PageRequest) {
   const desk = new Desk(r, session)
   const m = desk.module(r.params.module)
   const rec = await readRecord(desk, m, r.params.id)
+  if (!desk.can(m, 'delete')) throw notAllowed(`You may not delete ${rec.number}.`)
   const d = m.definition
   sendWorkspacePage(desk, 200, {
     title: `Delete ${rec.number}`,
@@ -527,7 +546,7 @@ export async function remove(r: PageRequest) {
   await submitOnce(() =>
     desk.records.remove(
       r.params.id,
-      desk.call({
+      desk.onRecord(m, {
         ...(version ? { ifMatch: `"${version}"` } : {}),
         idempotencyKey: posted.form.get('submitKey') || newSubmitKey()
       })

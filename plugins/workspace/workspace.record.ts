@@ -1,4 +1,3 @@
-import { canFire } from '../../core/auth/access.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition } from '../../core/modules/types.ts'
 import { html, signedIn, type PageRequest, type SafeHtml } from '../settings/settings.shared.ts'
@@ -6,6 +5,7 @@ import { attachmentsSection } from './workspace.attachments.ts'
 import { Desk, stateLabel, type RecordView } from './workspace.context.ts'
 import { showInstant, showValue, type Names } from './workspace.fields.ts'
 import { readRecord } from './workspace.forms.ts'
+import { whyUnavailable } from './workspace.transitions.ts'
 import { notice, sendWorkspacePage } from './workspace.views.ts'
 
 /** What `?done=` after a change says (only these texts: the URL cannot put words on the page). */
@@ -65,15 +65,6 @@ function timeline(
   })}</ol>`
 }
 
-/** Roles whose rights let them fire a transition: the transition's own roles, or those granted `transition:<key>`. */
-function rolesFor(m: RegisteredModule, key: string): string[] {
-  const t = m.transitions.get(key)!
-  if (t.roles?.length) return [...t.roles]
-  return Object.entries(m.definition.permissions)
-    .filter(([, actions]) => actions.includes(`transition:${key}`) || actions.includes('transition:*'))
-    .map(([role]) => role)
-}
-
 /**
  * The transitions out of the record's state: those the service lists as available (a link to the form that asks for
  * what they need, or, when separation of duties holds this person apart, the reason), then those this person's roles
@@ -92,11 +83,7 @@ function transitions(desk: Desk, m: RegisteredModule, rec: RecordView): SafeHtml
     const id = `why-${t.key}`
     if (a && !a.refusal)
       return html`<div><a class="action" href="/records/${d.key}/${rec.id}/transition/${t.key}">${label}</a>${a.missingFields.length ? html`<p class="why">Asks for: ${a.missingFields.map(labelOf).join(', ')}</p>` : ''}</div>`
-    const why = a?.refusal
-      ? a.refusal.detail
-      : canFire(desk.principal, m, t)
-        ? 'Not available to you now.'
-        : `Only ${rolesFor(m, t.key).join(' or ')} may do this.`
+    const why = whyUnavailable(desk, m, rec, t.key)
     return html`<div><button type="button" disabled aria-describedby="${id}">${label}</button><p class="why" id="${id}">${why}</p></div>`
   })}</div>`
 }
@@ -117,7 +104,8 @@ export async function showRecord(r: PageRequest) {
   const title = readable.find((f) => f.type === 'text' && !isEmpty(rec.payload[f.key]))
   const locks = m.states.get(rec.state)?.locks ?? []
   const mayEdit = desk.can(m, 'update') && !locks.includes('*')
-  const flash = typeof r.ctx.query.done === 'string' ? done[r.ctx.query.done] : undefined
+  const said = r.ctx.query.done
+  const flash = typeof said === 'string' && Object.hasOwn(done, said) ? done[said] : undefined
   sendWorkspacePage(desk, 200, {
     title: rec.number,
     module: m,
@@ -150,14 +138,14 @@ export async function recordReport(r: PageRequest) {
   const session = signedIn(r)
   if (!session) return
   const desk = new Desk(r, session)
-  desk.module(r.params.module)
+  const m = desk.module(r.params.module)
   // A hook context as the last argument makes the call answer with the context, the hook's rendered PDF in it.
   const hooked = desk.records as unknown as {
     get: { createContext(): object }
   }
   const context = await desk.records.get(
     r.params.id,
-    desk.call({ headers: { accept: 'application/pdf' } }),
+    desk.onRecord(m, { headers: { accept: 'application/pdf' } }),
     hooked.get.createContext() as never
   )
   const c = context as unknown as { dispatch?: Buffer; http?: { headers?: Record<string, string> } }

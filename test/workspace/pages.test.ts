@@ -134,7 +134,7 @@ t.test(
     ])
     const done = [first, second].filter((p) => p.status === 303)
     t.equal(done.length, 2, 'both sends of a double click are answered with the record, not a refusal')
-  t.equal(first.location, second.location, 'the same record')
+    t.equal(first.location, second.location, 'the same record')
     const id = /\/records\/incident\/([0-9a-f-]{36})\?done=created/.exec(done[0].location ?? '')![1]
     const again = await browsers.rita.post('/records/incident/new', good)
     t.equal(again.location, done[0].location, 'sending the same form again answers with the same record')
@@ -387,5 +387,9 @@ t.test('home lists what names the person, with counts per module', async (t) => 
   const ritas = await browsers.rita.get('/records')
   t.match(ritas.html, /Incident: reported by me/, "the reporter's own reports")
   t.match(ritas.html, /Forklift reversing/)
-  t.match(ritas.html, /href="\/records\/incident\?createdBy=[0-9a-f-]{36}&amp;sort=-createdAt">See all/, 'linked to the list of them')
+  t.match(
+    ritas.html,
+    /href="\/records\/incident\?createdBy=[0-9a-f-]{36}&amp;sort=-createdAt">See all/,
+    'linked to the list of them'
+  )
 })
