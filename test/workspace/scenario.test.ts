@@ -68,9 +68,10 @@ async function scenario() {
   for (const [userName, u] of Object.entries(users))
     ids[userName] = (await s.platform.users.create('acme', { userName, password, ...u })).id
 
-  const shot = async (p: Page, name: string) => {
+  /** A picture of the page (the whole page, or on a phone what the screen shows) when SCREENSHOT_DIR is set. */
+  const shot = async (p: Page, name: string, fullPage = true) => {
     if (process.env.SCREENSHOT_DIR)
-      await p.screenshot({ path: join(process.env.SCREENSHOT_DIR, `${name}.png`), fullPage: true })
+      await p.screenshot({ path: join(process.env.SCREENSHOT_DIR, `${name}.png`), fullPage })
   }
   const cspViolations: string[] = []
 
@@ -146,40 +147,39 @@ async function scenario() {
     await page.getByLabel('Category').selectOption({ label: 'Injury' })
     await page.getByLabel('Severity').selectOption({ label: 'high' })
     t.equal(await page.getByLabel('Medical details').count(), 0, 'the reporter is not offered the medical details')
-    // What the phone's camera gives the file input: a JPEG.
-    const photo = await page.screenshot({ type: 'jpeg', quality: 60 })
-    const input = page.locator('main form input[type=file]')
-    const withPhoto = (await input.count()) === 1
-    if (!withPhoto) t.fail('the report form has no photo input')
-    else {
-      t.match(await input.getAttribute('accept'), /image\//, 'the photo input takes images (the camera on a phone)')
-      t.ok(await input.evaluate('(i) => i.labels.length > 0'), 'it is labelled')
-      await input.setInputFiles({ name: 'wrapper.jpg', mimeType: 'image/jpeg', buffer: photo })
-    }
     const width = await page.evaluate<number>('document.documentElement.scrollWidth')
     t.ok(width <= phone.width, `the form fits the phone's width (${width} px)`)
-    await shot(page, 'phone-report')
-    await page.getByRole('button', { name: /Create incident|Report/ }).click()
+    await shot(page, 'phone-report', false)
+    await page.getByRole('button', { name: 'Create incident' }).click()
     await page.waitForURL(/\/records\/incident\/[0-9a-f-]{36}/)
     recordPath = new URL(page.url()).pathname
     recordNumber = (await page.getByRole('heading', { level: 1 }).innerText()).match(/INC-\d{4}-\d{5}/)?.[0] ?? ''
     t.match(recordNumber, /^INC-\d{4}-00002$/, 'the page names the new record by its number')
-    // The photo is an attachment of the record, shown as an image (the upload may finish after the redirect).
-    if (withPhoto) {
-      const image = page.getByRole('img', { name: /wrapper\.jpg/ })
-      await image.waitFor()
-      t.ok(
-        await image.evaluate('(img) => img.complete && img.naturalWidth > 0'),
-        'the preview image loaded from the attachment'
-      )
-      const attachments = await s.request('GET', `/api/v1/records/${recordPath.split('/').at(-1)}/attachments`)
-      t.match(attachments.body, { items: [{ fileName: 'wrapper.jpg', contentType: 'image/jpeg' }] })
-    }
+    // The record page takes the photo: on a phone (a finger its pointer) it offers the rear camera at once.
+    const camera = page.getByLabel('Take a photo')
+    await camera.waitFor()
+    t.equal(await camera.getAttribute('capture'), 'environment', 'it opens the rear camera')
+    t.match(await camera.getAttribute('accept'), /image\//)
+    // What the camera gives the input: a JPEG (here a picture of the page itself).
+    const photo = await page.screenshot({ type: 'jpeg', quality: 60 })
+    await Promise.all([
+      page.waitForURL(/\?done=uploaded$/, { timeout: 30_000 }),
+      camera.setInputFiles({ name: 'wrapper.jpg', mimeType: 'image/jpeg', buffer: photo })
+    ])
+    const image = page.getByRole('img', { name: 'wrapper.jpg' })
+    await image.scrollIntoViewIfNeeded()
+    await page.waitForFunction(
+      `[...document.images].some((i) => i.alt === 'wrapper.jpg' && i.complete && i.naturalWidth > 0)`
+    )
+    t.pass('the photo is an attachment of the record, its thumbnail loaded')
+    const stored = await s.request('GET', `/api/v1/records/${recordPath.split('/').at(-1)}`)
+    t.match(stored.body.attachments, [{ fileName: 'wrapper.jpg', contentType: 'image/jpeg', size: photo.length }])
     t.ok(
       (await page.evaluate<number>('document.documentElement.scrollWidth')) <= phone.width,
       "the record page fits the phone's width"
     )
-    await shot(page, 'phone-record')
+    await image.scrollIntoViewIfNeeded()
+    await shot(page, 'phone-record', false)
   })
 
   await t.test('a health officer writes the medical details, and sees them on the record page', async (t) => {
@@ -197,7 +197,6 @@ async function scenario() {
     sam = await open('sam')
     const page = sam.page
     await page.goto('/records')
-    await shot(page, 'home')
     await page.getByRole('navigation', { name: 'Modules' }).getByRole('link', { name: 'Incident' }).click()
     await page.waitForURL((u) => u.pathname === '/records/incident')
     await page.getByRole('searchbox').fill('pallet wrapper')
@@ -231,6 +230,7 @@ async function scenario() {
     ivan = await open('ivan')
     const page = ivan.page
     await page.goto('/records')
+    await shot(page, 'home')
     await page.getByRole('link', { name: recordNumber }).first().click()
     await page.waitForURL((u) => u.pathname === recordPath)
     await page.getByRole('link', { name: 'Record root cause' }).click()
