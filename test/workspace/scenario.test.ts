@@ -2,6 +2,7 @@ import { readFileSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import t from '../helpers/tap.ts'
+import { axeReport } from '../helpers/axe.ts'
 import { chromiumMissing, launchChromium } from '../helpers/browser.ts'
 import { installModulePackage } from '../helpers/installed-package.ts'
 import { incidentPayload, startTestServer, type TestServer } from '../helpers/server.ts'
@@ -178,6 +179,7 @@ async function scenario() {
       (await page.evaluate<number>('document.documentElement.scrollWidth')) <= phone.width,
       "the record page fits the phone's width"
     )
+    t.equal(await axeReport(page, 'a record page with its photo, on a phone'), '', 'axe finds nothing to fix there')
     await image.scrollIntoViewIfNeeded()
     await shot(page, 'phone-record', false)
   })
