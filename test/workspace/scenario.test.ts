@@ -6,14 +6,17 @@ import { axeReport } from '../helpers/axe.ts'
 import { chromiumMissing, launchChromium } from '../helpers/browser.ts'
 import { installModulePackage } from '../helpers/installed-package.ts'
 import { incidentPayload, startTestServer, type TestServer } from '../helpers/server.ts'
+import { inTenant } from '../../core/db/tenant-scope.ts'
 import { projectRoot } from '../../core/paths.ts'
+import { renderExport } from '../../plugins/exports/exports.job.ts'
 
 /**
  * The workspace as the people who do the safety work use it, in Chromium (issue 31, "Done when"): a reporter reports
  * an incident with a photo from a phone; a safety manager finds it by search and starts the investigation naming a
  * lead; the lead records the root cause; the reporter, since made a safety manager, may not close what they reported
- * (four eyes) and the page says why; another safety manager closes it. A health officer writes and reads the medical
- * details, which no page or network response of the others ever holds; rows a person may not see never appear. A
+ * (four eyes) and the page says why; another safety manager closes it and exports the view. A health officer writes and
+ * reads the medical details, which no page, API response or export file of the others ever holds; rows a person may
+ * not see never appear. A
  * module installed from a package (test/fixtures/near-miss) appears with its fields and its transition, though no
  * code of the platform names it. Set SCREENSHOT_DIR to keep the pictures of home, list, record, form and phone views.
  */
@@ -307,6 +310,37 @@ async function scenario() {
     await page.waitForURL((u) => u.pathname === recordPath)
     t.equal(await stateOf(page), 'Closed')
   })
+
+  await t.test(
+    'a safety manager exports the view they found: the file has the incident, not the medical details',
+    async (t) => {
+      const page = sam.page
+      await page.goto('/records/incident?q=pallet+wrapper')
+      await page.getByLabel('Export format').selectOption('csv')
+      await page.getByRole('button', { name: 'Export this view' }).click()
+      await page.waitForURL(/\/exports\/[0-9a-f-]{36}$/)
+      const exportId = new URL(page.url()).pathname.split('/').at(-1)!
+      // Jobs are off in the tests: the export's job runs here, in the tenant's scope, as the job runner runs it.
+      await inTenant('acme', () =>
+        renderExport(
+          s.running.app,
+          s.platform,
+          { tenantId: 'acme', exportId },
+          { touch: async () => undefined, signal: new AbortController().signal }
+        )
+      )
+      // The progress page's script polls the API and shows the link once the file is there.
+      const link = page.getByRole('link', { name: /^Download / })
+      await link.waitFor()
+      const file = await sam.context.request.get((await link.getAttribute('href'))!)
+      const csv = await file.text()
+      sam.bodies.push({ url: file.url(), status: file.status(), text: csv })
+      t.equal(file.status(), 200)
+      t.equal(csv.trim().split('\n').length, 2, 'a header and the one incident of the view')
+      t.match(csv, 'Hand caught in pallet wrapper')
+      t.notMatch(csv, 'Medical details', 'no column of the field they may not read')
+    }
+  )
 
   await t.test(
     'the medical details reach the health officer and nobody else, in no page and no response',
