@@ -16,9 +16,9 @@ import { renderExport } from '../../plugins/exports/exports.job.ts'
  * lead; the lead records the root cause; the reporter, since made a safety manager, may not close what they reported
  * (four eyes) and the page says why; another safety manager closes it and exports the view. A health officer writes and
  * reads the medical details, which no page, API response or export file of the others ever holds; rows a person may
- * not see never appear. A
- * module installed from a package (test/fixtures/near-miss) appears with its fields and its transition, though no
- * code of the platform names it. Set SCREENSHOT_DIR to keep the pictures of home, list, record, form and phone views.
+ * not see never appear. A module installed from a package (test/fixtures/near-miss) appears with its fields and its
+ * transition, though no code of the platform names it. Set SCREENSHOT_DIR to keep the pictures of home, list, record,
+ * form and phone views.
  */
 const password = 'correct horse battery staple'
 const desktop = { width: 1280, height: 800 }
