@@ -201,6 +201,10 @@ async function scenario() {
   await t.test('a safety manager finds it by search and starts the investigation naming a lead', async (t) => {
     sam = await open('sam')
     const page = sam.page
+    if (process.env.SCREENSHOT_DIR) {
+      await page.goto('/records/incident/new')
+      await shot(page, 'form')
+    }
     await page.goto('/records')
     await page.getByRole('navigation', { name: 'Modules' }).getByRole('link', { name: 'Incident' }).click()
     await page.waitForURL((u) => u.pathname === '/records/incident')
@@ -224,7 +228,7 @@ async function scenario() {
     )
     t.same(asked, ['investigationLead', 'comment'], 'it asks for the lead (and takes a comment), nothing else')
     await page.getByLabel('Investigation lead').selectOption({ label: 'Ivan Investigator' })
-    await shot(page, 'form')
+    await shot(page, 'form-transition')
     await page.getByRole('button', { name: 'Start investigation' }).click()
     await page.waitForURL((u) => u.pathname === recordPath)
     t.equal(await stateOf(page), 'Under investigation')
