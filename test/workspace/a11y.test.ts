@@ -15,6 +15,8 @@ const widths = [
   { name: 'phone', viewport: { width: 390, height: 844 } }
 ]
 
+// Longer than tap's two minutes on a busy machine: axe on some twenty pages at two widths.
+t.setTimeout(180_000)
 const skip = chromiumMissing((m) => t.fail(m))
 if (skip) t.plan(0, skip)
 else await browserTests()

@@ -30,6 +30,8 @@ const medicalMarker = 'mdx-41c7e2'
 const unseenTitle = 'Solvent drum leaking behind the yard B store (row-9d2f61)'
 const unseenMarker = 'row-9d2f61'
 
+// Longer than tap's two minutes on a busy machine: five people in their own browsers, one after another.
+t.setTimeout(240_000)
 const skip = chromiumMissing((m) => t.fail(m))
 if (skip) t.plan(0, skip)
 else await scenario()
