@@ -175,22 +175,19 @@ async function browserTests() {
       )
   })
 
-  await t.test(
-    'the header says "current page" only of the page a person is on (a section is not a page)',
-    async (t) => {
-      for (const path of ['/records', '/records/incident', record, '/settings/api-keys']) {
-        await page.goto(path)
-        const current = await page.evaluate<Array<string | null>>(
-          `[...document.querySelectorAll('nav a[aria-current="page"]')].map((a) => a.getAttribute('href'))`
-        )
-        t.same(
-          current.filter((href) => href !== path),
-          [],
-          `${path}: aria-current="page" on no link to another page (a section's link may say aria-current="true")`
-        )
-      }
+  await t.test('a menu says "current page" only of the page a person is on (a section is not a page)', async (t) => {
+    for (const path of ['/records', '/records/incident', record, '/settings/api-keys']) {
+      await page.goto(path)
+      const current = await page.evaluate<Array<string | null>>(
+        `[...document.querySelectorAll('nav a[aria-current="page"]')].map((a) => a.getAttribute('href'))`
+      )
+      t.same(
+        current.filter((href) => href !== path),
+        [],
+        `${path}: aria-current="page" on no link to another page (a section's link may say aria-current="true")`
+      )
     }
-  )
+  })
 
   await t.test('a reporter fills and sends the report form with the keyboard alone', async (t) => {
     const keyboard = await browser.newContext({ baseURL: server.url, viewport: widths[1].viewport, locale: 'en-US' })
