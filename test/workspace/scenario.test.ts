@@ -174,9 +174,12 @@ async function scenario() {
     ])
     const image = page.getByRole('img', { name: 'wrapper.jpg' })
     await image.scrollIntoViewIfNeeded()
-    await page.waitForFunction(
-      `[...document.images].some((i) => i.alt === 'wrapper.jpg' && i.complete && i.naturalWidth > 0)`
-    )
+    // Polled with page.evaluate: waitForFunction builds its test with eval, which the page's policy refuses.
+    const loaded = `[...document.images].some((i) => i.alt === 'wrapper.jpg' && i.complete && i.naturalWidth > 0)`
+    for (const until = Date.now() + 15_000; !(await page.evaluate<boolean>(loaded));) {
+      if (Date.now() > until) throw new Error('the thumbnail of wrapper.jpg never loaded')
+      await new Promise((r) => setTimeout(r, 100))
+    }
     t.pass('the photo is an attachment of the record, its thumbnail loaded')
     const stored = await s.request('GET', `/api/v1/records/${recordPath.split('/').at(-1)}`)
     t.match(stored.body.attachments, [{ fileName: 'wrapper.jpg', contentType: 'image/jpeg', size: photo.length }])
