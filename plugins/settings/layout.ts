@@ -7,7 +7,7 @@ export interface PageFrame {
   /** Signed in: shows who, and a sign-out button carrying the CSRF token. */
   account?: { name: string; tenantName: string; csrfToken: string }
   /** The settings pages a signed-in user can open (page-router.ts); `current` is this one. */
-  nav?: Array<{ href: string; label: string; current: boolean }>
+  nav?: Array<{ href: string; label: string; current?: 'page' | 'true' }>
   /** Where the brand link leads: the start page (page-request.ts `homeOf`). */
   home?: string
   main: SafeHtml
@@ -30,7 +30,7 @@ header nav{display:flex;gap:1.25rem;margin-right:auto}
 header nav a{color:var(--accent);text-decoration:none;padding:.15rem 0;border-bottom:2px solid transparent;display:inline-flex;flex-direction:column;align-items:center}
 header nav a::after{content:attr(data-label) / "";font-weight:600;height:0;overflow:hidden;visibility:hidden}
 header nav a:hover{border-bottom-color:var(--line)}
-header nav a[aria-current=page]{color:var(--fg);font-weight:600;border-bottom-color:var(--accent)}
+header nav a[aria-current]{color:var(--fg);font-weight:600;border-bottom-color:var(--accent)}
 main{max-width:72rem;margin:2rem auto;padding:0 1rem}
 main.narrow{max-width:26rem}
 h1{font-size:1.6rem;margin:0 0 1rem}
@@ -89,7 +89,7 @@ ${p.head ?? ''}
 <a class="brand" href="${p.home ?? '/settings/api-keys'}">Records</a>
 ${
   p.account && p.nav?.length
-    ? html`<nav aria-label="Settings">${p.nav.map((l) => html`<a href="${l.href}" data-label="${l.label}"${l.current ? html` aria-current="page"` : ''}>${l.label}</a>`)}</nav>`
+    ? html`<nav aria-label="Main">${p.nav.map((l) => html`<a href="${l.href}" data-label="${l.label}"${l.current ? html` aria-current="${l.current}"` : ''}>${l.label}</a>`)}</nav>`
     : ''
 }
 ${

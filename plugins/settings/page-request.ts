@@ -87,7 +87,13 @@ export function frameFor(
     .map((l) => ({
       href: l.href,
       label: l.label,
-      current: l.href === r.ctx.path || (!!l.section && r.ctx.path.startsWith(`${l.href}/`))
+      // The page itself is `page`; a page below a section's link (a record under /records) makes the link `true`.
+      current:
+        l.href === r.ctx.path
+          ? ('page' as const)
+          : l.section && r.ctx.path.startsWith(`${l.href}/`)
+            ? ('true' as const)
+            : undefined
     }))
   return {
     nonce: r.nonce,

@@ -272,7 +272,7 @@ const notAllowed = (why: string) => new PageError(403, 'Not allowed', why)
 
 /** A record this person may read, through the service's get (404 for one they may not see, as REST answers). */
 export async function readRecord(desk: Desk, m: RegisteredModule, id: string): Promise<RecordView> {
-  return (await desk.records.get(id, desk.onRecord(m))) as unknown as RecordView
+  return await desk.records.get(id, desk.onRecord(m))
 }
 
 /** The fields of an edit form: locked ones (the state's `locks`), computed ones and those not theirs to write read-only. */

@@ -1,3 +1,4 @@
+import { canFire } from '../../core/auth/access.ts'
 import { readQuery } from '../../core/http/query-string.ts'
 import { summaryColumns } from '../../core/modules/derive/columns.ts'
 import { fieldFinding } from '../../core/modules/derive/filters.ts'
@@ -264,6 +265,19 @@ export async function showHome(r: PageRequest) {
           heading: `${d.title}: ${f.label ?? f.key} is me`,
           query: { state: open, payload: { [f.key]: me } }
         })
+    // Records in a state out of which the person may take the next step (start an investigation, approve…).
+    const actionable = d.workflow.states
+      .filter(
+        (st) =>
+          !st.final && d.workflow.transitions.some((t) => t.from.includes(st.key) && canFire(desk.principal, m, t))
+      )
+      .map((st) => st.key)
+    if (actionable.length)
+      sections.push({
+        m,
+        heading: `${d.title}: waiting for a step you can take`,
+        query: { state: actionable.join(',') }
+      })
     if (d.due && !desk.hidden(m).has(d.due.field))
       sections.push({ m, heading: `${d.title}: overdue`, query: { overdue: true } })
     if (me && desk.can(m, 'create'))

@@ -39,7 +39,9 @@ function timeline(
   names: Names,
   readable: ReadonlyMap<string, FieldDefinition>
 ): SafeHtml {
-  const entries = [...(rec.activity ?? [])].reverse()
+  // An update whose every change was to a field this person may not read (the service leaves those changes out) is
+  // not shown: "changed it", with nothing, would tell that a hidden field changed.
+  const entries = [...(rec.activity ?? [])].reverse().filter((a) => a.action !== 'updated' || a.changes.length > 0)
   const change = (c: { field: string; from: unknown; to: unknown }) => {
     const f = readable.get(c.field)
     const show = (v: unknown) =>

@@ -8,7 +8,7 @@ const css = new SafeHtml(`
 .crumbs{font-size:.9rem;color:var(--muted);margin:0 0 .4rem}.crumbs a{color:var(--accent)}
 nav.modules{display:flex;gap:.4rem;flex-wrap:wrap;margin:0 0 1.25rem}
 nav.modules a{padding:.3rem .7rem;border:1px solid var(--line);border-radius:999px;background:#fff;color:var(--accent);text-decoration:none;font-size:.92rem}
-nav.modules a[aria-current=page]{background:var(--accent);color:#fff;border-color:var(--accent)}
+nav.modules a[aria-current]{background:var(--accent);color:#fff;border-color:var(--accent)}
 .head{display:flex;gap:1rem;align-items:flex-start;justify-content:space-between;flex-wrap:wrap;margin-bottom:1rem}
 .head h1{margin:0}
 a.action{display:inline-block;padding:.5rem 1rem;border-radius:6px;background:var(--accent);color:#fff;text-decoration:none;font-weight:600}
@@ -102,7 +102,7 @@ export function sendWorkspacePage(
   const modules = desk.modules()
   const nav = html`<nav class="modules" aria-label="Modules">${modules.map(
     (m) =>
-      html`<a href="/records/${m.definition.key}"${p.module?.definition.key === m.definition.key ? html` aria-current="page"` : ''}>${m.definition.title}</a>`
+      html`<a href="/records/${m.definition.key}"${p.module?.definition.key === m.definition.key ? html` aria-current="${r.ctx.path === `/records/${m.definition.key}` ? 'page' : 'true'}"` : ''}>${m.definition.title}</a>`
   )}</nav>`
   sendPage(
     r,

@@ -393,3 +393,26 @@ t.test('home lists what names the person, with counts per module', async (t) => 
     'linked to the list of them'
   )
 })
+
+t.test('an update of only fields one may not read is not in their timeline', async (t) => {
+  const rec = await apiCreate(incident('Burn from hot pipe'))
+  await server.request('PATCH', `/api/v1/records/${rec.id}`, {
+    token: key,
+    body: { payload: { medicalDetails: medical } }
+  })
+  const sams = await browsers.sam.get(`/records/incident/${rec.id}`)
+  t.notMatch(textOf(sams.html), /changed it/, 'the safety manager is not told that something hidden changed')
+  const hanas = await browsers.hana.get(`/records/incident/${rec.id}`)
+  t.match(
+    textOf(hanas.html),
+    /changed it Medical details|changed it .* Medical details: nothing →/,
+    'the health officer sees the change'
+  )
+})
+
+t.test('home shows the records waiting for a step the person can take', async (t) => {
+  const page = await browsers.sam.get('/records')
+  t.match(page.html, /Incident: waiting for a step you can take/, 'reported incidents wait for a safety manager')
+  const ritas = await browsers.rita.get('/records')
+  t.notMatch(ritas.html, /waiting for a step you can take/, 'a reporter fires no transition')
+})
