@@ -34,6 +34,12 @@ interface FieldUi {
   show(field: FieldDefinition, value: unknown, names: Names): SafeHtml | string
   input(field: FieldDefinition, value: unknown, c: Control): SafeHtml
   read(field: FieldDefinition, form: URLSearchParams, name: string): Read
+  /**
+   * Whether a value read from the form is the stored one as the control showed it (a time to the minute, a location
+   * without its accuracy, chosen values in any order, text without its outer spaces): then the stored value stays as it
+   * is, and saving a form nobody changed changes nothing. Default: equal as JSON.
+   */
+  same?(field: FieldDefinition, stored: unknown, read: unknown): boolean
 }
 
 export const optionsOf = (f: FieldDefinition) =>
@@ -89,7 +95,8 @@ export const fieldUi: { [T in FieldType]: FieldUi } = {
     show: (_f, v) => text(v),
     input: (f, v, c) =>
       html`<input type="text"${aria(c)} value="${text(v)}"${'maxLength' in f && f.maxLength ? html` maxlength="${f.maxLength}"` : ''}>`,
-    read: readText
+    read: readText,
+    same: (_f, stored, read) => typeof stored === 'string' && stored.trim() === read
   },
   longText: {
     show: (_f, v) => html`<span class="long">${text(v)}</span>`,
@@ -98,7 +105,8 @@ export const fieldUi: { [T in FieldType]: FieldUi } = {
     read: (_f, form, name) => {
       const v = (form.get(name) ?? '').replace(/\r\n/g, '\n').trim()
       return v ? { value: v } : { empty: true }
-    }
+    },
+    same: (_f, stored, read) => typeof stored === 'string' && stored.replace(/\r\n/g, '\n').trim() === read
   },
   number: {
     show: (_f, v) => text(v),
@@ -138,7 +146,8 @@ export const fieldUi: { [T in FieldType]: FieldUi } = {
       if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(v)) return { problem: 'must be a date and a time' }
       const d = new Date(`${v}Z`)
       return Number.isNaN(d.getTime()) ? { problem: 'must be a date and a time' } : { value: d.toISOString() }
-    }
+    },
+    same: (_f, stored, read) => minuteOf(stored) !== undefined && minuteOf(stored) === minuteOf(read)
   },
   singleChoice: {
     show: (f, v) => (v === undefined || v === null ? '' : labelOf(f, v)),
@@ -159,7 +168,12 @@ export const fieldUi: { [T in FieldType]: FieldUi } = {
     read: (_f, form, name) => {
       const v = form.getAll(name).filter(Boolean)
       return v.length ? { value: v } : { empty: true }
-    }
+    },
+    same: (_f, stored, read) =>
+      Array.isArray(stored) &&
+      Array.isArray(read) &&
+      stored.length === read.length &&
+      read.every((v) => stored.includes(v))
   },
   user: {
     show: (_f, v, names) => userName(v, names),
@@ -220,8 +234,34 @@ export const fieldUi: { [T in FieldType]: FieldUi } = {
       const longitude = Number(lon)
       if (!Number.isFinite(latitude) || !Number.isFinite(longitude)) return { problem: 'must be numbers' }
       return { value: { latitude, longitude, ...(label ? { label } : {}) } }
+    },
+    same: (_f, stored, read) => {
+      const a = stored as { latitude?: number; longitude?: number; label?: string } | undefined
+      const b = read as { latitude: number; longitude: number; label?: string }
+      return !!a && a.latitude === b.latitude && a.longitude === b.longitude && (a.label ?? '') === (b.label ?? '')
     }
   }
+}
+
+/** A date-time to the minute, as the form's control holds it. */
+function minuteOf(v: unknown): string | undefined {
+  if (typeof v !== 'string') return undefined
+  const d = new Date(v)
+  return Number.isNaN(d.getTime()) ? undefined : d.toISOString().slice(0, 16)
+}
+
+/** Whether a value read from a form is the stored value as the form showed it (see FieldUi.same); groups row by row. */
+export function sameAsShown(field: FieldDefinition, stored: unknown, read: unknown): boolean {
+  const blank = (v: unknown) => v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0)
+  if (blank(stored) || blank(read)) return blank(stored) && blank(read)
+  if (field.type === 'group') {
+    if (!Array.isArray(stored) || !Array.isArray(read) || stored.length !== read.length) return false
+    return stored.every((item: Record<string, unknown>, i) =>
+      field.fields.every((m) => sameAsShown(m, item?.[m.key], (read[i] as Record<string, unknown>)?.[m.key]))
+    )
+  }
+  const same = fieldUi[field.type].same
+  return same ? same(field, stored, read) : JSON.stringify(stored) === JSON.stringify(read)
 }
 
 /** A field's value on a page (choice labels, user names, record numbers), '' when it has none. */

@@ -18,14 +18,18 @@ import {
   submitOnce,
   type RecordView
 } from './workspace.context.ts'
-import { fieldUi, showValue, type Names, type Read } from './workspace.fields.ts'
+import { fieldUi, sameAsShown, showValue, type Names, type Read } from './workspace.fields.ts'
 import { whyUnavailable } from './workspace.transitions.ts'
 import { sendWorkspacePage } from './workspace.views.ts'
 
-/** Forms carry a few long texts: more than the settings pages' 8 KiB, far less than the API's JSON cap. */
-const maxFormBytes = 256 * 1024
-/** Rows of a group a form shows: those the record has, plus blank ones to add (at most this many in all). */
-const maxGroupRows = 50
+/** Forms carry long texts and groups of many rows: more than the settings pages' 8 KiB, at most the API's default JSON cap (1 MiB). */
+const maxFormBytes = 1024 * 1024
+/**
+ * The rows of a group a form reads at most: the module's `maxItems`, else this many (the form body's cap bounds them
+ * anyway). A form shows every row the record has (none may be lost by saving it) and a blank one to add.
+ */
+const groupRowCap = 10_000
+const rowCap = (f: { maxItems?: number }) => f.maxItems ?? groupRowCap
 
 /** What a form shows: the values (as entered, or as stored), the problems beside fields, and those of the whole form. */
 interface FormState {
@@ -53,7 +57,7 @@ function groupRows(
   people: Control['people']
 ): SafeHtml {
   const items = Array.isArray(value) ? (value as Array<Record<string, unknown>>) : []
-  const rows = Math.min(maxGroupRows, Math.max(items.length + 1, f.minItems ?? 1))
+  const rows = Math.max(items.length + (items.length < rowCap(f) ? 1 : 0), f.minItems ?? 1)
   return html`${Array.from({ length: rows }, (_, i) => {
     const item = items[i] ?? {}
     return html`<fieldset class="group-item"><legend>${f.label ?? f.key} ${i + 1}${i >= items.length ? ' (new)' : ''}</legend>${f.fields.map(
@@ -120,7 +124,7 @@ function readFields(
   for (const f of fields) {
     if (f.type === 'group') {
       const items: Array<Record<string, unknown>> = []
-      for (let i = 0; i < maxGroupRows; i++) {
+      for (let i = 0; i < rowCap(f); i++) {
         const item: Record<string, unknown> = {}
         let seen = false
         for (const member of f.fields) {
@@ -348,10 +352,8 @@ export async function showEdit(r: PageRequest) {
 function patchOf(fields: FieldDefinition[], before: Record<string, unknown>, after: Record<string, unknown>) {
   const patch: Record<string, unknown> = {}
   for (const f of fields) {
-    const was = before[f.key]
-    const now = after[f.key]
-    if (JSON.stringify(was ?? null) === JSON.stringify(now ?? null)) continue
-    patch[f.key] = now === undefined ? null : now
+    if (sameAsShown(f, before[f.key], after[f.key])) continue
+    patch[f.key] = after[f.key] === undefined ? null : after[f.key]
   }
   return patch
 }
