@@ -350,6 +350,26 @@ export class UserDirectory {
     return new Map(rows.map((r) => [r.id, r.name]))
   }
 
+  /**
+   * People to pick by name (a form's user field): active users ordered by their name (display name, else user name),
+   * at most `limit`; with `named`, only those whose user name or display name is that text, in any case (a name typed
+   * where the tenant has more people than a picker offers).
+   */
+  async directory(
+    tenantId: string,
+    limit: number,
+    named?: string
+  ): Promise<Array<{ id: string; userName: string; name: string }>> {
+    const { rows } = await this.db(tenantId).query<{ id: string; userName: string; name: string }>(
+      `SELECT id::text AS id, user_name AS "userName", coalesce(display_name, user_name) AS name
+         FROM users WHERE tenant_id = $1 AND deleted_at IS NULL AND active
+          AND ($2::text IS NULL OR lower(user_name) = lower($2) OR lower(display_name) = lower($2))
+        ORDER BY lower(coalesce(display_name, user_name)), id LIMIT $3`,
+      [tenantId, named ?? null, limit]
+    )
+    return rows
+  }
+
   async list(tenantId: string): Promise<UserInfo[]> {
     const { rows } = await this.db(tenantId).query(`${userSelect} WHERE u.tenant_id = $1 ORDER BY u.user_name`, [
       tenantId

@@ -13,6 +13,15 @@ import { namedIds, type Names } from './workspace.fields.ts'
 /** The most people a user field's picker offers (the tenant's active users by name); more is a typed user name. */
 export const peopleCap = 500
 
+/** People a picker offers: the first `peopleCap` by name, and whether they are all the tenant's active people. */
+export interface People {
+  list: ReadonlyArray<{ id: string; name: string }>
+  complete: boolean
+}
+
+/** No people: a page that names nobody (a form without a user field this person may write) loads none. */
+export const nobody: People = { list: [], complete: true }
+
 /** A record as the records service answers it (REST's JSON body). */
 export interface RecordView {
   id: string
@@ -147,17 +156,24 @@ export class Desk {
     return { users, records }
   }
 
-  /** Who a user field may name: the tenant's active users by name, at most `peopleCap`. */
-  async people(): Promise<Array<{ id: string; name: string }>> {
-    const { users } = await this.r.platform.users.page(
-      this.principal.tenantId,
-      { sql: 'u.active', values: [] },
-      0,
-      peopleCap
-    )
-    return users
-      .map((u) => ({ id: u.id, name: u.displayName ?? u.userName }))
-      .sort((a, b) => a.name.localeCompare(b.name))
+  /**
+   * The tenant's active people by name, for a page that lets this person name someone (a form with a user field they
+   * may write, a list they manage): at most `peopleCap`, and whether that is all of them (if not, names are typed).
+   */
+  async people(): Promise<People> {
+    const list = await this.r.platform.users.directory(this.principal.tenantId, peopleCap + 1)
+    return { list: list.slice(0, peopleCap), complete: list.length <= peopleCap }
+  }
+
+  /** The one active person a typed text names (their user name or display name, in any case), or why it names none. */
+  async personNamed(text: string): Promise<{ id: string } | { problem: string }> {
+    const found = await this.r.platform.users.directory(this.principal.tenantId, 2, text)
+    if (found.length === 1) return { id: found[0].id }
+    return {
+      problem: found.length
+        ? `names several people ("${text}"): type the user name of the one you mean`
+        : `names nobody ("${text}"): type a person's name or user name`
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 import type { FieldDefinition, FieldType, GroupMember } from '../../core/modules/types.ts'
 import { html, type SafeHtml } from '../settings/settings.shared.ts'
+import type { People } from './workspace.context.ts'
 
 /**
  * How each field type appears in the workspace: as a value on a record page or a list cell (`show`), as a form control
@@ -7,6 +8,9 @@ import { html, type SafeHtml } from '../settings/settings.shared.ts'
  * the compiler like every other derivation table of a module (core/modules/derive/), so a type added to the SDK
  * cannot reach a page without its control.
  */
+
+/** The id of the one <datalist> of people a form with typed names carries. */
+export const peopleListId = 'people'
 
 /** What turns ids into words on a page: the names of users and the numbers of referenced records. */
 export interface Names {
@@ -23,8 +27,10 @@ export interface Control {
   describedBy: string
   invalid: boolean
   required: boolean
-  /** People a user field may name (the picker); capped by the page. */
-  people: ReadonlyArray<{ id: string; name: string }>
+  /** People a user field may name: a picker of all of them, or, in a larger tenant, a typed name (`peopleListId`). */
+  people: People
+  /** The names of users already named (a typed name's control shows the name, not the id). */
+  names?: Names
 }
 
 /** The outcome of reading one field from a form: nothing entered, a value, or why the text is no value of the type. */
@@ -178,12 +184,16 @@ export const fieldUi: { [T in FieldType]: FieldUi } = {
   user: {
     show: (_f, v, names) => userName(v, names),
     input: (_f, v, c) =>
-      html`<select${aria(c)} autocomplete="off"><option value="">Nobody</option>${c.people.map((p) => html`<option value="${p.id}"${p.id === v ? html` selected` : ''}>${p.name}</option>`)}${
-        typeof v === 'string' && !c.people.some((p) => p.id === v)
-          ? html`<option value="${v}" selected>The user now named</option>`
-          : ''
-      }</select>`,
-    read: readText
+      c.people.complete
+        ? html`<select${aria(c)} autocomplete="off"><option value="">Nobody</option>${c.people.list.map((p) => html`<option value="${p.id}"${p.id === v ? html` selected` : ''}>${p.name}</option>`)}${
+            typeof v === 'string' && !c.people.list.some((p) => p.id === v)
+              ? html`<option value="${v}" selected>${c.names?.users.get(v) ?? 'Someone no longer active'}</option>`
+              : ''
+          }</select>`
+        : // More people than a picker holds: a name is typed (the list suggests the first by name), and the server finds them.
+          html`<input type="text"${aria(c)} list="${peopleListId}" autocomplete="off" value="${typeof v === 'string' ? (c.names?.users.get(v) ?? v) : ''}" placeholder="Name or user name">`,
+    read: readText,
+    same: (_f, stored, read) => stored === read
   },
   recordRef: {
     show: (_f, v, names) => {

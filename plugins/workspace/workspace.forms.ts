@@ -13,12 +13,14 @@ import {
   Desk,
   keyAfter,
   newSubmitKey,
+  nobody,
   refusalOf,
   stateLabel,
   submitOnce,
+  type People,
   type RecordView
 } from './workspace.context.ts'
-import { fieldUi, sameAsShown, showValue, type Names, type Read } from './workspace.fields.ts'
+import { fieldUi, peopleListId, sameAsShown, showValue, type Names, type Read } from './workspace.fields.ts'
 import { whyUnavailable } from './workspace.transitions.ts'
 import { sendWorkspacePage } from './workspace.views.ts'
 
@@ -54,7 +56,8 @@ function groupRows(
   value: unknown,
   prefix: string,
   s: FormState,
-  people: Control['people']
+  people: People,
+  names: Names
 ): SafeHtml {
   const items = Array.isArray(value) ? (value as Array<Record<string, unknown>>) : []
   const rows = Math.max(items.length + (items.length < rowCap(f) ? 1 : 0), f.minItems ?? 1)
@@ -72,17 +75,16 @@ function groupRows(
           describedBy: '',
           invalid: false,
           required: false,
-          people
+          people,
+          names
         })}</div>`
       }
     )}</fieldset>`
   })}${s.problems.get(f.key)?.map((p) => html`<p class="problem">${p}</p>`) ?? ''}`
 }
 
-type Control = Parameters<(typeof fieldUi)['text']['input']>[2]
-
 /** The controls of a form, in the module's order, each labelled, with its hint and the server's problem beside it. */
-function controls(ff: FormFields, s: FormState, names: Names, people: Control['people']): SafeHtml {
+function controls(ff: FormFields, s: FormState, names: Names, people: People): SafeHtml {
   return html`${ff.fields.map((f) => {
     const id = `f-${f.key}`
     const label = f.label ?? f.key
@@ -97,7 +99,7 @@ function controls(ff: FormFields, s: FormState, names: Names, people: Control['p
       .join(' ')
     const required = ff.required.has(f.key)
     if (f.type === 'group')
-      return html`<div class="field"><fieldset><legend>${label}${required ? html` <span class="req" aria-hidden="true">*</span>` : ''}</legend>${hint}${groupRows(f, value, f.key, s, people)}</fieldset></div>`
+      return html`<div class="field"><fieldset><legend>${label}${required ? html` <span class="req" aria-hidden="true">*</span>` : ''}</legend>${hint}${groupRows(f, value, f.key, s, people, names)}</fieldset></div>`
     const grouped = f.type === 'multipleChoice' || f.type === 'location'
     const control = fieldUi[f.type].input(f, value, {
       name: f.key,
@@ -105,7 +107,8 @@ function controls(ff: FormFields, s: FormState, names: Names, people: Control['p
       describedBy,
       invalid: problems.length > 0,
       required,
-      people
+      people,
+      names
     })
     return grouped
       ? html`<div class="field"><fieldset><legend>${label}${required ? html` <span class="req" aria-hidden="true">*</span>` : ''}</legend>${hint}${control}${problemHtml}</fieldset></div>`
@@ -150,7 +153,43 @@ function readFields(
   return { values, problems }
 }
 
-function formPage(
+/** Whether a field, or a member of a group, is a user field: what makes a form name people. */
+const namesPeople = (f: FieldDefinition) =>
+  f.type === 'user' || (f.type === 'group' && f.fields.some((m) => m.type === 'user'))
+
+/** The people a form offers: only a form with a user field this person may fill in loads the directory. */
+function peopleFor(desk: Desk, ff: FormFields): Promise<People> {
+  return ff.fields.some((f) => !ff.readOnly.has(f.key) && namesPeople(f)) ? desk.people() : Promise.resolve(nobody)
+}
+
+/**
+ * A typed name of a user field (a tenant with more people than a picker holds) made the person's id, or a problem
+ * beside the field when it names nobody or several; ids (a picker's values) pass as they are.
+ */
+async function resolvePeople(
+  desk: Desk,
+  fields: FieldDefinition[],
+  values: Record<string, unknown>,
+  problems: Map<string, string[]>
+) {
+  const resolve = async (v: unknown, key: string, where = ''): Promise<unknown> => {
+    if (typeof v !== 'string' || /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)) return v
+    const found = await desk.personNamed(v)
+    if ('id' in found) return found.id
+    problems.set(key, [...(problems.get(key) ?? []), `${where}${found.problem}`])
+    return v
+  }
+  for (const f of fields) {
+    if (f.type === 'user' && f.key in values) values[f.key] = await resolve(values[f.key], f.key)
+    if (f.type === 'group' && Array.isArray(values[f.key]))
+      for (const [i, item] of (values[f.key] as Array<Record<string, unknown>>).entries())
+        for (const m of f.fields)
+          if (m.type === 'user' && m.key in item)
+            item[m.key] = await resolve(item[m.key], f.key, `row ${i + 1}: ${m.label ?? m.key} `)
+  }
+}
+
+async function formPage(
   desk: Desk,
   status: number,
   p: {
@@ -163,11 +202,11 @@ function formPage(
     ff: FormFields
     s: FormState
     names: Names
-    people: Control['people']
     extra?: SafeHtml
     back: string
   }
 ) {
+  const people = await peopleFor(desk, p.ff)
   const problems = [...p.s.top]
   const fieldCount = [...p.s.problems.values()].reduce((n, l) => n + l.length, 0)
   sendWorkspacePage(desk, status, {
@@ -178,7 +217,8 @@ ${problems.length || fieldCount ? html`<div class="alert error" role="alert" tab
 <form method="post" action="${p.action}" class="card record-form" novalidate>
 <input type="hidden" name="csrf" value="${desk.session.csrfToken}">
 ${Object.entries(p.hidden).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
-${controls(p.ff, p.s, p.names, p.people)}
+${controls(p.ff, p.s, p.names, people)}
+${people.complete ? '' : html`<datalist id="${peopleListId}">${people.list.map((x) => html`<option value="${x.name}"></option>`)}</datalist>`}
 ${p.extra ?? ''}
 <div class="actions sticky-submit"><button type="submit">${p.submit}</button><a href="${p.back}">Cancel</a></div>
 </form>`
@@ -209,7 +249,7 @@ function createFields(desk: Desk, m: RegisteredModule): FormFields {
 
 async function renderCreate(desk: Desk, m: RegisteredModule, status: number, s: FormState, key: string) {
   const d = m.definition
-  formPage(desk, status, {
+  await formPage(desk, status, {
     m,
     title: `New ${d.title.toLowerCase()}`,
     action: `/records/${d.key}/new`,
@@ -218,7 +258,6 @@ async function renderCreate(desk: Desk, m: RegisteredModule, status: number, s: 
     ff: createFields(desk, m),
     s,
     names: await desk.names(m, [s.values]),
-    people: await desk.people(),
     back: `/records/${d.key}`,
     intro: html`<p class="muted">Fields marked <span class="req">*</span> are required. Times are in UTC.</p>`
   })
@@ -248,10 +287,9 @@ export async function create(r: PageRequest) {
   const m = desk.module(r.params.module)
   const key = posted.form.get('submitKey') || newSubmitKey()
   const ff = createFields(desk, m)
-  const { values, problems } = readFields(
-    ff.fields.filter((f) => !ff.readOnly.has(f.key)),
-    posted.form
-  )
+  const writable = ff.fields.filter((f) => !ff.readOnly.has(f.key))
+  const { values, problems } = readFields(writable, posted.form)
+  await resolvePeople(desk, writable, values, problems)
   if (problems.size) return renderCreate(desk, m, 400, { values, problems, top: [] }, key)
   try {
     const rec = (await submitOnce(() =>
@@ -312,7 +350,7 @@ async function renderEdit(
   conflict = false
 ) {
   const d = m.definition
-  formPage(desk, status, {
+  await formPage(desk, status, {
     m,
     title: `Edit ${rec.number}`,
     action: `/records/${d.key}/${rec.id}/edit`,
@@ -321,7 +359,6 @@ async function renderEdit(
     ff: editFields(desk, m, rec),
     s,
     names: await desk.names(m, [s.values, rec.payload]),
-    people: await desk.people(),
     back: `/records/${d.key}/${rec.id}`,
     intro: conflict
       ? html`<div class="alert warn" role="alert">Someone else changed ${rec.number} after you opened this form, so your changes were not saved. Your entries are kept below. <a href="/records/${d.key}/${rec.id}">Open the record as it is now</a> to see what changed, or <a href="/records/${d.key}/${rec.id}/edit">start again from its current version</a>.</div>`
@@ -374,6 +411,7 @@ export async function edit(r: PageRequest) {
   const ff = editFields(desk, m, rec)
   const editable = ff.fields.filter((f) => !ff.readOnly.has(f.key))
   const { values, problems } = readFields(editable, posted.form)
+  await resolvePeople(desk, editable, values, problems)
   const shown = { ...rec.payload, ...values }
   for (const f of editable) if (!(f.key in values)) delete shown[f.key]
   if (problems.size) return renderEdit(desk, m, rec, 400, { values: shown, problems, top: [] }, version, key)
@@ -425,7 +463,7 @@ async function renderTransition(
   const d = m.definition
   const t = m.transitions.get(key)!
   const available = rec.availableTransitions?.find((a) => a.key === key)
-  formPage(desk, status, {
+  await formPage(desk, status, {
     m,
     title: `${t.label ?? t.key}: ${rec.number}`,
     action: `/records/${d.key}/${rec.id}/transition/${key}`,
@@ -434,7 +472,6 @@ async function renderTransition(
     ff: transitionFields(desk, m, key),
     s,
     names: await desk.names(m, [s.values, rec.payload]),
-    people: await desk.people(),
     back: `/records/${d.key}/${rec.id}`,
     intro: html`<p>Moves ${rec.number} from <strong>${stateLabel(m, rec.state)}</strong> to <strong>${stateLabel(m, t.to)}</strong>.</p>${available?.refusal ? html`<div class="alert warn" role="alert">${available.refusal.detail}</div>` : ''}`,
     extra: html`<div class="field"><label for="f-comment">Comment <span class="muted">(optional)</span></label><textarea id="f-comment" name="comment" rows="3" maxlength="4000">${comment}</textarea></div>`
@@ -484,6 +521,7 @@ export async function transition(r: PageRequest) {
   const ff = transitionFields(desk, m, key)
   const editable = ff.fields.filter((f) => !ff.readOnly.has(f.key))
   const { values, problems } = readFields(editable, posted.form)
+  await resolvePeople(desk, editable, values, problems)
   const shown = { ...rec.payload, ...values }
   if (problems.size)
     return renderTransition(desk, m, rec, key, 400, { values: shown, problems, top: [] }, comment, submitKey)

@@ -5,8 +5,10 @@ import { fieldFinding } from '../../core/modules/derive/filters.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition } from '../../core/modules/types.ts'
 import { html, signedIn, type PageRequest, type SafeHtml } from '../settings/settings.shared.ts'
-import { Desk, refusalOf, stateLabel, type RecordView } from './workspace.context.ts'
-import { optionsOf, showValue, type Names } from './workspace.fields.ts'
+import { problems, type FieldProblem } from '../../core/errors/index.ts'
+import { isUuid } from '../../core/validation.ts'
+import { Desk, nobody, refusalOf, stateLabel, type People, type RecordView } from './workspace.context.ts'
+import { optionsOf, peopleListId, showValue, type Names } from './workspace.fields.ts'
 import { exportControls } from './workspace.exports.ts'
 import { sendWorkspacePage } from './workspace.views.ts'
 
@@ -75,6 +77,22 @@ export function serviceQuery(m: RegisteredModule, pageQuery: Query): Query {
   return q
 }
 
+/**
+ * The user filters given as a typed name rather than an id (a tenant with more people than a picker holds) made the
+ * person's id in `q`, for those who may see the tenant's people; what names nobody, or several, is a problem.
+ */
+async function typedPeople(desk: Desk, m: RegisteredModule, q: Query): Promise<FieldProblem[]> {
+  const payload = q.payload as Record<string, unknown> | undefined
+  const found: FieldProblem[] = []
+  for (const [key, v] of Object.entries(payload ?? {})) {
+    if (m.fields.get(key)?.type !== 'user' || typeof v !== 'string' || isUuid(v) || !desk.can(m, 'update')) continue
+    const person = await desk.personNamed(v)
+    if ('id' in person) payload![key] = person.id
+    else found.push({ pointer: `/payload/${key}`, field: key, code: 'filter', detail: person.problem })
+  }
+  return found
+}
+
 /** The summary columns this person may read, as fields. */
 function columnsOf(desk: Desk, m: RegisteredModule): FieldDefinition[] {
   const hidden = desk.hidden(m)
@@ -116,7 +134,7 @@ function queryString(q: Query): string {
 }
 
 /** The filter controls of a module's list, derived from its fields' types (what lists may filter by). */
-function filterForm(desk: Desk, m: RegisteredModule, q: Query, people: Array<{ id: string; name: string }>): SafeHtml {
+function filterForm(desk: Desk, m: RegisteredModule, q: Query, people: People): SafeHtml {
   const d = m.definition
   const payload = (q.payload ?? {}) as Record<string, unknown>
   const cond = (key: string, op: string) => {
@@ -137,7 +155,10 @@ function filterForm(desk: Desk, m: RegisteredModule, q: Query, people: Array<{ i
         case 'multipleChoice':
           return html`<div><label for="${id}">${label}</label><select id="${id}" name="${name}"><option value="">Any</option>${optionsOf(f).map((o) => html`<option value="${o.value}"${bare(f.key) === o.value ? html` selected` : ''}>${o.label}</option>`)}</select></div>`
         case 'user':
-          return html`<div><label for="${id}">${label}</label><select id="${id}" name="${name}"><option value="">Anyone</option>${me ? html`<option value="${me}"${bare(f.key) === me ? html` selected` : ''}>Me</option>` : ''}${people.filter((p) => p.id !== me).map((p) => html`<option value="${p.id}"${bare(f.key) === p.id ? html` selected` : ''}>${p.name}</option>`)}</select></div>`
+          // More people than a picker holds: a name is typed (suggested from the first by name) and found by the page.
+          if (!people.complete)
+            return html`<div><label for="${id}">${label}</label><input type="text" id="${id}" name="${name}" list="${peopleListId}" autocomplete="off" value="${bare(f.key) === me ? '' : bare(f.key)}" placeholder="Name or user name"></div>`
+          return html`<div><label for="${id}">${label}</label><select id="${id}" name="${name}"><option value="">Anyone</option>${me ? html`<option value="${me}"${bare(f.key) === me ? html` selected` : ''}>Me</option>` : ''}${people.list.filter((p) => p.id !== me).map((p) => html`<option value="${p.id}"${bare(f.key) === p.id ? html` selected` : ''}>${p.name}</option>`)}</select></div>`
         case 'boolean':
           return html`<div><label for="${id}">${label}</label><select id="${id}" name="${name}"><option value="">Any</option><option value="true"${bare(f.key) === 'true' ? html` selected` : ''}>Yes</option><option value="false"${bare(f.key) === 'false' ? html` selected` : ''}>No</option></select></div>`
         case 'date':
@@ -173,6 +194,7 @@ function filterForm(desk: Desk, m: RegisteredModule, q: Query, people: Array<{ i
 <div><label for="filter-q">Search</label><input type="search" id="filter-q" name="q" value="${typeof q.q === 'string' ? q.q : ''}" maxlength="200"></div>
 <div><label for="filter-state">State</label><select id="filter-state" name="state"><option value="">Any</option>${d.workflow.states.map((s) => html`<option value="${s.key}"${q.state === s.key ? html` selected` : ''}>${s.label ?? s.key}</option>`)}</select></div>
 <div><label for="filter-sort">Order</label><select id="filter-sort" name="sort">${sorts.map(([v, l]) => html`<option value="${v}"${sort === v ? html` selected` : ''}>${l}</option>`)}</select></div>
+${people.complete ? '' : html`<datalist id="${peopleListId}">${people.list.map((p) => html`<option value="${p.name}"></option>`)}</datalist>`}
 <div class="buttons"><button type="submit">Apply</button><a href="/records/${d.key}">Clear</a></div>
 <details class="more"${active ? html` open` : ''}><summary>More filters${active ? ` (${active} in use)` : ''}</summary><div class="more-grid">
 ${controls}
@@ -190,10 +212,18 @@ export async function showList(r: PageRequest) {
   const d = m.definition
   const pageQuery = readQuery(r.ctx.querystring)
   const q = serviceQuery(m, pageQuery)
+  // A person typed by name (a tenant with more people than a picker holds) is filtered by their id.
+  const typed = await typedPeople(desk, m, q)
+  // The people filter names the tenant's people to those who manage the module's records (they may change them);
+  // everyone else is offered "Me".
   const [people, result] = await Promise.all([
-    desk.people(),
-    desk.records
-      .find(desk.call({ query: { sort: defaultSort, ...q, moduleKey: d.key, limit: listPageSize, count: true } }))
+    desk.can(m, 'update') ? desk.people() : Promise.resolve(nobody),
+    (typed.length
+      ? Promise.reject(problems.validation('A person named in the filters was not found.', typed))
+      : desk.records.find(
+          desk.call({ query: { sort: defaultSort, ...q, moduleKey: d.key, limit: listPageSize, count: true } })
+        )
+    )
       .then((page) => ({ page: page }))
       .catch((err: unknown) => ({ refusal: refusalOf(err) }))
   ])
