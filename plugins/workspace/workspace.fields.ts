@@ -270,8 +270,8 @@ export function sameAsShown(field: FieldDefinition, stored: unknown, read: unkno
       field.fields.every((m) => sameAsShown(m, item?.[m.key], (read[i] as Record<string, unknown>)?.[m.key]))
     )
   }
-  const same = fieldUi[field.type].same
-  return same ? same(field, stored, read) : JSON.stringify(stored) === JSON.stringify(read)
+  const ui = fieldUi[field.type]
+  return ui.same ? ui.same(field, stored, read) : JSON.stringify(stored) === JSON.stringify(read)
 }
 
 /** A field's value on a page (choice labels, user names, record numbers), '' when it has none. */
