@@ -115,7 +115,13 @@ export async function showRecord(r: PageRequest) {
     main: html`<p class="crumbs"><a href="/records/${d.key}">${d.title}</a></p>
 <div class="head"><div><h1>${rec.number}${title ? html`: ${rec.payload[title.key]}` : ''}</h1>
 <p class="muted"><span class="badge${m.states.get(rec.state)?.final ? ' final' : ''}">${stateLabel(m, rec.state)}</span> · reported by ${who(rec.createdBy)} on ${showInstant(rec.createdAt)} · version ${rec.version}</p></div></div>
-${notice(flash)}
+${notice(
+  flash,
+  // Just reported (on a phone, often): the photo comes next.
+  said === 'created' && desk.can(m, 'attachments')
+    ? html`<a href="#h-attachments">Add a photo or a file</a>.`
+    : undefined
+)}
 <div class="layout2">
 <div>
 <section class="card" aria-labelledby="h-fields"><h2 id="h-fields">Details</h2>${fieldList(readable, rec, names)}</section>

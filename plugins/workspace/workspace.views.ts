@@ -117,6 +117,6 @@ export function sendWorkspacePage(
 }
 
 /** A short notice after a change (`?done=`): only the texts the pages themselves name. */
-export function notice(text: string | undefined): SafeHtml {
-  return text ? html`<div class="alert ok" role="status">${text}</div>` : html``
+export function notice(text: string | undefined, more?: SafeHtml): SafeHtml {
+  return text ? html`<div class="alert ok" role="status">${text}${more ? html` ${more}` : ''}</div>` : html``
 }
