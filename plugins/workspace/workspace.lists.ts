@@ -198,7 +198,7 @@ ${people.complete ? '' : html`<datalist id="${peopleListId}">${people.list.map((
 <div class="buttons"><button type="submit">Apply</button><a href="/records/${d.key}">Clear</a></div>
 <details class="more"${active ? html` open` : ''}><summary>More filters${active ? ` (${active} in use)` : ''}</summary><div class="more-grid">
 ${controls}
-${d.due ? html`<div><label for="filter-overdue">Overdue</label><select id="filter-overdue" name="overdue"><option value="">Any</option><option value="true"${q.overdue === 'true' ? html` selected` : ''}>Overdue only</option><option value="false"${q.overdue === 'false' ? html` selected` : ''}>Not overdue</option></select></div>` : ''}
+${d.due && !desk.hidden(m).has(d.due.field) ? html`<div><label for="filter-overdue">Overdue</label><select id="filter-overdue" name="overdue"><option value="">Any</option><option value="true"${q.overdue === 'true' ? html` selected` : ''}>Overdue only</option><option value="false"${q.overdue === 'false' ? html` selected` : ''}>Not overdue</option></select></div>` : ''}
 </div></details>
 </form>`
 }
