@@ -6,7 +6,8 @@
  *     one), else a fresh one seeded the same way by bench/scale.ts in a child (`--keep-db --only <no scenario>`:
  *     migrate, seed, start the service, wait for its index builds, measure nothing), dropped at the end unless --keep-db;
  *  2. a user of tenant `bench` with one role (`--role`, default safety-manager: reads every incident), made or reset
- *     (a new password) in this process as the CLI would, before the service starts;
+ *     (a new password) in this process as the CLI would, before the service starts; it is the seeded investigation
+ *     lead of half the incidents, so its home page has plenty that "needs" it;
  *  3. the service (bench/service-server.ts) in a child process, with its metrics listener on a free port (METRICS_PORT):
  *     the server's own time of a page is what its request added to `records_http_request_duration_seconds_sum`
  *     (measured by the service from the request's arrival to the last byte sent); before it starts, `records` is
@@ -76,6 +77,8 @@ const settings = {
 }
 const moduleKey = 'incident'
 const userName = 'workspace-bench'
+/** bench/scale.ts's `leads.high`: the investigation lead of 50 % of the seeded incidents. */
+const busyLead = 'a0000000-0000-4000-8000-00000000000a'
 const log = (line: string) => process.stderr.write(line + '\n')
 const t0 = Date.now()
 const since = (start: number) => `${((Date.now() - start) / 1000).toFixed(1)} s`
@@ -108,7 +111,11 @@ async function seedWithScale(): Promise<string> {
   return url
 }
 
-/** The bench user with one role and a fresh password, made (or reset) as the CLI makes users. */
+/**
+ * The bench user with one role and a fresh password, made (or reset) as the CLI makes users. Its id is the one
+ * bench/scale.ts seeded as investigation lead of half the incidents, so the home page's "Investigation lead is me"
+ * has ~280,000 open records to show and count, as a busy lead's would (set before any session or group refers to it).
+ */
 async function benchUser(url: string, role: string): Promise<string> {
   const { createPlatform } = await import('../core/app.ts')
   const { loadConfig } = await import('../core/config.ts')
@@ -127,10 +134,18 @@ async function benchUser(url: string, role: string): Promise<string> {
   try {
     const password = randomBytes(18).toString('base64url')
     const found = await platform.users.byUserName(defaultTenant, userName)
-    if (!found) await platform.users.create(defaultTenant, { userName, roles: [role], password })
-    else {
+    const user = found ?? (await platform.users.create(defaultTenant, { userName, roles: [role], password }))
+    if (found) {
       await platform.users.update(defaultTenant, found.id, () => ({ roles: [role], active: true }))
       await platform.users.setPassword(defaultTenant, found.id, password)
+    }
+    if (user.id !== busyLead) {
+      // As the database's owner: the platform's pool works under row-level security.
+      const client = new pg.Client({ connectionString: url })
+      await client.connect()
+      await client
+        .query('UPDATE users SET id = $3 WHERE tenant_id = $1 AND id = $2', [defaultTenant, user.id, busyLead])
+        .finally(() => client.end())
     }
     return password
   } finally {
