@@ -246,14 +246,16 @@ async function serverClock(metricsUrl: string): Promise<Map<string, { sum: numbe
 function serverSpent(before: Map<string, { sum: number; count: number }>, after: typeof before) {
   let ms = 0
   let requests = 0
+  const routes: string[] = []
   for (const [labels, a] of after) {
     const b = before.get(labels) ?? { sum: 0, count: 0 }
     if (a.count === b.count) continue
     requests += a.count - b.count
-    // The page itself: not its scripts and styles, nor the favicon the browser asks for.
-    if (!/route="[^"]*(assets|favicon)|route="unmatched"/.test(labels)) ms += (a.sum - b.sum) * 1000
+    routes.push(`${labels} ${((a.sum - b.sum) * 1000).toFixed(1)} ms`)
+    // The page itself: not its scripts and styles (the asset server names no route: `other`), nor the favicon.
+    if (!/route="([^"]*(assets|favicon)[^"]*|other|unmatched)"/.test(labels)) ms += (a.sum - b.sum) * 1000
   }
-  return { ms, requests }
+  return { ms, requests, routes }
 }
 
 // ---------------------------------------------------------------- the pages
@@ -309,6 +311,7 @@ async function navigate(page: Page, url: string, metricsUrl: string): Promise<{ 
     }
   })
   const spent = serverSpent(before, await serverClock(metricsUrl))
+  if (opt.verbose) log(`    ${spent.routes.join('; ')}`)
   return { status: response?.status() ?? 0, sample: { ...nav, serverMs: spent.ms, requests: spent.requests } }
 }
 
