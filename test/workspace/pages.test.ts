@@ -146,7 +146,11 @@ t.test(
     t.equal(rec.createdBy.id, rita.id, 'the record is the reporter’s')
 
     const page = await browsers.rita.get(`/records/incident/${id}?done=created`)
-    t.match(page.html, /role="status">Created\. <a href="#h-attachments">Add a photo or a file<\/a>\./, 'and the photo comes next')
+    t.match(
+      page.html,
+      /role="status">Created\. <a href="#h-attachments">Add a photo or a file<\/a>\./,
+      'and the photo comes next'
+    )
     t.match(textOf(page.html), /Body parts affected hands, feet/, 'choices show by their labels')
   }
 )
