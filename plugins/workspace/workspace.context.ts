@@ -178,7 +178,7 @@ export class Desk {
 }
 
 /** How long a resent form waits for the first send of its key to finish (then the first's answer is the answer). */
-const inFlightWaitMs = 10_000
+const inFlightWaitMs = 3_000
 
 /**
  * A write of a form, sent with its submit key as the Idempotency-Key. A double submit sends the form twice and the

@@ -78,6 +78,6 @@ export function workspace(app: App) {
 
 export const workspacePlugin: Plugin = {
   name: 'workspace',
-  dependsOn: ['settings', 'records', 'record-report', 'attachments'],
+  dependsOn: ['settings', 'records', 'record-report', 'attachments', 'exports'],
   configure: workspace
 }

@@ -41,7 +41,7 @@ t.test('an unknown query parameter lists the accepted ones and suggests the one 
   t.match(sorted.body.errors[0], { field: 'order', code: 'additionalProperties' })
   t.match(
     sorted.body.errors[0].detail,
-    /allowed fields: moduleKey, limit, cursor, state, createdSince, createdBefore, updatedSince, updatedBefore, overdue, sort, q, numberPrefix, count, payload, includeDeleted, externalRef, number, id$/
+    /allowed fields: moduleKey, limit, cursor, state, createdSince, createdBefore, updatedSince, updatedBefore, overdue, sort, q, numberPrefix, createdBy, count, payload, includeDeleted, externalRef, number, id$/
   )
 
   const overdue = await server.request('GET', '/api/v1/records?moduleKey=incident&overdue=true')

@@ -45,6 +45,9 @@ function scrubText(text: string, labels: Labels): string {
       // Pages: CSP nonces and CSRF tokens are fresh per response or session.
       .replace(/nonce(=|-)"?[A-Za-z0-9+/_=-]{8,}"?/g, 'nonce$1<nonce>')
       .replace(/(name="csrf" value=")[^"]+"/g, '$1<csrf>"')
+      .replace(/(data-csrf=")[^"]+"/g, '$1<csrf>"')
+      // The workspace's forms: a fresh submit key (the Idempotency-Key of the form's write) each time one is shown.
+      .replace(/(name="submitKey" value=")[^"]+"/g, '$1<submit-key>"')
       .replace(/("csrfToken":")[^"]+"/g, '$1<csrf>"')
   )
 }

@@ -101,7 +101,7 @@ async function consoleTests() {
   )
 
   await t.test('the settings menu links the console, marked as the current page, and the token page', async (t) => {
-    const menu = page.getByRole('navigation', { name: 'Settings' })
+    const menu = page.getByRole('navigation', { name: 'Main' })
     t.equal(await menu.getByRole('link', { name: 'GraphQL' }).getAttribute('aria-current'), 'page')
     t.equal(await menu.getByRole('link', { name: 'API keys and tokens' }).getAttribute('href'), '/settings/api-keys')
   })

@@ -232,6 +232,9 @@ must(await exportIn(B, bDone.id, ['succeeded']), 200, 'export')
 const password = 'globex-admin-password-1'
 const bUser = await server.platform.users.create('globex', { userName: 'dana', roles: ['admin'], password })
 const bSession = await server.platform.sessions.create('globex', bUser.id)
+// The records workspace is for people of the tenant who work with its records: a safety manager of B's.
+const bManager = await server.platform.users.create('globex', { userName: 'sol', roles: ['safety-manager'], password })
+const bManagerSession = await server.platform.sessions.create('globex', bManager.id)
 const bScimUser = must(
   await req('POST', '/api/scim/v2/Users', {
     body: {
@@ -273,6 +276,20 @@ async function page(method: string, path: string, form?: Record<string, string>,
   scan(`${method} ${path} ${body ?? ''}`, reply)
   return reply
 }
+/** A workspace page as B's safety manager opens it (their session, their CSRF token in a form). */
+function desk(method: string, path: string, form?: Record<string, string>): Promise<Reply> {
+  const headers: Record<string, string> = { cookie: `records_session=${bManagerSession.cookieValue}` }
+  const body = form ? new URLSearchParams({ csrf: bManagerSession.csrfToken, ...form }).toString() : undefined
+  if (body) headers['content-type'] = 'application/x-www-form-urlencoded'
+  return fetch(server.url + path, { method, headers, body, redirect: 'manual' }).then(async (res) => {
+    const reply = { status: res.status, headers: res.headers, body: undefined, text: await res.text() }
+    // What B sent, as the page reads it (decoded): a value B typed may come back in the answer.
+    const sent = `${method} ${decodeURIComponent(path)} ${form ? Object.values(form).join(' ') : ''}`
+    scan(sent, reply)
+    return reply
+  })
+}
+
 /** A signed storage URL of B's, sent to another object key (and method). */
 async function storage(signed: string, key: string, method = 'GET'): Promise<Reply> {
   const url = new URL(signed)
@@ -737,6 +754,25 @@ const probes: Probe[] = [
     })
   },
   {
+    name: "B's safety manager opens the workspace: home, lists (one searched for A's title), the report form, a refused report and a refused export",
+    covers: [
+      'page GET /records',
+      'page GET /records/incident',
+      'page GET /records/incident/new',
+      'page POST /records/incident/new',
+      'page POST /records/incident/export'
+    ],
+    run: async () => ({
+      home: normalise(await desk('GET', '/records')),
+      list: normalise(await desk('GET', '/records/incident')),
+      searched: normalise(await desk('GET', `/records/incident?q=${enc(aOnly)}`)),
+      shared: normalise(await desk('GET', `/records/incident?q=${enc(shared)}&count=true`)),
+      form: normalise(await desk('GET', '/records/incident/new')),
+      refused: normalise(await desk('POST', '/records/incident/new', { submitKey: randomUUID(), title: aOnly })),
+      export: normalise(await desk('POST', '/records/incident/export', { submitKey: randomUUID(), format: 'bogus' }))
+    })
+  },
+  {
     name: 'B opens the sign-in page and signs out without a session',
     covers: ['page GET /sign-in', 'page POST /sign-out'],
     run: async () => ({
@@ -1031,6 +1067,105 @@ const groups: Group[] = [
     covers: ['page POST /settings/webhooks/x/delete'],
     values: (a) => a.webhooks,
     run: (id) => page('POST', `/settings/webhooks/${id}/delete`, { csrf: bSession.csrfToken })
+  },
+  {
+    name: "B's safety manager opens a record page by id",
+    covers: ['page GET /records/incident/00000000-0000-4000-8000-000000000000'],
+    values: (a) => a.records,
+    run: (id) => desk('GET', `/records/incident/${id}`)
+  },
+  {
+    name: "B's safety manager opens a record's report by id",
+    covers: ['page GET /records/incident/00000000-0000-4000-8000-000000000000/report.pdf'],
+    values: (a) => a.records,
+    run: (id) => desk('GET', `/records/incident/${id}/report.pdf`)
+  },
+  {
+    name: "B's safety manager opens and sends a record's edit form by id",
+    covers: [
+      'page GET /records/incident/00000000-0000-4000-8000-000000000000/edit',
+      'page POST /records/incident/00000000-0000-4000-8000-000000000000/edit'
+    ],
+    values: (a) => a.records,
+    run: async (id) => {
+      const form = await desk('GET', `/records/incident/${id}/edit`)
+      const sent = await desk('POST', `/records/incident/${id}/edit`, {
+        submitKey: randomUUID(),
+        version: '1',
+        title: 'x'
+      })
+      return {
+        status: form.status,
+        headers: form.headers,
+        body: undefined,
+        text: `${form.text}\n${sent.status}\n${sent.text}`
+      }
+    }
+  },
+  {
+    name: "B's safety manager opens and sends a record's transition form by id",
+    covers: [
+      'page GET /records/incident/00000000-0000-4000-8000-000000000000/transition/close',
+      'page POST /records/incident/00000000-0000-4000-8000-000000000000/transition/close'
+    ],
+    values: (a) => a.records,
+    run: async (id) => {
+      const form = await desk('GET', `/records/incident/${id}/transition/close`)
+      const sent = await desk('POST', `/records/incident/${id}/transition/close`, {
+        submitKey: randomUUID(),
+        version: '1'
+      })
+      return {
+        status: form.status,
+        headers: form.headers,
+        body: undefined,
+        text: `${form.text}\n${sent.status}\n${sent.text}`
+      }
+    }
+  },
+  {
+    name: "B's safety manager opens and sends a record's delete confirmation by id",
+    covers: [
+      'page GET /records/incident/00000000-0000-4000-8000-000000000000/delete',
+      'page POST /records/incident/00000000-0000-4000-8000-000000000000/delete'
+    ],
+    values: (a) => a.records,
+    run: async (id) => {
+      const form = await desk('GET', `/records/incident/${id}/delete`)
+      const sent = await desk('POST', `/records/incident/${id}/delete`, { submitKey: randomUUID(), version: '1' })
+      return {
+        status: form.status,
+        headers: form.headers,
+        body: undefined,
+        text: `${form.text}\n${sent.status}\n${sent.text}`
+      }
+    }
+  },
+  {
+    name: "B's safety manager downloads an attachment by id under one of B's records",
+    covers: [
+      'page GET /records/incident/00000000-0000-4000-8000-000000000000/attachments/00000000-0000-4000-8000-000000000000'
+    ],
+    values: (a) => a.attachments,
+    run: (id) => desk('GET', `/records/incident/${bInc.id}/attachments/${id}`)
+  },
+  {
+    name: "B's safety manager follows an export's progress page and download by id",
+    covers: [
+      'page GET /exports/00000000-0000-4000-8000-000000000000',
+      'page GET /exports/00000000-0000-4000-8000-000000000000/download'
+    ],
+    values: (a) => a.exports,
+    run: async (id) => {
+      const progress = await desk('GET', `/exports/${id}`)
+      const download = await desk('GET', `/exports/${id}/download`)
+      return {
+        status: progress.status,
+        headers: progress.headers,
+        body: undefined,
+        text: `${progress.text}\n${download.status}\n${download.text}`
+      }
+    }
   },
   {
     name: 'B reads the id as a module',

@@ -708,9 +708,12 @@ t.test('a form sent again while its first send is still being written is not giv
     if (rowCount) break
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
-  const second = await as.sam.post('/records/incident/new', { submitKey: k, ...reportForm(title) })
+  // The second send goes while the first holds the key; the lock goes at once (a transaction held open here holds
+  // back the whole cluster's snapshot horizon, which other tests' webhook deliveries wait on).
+  const secondSent = as.sam.post('/records/incident/new', { submitKey: k, ...reportForm(title) })
   await lock.query('ROLLBACK')
   lock.release()
+  const second = await secondSent
   t.equal((await first).status, 303, 'the first send makes the record')
   t.ok(
     second.status === 303 || submitKeyOf(second.html) === k,
