@@ -12,6 +12,7 @@ import * as unavailableModules from './migrations/016-unavailable-modules.ts'
 import * as moduleDefinitions from './migrations/017-module-definitions.ts'
 import * as moduleVersionHistory from './migrations/018-module-version-history.ts'
 import * as platformClock from './migrations/019-platform-clock.ts'
+import * as eventHorizon from './migrations/020-event-horizon.ts'
 
 /** One schema change: run once per database in its own transaction, recorded as `<owner>/<name>`. */
 export interface Migration {
@@ -51,7 +52,8 @@ const coreMigrations: readonly Migration[] = [
   { name: '016-unavailable-modules', ...unavailableModules },
   { name: '017-module-definitions', ...moduleDefinitions },
   { name: '018-module-version-history', ...moduleVersionHistory },
-  { name: '019-platform-clock', ...platformClock }
+  { name: '019-platform-clock', ...platformClock },
+  { name: '020-event-horizon', ...eventHorizon }
 ]
 
 /** The log of what ran (docs/citus.md lists it as a local table). */

@@ -45,7 +45,7 @@ export async function readFeed(
     `SELECT e.txid::text AS txid, e.position::text AS position, e.id, e.type, ${isoUtc('e.occurred_at')} AS "occurredAt", e.actor,
             e.module_key AS "moduleKey", e.subject_id AS "subjectId", e.data
        FROM events e
-      WHERE e.tenant_id = $1 AND (e.txid, e.position) > ($2::xid8, $3::bigint) AND e.txid < pg_snapshot_xmin(pg_current_snapshot())
+      WHERE e.tenant_id = $1 AND (e.txid, e.position) > ($2::xid8, $3::bigint) AND e.txid < records_event_horizon()
         AND e.occurred_at >= now() - make_interval(secs => $5::float8 * 86400) AND (${condition})
       ORDER BY e.txid, e.position LIMIT $4`,
     values
@@ -74,7 +74,7 @@ export async function purgeTenantEvents(pool: pg.Pool, tenantId: string, days: n
   for (;;) {
     const { rows } = await pool.query(
       `WITH head AS (
-         SELECT txid, position, occurred_at < now() - make_interval(secs => $2 * 86400) AND txid < pg_snapshot_xmin(pg_current_snapshot()) AS old
+         SELECT txid, position, occurred_at < now() - make_interval(secs => $2 * 86400) AND txid < records_event_horizon() AS old
            FROM events WHERE tenant_id = $1 AND type <> ALL($4::text[]) ORDER BY txid, position LIMIT $3
        ), keep AS (
          SELECT txid, position FROM head WHERE NOT old ORDER BY txid, position LIMIT 1

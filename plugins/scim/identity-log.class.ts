@@ -93,7 +93,7 @@ export class IdentityLogService {
     const { rows } = await this.o.pool.query(
       `SELECT txid::text AS txid, position::text AS position, id, type, ${iso('occurred_at')} AS "occurredAt", actor, subject_id AS "subjectId", data
          FROM events WHERE tenant_id = $1 AND (txid, position) > ($2::xid8, $3::bigint) AND type = ANY($5::text[]) ${subject}
-          AND txid < pg_snapshot_xmin(pg_current_snapshot())
+          AND txid < records_event_horizon()
         ORDER BY txid, position LIMIT $4`,
       values
     )

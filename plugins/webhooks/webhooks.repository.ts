@@ -32,7 +32,7 @@ export async function insertSubscription(
   // The tenant's outbox position starts at what is visible now: earlier events are not this subscription's.
   await db.query(
     `INSERT INTO webhook_cursors (tenant_id, txid, position)
-       SELECT $1, coalesce(max(txid), '0'::xid8), coalesce(max(position), 0) FROM events WHERE tenant_id = $1 AND txid < pg_snapshot_xmin(pg_current_snapshot())
+       SELECT $1, coalesce(max(txid), '0'::xid8), coalesce(max(position), 0) FROM events WHERE tenant_id = $1 AND txid < records_event_horizon()
      ON CONFLICT (tenant_id) DO NOTHING`,
     [row.tenantId]
   )
@@ -167,7 +167,7 @@ export async function requeue(
   const { rows } = await db.query(
     `WITH s AS (SELECT kinds, modules FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2),
      ev AS (SELECT e.id, e.position, e.type, e.subject_id FROM events e, s
-             WHERE e.tenant_id = $1 AND e.txid < pg_snapshot_xmin(pg_current_snapshot())
+             WHERE e.tenant_id = $1 AND e.txid < records_event_horizon()
                AND e.type = ANY(s.kinds) AND (s.modules IS NULL OR e.module_key IS NULL OR e.module_key = ANY(s.modules))
                AND ($3::uuid IS NULL OR e.id = $3) AND ($4::timestamptz IS NULL OR e.occurred_at >= $4) AND ($5::timestamptz IS NULL OR e.occurred_at < $5)
              ORDER BY e.position LIMIT $6),
@@ -258,7 +258,7 @@ export async function fanOut(
   if (!held.length) return { read: -1, behind: false }
   const { rows } = await client.query(
     `WITH ev AS (SELECT txid, position, id, type, module_key, subject_id, occurred_at FROM events
-                  WHERE tenant_id = $1 AND (txid, position) > ($2::xid8, $3::bigint) AND txid < pg_snapshot_xmin(pg_current_snapshot())
+                  WHERE tenant_id = $1 AND (txid, position) > ($2::xid8, $3::bigint) AND txid < records_event_horizon()
                   ORDER BY txid, position LIMIT $4),
      ins AS (INSERT INTO webhook_deliveries (tenant_id, subscription_id, event_id, event_position, event_type, subject_id)
               SELECT $1, s.id, ev.id, ev.position, ev.type, ev.subject_id FROM ev JOIN webhook_subscriptions s
@@ -267,7 +267,7 @@ export async function fanOut(
      last AS (SELECT txid, position FROM ev ORDER BY txid DESC, position DESC LIMIT 1),
      moved AS (UPDATE webhook_cursors c SET txid = last.txid, position = last.position FROM last WHERE c.tenant_id = $1 RETURNING 1)
      SELECT (SELECT count(*) FROM ev)::int AS read, (SELECT count(*) FROM ins)::int AS queued, (SELECT count(*) FROM moved)::int AS moved,
-            EXISTS (SELECT 1 FROM events WHERE tenant_id = $1 AND txid >= pg_snapshot_xmin(pg_current_snapshot())) AS behind`,
+            EXISTS (SELECT 1 FROM events WHERE tenant_id = $1 AND txid >= records_event_horizon()) AS behind`,
     [tenantId, held[0].txid, held[0].position, batch]
   )
   return { read: rows[0].read, behind: rows[0].behind }

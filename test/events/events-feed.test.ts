@@ -427,3 +427,48 @@ t.test('the retention job removes old events, and a cursor before them is 410 Go
   const again = await feed('limit=1')
   t.equal((await server.request('GET', `/api/v1/events?after=${enc(again.nextCursor)}`)).status, 200)
 })
+
+t.test("a long transaction of another database does not hold back this database's events", async (t) => {
+  // A transaction with an id, held open on another database of the same server (the suite's own database).
+  const elsewhere = new pg.Client({ connectionString: databaseUrl.replace(/\/[^/?]+(\?|$)/, '/postgres$1') })
+  await elsewhere.connect()
+  t.teardown(() => elsewhere.end())
+  await elsewhere.query('BEGIN')
+  await elsewhere.query('SELECT pg_current_xact_id()')
+  try {
+    const before = await readAll(undefined)
+    const made = await server.request('POST', '/api/v1/records', {
+      body: { moduleKey: 'incident', payload: incidentPayload({ title: 'Seen while another database waits' }) }
+    })
+    t.equal(made.status, 201)
+    const after = await feed(`after=${enc(before.cursor)}`)
+    t.ok(
+      after.items.some(
+        (e) => e.subject?.id === made.body.id || e.data?.id === made.body.id || JSON.stringify(e).includes(made.body.id)
+      ),
+      'the event is in the feed while the other database’s transaction still runs'
+    )
+  } finally {
+    await elsewhere.query('ROLLBACK')
+  }
+  // One of this database's own running transactions still holds the horizon: an event is never passed over.
+  const own = await pool.connect()
+  try {
+    await own.query('BEGIN')
+    await own.query('SELECT pg_current_xact_id()')
+    const before = await readAll(undefined)
+    const made = await server.request('POST', '/api/v1/records', {
+      body: { moduleKey: 'incident', payload: incidentPayload({ title: 'Held by a transaction of this database' }) }
+    })
+    const held = await feed(`after=${enc(before.cursor)}`)
+    t.notOk(
+      JSON.stringify(held.items).includes(made.body.id),
+      'an event after a running transaction of this database waits'
+    )
+    await own.query('ROLLBACK')
+    const free = await readAll(before.cursor)
+    t.ok(JSON.stringify(free.items).includes(made.body.id), 'and comes once it has ended')
+  } finally {
+    own.release()
+  }
+})
