@@ -401,3 +401,41 @@ export async function measureLoad<S extends string>(o: {
   )
   return run
 }
+
+/**
+ * Polls until PostgreSQL builds no index and analyzes nothing in this database for 3 consecutive seconds (the service's
+ * index builder builds the declared indexes at start, then analyzes the table); returns how long it took.
+ */
+export async function waitForIndexBuilds(url: string, log: (line: string) => void): Promise<number> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const start = Date.now()
+    let quiet = 0
+    let lastSeen = ''
+    while (quiet < 3) {
+      const { rows } = await client.query(
+        `SELECT p.index_relid::regclass::text AS idx, p.phase, p.blocks_done, p.blocks_total
+           FROM pg_stat_progress_create_index p WHERE p.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+         UNION ALL
+         SELECT 'ANALYZE ' || a.relid::regclass::text, a.phase, a.sample_blks_scanned, a.sample_blks_total
+           FROM pg_stat_progress_analyze a WHERE a.datid = (SELECT oid FROM pg_database WHERE datname = current_database())`
+      )
+      quiet = rows.length ? 0 : quiet + 1
+      const seen = rows.map((r) => `${r.idx ?? '?'} (${r.phase}, ${r.blocks_done}/${r.blocks_total} blocks)`).join('; ')
+      if (seen && seen !== lastSeen) log(`  building: ${seen}`)
+      lastSeen = seen
+      await new Promise((r) => setTimeout(r, 1000))
+    }
+    const waited = Date.now() - start
+    const { rows } = await client.query(
+      `SELECT indexrelid::regclass::text AS index, indisvalid AS valid, pg_size_pretty(pg_relation_size(indexrelid)) AS size
+         FROM pg_index WHERE indrelid = 'records'::regclass ORDER BY 1`
+    )
+    log(`  no index build for 3 s after ${(waited / 1000).toFixed(1)} s; indexes of records:`)
+    for (const r of rows) log(`    ${r.index}  valid=${r.valid}  ${r.size}`)
+    return waited
+  } finally {
+    await client.end()
+  }
+}

@@ -28,7 +28,16 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { projectRoot } from '../core/paths.ts'
-import { benchDatabase, benchModules, defaultTenant, fmt, postgresVersion, startChild, table } from './common.ts'
+import {
+  benchDatabase,
+  benchModules,
+  defaultTenant,
+  fmt,
+  postgresVersion,
+  startChild,
+  table,
+  waitForIndexBuilds
+} from './common.ts'
 
 const { values: opt } = parseArgs({
   options: {
@@ -234,38 +243,6 @@ async function seed(url: string, n: number) {
       `SELECT pg_size_pretty(pg_table_size('records')) AS heap, pg_size_pretty(pg_indexes_size('records')) AS indexes`
     )
     log(`  records: ${rows[0].heap} table, ${rows[0].indexes} indexes`)
-  } finally {
-    await client.end()
-  }
-}
-
-/** Polls until no index is being built in this database for 3 consecutive seconds; returns how long it took. */
-async function waitForIndexBuilds(url: string): Promise<number> {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    const start = Date.now()
-    let quiet = 0
-    let lastSeen = ''
-    while (quiet < 3) {
-      const { rows } = await client.query(
-        `SELECT p.relid::regclass::text AS tbl, p.index_relid::regclass::text AS idx, p.phase, p.blocks_done, p.blocks_total
-           FROM pg_stat_progress_create_index p WHERE p.datid = (SELECT oid FROM pg_database WHERE datname = current_database())`
-      )
-      quiet = rows.length ? 0 : quiet + 1
-      const seen = rows.map((r) => `${r.idx ?? '?'} (${r.phase}, ${r.blocks_done}/${r.blocks_total} blocks)`).join('; ')
-      if (seen && seen !== lastSeen) log(`  building: ${seen}`)
-      lastSeen = seen
-      await new Promise((r) => setTimeout(r, 1000))
-    }
-    const waited = Date.now() - start
-    const { rows } = await client.query(
-      `SELECT indexrelid::regclass::text AS index, indisvalid AS valid, pg_size_pretty(pg_relation_size(indexrelid)) AS size
-         FROM pg_index WHERE indrelid = 'records'::regclass ORDER BY 1`
-    )
-    log(`  no index build for 3 s after ${(waited / 1000).toFixed(1)} s; indexes of records:`)
-    for (const r of rows) log(`    ${r.index}  valid=${r.valid}  ${r.size}`)
-    return waited
   } finally {
     await client.end()
   }
@@ -552,7 +529,7 @@ async function main() {
       projectRoot
     )
     log(`service: ${service.url}, started in ${since(t)}; waiting for index builds:`)
-    const waited = await waitForIndexBuilds(db.url)
+    const waited = await waitForIndexBuilds(db.url, log)
     const pgVersion = await postgresVersion(db.url)
 
     const results: Result[] = []

@@ -10,9 +10,9 @@
  *     lead of half the incidents, so its home page has plenty that "needs" it;
  *  3. the service (bench/service-server.ts) in a child process, with its metrics listener on a free port (METRICS_PORT):
  *     the server's own time of a page is what its request added to `records_http_request_duration_seconds_sum`
- *     (measured by the service from the request's arrival to the last byte sent); before it starts, `records` is
- *     analyzed if a statistics object of its indexes is empty (see emptyStatistics); once it runs, a wait until
- *     PostgreSQL builds no index and analyzes nothing in this database for 3 s;
+ *     (measured by the service from the request's arrival to the last byte sent); once it runs, a wait until
+ *     PostgreSQL builds no index and analyzes nothing in this database for 3 s (the service's index builder analyzes
+ *     `records` when a statistics object of its indexes is empty, as a stopped ANALYZE leaves them);
  *  4. Debian's Chromium (test/helpers/browser.ts; skipped with a line when it is missing) signs in through /sign-in,
  *     then, per page, one navigation at a time: 3 warm-ups (`--warmup`), then `--samples` (default 15) timed ones.
  *     Each is cold: from about:blank, with the browser's cache off (DevTools Network.setCacheDisabled, so scripts and
@@ -42,7 +42,17 @@ import pg from 'pg'
 import type { Browser, Page } from 'playwright-core'
 import { projectRoot } from '../core/paths.ts'
 import { chromiumMissing, launchChromium } from '../test/helpers/browser.ts'
-import { benchCluster, benchModules, defaultTenant, fmt, median, postgresVersion, startChild, table } from './common.ts'
+import {
+  benchCluster,
+  benchModules,
+  defaultTenant,
+  fmt,
+  median,
+  postgresVersion,
+  startChild,
+  table,
+  waitForIndexBuilds
+} from './common.ts'
 
 const { values: opt } = parseArgs({
   options: {
@@ -164,56 +174,6 @@ async function recordIds(url: string, n: number): Promise<string[]> {
       [defaultTenant, moduleKey, n]
     )
     return rows.map((r) => r.id as string)
-  } finally {
-    await client.end()
-  }
-}
-
-/**
- * The statistics objects of the declared payload expressions that ANALYZE never filled. The service's index builder
- * analyzes `records` once, right after it builds an index or makes a statistics object; a service stopped during that
- * ANALYZE (a bench:scale run ends as soon as the builds are done) leaves them empty until autovacuum analyzes the
- * table again, and without them a common search word is searched through its index (hundreds of ms at a million).
- */
-async function emptyStatistics(url: string): Promise<number> {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    const { rows } = await client.query(
-      `SELECT count(*)::int AS n FROM pg_statistic_ext s
-        WHERE s.stxrelid = 'records'::regclass AND starts_with(s.stxname, 'records_q_')
-          AND NOT EXISTS (SELECT 1 FROM pg_statistic_ext_data d WHERE d.stxoid = s.oid)`
-    )
-    if (rows[0].n) {
-      const t = Date.now()
-      await client.query('ANALYZE records')
-      log(`  ${rows[0].n} statistics objects of records were empty: ANALYZE records in ${since(t)}`)
-    }
-    return rows[0].n
-  } finally {
-    await client.end()
-  }
-}
-
-/** Polls until PostgreSQL builds no index and analyzes nothing in this database for 3 consecutive seconds. */
-async function waitForIndexBuilds(url: string): Promise<number> {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    const start = Date.now()
-    for (let quiet = 0; quiet < 3;) {
-      const { rows } = await client.query(
-        `SELECT index_relid::regclass::text || ' (' || phase || ')' AS what FROM pg_stat_progress_create_index
-          WHERE datid = (SELECT oid FROM pg_database WHERE datname = current_database())
-         UNION ALL
-         SELECT 'ANALYZE ' || relid::regclass::text || ' (' || phase || ')' FROM pg_stat_progress_analyze
-          WHERE datid = (SELECT oid FROM pg_database WHERE datname = current_database())`
-      )
-      if (rows.length) log(`  building: ${rows.map((r) => r.what).join('; ')}`)
-      quiet = rows.length ? 0 : quiet + 1
-      await new Promise((r) => setTimeout(r, 1000))
-    }
-    return Date.now() - start
   } finally {
     await client.end()
   }
@@ -426,7 +386,6 @@ async function main() {
     log(`database: ${dbName}${reused ? ' (reused)' : ' (seeded now by bench/scale.ts)'}`)
     const password = await benchUser(url, settings.role)
     const ids = await recordIds(url, settings.ids)
-    await emptyStatistics(url)
     if (!ids.length) throw new Error(`no live ${moduleKey} record of tenant ${defaultTenant} in ${dbName}`)
     log(`user ${userName} (${settings.role}); ${ids.length} record ids, e.g. ${ids.slice(0, 3).join(', ')}`)
 
@@ -442,7 +401,7 @@ async function main() {
       projectRoot
     )
     log(`service: ${service.url}, started in ${since(t)}; waiting for index builds`)
-    const waited = await waitForIndexBuilds(url)
+    const waited = await waitForIndexBuilds(url, log)
     await serverClock(metricsUrl)
 
     browser = await launchChromium()

@@ -312,6 +312,17 @@ export async function create(r: PageRequest) {
 /** A 403 page: the form of an action the person may not take is not served (its POST would be refused too). */
 const notAllowed = (why: string) => new PageError(403, 'Not allowed', why)
 
+/** A record's page of the person signed in (or sent to sign in and back): the module and the record as they may read it. */
+export async function openRecord(
+  r: PageRequest
+): Promise<{ desk: Desk; m: RegisteredModule; rec: RecordView } | undefined> {
+  const session = signedIn(r)
+  if (!session) return undefined
+  const desk = new Desk(r, session)
+  const m = desk.module(r.params.module)
+  return { desk, m, rec: await readRecord(desk, m, r.params.id) }
+}
+
 /** A record this person may read, through the service's get (404 for one they may not see, as REST answers). */
 export async function readRecord(desk: Desk, m: RegisteredModule, id: string): Promise<RecordView> {
   return await desk.records.get(id, desk.onRecord(m))
@@ -368,11 +379,9 @@ async function renderEdit(
 
 /** `GET /records/:module/:id/edit`. */
 export async function showEdit(r: PageRequest) {
-  const session = signedIn(r)
-  if (!session) return
-  const desk = new Desk(r, session)
-  const m = desk.module(r.params.module)
-  const rec = await readRecord(desk, m, r.params.id)
+  const opened = await openRecord(r)
+  if (!opened) return
+  const { desk, m, rec } = opened
   if (!desk.can(m, 'update')) throw notAllowed(`You may not change ${rec.number}.`)
   await renderEdit(
     desk,
@@ -487,11 +496,9 @@ function transitionOf(m: RegisteredModule, key: string) {
 
 /** `GET /records/:module/:id/transition/:key`: the transition's form, asking exactly for the fields it requires. */
 export async function showTransition(r: PageRequest) {
-  const session = signedIn(r)
-  if (!session) return
-  const desk = new Desk(r, session)
-  const m = desk.module(r.params.module)
-  const rec = await readRecord(desk, m, r.params.id)
+  const opened = await openRecord(r)
+  if (!opened) return
+  const { desk, m, rec } = opened
   const key = transitionOf(m, r.params.key)
   const why = whyUnavailable(desk, m, rec, key)
   if (why) throw notAllowed(why)
@@ -558,11 +565,9 @@ export async function transition(r: PageRequest) {
 
 /** `GET /records/:module/:id/delete`: what deleting means, and the button that does it. */
 export async function showDelete(r: PageRequest) {
-  const session = signedIn(r)
-  if (!session) return
-  const desk = new Desk(r, session)
-  const m = desk.module(r.params.module)
-  const rec = await readRecord(desk, m, r.params.id)
+  const opened = await openRecord(r)
+  if (!opened) return
+  const { desk, m, rec } = opened
   if (!desk.can(m, 'delete')) throw notAllowed(`You may not delete ${rec.number}.`)
   const d = m.definition
   sendWorkspacePage(desk, 200, {

@@ -4,7 +4,7 @@ import { html, signedIn, type PageRequest, type SafeHtml } from '../settings/set
 import { attachmentsSection } from './workspace.attachments.ts'
 import { Desk, stateLabel, type RecordView } from './workspace.context.ts'
 import { showInstant, showValue, type Names } from './workspace.fields.ts'
-import { readRecord } from './workspace.forms.ts'
+import { openRecord } from './workspace.forms.ts'
 import { whyUnavailable } from './workspace.transitions.ts'
 import { notice, sendWorkspacePage } from './workspace.views.ts'
 
@@ -92,12 +92,10 @@ function transitions(desk: Desk, m: RegisteredModule, rec: RecordView): SafeHtml
 
 /** `GET /records/:module/:id`: the record as the records service shows this person, with what they may do next. */
 export async function showRecord(r: PageRequest) {
-  const session = signedIn(r)
-  if (!session) return
-  const desk = new Desk(r, session)
-  const m = desk.module(r.params.module)
+  const opened = await openRecord(r)
+  if (!opened) return
+  const { desk, m, rec } = opened
   const d = m.definition
-  const rec = await readRecord(desk, m, r.params.id)
   const readable = desk.readable(m)
   const names = await desk.names(m, [
     rec.payload,
