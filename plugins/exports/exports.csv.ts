@@ -150,6 +150,13 @@ export function openCsv(input: FileInput, out: Writable): FileWriter {
   return {
     async write(piece) {
       rows += piece.rows
+      if (piece.bytes) {
+        // Already UTF-8 (the chunk's bytes): written whole after what waits, not encoded a second time.
+        if (buffer) out.write(buffer, 'utf8')
+        buffer = ''
+        if (!out.write(piece.bytes)) await drained(out)
+        return
+      }
       buffer += piece.data
       // A chunk's text (hundreds of KB) goes out in ~64 KB writes, each waiting for 'drain'.
       let at = 0

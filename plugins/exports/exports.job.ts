@@ -283,7 +283,7 @@ export async function renderExport(
           const data = Buffer.from(text, 'utf8')
           const [done] = await Promise.all([
             transaction(pool, (client) => repo.commitChunk(client, { ...chunk, data }), { asyncCommit: true }),
-            direct?.write({ data: text, rows: chunk.rows })
+            direct?.write({ data: text, rows: chunk.rows, bytes: data })
           ])
           // The job's lock renewed after the lease the commit renewed: a run killed now has its lock outlive its
           // lease, so whichever instance takes the job over finds the lease lapsed and need not wait for it.

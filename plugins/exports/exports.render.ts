@@ -46,6 +46,8 @@ export type FileInput = Omit<RenderInput, 'rows'>
 export interface RenderedPiece {
   data: string
   rows: number
+  /** `data` as UTF-8, when the caller has it already (the job encodes a chunk once for PostgreSQL): written as it is. */
+  bytes?: Buffer
 }
 
 /**
