@@ -279,10 +279,14 @@ export async function renderExport(
       inFlight = span('export.chunk', { 'export.id': id, 'export.chunk': seq, 'export.rows': rows }, () =>
         Promise.all(chunk.pieces).then(async (texts) => {
           const text = texts.join('')
-          // Encoded to UTF-8 once here: pg sends a Buffer as it is (the text column takes the bytes).
+          // Encoded to UTF-8 once here, for the file and, deflated on zlib's thread meanwhile, for the chunk.
           const data = Buffer.from(text, 'utf8')
           const [done] = await Promise.all([
-            transaction(pool, (client) => repo.commitChunk(client, { ...chunk, data }), { asyncCommit: true }),
+            repo
+              .deflateChunk(data)
+              .then((deflated) =>
+                transaction(pool, (client) => repo.commitChunk(client, { ...chunk, deflated }), { asyncCommit: true })
+              ),
             direct?.write({ data: text, rows: chunk.rows, bytes: data })
           ])
           // The job's lock renewed after the lease the commit renewed: a run killed now has its lock outlive its
