@@ -62,6 +62,14 @@ async function* storedPieces(
   }
 }
 
+/** A page's rows as its format encodes them, and their UTF-8. */
+interface EncodedPage {
+  text: string
+  bytes: Buffer
+}
+
+const encodedPage = (text: string): EncodedPage => ({ text, bytes: Buffer.from(text, 'utf8') })
+
 /** Thrown inside a run to stop it where it is: the export was handed back, or another run took it over. */
 class RunStopped extends Error {}
 
@@ -230,7 +238,7 @@ export async function renderExport(
     // Each page is encoded as it comes (CSV lines, SpreadsheetML rows); a chunk stores its pages' text.
     let first = last?.rows_through ?? 0
     let rows = 0
-    let pieces: Array<Promise<string>> = []
+    let pieces: Array<Promise<EncodedPage>> = []
     let chunkNames: Record<string, string> = {}
     let committed = Date.now()
     let inFlight: Promise<number | undefined> | undefined
@@ -250,7 +258,10 @@ export async function renderExport(
       const items = current.items as unknown as ExportRecord[]
       Object.assign(chunkNames, await nameUsers(items))
       // An XLSX page is deflated on zlib's thread meanwhile; a failure surfaces with its chunk's commit.
-      const piece = Promise.resolve(format.encode(columns, items, first + rows))
+      // Made UTF-8 at once (reading it flattens the text): a CSV page's text is a rope of ~50,000 strings until read
+      // flat, and held until its commit, after the commit before it and while the next page's rows were parsed, it
+      // outlived young-generation collections and was copied and promoted with all its strings.
+      const piece = Promise.resolve(format.encode(columns, items, first + rows)).then(encodedPage)
       piece.catch(() => undefined)
       pieces.push(piece)
       rows += items.length
@@ -277,10 +288,10 @@ export async function renderExport(
       // One commit in flight, in order: the next pages are encoded while PostgreSQL stores this chunk.
       await settled()
       inFlight = span('export.chunk', { 'export.id': id, 'export.chunk': seq, 'export.rows': rows }, () =>
-        Promise.all(chunk.pieces).then(async (texts) => {
-          const text = texts.join('')
-          // Encoded to UTF-8 once here, for the file and, deflated on zlib's thread meanwhile, for the chunk.
-          const data = Buffer.from(text, 'utf8')
+        Promise.all(chunk.pieces).then(async (pages) => {
+          const text = pages.length === 1 ? pages[0].text : pages.map((p) => p.text).join('')
+          // UTF-8 made once, for the file and, deflated on zlib's thread meanwhile, for the chunk.
+          const data = pages.length === 1 ? pages[0].bytes : Buffer.concat(pages.map((p) => p.bytes))
           const [done] = await Promise.all([
             repo
               .deflateChunk(data)
