@@ -290,14 +290,15 @@ export async function renderExport(
       inFlight = span('export.chunk', { 'export.id': id, 'export.chunk': seq, 'export.rows': rows }, () =>
         Promise.all(chunk.pieces).then(async (pages) => {
           const text = pages.length === 1 ? pages[0].text : pages.map((p) => p.text).join('')
-          // UTF-8 made once, for the file and, deflated on zlib's thread meanwhile, for the chunk.
+          // UTF-8 made once, for the file and, deflated on zlib's thread meanwhile (unless compressed already), for the chunk.
           const data = pages.length === 1 ? pages[0].bytes : Buffer.concat(pages.map((p) => p.bytes))
           const [done] = await Promise.all([
-            repo
-              .deflateChunk(data)
-              .then((deflated) =>
-                transaction(pool, (client) => repo.commitChunk(client, { ...chunk, deflated }), { asyncCommit: true })
-              ),
+            (format.compressed
+              ? Promise.resolve({ text: data })
+              : repo.deflateChunk(data).then((deflated) => ({ deflated }))
+            ).then((stored) =>
+              transaction(pool, (client) => repo.commitChunk(client, { ...chunk, stored }), { asyncCommit: true })
+            ),
             direct?.write({ data: text, rows: chunk.rows, bytes: data })
           ])
           // The job's lock renewed after the lease the commit renewed: a run killed now has its lock outlive its

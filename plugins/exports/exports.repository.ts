@@ -158,8 +158,11 @@ export async function commitChunk(
     seq: number
     cursorAfter: string | null
     rows: number
-    /** The rows as the export's format encodes them (exports.render.ts, ChunkFormat): raw DEFLATE of their UTF-8. */
-    deflated: Buffer
+    /**
+     * The rows as the export's format encodes them (exports.render.ts, ChunkFormat): raw DEFLATE of their UTF-8
+     * (`deflateChunk`), or their UTF-8 itself for a format whose text is compressed already.
+     */
+    stored: { deflated: Buffer } | { text: Buffer }
     names: Record<string, string>
     leaseSeconds: number
   }
@@ -168,9 +171,20 @@ export async function commitChunk(
     `WITH e AS (
        UPDATE export_jobs SET rows_done = rows_done + $6, lease_until = now() + make_interval(secs => $9)
         WHERE tenant_id = $1 AND id = $2 AND run_id = $3 AND status = 'running' RETURNING tenant_id, id, rows_done)
-     INSERT INTO export_chunks (tenant_id, export_id, seq, cursor_after, rows, deflated, names, run_id, encoded)
-     SELECT e.tenant_id, e.id, $4, $5, $6, $7, $8, $3, true FROM e RETURNING (SELECT rows_done FROM e) AS done`,
-    [c.tenantId, c.id, c.runId, c.seq, c.cursorAfter, c.rows, c.deflated, JSON.stringify(c.names), c.leaseSeconds]
+     INSERT INTO export_chunks (tenant_id, export_id, seq, cursor_after, rows, data, deflated, names, run_id, encoded)
+     SELECT e.tenant_id, e.id, $4, $5, $6, $7, $10, $8, $3, true FROM e RETURNING (SELECT rows_done FROM e) AS done`,
+    [
+      c.tenantId,
+      c.id,
+      c.runId,
+      c.seq,
+      c.cursorAfter,
+      c.rows,
+      'text' in c.stored ? c.stored.text : null,
+      JSON.stringify(c.names),
+      c.leaseSeconds,
+      'deflated' in c.stored ? c.stored.deflated : null
+    ]
   )
   return rows[0]?.done
 }
@@ -226,7 +240,8 @@ export async function* chunks(db: pg.Pool, tenantId: string, id: string, batch =
       `SELECT seq, data, deflated, rows, encoded FROM export_chunks WHERE tenant_id = $1 AND export_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`,
       [tenantId, id, after, batch]
     )
-    // Chunks from before migration 004 hold their text (or, not encoded, their records as JSON) in `data`.
+    // Chunks from before migration 004, and XLSX chunks (compressed already), hold their text in `data` (records as JSON
+    // when not `encoded`).
     for (const r of rows)
       yield {
         data: r.encoded && r.deflated ? (await inflate(r.deflated)).toString('utf8') : r.data,

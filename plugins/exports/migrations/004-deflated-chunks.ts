@@ -6,7 +6,8 @@ import type { Knex } from 'knex'
  * to PostgreSQL cost the service's main thread ~3.7 µs a row in socket writes (bench/README.md,
  * issue 27), more than encoding the rows; deflated it is a sixth of that. Stored as it is
  * (`STORAGE EXTERNAL`: PostgreSQL does not try to compress it again). `data` stays for chunks
- * committed before (text, or records as JSON when not `encoded`), and is null beside `deflated`.
+ * committed before (text, or records as JSON when not `encoded`) and for a format whose text is
+ * compressed already (XLSX's deflated segments), and is null beside `deflated`.
  */
 export async function up(knex: Knex) {
   await knex.raw('ALTER TABLE export_chunks ADD COLUMN IF NOT EXISTS deflated bytea')
