@@ -6,7 +6,6 @@ import { join } from 'node:path'
 import { finished } from 'node:stream/promises'
 import { hiddenFields } from '../../core/auth/access.ts'
 import type { App, Platform } from '../../core/declarations.ts'
-import { transaction } from '../../core/db/index.ts'
 import { ApiError, problemFields } from '../../core/errors/index.ts'
 import { assemble, chunkFormat, tooManyPdfRows, type ChunkFormat, type RenderedPiece } from './exports.render.ts'
 import { exportKey } from '../../core/storage/driver.ts'
@@ -296,9 +295,7 @@ export async function renderExport(
             (format.compressed
               ? Promise.resolve({ text: data })
               : repo.deflateChunk(data).then((deflated) => ({ deflated }))
-            ).then((stored) =>
-              transaction(pool, (client) => repo.commitChunk(client, { ...chunk, stored }), { asyncCommit: true })
-            ),
+            ).then((stored) => repo.commitChunk(pool, { ...chunk, stored })),
             direct?.write({ data: text, rows: chunk.rows, bytes: data })
           ])
           // The job's lock renewed after the lease the commit renewed: a run killed now has its lock outlive its

@@ -167,12 +167,17 @@ export async function commitChunk(
     leaseSeconds: number
   }
 ): Promise<number | undefined> {
+  // One statement, one round trip, its own transaction: committed without waiting for the WAL flush (set_config's
+  // local setting holds until that implicit transaction's commit). A crash may lose the last moment's chunks, whose
+  // pages the next run reads again; a chunk and its cursor go together. It was BEGIN; SET LOCAL, the statement and
+  // COMMIT: three round trips a chunk, each a wake-up of the backend on a busy machine.
   const { rows } = await db.query(
-    `WITH e AS (
+    `WITH a AS (SELECT set_config('synchronous_commit', 'off', true)),
+     e AS (
        UPDATE export_jobs SET rows_done = rows_done + $6, lease_until = now() + make_interval(secs => $9)
         WHERE tenant_id = $1 AND id = $2 AND run_id = $3 AND status = 'running' RETURNING tenant_id, id, rows_done)
      INSERT INTO export_chunks (tenant_id, export_id, seq, cursor_after, rows, data, deflated, names, run_id, encoded)
-     SELECT e.tenant_id, e.id, $4, $5, $6, $7, $10, $8, $3, true FROM e RETURNING (SELECT rows_done FROM e) AS done`,
+     SELECT e.tenant_id, e.id, $4, $5, $6, $7, $10, $8, $3, true FROM e, a RETURNING (SELECT rows_done FROM e) AS done`,
     [
       c.tenantId,
       c.id,
