@@ -13,6 +13,9 @@ export async function up(knex: Knex) {
   await knex.raw('ALTER TABLE export_chunks ADD COLUMN IF NOT EXISTS deflated bytea')
   await knex.raw('ALTER TABLE export_chunks ALTER COLUMN deflated SET STORAGE EXTERNAL')
   await knex.raw('ALTER TABLE export_chunks ALTER COLUMN data DROP NOT NULL')
+  // What `data` holds now is compressed already (XLSX's segments, in base64): pglz spent ~2.5 µs of PostgreSQL's CPU a
+  // row of an XLSX export for next to nothing. (It had been lz4 per transaction, a round trip a chunk.)
+  await knex.raw('ALTER TABLE export_chunks ALTER COLUMN data SET STORAGE EXTERNAL')
 }
 
 export async function down(knex: Knex) {
@@ -24,5 +27,6 @@ export async function down(knex: Knex) {
     'DELETE FROM export_chunks WHERE (tenant_id, export_id) IN (SELECT tenant_id, export_id FROM export_chunks WHERE deflated IS NOT NULL)'
   )
   await knex.raw('ALTER TABLE export_chunks ALTER COLUMN data SET NOT NULL')
+  await knex.raw('ALTER TABLE export_chunks ALTER COLUMN data SET STORAGE EXTENDED')
   await knex.raw('ALTER TABLE export_chunks DROP COLUMN deflated')
 }
