@@ -105,14 +105,16 @@ type CellText = (record: ExportRecord) => string
 
 /** One column's cell as CSV text, specialised once per export: date-times stored as ISO text go through as they are. */
 function cellText(c: ExportColumn): CellText {
-  const { kind, read, value, get } = c
-  if (kind === 'datetime' && read)
+  const kind = c.kind
+  if (kind === 'datetime' && c.read) {
+    const column = c as ExportColumn & Required<Pick<ExportColumn, 'read'>>
     return (r) => {
-      const v = read(r)
+      const v = column.read(r)
       const iso = typeof v === 'string' ? isoUtcText(v) : undefined
-      return iso ?? csvField(value(v), kind)
+      return iso ?? csvField(column.value(v), kind)
     }
-  return (r) => csvField(get(r), kind)
+  }
+  return (r) => csvField(c.get(r), kind)
 }
 
 const compiled = new WeakMap<readonly ExportColumn[], CellText[]>()
