@@ -23,7 +23,7 @@
  * database, topped up to --rows incidents), --node-flags '...' (added to the service children's node flags).
  */
 import { cpus, loadavg, tmpdir } from 'node:os'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
@@ -137,6 +137,17 @@ function startService(url: string, filesDir: string, profileAs?: string): Promis
   })
 }
 
+/** CPU microseconds the main thread of process `pid` has used (its task's utime + stime, Linux; NaN elsewhere). */
+function mainThreadCpu(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
+  } catch {
+    return NaN
+  }
+}
+
 interface ServiceRun extends ServiceExport {
   side: 'service'
   format: Format
@@ -144,6 +155,8 @@ interface ServiceRun extends ServiceExport {
   rowsPerSec: number
   jobRowsPerSec: number
   serverCpuUsPerRow: number
+  /** CPU of the service's main thread alone (where the job reads, encodes and commits), per row. */
+  mainCpuUsPerRow: number
   pgCpuUsPerRow: number
   downloadMs?: number
 }
@@ -163,9 +176,11 @@ async function measureService(
   repeat: number
 ): Promise<ServiceRun> {
   const svc0 = await service.cpu()
+  const main0 = mainThreadCpu(service.child.pid)
   const pg0 = pgBackendCpu(database)
   const e = await serviceExport(target(service), moduleKey, format, settings.rows, settings.pollMs)
   const pg1 = pgBackendCpu(database)
+  const main1 = mainThreadCpu(service.child.pid)
   const svc1 = await service.cpu()
   const run: ServiceRun = {
     side: 'service',
@@ -175,11 +190,12 @@ async function measureService(
     rowsPerSec: (e.rows * 1000) / e.wallMs,
     jobRowsPerSec: (e.rows * 1000) / e.jobMs,
     serverCpuUsPerRow: (svc1 - svc0) / e.rows,
+    mainCpuUsPerRow: (main1 - main0) / e.rows,
     pgCpuUsPerRow: pg1.size ? cpuDelta(pg0, pg1) / e.rows : NaN
   }
   log(
     `  #${repeat + 1} service  ${format.padEnd(4)} ${fmt(run.rowsPerSec).padStart(7)} rows/s wall (${fmt(e.wallMs)} ms, queued ${fmt(e.queueMs)} ms, ${e.polls} polls)  ` +
-      `job ${fmt(run.jobRowsPerSec)} rows/s (${fmt(e.jobMs)} ms)  ${mb(e.fileSize)}  server CPU ${fmt(run.serverCpuUsPerRow, 1)} µs/row  pg CPU ${fmt(run.pgCpuUsPerRow, 1)} µs/row`
+      `job ${fmt(run.jobRowsPerSec)} rows/s (${fmt(e.jobMs)} ms)  ${mb(e.fileSize)}  server CPU ${fmt(run.serverCpuUsPerRow, 1)} µs/row (main thread ${fmt(run.mainCpuUsPerRow, 1)})  pg CPU ${fmt(run.pgCpuUsPerRow, 1)} µs/row`
   )
   return run
 }
@@ -322,6 +338,7 @@ async function main() {
         serviceWallMs: median(r.map((x) => x.wallMs)),
         serviceQueueMs: median(r.map((x) => x.queueMs)),
         serverCpuUsPerRow: median(r.map((x) => x.serverCpuUsPerRow)),
+        mainCpuUsPerRow: median(r.map((x) => x.mainCpuUsPerRow)),
         pgCpuUsPerRow: median(r.map((x) => x.pgCpuUsPerRow)),
         baselineRowsPerSec: baseRate,
         baselineCpuUsPerRow: base.length ? median(base.map((x) => x.cpuUsPerRow)) : NaN,
@@ -343,6 +360,7 @@ async function main() {
         'ratio',
         'target',
         'svc CPU/row',
+        'main thread',
         'pg CPU/row',
         'RSS at start',
         'peak rendering',
@@ -358,6 +376,7 @@ async function main() {
         fmt(s.ratio, 2),
         s.format === 'csv' ? `>= ${settings.ratioTarget} ${s.ratio >= settings.ratioTarget ? 'ok' : 'below'}` : '',
         `${fmt(s.serverCpuUsPerRow, 1)} µs`,
+        `${fmt(s.mainCpuUsPerRow, 1)} µs`,
         `${fmt(s.pgCpuUsPerRow, 1)} µs`,
         mib(s.startRssKiB),
         mib(s.peakRssKiB),
@@ -385,7 +404,7 @@ async function main() {
             `pg CPU ${fmt(csv.baselinePgCpuUsPerRow, 1)} µs/row, peak RSS ${mib(csv.baselinePeakRssKiB)}, ${mb(csv.baselineFileBytes)}; ` +
             `its file ${comparison?.identical ? 'is identical to the service CSV' : `differs from the service CSV at line ${comparison?.line}`}\n`
           : '') +
-        'svc CPU/row: CPU time of the service process per row; pg CPU/row: CPU time of the PostgreSQL backends of the bench database per row.\n' +
+        'svc CPU/row: CPU time of the service process per row (main thread: its main thread alone, /proc); pg CPU/row: CPU time of the PostgreSQL backends of the bench database per row.\n' +
         'peak RSS: maxRSS of a fresh service child per format once it has also served the downloads; peak rendering: its maxRSS after the exports,\n' +
         'before any download. MiB = 1,048,576 bytes; the target is 300 MB = 286 MiB.\n'
     )

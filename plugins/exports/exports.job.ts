@@ -6,7 +6,6 @@ import { join } from 'node:path'
 import { finished } from 'node:stream/promises'
 import { hiddenFields } from '../../core/auth/access.ts'
 import type { App, Platform } from '../../core/declarations.ts'
-import { transaction } from '../../core/db/index.ts'
 import { ApiError, problemFields } from '../../core/errors/index.ts'
 import { assemble, chunkFormat, tooManyPdfRows, type ChunkFormat, type RenderedPiece } from './exports.render.ts'
 import { exportKey } from '../../core/storage/driver.ts'
@@ -61,6 +60,14 @@ async function* storedPieces(
     first += c.rows
   }
 }
+
+/** A page's rows as its format encodes them, and their UTF-8. */
+interface EncodedPage {
+  text: string
+  bytes: Buffer
+}
+
+const encodedPage = (text: string): EncodedPage => ({ text, bytes: Buffer.from(text, 'utf8') })
 
 /** Thrown inside a run to stop it where it is: the export was handed back, or another run took it over. */
 class RunStopped extends Error {}
@@ -230,7 +237,7 @@ export async function renderExport(
     // Each page is encoded as it comes (CSV lines, SpreadsheetML rows); a chunk stores its pages' text.
     let first = last?.rows_through ?? 0
     let rows = 0
-    let pieces: Array<Promise<string>> = []
+    let pieces: Array<Promise<EncodedPage>> = []
     let chunkNames: Record<string, string> = {}
     let committed = Date.now()
     let inFlight: Promise<number | undefined> | undefined
@@ -250,7 +257,10 @@ export async function renderExport(
       const items = current.items as unknown as ExportRecord[]
       Object.assign(chunkNames, await nameUsers(items))
       // An XLSX page is deflated on zlib's thread meanwhile; a failure surfaces with its chunk's commit.
-      const piece = Promise.resolve(format.encode(columns, items, first + rows))
+      // Made UTF-8 at once (reading it flattens the text): a CSV page's text is a rope of ~50,000 strings until read
+      // flat, and held until its commit, after the commit before it and while the next page's rows were parsed, it
+      // outlived young-generation collections and was copied and promoted with all its strings.
+      const piece = Promise.resolve(format.encode(columns, items, first + rows)).then(encodedPage)
       piece.catch(() => undefined)
       pieces.push(piece)
       rows += items.length
@@ -277,13 +287,16 @@ export async function renderExport(
       // One commit in flight, in order: the next pages are encoded while PostgreSQL stores this chunk.
       await settled()
       inFlight = span('export.chunk', { 'export.id': id, 'export.chunk': seq, 'export.rows': rows }, () =>
-        Promise.all(chunk.pieces).then(async (texts) => {
-          const text = texts.join('')
-          // Encoded to UTF-8 once here: pg sends a Buffer as it is (the text column takes the bytes).
-          const data = Buffer.from(text, 'utf8')
+        Promise.all(chunk.pieces).then(async (pages) => {
+          const text = pages.length === 1 ? pages[0].text : pages.map((p) => p.text).join('')
+          // UTF-8 made once, for the file and, deflated on zlib's thread meanwhile (unless compressed already), for the chunk.
+          const data = pages.length === 1 ? pages[0].bytes : Buffer.concat(pages.map((p) => p.bytes))
           const [done] = await Promise.all([
-            transaction(pool, (client) => repo.commitChunk(client, { ...chunk, data }), { asyncCommit: true }),
-            direct?.write({ data: text, rows: chunk.rows })
+            (format.compressed
+              ? Promise.resolve({ text: data })
+              : repo.deflateChunk(data).then((deflated) => ({ deflated }))
+            ).then((stored) => repo.commitChunk(pool, { ...chunk, stored })),
+            direct?.write({ data: text, rows: chunk.rows, bytes: data })
           ])
           // The job's lock renewed after the lease the commit renewed: a run killed now has its lock outlive its
           // lease, so whichever instance takes the job over finds the lease lapsed and need not wait for it.

@@ -46,6 +46,8 @@ export type FileInput = Omit<RenderInput, 'rows'>
 export interface RenderedPiece {
   data: string
   rows: number
+  /** `data` as UTF-8, when the caller has it already (the job encodes a chunk once for PostgreSQL): written as it is. */
+  bytes?: Buffer
 }
 
 /**
@@ -63,6 +65,8 @@ export interface ChunkFormat {
    * to the file when the run read every row itself, and assembles from the chunks after a resume.
    */
   open?(input: FileInput, out: Writable): FileWriter
+  /** Its encoded text is compressed already (XLSX: deflated segments), so a chunk stores it as it is, not deflated again. */
+  compressed?: boolean
 }
 
 export interface FileWriter {

@@ -244,7 +244,7 @@ function segmentOf(text: string): DeflatedSegment {
 
 export const assembleXlsx = assembleWith(openXlsx)
 
-export const xlsxFormat: ChunkFormat = { encode: xlsxSegment, assemble: assembleXlsx, open: openXlsx }
+export const xlsxFormat: ChunkFormat = { encode: xlsxSegment, assemble: assembleXlsx, open: openXlsx, compressed: true }
 
 /** XLSX of records: their rows (`xlsxRows`) assembled as an export's chunks are. */
 export function renderXlsx(input: RenderInput, out: Writable): Promise<{ rows: number }> {

@@ -45,7 +45,8 @@ const addedSince = [
   'records/006-due-dates',
   'recurrence/001-series',
   'recurrence/002-made-records',
-  'exports/003-encoded-chunks'
+  'exports/003-encoded-chunks',
+  'exports/004-deflated-chunks'
 ]
 
 /** The schema as the catalogue has it: columns, constraints, indexes, triggers and functions of `public`. */
@@ -153,7 +154,8 @@ t.test(
       'recurrence/001-series',
       'recurrence/002-made-records',
       'exports/002-chunks',
-      'exports/003-encoded-chunks'
+      'exports/003-encoded-chunks',
+      'exports/004-deflated-chunks'
     ])
     t.same(await schemaOf(pool), schema)
   }

@@ -10,6 +10,7 @@ import { parseCsv } from '../helpers/csv.ts'
 import { loadConfig } from '../../core/config.ts'
 import { render, type ExportFormat, type RenderInput } from '../../plugins/exports/exports.render.ts'
 import { sheetName } from '../../plugins/exports/exports.xlsx.ts'
+import { csvField, csvRows, isoUtcText } from '../../plugins/exports/exports.csv.ts'
 import {
   exportColumns,
   summaryExportColumns,
@@ -189,6 +190,30 @@ t.test('CSV makes formula-looking text inert and leaves typed numbers alone', as
       `no text field of ${r[0]} starts like a formula`
     )
   t.equal(second[columns.length], '-2', 'a typed negative number stays a number')
+})
+
+t.test('CSV writes a date-time stored as ISO text as its Date would, and leaves other text to Date', async (t) => {
+  const stored = [
+    '2026-03-01T10:15:00Z',
+    '2026-03-01T10:15:00.123Z',
+    '0999-12-28T23:59:59.999Z',
+    '2026-02-29T10:00:00Z',
+    '2026-01-31T10:00:00.000Z',
+    '2026-03-01T24:00:00Z',
+    '2026-03-01 10:15:00Z',
+    '2026-03-01T10:15:00+02:00',
+    'soon'
+  ]
+  for (const s of stored) {
+    const d = new Date(s)
+    const iso = isoUtcText(s)
+    if (iso !== undefined) t.equal(iso, d.toISOString(), s)
+    const column = columns.find((c) => c.key === 'occurredAt')!
+    const record = { ...records[0], payload: { ...records[0].payload, occurredAt: s } }
+    const line = csvRows([column], [record])
+    t.equal(line, `${csvField(column.get(record), 'datetime')}\r\n`, `${s}: the same cell as through its Date`)
+  }
+  t.equal(isoUtcText('2026-02-29T10:00:00Z'), undefined, 'days past the 28th are left to Date')
 })
 
 t.test('hidden fields never reach any format', async (t) => {

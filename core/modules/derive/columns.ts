@@ -40,6 +40,11 @@ export interface ColumnOptions {
 
 export interface ExportColumn extends ColumnSpec {
   get(record: ExportRecord): CellValue
+  /**
+   * The stored value the cell is made from, when `get(r)` is `value(read(r))`: a renderer may then
+   * look at it first (the CSV writes a date-time already stored as ISO text as it is, without a Date).
+   */
+  read?(record: ExportRecord): unknown
 }
 
 /** `only` named keys the caller may not export; `allowed` lists the ones it may, for a 400 answer. */
@@ -204,19 +209,19 @@ function systemColumns(module: RegisteredModule, o: ColumnOptions): ExportColumn
     if (!f.column) return []
     const { kind, value: plain } = systemColumnKinds[f.kind]
     const value = f.column.cell === 'state' ? state : plain
-    const read = (r: ExportRecord) => (r as unknown as Record<string, unknown>)[f.key]
-    const get =
-      f.column.cell === 'actorName'
-        ? (r: ExportRecord) => value((read(r) as { name?: unknown } | undefined)?.name)
-        : (r: ExportRecord) => value(read(r))
-    return [{ key: f.key, header: f.column.header, kind, width: f.column.width, value, get }]
+    const field = (r: ExportRecord) => (r as unknown as Record<string, unknown>)[f.key]
+    const read =
+      f.column.cell === 'actorName' ? (r: ExportRecord) => (field(r) as { name?: unknown } | undefined)?.name : field
+    const get = (r: ExportRecord) => value(read(r))
+    return [{ key: f.key, header: f.column.header, kind, width: f.column.width, value, get, read }]
   })
 }
 
 /** `<field>.id`: a user field's id beside its name, so a spreadsheet can still be joined to the source system. */
 function userIdColumn(f: FieldDefinition): ExportColumn {
   const header = `${f.label ?? f.key} (id)`
-  return { key: `${f.key}.id`, header, kind: 'text', width: 38, value: asText, get: (r) => asText(r.payload?.[f.key]) }
+  const read = (r: ExportRecord) => r.payload?.[f.key]
+  return { key: `${f.key}.id`, header, kind: 'text', width: 38, value: asText, get: (r) => asText(read(r)), read }
 }
 
 /**
@@ -231,7 +236,8 @@ export function exportColumns(
     .filter((f) => !options.hidden.has(f.key))
     .flatMap((f) => {
       const spec = columnOf(f, options)
-      const column: ExportColumn = { ...spec, get: (r: ExportRecord) => spec.value(r.payload?.[f.key]) }
+      const read = (r: ExportRecord) => r.payload?.[f.key]
+      const column: ExportColumn = { ...spec, get: (r: ExportRecord) => spec.value(read(r)), read }
       return f.type === 'user' ? [column, userIdColumn(f)] : [column]
     })
   const all = [...systemColumns(module, options), ...fieldColumns]
@@ -261,6 +267,8 @@ export function summaryExportColumns(
 ): ExportColumn[] {
   const keys = ['number', 'state', ...summaryColumns(module).filter((k) => !options.hidden.has(k)), 'createdAt']
   return exportColumns(module, { ...options, only: keys }).map((c) =>
-    c.key === 'createdAt' ? { ...c, kind: 'date', width: 10, value: asDate, get: (r) => asDateTime(r.createdAt) } : c
+    c.key === 'createdAt'
+      ? { ...c, kind: 'date', width: 10, value: asDate, get: (r) => asDateTime(r.createdAt), read: undefined }
+      : c
   )
 }
