@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises'
 import { PutBucketCorsCommand, S3Client } from '@aws-sdk/client-s3'
 import t from '../helpers/tap.ts'
 import { chromiumMissing, launchChromium } from '../helpers/browser.ts'
-import { sendPage } from '../helpers/pages.ts'
+import { sendPage, signInBrowser } from '../helpers/pages.ts'
 import { startS3 } from '../helpers/s3.ts'
 import { incidentPayload, startTestServer, type TestServer } from '../helpers/server.ts'
 
@@ -30,17 +30,8 @@ const incident = (
 ).body
 const recordPath = `/records/incident/${incident.id}`
 
-/** A signed-in browser without JavaScript: its session cookie and the CSRF token the record page carries. */
-async function signIn(s: TestServer, userName: string) {
-  const signed = await sendPage(s, 'POST', '/sign-in', {
-    form: { tenant: 'acme', userName, password, next: '/records' }
-  })
-  const cookie = /records_session=([^;]+)/.exec(signed.setCookie.join('\n'))?.[1]
-  if (!cookie) throw new Error(`${userName} could not sign in (${signed.status})`)
-  const page = await sendPage(s, 'GET', '/records', { cookie })
-  const csrf = /name="csrf" value="([^"]+)"/.exec(page.html)?.[1]
-  return { cookie, csrf: csrf! }
-}
+/** A signed-in browser without JavaScript: its session cookie and the CSRF token. */
+const signIn = (s: TestServer, userName: string) => signInBrowser(s, userName, password)
 
 const apiAsBrowser = (s: TestServer, who: { cookie: string }, path: string, body: unknown, csrf?: string) =>
   fetch(s.url + path, {

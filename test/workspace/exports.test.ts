@@ -5,7 +5,7 @@ import { chromiumMissing, launchChromium } from '../helpers/browser.ts'
 import { parseCsv } from '../helpers/csv.ts'
 import { eventually } from '../helpers/identity.ts'
 import { bulkCall, ndjson } from '../helpers/ndjson.ts'
-import { sendPage, type Page } from '../helpers/pages.ts'
+import { sendPage, signInBrowser, type Page } from '../helpers/pages.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 import { exportGate } from '../helpers/side-channel.ts'
 
@@ -46,14 +46,7 @@ await bulkCall(
 )
 const view = '/records/incident?payload[severity]=high&sort=number'
 
-async function signIn(userName: string): Promise<string> {
-  const page = await sendPage(server, 'POST', '/sign-in', {
-    form: { tenant: 'acme', userName, password, next: '/records' }
-  })
-  const line = page.setCookie.find((c) => c.startsWith('records_session='))
-  if (page.status !== 303 || !line) throw new Error(`sign-in of ${userName} answered ${page.status}`)
-  return line.slice('records_session='.length).split(';')[0]
-}
+const signIn = async (userName: string) => (await signInBrowser(server, userName, password)).cookie
 const cookies = { sam: await signIn('sam'), max: await signIn('max'), rita: await signIn('rita') }
 const get = (who: keyof typeof cookies, path: string) => sendPage(server, 'GET', path, { cookie: cookies[who] })
 

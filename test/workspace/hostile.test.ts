@@ -2,7 +2,7 @@ import { request } from 'node:http'
 import t, { type Test } from '../helpers/tap.ts'
 import { ownerPool } from '../helpers/database.ts'
 import { fixtureModules } from '../helpers/fixture-modules.ts'
-import { sendPage, type Page } from '../helpers/pages.ts'
+import { sendPage, signInBrowser, type Page } from '../helpers/pages.ts'
 import { defaultTenants, incidentPayload, startTestServer } from '../helpers/server.ts'
 import { problems } from '../../core/errors/index.ts'
 import { escapeHtml } from '../../plugins/settings/html.ts'
@@ -10,8 +10,8 @@ import { escapeHtml } from '../../plugins/settings/html.ts'
 /**
  * The records workspace attacked as a hostile reviewer would (issue 31): markup from every value a page shows, rights
  * compared with the API's for the same session, forged and cross-site forms, oversized and odd requests, submit keys
- * misused, failures. Tests marked `todo: 'finding HN'` prove a defect listed in /work/briefs/31-findings.md (they fail
- * until it is fixed); the others guard an attack that failed.
+ * misused, failures. Tests named for a finding of that review (H1–H9) proved a defect and now guard its fix; the others
+ * guard an attack that failed.
  */
 
 /** Markup that runs if a page forgets to escape it: breaks out of an attribute, opens a script and an image. */
@@ -115,36 +115,7 @@ const mal = await make('acme', 'mal', evil('display-name'), ['boss', 'safety-man
 await make('acme', 'cleo', 'Cleo Clerk', ['clerk'])
 await make('globex', 'gus', 'Gus Globex', ['safety-manager'])
 
-interface Browser {
-  cookie: string
-  csrf: string
-  get(path: string, headers?: Record<string, string>): Promise<Page>
-  post(path: string, form: Record<string, string | string[]>, headers?: Record<string, string>): Promise<Page>
-  /** The public API with the session cookie and the session's X-CSRF-Token, as the pages' scripts call it. */
-  api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>
-}
-
-async function signIn(userName: string, tenant = 'acme'): Promise<Browser> {
-  const page = await sendPage(server, 'POST', '/sign-in', { form: { tenant, userName, password, next: '' } })
-  const cookie = page.setCookie
-    .find((c) => c.startsWith('records_session='))!
-    .slice('records_session='.length)
-    .split(';')[0]
-  const home = await sendPage(server, 'GET', '/records', { cookie })
-  const csrf = /name="csrf" value="([^"]+)"/.exec(home.html)![1]
-  return {
-    cookie,
-    csrf,
-    get: (path, headers) => sendPage(server, 'GET', path, { cookie, headers }),
-    post: (path, form, headers) => sendPage(server, 'POST', path, { cookie, form: { csrf, ...form }, headers }),
-    api: (method, path, body) =>
-      server.request(method, path, {
-        token: null,
-        body,
-        headers: { cookie: `records_session=${cookie}`, 'x-csrf-token': csrf }
-      })
-  }
-}
+const signIn = (userName: string, tenant = 'acme') => signInBrowser(server, userName, password, tenant)
 
 const as = {
   sam: await signIn('sam'),

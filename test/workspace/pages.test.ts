@@ -1,5 +1,5 @@
 import t from '../helpers/tap.ts'
-import { sendPage, type Page } from '../helpers/pages.ts'
+import { sendPage, signInBrowser } from '../helpers/pages.ts'
 import { startTestServer } from '../helpers/server.ts'
 
 /**
@@ -19,28 +19,7 @@ await make('hana', 'Hana Health', ['health-officer'])
 const key = server.keys.acme
 const medical = 'Fractured left wrist, splinted on site'
 
-interface Browser {
-  cookie: string
-  csrf: string
-  get(path: string): Promise<Page>
-  post(path: string, form: Record<string, string | string[]>): Promise<Page>
-}
-
-async function signIn(userName: string): Promise<Browser> {
-  const page = await sendPage(server, 'POST', '/sign-in', { form: { tenant: 'acme', userName, password, next: '' } })
-  const cookie = page.setCookie
-    .find((c) => c.startsWith('records_session='))!
-    .slice('records_session='.length)
-    .split(';')[0]
-  const home = await sendPage(server, 'GET', '/records', { cookie })
-  const csrf = /name="csrf" value="([^"]+)"/.exec(home.html)![1]
-  return {
-    cookie,
-    csrf,
-    get: (path) => sendPage(server, 'GET', path, { cookie }),
-    post: (path, form) => sendPage(server, 'POST', path, { cookie, form: { csrf, ...form } })
-  }
-}
+const signIn = (userName: string) => signInBrowser(server, userName, password)
 
 const incident = (title: string, extra: Record<string, unknown> = {}) => ({
   title,
