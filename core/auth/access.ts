@@ -1,6 +1,6 @@
 import { problems } from '../errors/index.ts'
 import type { RegisteredModule } from '../modules/registry.ts'
-import type { RowCondition, WorkflowTransition } from '../modules/types.ts'
+import type { FieldDefinition, RowCondition, WorkflowTransition } from '../modules/types.ts'
 import type { Principal } from './principal.ts'
 import { hasScope, scopeForAction, type Scope } from './scopes.ts'
 
@@ -128,13 +128,18 @@ export function hiddenFields(principal: Principal, module: RegisteredModule): Re
 }
 const noFields: ReadonlySet<string> = new Set()
 
+/** Whether the principal's roles may write the field (its `access.write`, else `access.read`; a field without a rule is everyone's). */
+export function writesField(principal: Principal, field: FieldDefinition | undefined): boolean {
+  if (principal.roles === 'all' || !field?.access) return true
+  const roles = principal.roles
+  return (field.access.write ?? field.access.read).some((r) => roles.includes(r))
+}
+
 /** Throws 403 when a write touches a field the principal may not write. */
 export function assertWritable(principal: Principal, module: RegisteredModule, fields: Iterable<string>) {
-  if (principal.roles === 'all') return
-  const roles = principal.roles
   for (const key of fields) {
     const access = module.fields.get(key)?.access
-    if (access && !(access.write ?? access.read).some((r) => roles.includes(r))) {
+    if (access && !writesField(principal, module.fields.get(key))) {
       throw problems.forbidden(
         'field.forbidden',
         `This credential may not write field "${key}" of module "${module.definition.key}"; it needs one of the roles ${(access.write ?? access.read).join(', ')}.`,

@@ -1,17 +1,21 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { can, hiddenFields, seesModule } from '../../core/auth/access.ts'
+import { can, hiddenFields, writesField } from '../../core/auth/access.ts'
 import type { Principal } from '../../core/auth/principal.ts'
 import type { Session } from '../../core/auth/sessions.ts'
 import { ApiError, type FieldProblem } from '../../core/errors/index.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition } from '../../core/modules/types.ts'
-import { recordsPath, type RecordPage } from '../records/records.shared.ts'
+import { isUuid } from '../../core/validation.ts'
+import { recordsPath } from '../records/records.shared.ts'
 import { PageError, type PageRequest } from '../settings/settings.shared.ts'
 import { namedIds, type Names } from './workspace.fields.ts'
 
 /** The most people a user field's picker offers (the tenant's active users by name); more is a typed user name. */
 export const peopleCap = 500
+
+/** The referenced records of one module a page names by number (a list page's references: its 50 records' fields). */
+const referencesShown = 200
 
 /** People a picker offers: the first `peopleCap` by name, and whether they are all the tenant's active people. */
 export interface People {
@@ -93,7 +97,7 @@ export class Desk {
   modules(): RegisteredModule[] {
     const tenant = this.r.platform.tenants.get(this.principal.tenantId)
     return [...(tenant?.modules.values() ?? [])]
-      .filter((m) => seesModule(this.principal, m) && can(this.principal, m, 'read'))
+      .filter((m) => can(this.principal, m, 'read'))
       .sort((a, b) => a.definition.title.localeCompare(b.definition.title))
   }
 
@@ -121,35 +125,22 @@ export class Desk {
 
   /** Whether this person may change the field (its write rule; computed fields are nobody's to write). */
   writable(f: FieldDefinition): boolean {
-    if ('computed' in f && f.computed) return false
-    const roles = this.principal.roles
-    if (roles === 'all' || !f.access) return true
-    return (f.access.write ?? f.access.read).some((r) => roles.includes(r))
+    return !('computed' in f && f.computed) && writesField(this.principal, f)
   }
 
   /** The names behind the user and record ids of these payloads: one lookup of users, one list per referenced module. */
-  async names(
-    m: RegisteredModule,
-    payloads: ReadonlyArray<Record<string, unknown>>,
-    more: string[] = []
-  ): Promise<Names> {
-    const fields = this.readable(m)
-    const ids = namedIds(fields, payloads)
-    for (const id of more) ids.users.add(id)
+  async names(m: RegisteredModule, payloads: ReadonlyArray<Record<string, unknown>>): Promise<Names> {
+    const ids = namedIds(this.readable(m), payloads)
     const users = await this.r.platform.users.names(this.principal.tenantId, ids.users)
     const records = new Map<string, { number: string; moduleKey: string }>()
-    const byModule = new Map<string, string[]>()
-    for (const f of fields) {
-      if (f.type !== 'recordRef') continue
-      const wanted = [...ids.records]
-      if (wanted.length) byModule.set(f.module, wanted)
-    }
-    for (const [moduleKey, wanted] of byModule) {
+    for (const [moduleKey, wanted] of ids.records) {
       const target = this.r.platform.tenants.get(this.principal.tenantId)?.modules.get(moduleKey)
-      if (!target || !this.can(target, 'read')) continue
-      const page = (await this.records
-        .find(this.call({ query: { moduleKey, id: wanted.slice(0, 200).join(','), limit: 200 } }))
-        .catch(() => ({ items: [] }))) as RecordPage
+      const valid = [...wanted].filter(isUuid).slice(0, referencesShown)
+      if (!target || !this.can(target, 'read') || !valid.length) continue
+      // Only the records this person may read come back: the others show as "a record you cannot open".
+      const page = await this.records.find(
+        this.call({ query: { moduleKey, id: valid.join(','), limit: referencesShown } })
+      )
       for (const rec of page.items as unknown as RecordView[])
         records.set(rec.id, { number: rec.number, moduleKey: rec.moduleKey })
     }

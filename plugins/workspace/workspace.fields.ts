@@ -283,10 +283,12 @@ export function showValue(field: FieldDefinition, value: unknown, names: Names):
 /** The user ids and record ids a set of payloads names (for one lookup of names per page). */
 export function namedIds(fields: readonly FieldDefinition[], payloads: ReadonlyArray<Record<string, unknown>>) {
   const users = new Set<string>()
-  const records = new Set<string>()
+  /** Referenced record ids by the module their field references. */
+  const records = new Map<string, Set<string>>()
   const visit = (f: FieldDefinition, v: unknown) => {
     if (typeof v === 'string' && f.type === 'user') users.add(v)
-    else if (typeof v === 'string' && f.type === 'recordRef') records.add(v)
+    else if (typeof v === 'string' && f.type === 'recordRef')
+      records.set(f.module, (records.get(f.module) ?? new Set()).add(v))
     else if (f.type === 'group' && Array.isArray(v))
       for (const item of v) for (const m of f.fields) visit(m, (item as Record<string, unknown>)?.[m.key])
   }
