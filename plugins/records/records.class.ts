@@ -32,6 +32,7 @@ import { separationRefusal } from './records.duties.ts'
 import { separationOf } from '../../core/modules/duties.ts'
 import { changeRecords, createRecordRows, type RecordChangeOp } from './records.write.ts'
 import { asCurrent, moveLocked, settleRefused } from './records.migrate.ts'
+import { moduleLiteral } from './records.indexes.ts'
 import {
   recordCreateValidator,
   recordPatchValidator,
@@ -274,7 +275,11 @@ export class RecordsService {
       query
         .planEachCall(byValues)
         .add('tenant', [principal.tenantId], (b) => b.where('r.tenant_id', principal.tenantId))
-        .add('module', [module.definition.key], (b) => b.andWhere('r.module_key', module.definition.key))
+        // The module as a literal, not a parameter: a module's indexes hold its records only (records.indexes.ts), and
+        // a generic plan, which knows no parameter's value, could not use them. A statement per module and shape.
+        .add(`module:${module.definition.key}`, [], (b) =>
+          b.andWhereRaw(`r.module_key = ${moduleLiteral(module.definition.key)}`)
+        )
       for (const c of clauses) query.add(c.shape, c.values, c.apply)
       return query
     }
