@@ -22,7 +22,8 @@ import { leakproofStatements } from './migrations/005-query-functions.ts'
  * an index shared by every module that declares the same key would be maintained by every record of every module,
  * whatever its fields, and each module's search text computed over every other module's records.
  *
- * Every btree index leads with the tenant and module, and ends with `seq`, the order of a page: a filter on a rare
+ * Every btree index leads with the tenant (and the module, for the platform's, which hold every module), and ends with
+ * `seq`, the order of a page: a filter on a rare
  * value reads only its rows, in page order, and a sort pages by (value, seq) from where the cursor stands. Every
  * index is partial (live records, or records with a number): an index on the tenant alone would be as good as the
  * primary key to the generic plan a connection keeps for a foreign key's probe by id while the tenant has no
@@ -81,6 +82,9 @@ export function declaredIndexes(modules: Iterable<RegisteredModule>): DeclaredIn
     // other's (an incident's insert maintained the corrective action's and the inspection's too, their search texts
     // included, computed over the incident's fields: 165 against 102 µs of PostgreSQL a row with three modules). The
     // module is written into the list statements as a literal for the planner to match (records.class.ts, selection).
+    // The module is not a column of these: PostgreSQL takes a condition its predicate implies out of the index's
+    // conditions, so `(tenant_id, module_key, value, seq)` would be bounded by the tenant alone and read all of its
+    // entries for a rare value; `(tenant_id, value, seq)` goes straight to it.
     const only = `${live} AND module_key = ${moduleLiteral(key)}`
     // The due date and the dates transitions fire after are read by the overdue filter and the date jobs: indexed even when not filterable.
     const dated = new Set([m.definition.due?.field, ...m.definition.workflow.transitions.map((t) => t.auto?.after)])
@@ -93,12 +97,12 @@ export function declaredIndexes(modules: Iterable<RegisteredModule>): DeclaredIn
       const expression = spec.expr(f.key)
       if (spec.index === 'gin') want(`USING gin (tenant_id, (${expression})) ${only}`, serves, expression)
       else {
-        want(`(tenant_id, module_key, (${expression}), seq) ${only}`, serves, expression)
+        want(`(tenant_id, (${expression}), seq) ${only}`, serves, expression)
         // A range in creation order (a list's default): the walk by seq, with the value as a trailing key, so the
         // records before and between the range's are passed over inside the index, none read. Ranges are where
         // values follow the creation order (an occurrence, a due date); the index above would read the whole range
         // and sort it, a walk by seq without the value read every record it passes (0.6-0.9 s at a million).
-        if (rangeIndexed(f)) want(`(tenant_id, module_key, seq, (${expression})) ${only}`, `${key}.${f.key} range`)
+        if (rangeIndexed(f)) want(`(tenant_id, seq, (${expression})) ${only}`, `${key}.${f.key} range`)
       }
     }
     const document = searchDocument(m)

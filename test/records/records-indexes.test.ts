@@ -118,6 +118,26 @@ t.test('under row-level security, a filter, a sort and a search on declared fiel
   }
 })
 
+t.test('a rare value is found through its index in a few pages, not by reading the tenant’s entries', async (t) => {
+  // Five incidents of 60,000 at the rare site: the index bounds its scan by tenant and value, so it reads a few pages
+  // of the index and the five records. (A module column after the tenant, whose condition the partial index's
+  // predicate takes out of the index conditions, left the scan bounded by the tenant alone: hundreds of pages.)
+  const { rows } = await owner.query(
+    `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) SELECT r.id FROM records r
+      WHERE r.tenant_id = 'acme' AND r.module_key = 'incident' AND r.deleted_at IS NULL AND (payload->>'site') = 'Rare Site'
+      ORDER BY r.seq LIMIT 51`
+  )
+  const plan = rows.map((r) => r['QUERY PLAN']).join('\n')
+  t.match(plan, /Index Cond: .*'Rare Site'/, `the value bounds the scan\n${plan}`)
+  const pages = Number(
+    /Buffers: shared hit=(\d+)(?: read=(\d+))?/
+      .exec(plan)
+      ?.slice(1)
+      .reduce((a, b) => a + Number(b ?? 0), 0)
+  )
+  t.ok(pages > 0 && pages <= 20, `${pages} pages read\n${plan}`)
+})
+
 t.test(
   'a range in creation order passes over the records before it inside an index, reading none of them',
   async (t) => {
