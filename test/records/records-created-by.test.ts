@@ -230,8 +230,8 @@ t.test('the creator index serves the filter and a reporter’s row rule on a lar
     [ann.id]
   )
   await owner.query('ANALYZE records')
-  const index = declaredIndexes(installedModules(server.platform.tenants)).find((d) =>
-    d.serves.includes('createdBy filter and row rule')
+  const index = declaredIndexes(installedModules(server.platform.tenants)).find(
+    (d) => d.serves.includes('createdBy filter and row rule') && d.definition.includes("module_key = 'incident'")
   )!
 
   // The page statements the service runs, as it runs them, explained with their values under the tenant policy.
