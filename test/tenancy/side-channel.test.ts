@@ -290,6 +290,21 @@ function desk(method: string, path: string, form?: Record<string, string>): Prom
   })
 }
 
+/**
+ * A workspace form as B's safety manager opens and sends it, with a fresh submit key: one reply holding both answers
+ * (the form's status and headers, both texts), so a probe scans what either said.
+ */
+async function deskForm(path: string, fields: Record<string, string>): Promise<Reply> {
+  const form = await desk('GET', path)
+  const sent = await desk('POST', path, { submitKey: randomUUID(), ...fields })
+  return {
+    status: form.status,
+    headers: form.headers,
+    body: undefined,
+    text: `${form.text}\n${sent.status}\n${sent.text}`
+  }
+}
+
 /** A signed storage URL of B's, sent to another object key (and method). */
 async function storage(signed: string, key: string, method = 'GET'): Promise<Reply> {
   const url = new URL(signed)
@@ -1087,20 +1102,7 @@ const groups: Group[] = [
       'page POST /records/incident/00000000-0000-4000-8000-000000000000/edit'
     ],
     values: (a) => a.records,
-    run: async (id) => {
-      const form = await desk('GET', `/records/incident/${id}/edit`)
-      const sent = await desk('POST', `/records/incident/${id}/edit`, {
-        submitKey: randomUUID(),
-        version: '1',
-        title: 'x'
-      })
-      return {
-        status: form.status,
-        headers: form.headers,
-        body: undefined,
-        text: `${form.text}\n${sent.status}\n${sent.text}`
-      }
-    }
+    run: (id) => deskForm(`/records/incident/${id}/edit`, { version: '1', title: 'x' })
   },
   {
     name: "B's safety manager opens and sends a record's transition form by id",
@@ -1109,19 +1111,7 @@ const groups: Group[] = [
       'page POST /records/incident/00000000-0000-4000-8000-000000000000/transition/close'
     ],
     values: (a) => a.records,
-    run: async (id) => {
-      const form = await desk('GET', `/records/incident/${id}/transition/close`)
-      const sent = await desk('POST', `/records/incident/${id}/transition/close`, {
-        submitKey: randomUUID(),
-        version: '1'
-      })
-      return {
-        status: form.status,
-        headers: form.headers,
-        body: undefined,
-        text: `${form.text}\n${sent.status}\n${sent.text}`
-      }
-    }
+    run: (id) => deskForm(`/records/incident/${id}/transition/close`, { version: '1' })
   },
   {
     name: "B's safety manager opens and sends a record's delete confirmation by id",
@@ -1130,16 +1120,7 @@ const groups: Group[] = [
       'page POST /records/incident/00000000-0000-4000-8000-000000000000/delete'
     ],
     values: (a) => a.records,
-    run: async (id) => {
-      const form = await desk('GET', `/records/incident/${id}/delete`)
-      const sent = await desk('POST', `/records/incident/${id}/delete`, { submitKey: randomUUID(), version: '1' })
-      return {
-        status: form.status,
-        headers: form.headers,
-        body: undefined,
-        text: `${form.text}\n${sent.status}\n${sent.text}`
-      }
-    }
+    run: (id) => deskForm(`/records/incident/${id}/delete`, { version: '1' })
   },
   {
     name: "B's safety manager downloads an attachment by id under one of B's records",
