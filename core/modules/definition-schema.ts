@@ -13,7 +13,9 @@ import type { FieldType } from './types.ts'
 const closed = { additionalProperties: false } as const
 const roleList = Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })
 const fieldKey = Type.String({ pattern: '^[a-z][a-zA-Z0-9]*$', description: 'camelCase key of the payload member.' })
-const slug = Type.String({ pattern: '^[a-z][a-z0-9-]*$' })
+/** A module key, role or state: a lower-case slug (`incident`, `corrective-action`). */
+export const slugPattern = '^[a-z][a-z0-9-]*$'
+const slug = Type.String({ pattern: slugPattern })
 const choiceOption = Type.Union([
   Type.String({ minLength: 1 }),
   Type.Object({ value: Type.String({ minLength: 1 }), label: Type.Optional(Type.String()) }, closed)
@@ -160,7 +162,7 @@ const names = Type.Array(Type.String())
 export const moduleDefinitionSchema = Type.Object(
   {
     key: Type.String({
-      pattern: '^[a-z][a-z0-9-]*$',
+      pattern: slugPattern,
       description: 'Lower-case slug naming the module, e.g. incident.'
     }),
     version: Type.String({ description: 'Semantic version of the definition, e.g. 1.0.0.' }),

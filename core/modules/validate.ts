@@ -1,6 +1,6 @@
 import { fieldTypes, type FieldDefinition, type ModuleDefinition } from './types.ts'
 import { compilePattern } from './record-number.ts'
-import { unknownKey } from './definition-schema.ts'
+import { slugPattern as slugSource, unknownKey } from './definition-schema.ts'
 import { checkDutiesAndLocks } from './validate-duties.ts'
 
 /** Raised when a module package is malformed; start-up stops with its message. */
@@ -18,7 +18,7 @@ export class ModuleDefinitionError extends Error {
 /** More summary columns than fit a landscape A4 table next to Number and State. */
 export const maxSummaryColumns = 8
 const keyPattern = /^[a-z][a-zA-Z0-9]*$/
-const slugPattern = /^[a-z][a-z0-9-]*$/
+const slugPattern = new RegExp(slugSource)
 const semver = /^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/
 const actionPattern = /^(read|create|update|delete|export|attachments|transition:(\*|[a-z][a-z0-9-]*))$/
 

@@ -5,6 +5,7 @@ import { poolConnection } from '../../core/db/index.ts'
 import { logger } from '../../core/logger.ts'
 import { fieldFinding, fieldToFilter, rangeIndexed } from '../../core/modules/derive/filters.ts'
 import type { RegisteredModule } from '../../core/modules/registry.ts'
+import { slugPattern } from '../../core/modules/definition-schema.ts'
 import type { BackgroundTask, CliCommand } from '../../core/plugin.ts'
 import type { TenantDirectory } from '../../core/tenancy/tenants.ts'
 import { searchDocument, type WordFrequencies } from './records.search.ts'
@@ -22,8 +23,8 @@ import { leakproofStatements } from './migrations/005-query-functions.ts'
  * an index shared by every module that declares the same key would be maintained by every record of every module,
  * whatever its fields, and each module's search text computed over every other module's records.
  *
- * Every btree index leads with the tenant (and the module, for the platform's, which hold every module), and ends with
- * `seq`, the order of a page: a filter on a rare
+ * Every btree index leads with the tenant (the module is in the predicate, not a column: see declaredIndexes) and,
+ * but for the number lookup, ends with `seq`, the order of a page: a filter on a rare
  * value reads only its rows, in page order, and a sort pages by (value, seq) from where the cursor stands. Every
  * index is partial (live records, or records with a number): an index on the tenant alone would be as good as the
  * primary key to the generic plan a connection keeps for a foreign key's probe by id while the tenant has no
@@ -120,19 +121,21 @@ export function declaredIndexes(modules: Iterable<RegisteredModule>): DeclaredIn
     if (document) want(`USING gin (tenant_id, (${document})) ${only}`, `${key} search`, document)
   }
   return [...byDefinition].map(([definition, { serves, expression }]) => ({
-    name: `${prefix}${createHash('sha1').update(definition).digest('hex').slice(0, 16)}`,
+    name: hashedName(definition),
     definition,
     serves: [...serves].sort(),
     ...(expression ? { expression } : {})
   }))
 }
 
+const moduleKey = new RegExp(slugPattern)
+
 /**
- * A module key as an SQL literal. Keys are slugs (`^[a-z][a-z0-9-]*$`, the definition schema), so nothing needs
- * escaping; anything else is refused rather than written into a statement.
+ * A module key as an SQL literal. Keys are slugs (slugPattern, the definition schema's), so nothing needs escaping;
+ * anything else is refused rather than written into a statement.
  */
 export function moduleLiteral(key: string): string {
-  if (!/^[a-z][a-z0-9-]*$/.test(key)) throw new Error(`not a module key: ${JSON.stringify(key)}`)
+  if (!moduleKey.test(key)) throw new Error(`not a module key: ${JSON.stringify(key)}`)
   return `'${key}'`
 }
 
@@ -141,7 +144,12 @@ export function moduleLiteral(key: string): string {
  * it (statistics objects cover the whole table; they cannot be partial).
  */
 export function statisticsName(expression: string): string {
-  return `${prefix}${createHash('sha1').update(expression).digest('hex').slice(0, 16)}_s`
+  return `${hashedName(expression)}_s`
+}
+
+/** `records_q_` and 16 hex digits of the text's SHA-1: a changed text is another name. */
+function hashedName(text: string): string {
+  return `${prefix}${createHash('sha1').update(text).digest('hex').slice(0, 16)}`
 }
 
 /** Every module any tenant has installed, at the version it is on. */
