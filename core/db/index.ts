@@ -33,6 +33,13 @@ export interface Database {
 export type Queryable = pg.Pool | pg.PoolClient
 
 /**
+ * `asyncCommit` for a single statement run on its own (its implicit transaction): a CTE that turns the WAL flush wait
+ * off until that statement commits, so one round trip does what `transaction(…, { asyncCommit: true })` does in three
+ * (`WITH a AS (${asyncCommitCte}) … FROM …, a`; the exports' chunk commit).
+ */
+export const asyncCommitCte = `SELECT set_config('synchronous_commit', 'off', true)`
+
+/**
  * Runs fn inside a transaction on one client; rolls back on any error, and instead of
  * committing when `rollback` is set (a bulk dry run: every write checked, none kept).
  * `asyncCommit`: the commit returns before its WAL is flushed (`synchronous_commit off`),

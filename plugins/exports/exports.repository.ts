@@ -2,7 +2,7 @@ import { promisify } from 'node:util'
 import zlib from 'node:zlib'
 import type pg from 'pg'
 import type { Principal } from '../../core/auth/principal.ts'
-import { isoUtc as iso } from '../../core/db/index.ts'
+import { asyncCommitCte, isoUtc as iso } from '../../core/db/index.ts'
 import { eventType, insertEvents, type EventType } from '../../core/events/events.ts'
 import type { ExportFormat } from './exports.shared.ts'
 
@@ -172,7 +172,7 @@ export async function commitChunk(
   // pages the next run reads again; a chunk and its cursor go together. It was BEGIN; SET LOCAL, the statement and
   // COMMIT: three round trips a chunk, each a wake-up of the backend on a busy machine.
   const { rows } = await db.query(
-    `WITH a AS (SELECT set_config('synchronous_commit', 'off', true)),
+    `WITH a AS (${asyncCommitCte}),
      e AS (
        UPDATE export_jobs SET rows_done = rows_done + $6, lease_until = now() + make_interval(secs => $9)
         WHERE tenant_id = $1 AND id = $2 AND run_id = $3 AND status = 'running' RETURNING tenant_id, id, rows_done)
