@@ -365,7 +365,7 @@ ${recordsTable(desk, s.m, s.items, s.names, s.heading)}
 <h2>Modules</h2>
 <div class="grid">${modules.map(
       (m, i) =>
-        html`<a class="card" href="/records/${m.definition.key}"><h3>${m.definition.title}</h3><span class="count">${counts[i] ? `${counts[i].exact ? '' : '~'}${counts[i].value.toLocaleString('en')}` : '—'}</span> <span class="muted">records</span></a>`
+        html`<a class="card" href="/records/${m.definition.key}"><h3>${m.definition.title}</h3><span class="count">${counts[i] ? `${counts[i].exact ? '' : '~'}${counts[i].value.toLocaleString('en')}` : '—'}</span> <span class="muted">${counts[i]?.value === 1 ? 'record' : 'records'}</span></a>`
     )}</div>`
   })
 }

@@ -367,6 +367,11 @@ t.test('home lists what names the person, with counts per module', async (t) => 
   t.match(page.html, /Incident: Investigation lead is me/, 'records naming the investigator as lead')
   t.match(page.html, /Chemical splash in lab 2/)
   t.match(page.html, /<h2>Modules<\/h2>/)
+  const cards = [
+    ...page.html.matchAll(/<span class="count">~?([\d,]+)<\/span> <span class="muted">(records?)<\/span>/g)
+  ]
+  t.ok(cards.length > 0, 'a count per module')
+  for (const [, n, noun] of cards) t.equal(noun, n === '1' ? 'record' : 'records', `${n} ${noun}`)
   const ritas = await browsers.rita.get('/records')
   t.match(ritas.html, /Incident: reported by me/, "the reporter's own reports")
   t.match(ritas.html, /Forklift reversing/)
