@@ -3,7 +3,7 @@ import { defineModule } from '@qehs-records/module-sdk'
 /** Incidents and near misses: reported by anyone, investigated and closed by safety staff. */
 export default defineModule({
   key: 'incident',
-  version: '1.2.0',
+  version: '1.3.0',
   title: 'Incident',
   description: 'Injuries, near misses, property damage and environmental releases, from first report to closure.',
   numberPattern: 'INC-{YYYY}-{seq:5}',
@@ -34,7 +34,12 @@ export default defineModule({
       type: 'singleChoice',
       label: 'Severity',
       required: true,
-      options: ['low', 'medium', 'high', 'critical']
+      options: [
+        { value: 'low', label: 'Low' },
+        { value: 'medium', label: 'Medium' },
+        { value: 'high', label: 'High' },
+        { value: 'critical', label: 'Critical' }
+      ]
     },
     { key: 'injuredPeople', type: 'integer', label: 'People injured', minimum: 0, maximum: 10000 },
     {

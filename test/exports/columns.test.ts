@@ -244,8 +244,8 @@ t.test('labels word states and choices by their labels; keys leave them as store
   t.same(cells(), ['investigating', 'property-damage', 'high', 'head, hands'])
   t.same(
     cells('labels'),
-    ['Under investigation', 'Property damage', 'high', 'head, hands'],
-    'an option without a label reads as its value'
+    ['Under investigation', 'Property damage', 'High', 'head, hands'],
+    'an option without a label reads as its value (body parts)'
   )
 })
 

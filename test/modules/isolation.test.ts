@@ -179,7 +179,7 @@ t.test(
     t.match(acme.body.items, [
       { key: 'corrective-action', installed: null, package: { name: '@qehs-modules/corrective-action' } },
       { key: 'environmental-monitoring', installed: null },
-      { key: 'incident', title: 'Incident', version: '1.2.0', host: '>=0.1.0 <1.0.0', installed: { version: '1.2.0' } },
+      { key: 'incident', title: 'Incident', version: '1.3.0', host: '>=0.1.0 <1.0.0', installed: { version: '1.3.0' } },
       { key: 'inspection', installed: null },
       { key: 'permit', package: { name: '@fixture/permit', version: '1.0.0' }, installed: { version: '1.0.0' } },
       { key: 'permit-to-work', installed: null, package: { name: '@qehs-modules/permit-to-work' } },

@@ -102,7 +102,7 @@ t.test('a record asked for with Accept: application/pdf is its report: fields, h
     ['Title', 'Pallet fell from height'],
     ['Site', 'Leeds DC'],
     ['Category', 'Property damage'],
-    ['Severity', 'high'],
+    ['Severity', 'High'],
     ['Occurred at', '2026-11-20 08:30 UTC'],
     ['Body parts affected', 'arms, back'],
     ['Investigation lead', 'Sam Patel'],

@@ -305,7 +305,7 @@ t.test('lists the modules installed for the tenant', async (t) => {
   const incident = acme.body.items.find((m: { key: string }) => m.key === 'incident')
   t.match(incident, {
     title: 'Incident',
-    version: '1.2.0',
+    version: '1.3.0',
     states: ['reported', 'investigating', 'actions-pending', 'closed']
   })
   const initech = await server.request('GET', '/api/v1/modules', { token: server.keys.initech })
@@ -324,7 +324,12 @@ t.test('describes a module with its fields, JSON Schema, workflow and permission
   t.match(severity, {
     type: 'singleChoice',
     required: true,
-    options: ['low', 'medium', 'high', 'critical'],
+    options: [
+      { value: 'low', label: 'Low' },
+      { value: 'medium', label: 'Medium' },
+      { value: 'high', label: 'High' },
+      { value: 'critical', label: 'Critical' }
+    ],
     filterable: true
   })
   t.match(

@@ -151,7 +151,7 @@ async function scenario() {
     await page.getByLabel('Occurred at').fill('2026-11-20T08:30')
     await page.getByLabel('Site').fill('Leeds DC')
     await page.getByLabel('Category').selectOption({ label: 'Injury' })
-    await page.getByLabel('Severity').selectOption({ label: 'high' })
+    await page.getByLabel('Severity').selectOption({ label: 'High' })
     t.equal(await page.getByLabel('Medical details').count(), 0, 'the reporter is not offered the medical details')
     const width = await page.evaluate<number>('document.documentElement.scrollWidth')
     t.ok(width <= phone.width, `the form fits the phone's width (${width} px)`)
