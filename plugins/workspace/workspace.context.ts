@@ -156,6 +156,19 @@ export class Desk {
     return { list: list.slice(0, peopleCap), complete: list.length <= peopleCap }
   }
 
+  /** The record of module `moduleKey` numbered `text` (in any case) that this person may open, or why there is none. */
+  async recordNumbered(moduleKey: string, text: string): Promise<{ id: string } | { problem: string }> {
+    const target = this.r.platform.tenants.get(this.principal.tenantId)?.modules.get(moduleKey)
+    if (!target || !this.can(target, 'read')) return { problem: `names no record you may open ("${text}")` }
+    const n = target.numberPattern.render(new Date())
+    const nothing = {
+      problem: `names no ${target.definition.title.toLowerCase()} you may open ("${text}"): type its number, e.g. ${n.prefix}${'1'.padStart(n.width, '0')}${n.suffix}`
+    }
+    const page = await this.records.find(this.call({ query: { moduleKey, number: text.trim(), limit: 1 } }))
+    const rec = page.items[0] as unknown as RecordView | undefined
+    return rec ? { id: rec.id } : nothing
+  }
+
   /** The one active person a typed text names (their user name or display name, in any case), or why it names none. */
   async personNamed(text: string): Promise<{ id: string } | { problem: string }> {
     const found = await this.r.platform.users.directory(this.principal.tenantId, 2, text)

@@ -87,6 +87,12 @@ const readNumber =
     return { value: n }
   }
 
+/**
+ * A module's pattern as an input's `pattern`: the schema's pattern matches anywhere in the value (JSON Schema), the
+ * attribute the whole value, so it is wrapped to match anywhere (an anchored pattern keeps its anchors' meaning).
+ */
+const htmlPattern = (pattern: string) => `[\\s\\S]*(?:${pattern})[\\s\\S]*`
+
 const bounds = (f: FieldDefinition) =>
   html`${'minimum' in f && f.minimum !== undefined ? html` min="${f.minimum}"` : ''}${'maximum' in f && f.maximum !== undefined ? html` max="${f.maximum}"` : ''}`
 
@@ -100,7 +106,7 @@ export const fieldUi: { [T in FieldType]: FieldUi } = {
   text: {
     show: (_f, v) => text(v),
     input: (f, v, c) =>
-      html`<input type="text"${aria(c)} value="${text(v)}"${'maxLength' in f && f.maxLength ? html` maxlength="${f.maxLength}"` : ''}>`,
+      html`<input type="text"${aria(c)} value="${text(v)}"${'maxLength' in f && f.maxLength ? html` maxlength="${f.maxLength}"` : ''}${'pattern' in f && f.pattern ? html` pattern="${htmlPattern(f.pattern)}"` : ''}>`,
     read: readText,
     same: (_f, stored, read) => typeof stored === 'string' && stored.trim() === read
   },

@@ -74,7 +74,8 @@ function groupRows(
           id,
           describedBy: '',
           invalid: false,
-          required: false,
+          // A member is required in the rows the record has and those the group needs; a spare new row may stay empty.
+          required: !!member.required && (i < items.length || i < (f.minItems ?? 0)),
           people,
           names
         })}</div>`
@@ -350,6 +351,16 @@ function editFields(desk: Desk, m: RegisteredModule, rec: RecordView): FormField
   }
 }
 
+/**
+ * What a form sent from an older version of a record (the service's 412 on If-Match) says: that someone else changed
+ * it, what did not happen, a link to the record as it is now, and what else the person can do (`again`, a link when
+ * `againHref` is given).
+ */
+function conflictAlert(m: RegisteredModule, rec: RecordView, notDone: string, again: string, againHref?: string) {
+  const href = `/records/${m.definition.key}/${rec.id}`
+  return html`<div class="alert warn" role="alert">Someone else changed ${rec.number} after you opened this page, so ${notDone}. <a href="${href}">Open the record as it is now</a> to see what changed${again ? html`, or ${againHref ? html`<a href="${againHref}">${again}</a>` : again}` : ''}.</div>`
+}
+
 async function renderEdit(
   desk: Desk,
   m: RegisteredModule,
@@ -372,7 +383,13 @@ async function renderEdit(
     names: await desk.names(m, [s.values, rec.payload]),
     back: `/records/${d.key}/${rec.id}`,
     intro: conflict
-      ? html`<div class="alert warn" role="alert">Someone else changed ${rec.number} after you opened this form, so your changes were not saved. Your entries are kept below. <a href="/records/${d.key}/${rec.id}">Open the record as it is now</a> to see what changed, or <a href="/records/${d.key}/${rec.id}/edit">start again from its current version</a>.</div>`
+      ? conflictAlert(
+          m,
+          rec,
+          'your changes were not saved. Your entries are kept below',
+          'start again from its current version',
+          `/records/${d.key}/${rec.id}/edit`
+        )
       : html`<p class="muted">State: ${stateLabel(m, rec.state)}. Times are in UTC.</p>`
   })
 }
@@ -467,7 +484,8 @@ async function renderTransition(
   status: number,
   s: FormState,
   comment: string,
-  submitKey: string
+  submitKey: string,
+  conflict = false
 ) {
   const d = m.definition
   const t = m.transitions.get(key)!
@@ -482,7 +500,7 @@ async function renderTransition(
     s,
     names: await desk.names(m, [s.values, rec.payload]),
     back: `/records/${d.key}/${rec.id}`,
-    intro: html`<p>Moves ${rec.number} from <strong>${stateLabel(m, rec.state)}</strong> to <strong>${stateLabel(m, t.to)}</strong>.</p>${available?.refusal ? html`<div class="alert warn" role="alert">${available.refusal.detail}</div>` : ''}`,
+    intro: html`${conflict ? conflictAlert(m, rec, 'it was not moved', available && !available.refusal ? `send this form again to move it as it is now` : '') : ''}<p>Moves ${rec.number} from <strong>${stateLabel(m, rec.state)}</strong> to <strong>${stateLabel(m, t.to)}</strong>.</p>${available?.refusal ? html`<div class="alert warn" role="alert">${available.refusal.detail}</div>` : ''}`,
     extra: html`<div class="field"><label for="f-comment">Comment <span class="muted">(optional)</span></label><textarea id="f-comment" name="comment" rows="3" maxlength="4000">${comment}</textarea></div>`
   })
 }
@@ -544,21 +562,17 @@ export async function transition(r: PageRequest) {
     seeOther(r, `/records/${m.definition.key}/${rec.id}?done=moved`)
   } catch (err) {
     const refusal = refusalOf(err)
-    const top =
-      refusal.status === 412
-        ? [
-            `Someone else changed ${rec.number} after you opened this form; it was not moved. Check the record as it is now and try again.`
-          ]
-        : refusal.top
+    const conflict = refusal.status === 412
     return renderTransition(
       desk,
       m,
-      rec,
+      conflict ? await readRecord(desk, m, rec.id) : rec,
       key,
       refusal.status,
-      { values: shown, problems: refusal.fields, top },
+      { values: shown, problems: refusal.fields, top: conflict ? [] : refusal.top },
       comment,
-      keyAfter(refusal, submitKey)
+      keyAfter(refusal, submitKey),
+      conflict
     )
   }
 }
@@ -568,13 +582,18 @@ export async function showDelete(r: PageRequest) {
   const opened = await openRecord(r)
   if (!opened) return
   const { desk, m, rec } = opened
+  renderDelete(desk, m, rec, 200)
+}
+
+/** The delete confirmation; after a conflict (`status` 412), what happened above it and the button at the current version. */
+function renderDelete(desk: Desk, m: RegisteredModule, rec: RecordView, status: number) {
   if (!desk.can(m, 'delete')) throw notAllowed(`You may not delete ${rec.number}.`)
   const d = m.definition
-  sendWorkspacePage(desk, 200, {
+  sendWorkspacePage(desk, status, {
     title: `Delete ${rec.number}`,
     module: m,
     main: html`<p class="crumbs"><a href="/records/${d.key}">${d.title}</a> › <a href="/records/${d.key}/${rec.id}">${rec.number}</a></p><h1>Delete ${rec.number}?</h1>
-<div class="card"><p>The record leaves every list and search. It is not erased: its history stays in the audit log, and an integration that syncs deletions is told.</p>
+${status === 412 ? conflictAlert(m, rec, 'it was not deleted', 'delete it as it is now with the button below') : ''}<div class="card"><p>The record leaves every list and search. It is not erased: its history stays in the audit log, and an integration that syncs deletions is told.</p>
 <form method="post" action="/records/${d.key}/${rec.id}/delete"><input type="hidden" name="csrf" value="${desk.session.csrfToken}"><input type="hidden" name="version" value="${rec.version}"><input type="hidden" name="submitKey" value="${newSubmitKey()}">
 <div class="actions"><button type="submit" class="danger">Delete ${rec.number}</button><a href="/records/${d.key}/${rec.id}">Keep it</a></div></form></div>`
   })
@@ -588,14 +607,19 @@ export async function remove(r: PageRequest) {
   const desk = new Desk(r, posted.session)
   const m = desk.module(r.params.module)
   const version = posted.form.get('version')
-  await submitOnce(() =>
-    desk.records.remove(
-      r.params.id,
-      desk.onRecord(m, {
-        ...(version ? { ifMatch: `"${version}"` } : {}),
-        idempotencyKey: posted.form.get('submitKey') || newSubmitKey()
-      })
+  try {
+    await submitOnce(() =>
+      desk.records.remove(
+        r.params.id,
+        desk.onRecord(m, {
+          ...(version ? { ifMatch: `"${version}"` } : {}),
+          idempotencyKey: posted.form.get('submitKey') || newSubmitKey()
+        })
+      )
     )
-  )
+  } catch (err) {
+    if (refusalOf(err).status !== 412) throw err
+    return renderDelete(desk, m, await readRecord(desk, m, r.params.id), 412)
+  }
   seeOther(r, `/records/${m.definition.key}?done=deleted`)
 }

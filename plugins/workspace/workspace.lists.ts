@@ -10,7 +10,7 @@ import { isUuid } from '../../core/validation.ts'
 import { Desk, nobody, refusalOf, stateLabel, type People, type RecordView } from './workspace.context.ts'
 import { optionsOf, peopleListId, showValue, type Names } from './workspace.fields.ts'
 import { exportControls } from './workspace.exports.ts'
-import { sendWorkspacePage } from './workspace.views.ts'
+import { notice, sendWorkspacePage } from './workspace.views.ts'
 
 /** Records on one list page. */
 export const listPageSize = 50
@@ -78,17 +78,26 @@ export function serviceQuery(m: RegisteredModule, pageQuery: Query): Query {
 }
 
 /**
- * The user filters given as a typed name rather than an id (a tenant with more people than a picker holds) made the
- * person's id in `q`, for those who may see the tenant's people; what names nobody, or several, is a problem.
+ * The filters given as a name rather than an id made ids in `q`: a user field's person typed by name (a tenant with
+ * more people than a picker holds; for those who may see the tenant's people), a reference's record by its number (as
+ * people know records; found through the records service, so only a record this person may open). What names nothing,
+ * or several, is a problem.
  */
-async function typedPeople(desk: Desk, m: RegisteredModule, q: Query): Promise<FieldProblem[]> {
+async function typedIds(desk: Desk, m: RegisteredModule, q: Query): Promise<FieldProblem[]> {
   const payload = q.payload as Record<string, unknown> | undefined
   const found: FieldProblem[] = []
   for (const [key, v] of Object.entries(payload ?? {})) {
-    if (m.fields.get(key)?.type !== 'user' || typeof v !== 'string' || isUuid(v) || !desk.can(m, 'update')) continue
-    const person = await desk.personNamed(v)
-    if ('id' in person) payload![key] = person.id
-    else found.push({ pointer: `/payload/${key}`, field: key, code: 'filter', detail: person.problem })
+    const f = m.fields.get(key)
+    if (typeof v !== 'string' || isUuid(v)) continue
+    const named =
+      f?.type === 'user' && desk.can(m, 'update')
+        ? await desk.personNamed(v)
+        : f?.type === 'recordRef'
+          ? await desk.recordNumbered(f.module, v)
+          : undefined
+    if (!named) continue
+    if ('id' in named) payload![key] = named.id
+    else found.push({ pointer: `/payload/${key}`, field: key, code: 'filter', detail: named.problem })
   }
   return found
 }
@@ -172,6 +181,9 @@ function filterForm(desk: Desk, m: RegisteredModule, q: Query, people: People): 
         }
         case 'text':
           return html`<div><label for="${id}">${label}</label><input type="text" id="${id}" name="${name}" value="${bare(f.key)}"></div>`
+        case 'recordRef':
+          // A reference by the number people know the record by (an id from a shared link works too).
+          return html`<div><label for="${id}">${label}</label><input type="text" id="${id}" name="${name}" value="${bare(f.key)}" placeholder="Record number" autocomplete="off" spellcheck="false"></div>`
         default:
           return html``
       }
@@ -213,13 +225,13 @@ export async function showList(r: PageRequest) {
   const pageQuery = readQuery(r.ctx.querystring)
   const q = serviceQuery(m, pageQuery)
   // A person typed by name (a tenant with more people than a picker holds) is filtered by their id.
-  const typed = await typedPeople(desk, m, q)
+  const typed = await typedIds(desk, m, q)
   // The people filter names the tenant's people to those who manage the module's records (they may change them);
   // everyone else is offered "Me".
   const [people, result] = await Promise.all([
     desk.can(m, 'update') ? desk.people() : Promise.resolve(nobody),
     (typed.length
-      ? Promise.reject(problems.validation('A person named in the filters was not found.', typed))
+      ? Promise.reject(problems.validation('A person or record named in the filters was not found.', typed))
       : desk.records.find(
           desk.call({ query: { sort: defaultSort, ...q, moduleKey: d.key, limit: listPageSize, count: true } })
         )
@@ -257,6 +269,7 @@ ${items.length ? recordsTable(desk, m, items, names, `${d.title} records`) : htm
     module: m,
     main: html`<div class="head"><h1>${d.title}</h1>${desk.can(m, 'create') ? html`<a class="action" href="/records/${d.key}/new">New ${d.title.toLowerCase()}</a>` : ''}</div>
 ${d.description ? html`<p class="muted">${d.description}</p>` : ''}
+${notice(r.ctx.query.done === 'deleted' ? 'The record was deleted. It stays in the audit log.' : undefined)}
 ${filterForm(desk, m, shown, people)}
 ${exportControls(desk, m, shown)}
 ${body}`

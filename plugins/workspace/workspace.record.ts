@@ -22,10 +22,13 @@ const isEmpty = (v: unknown) => v === undefined || v === null || v === '' || (Ar
 function fieldList(fields: FieldDefinition[], rec: RecordView, names: Names): SafeHtml {
   const filled = fields.filter((f) => !isEmpty(rec.payload[f.key]))
   const empty = fields.filter((f) => isEmpty(rec.payload[f.key]))
+  // A computed field says so: nobody typed it, the platform worked it out from the others.
+  const label = (f: FieldDefinition) =>
+    'computed' in f && f.computed ? html`${f.label ?? f.key} <span class="muted">(computed)</span>` : (f.label ?? f.key)
   return html`<dl class="fields">${filled.map((f) =>
     f.type === 'group'
-      ? html`<dt class="wide">${f.label ?? f.key}</dt><dd class="wide">${showValue(f, rec.payload[f.key], names)}</dd>`
-      : html`<dt>${f.label ?? f.key}</dt><dd>${showValue(f, rec.payload[f.key], names)}</dd>`
+      ? html`<dt class="wide">${label(f)}</dt><dd class="wide">${showValue(f, rec.payload[f.key], names)}</dd>`
+      : html`<dt>${label(f)}</dt><dd>${showValue(f, rec.payload[f.key], names)}</dd>`
   )}</dl>${empty.length ? html`<p class="muted">Not filled in yet: ${empty.map((f) => f.label ?? f.key).join(', ')}.</p>` : ''}`
 }
 

@@ -12,6 +12,12 @@ function rolesFor(m: RegisteredModule, key: string): string[] {
     .map(([role]) => role)
 }
 
+/** A role as people say it: `safety-manager` is "a safety manager", `investigator` "an investigator". */
+const aRole = (role: string) => {
+  const words = role.replace(/[-_]+/g, ' ')
+  return `${/^[aeiou]/i.test(words) ? 'an' : 'a'} ${words}`
+}
+
 /**
  * Why this person may not fire the transition on the record as it stands, or undefined when they may: the service's
  * own answer first (a transition it lists as available, or its separation-of-duties refusal), then the state the
@@ -23,6 +29,6 @@ export function whyUnavailable(desk: Desk, m: RegisteredModule, rec: RecordView,
   if (available) return available.refusal?.detail
   if (!t.from.includes(rec.state))
     return `${t.label ?? t.key} does not lead out of ${stateLabel(m, rec.state).toLowerCase()}.`
-  if (!canFire(desk.principal, m, t)) return `Only ${rolesFor(m, key).join(' or ')} may do this.`
+  if (!canFire(desk.principal, m, t)) return `Only ${rolesFor(m, key).map(aRole).join(' or ')} may do this.`
   return 'Not available to you now.'
 }

@@ -244,10 +244,145 @@ t.test('closing by the safety manager who reported it is refused with the four-e
   const ivys = await browsers.ivy.get(`/records/incident/${id}`)
   t.match(
     ivys.html,
-    /<p class="why" id="why-close">Only safety-manager may do this\.<\/p>/,
+    /<p class="why" id="why-close">Only a safety manager may do this\.<\/p>/,
     'a role that may not fire it is told who may'
   )
 })
+
+t.test(
+  'a transition or a delete sent from an older version is explained, and sent again moves or deletes it as it is now',
+  async (t) => {
+    const rec = await apiCreate(incident('Ladder without feet'))
+    const form = await browsers.sam.get(`/records/incident/${rec.id}/transition/start-investigation`)
+    const confirm = await browsers.sam.get(`/records/incident/${rec.id}/delete`)
+    await server.request('PATCH', `/api/v1/records/${rec.id}`, { token: key, body: { payload: { site: 'Ghent' } } })
+
+    const stale = await browsers.sam.post(`/records/incident/${rec.id}/transition/start-investigation`, {
+      submitKey: submitKey(form.html),
+      version: '1',
+      investigationLead: ivy.id
+    })
+    t.equal(stale.status, 412)
+    t.match(textOf(stale.html), /Someone else changed INC-\d{4}-\d{5} after you opened this page, so it was not moved/)
+    t.match(
+      stale.html,
+      new RegExp(
+        `href="/records/incident/${rec.id}">Open the record as it is now</a> to see what changed, or send this form again`
+      ),
+      'with the record as it is now'
+    )
+    t.match(stale.html, /name="version" value="2"/, 'the form now holds the current version')
+    t.match(stale.html, new RegExp(`<option value="${ivy.id}" selected>`), 'and what was chosen')
+    t.equal((await record(rec.id)).state, 'reported', 'nothing moved')
+    const again = await browsers.sam.post(`/records/incident/${rec.id}/transition/start-investigation`, {
+      submitKey: submitKey(stale.html),
+      version: '2',
+      investigationLead: ivy.id
+    })
+    t.equal(again.status, 303, 'sent again, it moves')
+    t.equal((await record(rec.id)).state, 'investigating')
+
+    const staleDelete = await browsers.sam.post(`/records/incident/${rec.id}/delete`, {
+      submitKey: submitKey(confirm.html),
+      version: '1'
+    })
+    t.equal(staleDelete.status, 412)
+    t.match(textOf(staleDelete.html), /so it was not deleted/)
+    t.match(staleDelete.html, new RegExp(`href="/records/incident/${rec.id}">Open the record as it is now</a>`))
+    t.match(staleDelete.html, /name="version" value="3"/, 'the button deletes the record as it is now')
+    t.equal((await record(rec.id)).state, 'investigating', 'the record is still there')
+    const deleted = await browsers.sam.post(`/records/incident/${rec.id}/delete`, {
+      submitKey: submitKey(staleDelete.html),
+      version: '3'
+    })
+    t.equal(deleted.status, 303)
+    t.equal(deleted.location, '/records/incident?done=deleted')
+    const list = await browsers.sam.get(deleted.location!)
+    t.match(list.html, /role="status">The record was deleted\. It stays in the audit log\./, 'the list says so')
+  }
+)
+
+t.test("the report form carries the module's hints: required fields, lengths and ranges", async (t) => {
+  const form = await browsers.rita.get('/records/incident/new')
+  t.match(
+    form.html,
+    /<input type="text" id="f-title" name="title"[^>]* required aria-required="true"[^>]* maxlength="200">/
+  )
+  t.match(form.html, /<input type="text" id="f-site" name="site"[^>]* required[^>]* maxlength="120">/)
+  t.match(form.html, /<input type="number" step="1" inputmode="numeric" id="f-injuredPeople"[^>]* min="0" max="10000">/)
+  t.match(form.html, /<input type="number" step="any" inputmode="decimal" id="f-lostTimeDays"[^>]* min="0">/)
+  t.match(
+    form.html,
+    /<select id="f-severity" name="severity"[^>]* required[^>]*><option value="">[^<]*<\/option><option value="low">Low<\/option>/
+  )
+  t.notMatch(form.html, /id="f-medicalDetails"/, 'no control for a field the reporter may not read')
+})
+
+t.test(
+  "a closed incident's concluded fields are read-only to the investigator and the health officer; a reporter has no edit form",
+  async (t) => {
+    const rec = await apiCreate(incident('Burn from steam line', { investigationLead: ivy.id }))
+    for (const [transition, payload] of [
+      ['start-investigation', { investigationLead: ivy.id }],
+      ['record-root-cause', { rootCause: 'Lagging missing on the steam line' }]
+    ] as const) {
+      const res = await server.request('POST', `/api/v1/records/${rec.id}:transition`, {
+        token: key,
+        body: { transition, payload }
+      })
+      t.equal(res.status, 200, transition)
+    }
+    const samForm = await browsers.sam.get(`/records/incident/${rec.id}/transition/close`)
+    const closed = await browsers.sam.post(`/records/incident/${rec.id}/transition/close`, {
+      submitKey: submitKey(samForm.html),
+      version: '3',
+      closureNote: 'Lagging replaced'
+    })
+    t.equal(closed.status, 303, 'closed by a safety manager who did not create it')
+    for (const [who, browser] of [
+      ['the investigator', browsers.ivy],
+      ['the health officer', browsers.hana]
+    ] as const) {
+      const form = await browser.get(`/records/incident/${rec.id}/edit`)
+      t.equal(form.status, 200, `${who} may edit`)
+      for (const field of ['title', 'site', 'rootCause', 'closureNote'])
+        t.notMatch(form.html, new RegExp(`name="${field}"`), `${who}: no control for ${field}`)
+      t.match(
+        textOf(form.html),
+        /Root cause Lagging missing on the steam line Locked while the record is closed\./,
+        `${who}: the root cause is shown read-only, with why`
+      )
+      t.match(form.html, /id="f-immediateActions" name="immediateActions"/, `${who}: a field not locked is editable`)
+      t.equal(/name="medicalDetails"/.test(form.html), who === 'the health officer', `${who}: medical details`)
+      const forced = await browser.post(`/records/incident/${rec.id}/edit`, {
+        submitKey: submitKey(form.html),
+        version: '4',
+        rootCause: 'Rewritten'
+      })
+      t.equal(
+        (await record(rec.id)).payload.rootCause,
+        'Lagging missing on the steam line',
+        `${who}: a forged field is not written (${forced.status})`
+      )
+    }
+    t.equal((await browsers.rita.get(`/records/incident/${rec.id}/edit`)).status, 404, 'the reporter does not see it')
+    const reportForm = await browsers.rita.get('/records/incident/new')
+    const reported = await browsers.rita.post('/records/incident/new', {
+      submitKey: submitKey(reportForm.html),
+      title: 'Steam leak by the boiler',
+      description: 'Hissing from a flange',
+      occurredAt: '2026-11-22T07:15',
+      site: 'Leeds DC',
+      category: 'near-miss',
+      severity: 'low'
+    })
+    const own = reported.location!.split('?')[0]
+    const ownPage = await browsers.rita.get(own)
+    t.equal(ownPage.status, 200, 'the reporter sees what they reported')
+    t.notMatch(ownPage.html, /Edit details/, 'with no edit link')
+    t.equal((await browsers.rita.get(`${own}/edit`)).status, 403, 'and no edit form')
+  }
+)
 
 t.test('an edit made from a stale version is refused as a conflict and keeps what was typed', async (t) => {
   const rec = await apiCreate(incident('Noise complaint'))

@@ -1,0 +1,197 @@
+import t from '../helpers/tap.ts'
+import { signInBrowser } from '../helpers/pages.ts'
+import { defaultTenants, startTestServer } from '../helpers/server.ts'
+
+/**
+ * The workspace's lists and home page over HTTP, as a browser without JavaScript uses them: a list's order and its
+ * pages, a reference filtered by the number people know a record by, what home leaves out (records in a final state)
+ * and what it adds (overdue records), and computed fields shown as such.
+ */
+const server = await startTestServer({
+  limits: { signInAttemptsPerMinute: 100 },
+  tenants: {
+    ...defaultTenants,
+    acme: { ...defaultTenants.acme, modules: [...defaultTenants.acme.modules, 'risk-assessment'] }
+  }
+})
+t.teardown(() => server.close())
+
+const password = 'correct horse battery staple'
+const make = (userName: string, displayName: string, roles: string[]) =>
+  server.platform.users.create('acme', { userName, displayName, password, roles })
+await make('sam', 'Sam Safety', ['safety-manager'])
+const ivy = await make('ivy', 'Ivy Investigator', ['investigator'])
+const key = server.keys.acme
+const sam = await signInBrowser(server, 'sam', password)
+const ivys = await signInBrowser(server, 'ivy', password)
+
+const textOf = (html: string) =>
+  html
+    .replace(/<style[\s\S]*?<\/style>/g, '')
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .replace(/&quot;/g, '"')
+/** The text of each row's first data cells: number, then the summary columns, in the order the table shows them. */
+const rows = (html: string) =>
+  [...html.matchAll(/<tr><td><a href="\/records\/[^"]+">([^<]+)<\/a><\/td>(.*?)<\/tr>/g)].map((m) => ({
+    number: m[1],
+    cells: [...m[2].matchAll(/<td[^>]*>(.*?)<\/td>/g)].map((c) => textOf(c[1]).trim())
+  }))
+
+async function create(moduleKey: string, payload: Record<string, unknown>) {
+  const res = await server.request('POST', '/api/v1/records', { token: key, body: { moduleKey, payload } })
+  if (res.status !== 201) throw new Error(`create: ${res.status} ${res.text}`)
+  return res.body as { id: string; number: string }
+}
+async function fire(id: string, transition: string, payload: Record<string, unknown> = {}) {
+  const res = await server.request('POST', `/api/v1/records/${id}:transition`, {
+    token: key,
+    body: { transition, payload }
+  })
+  if (res.status !== 200) throw new Error(`${transition}: ${res.status} ${res.text}`)
+}
+const incident = (title: string, site: string, extra: Record<string, unknown> = {}) => ({
+  title,
+  description: 'Seen on the morning walk',
+  occurredAt: '2026-11-20T09:30:00.000Z',
+  site,
+  category: 'near-miss',
+  severity: 'low',
+  ...extra
+})
+
+t.test(
+  'a list sorted by a field shows that order, and its pages go on by the cursor with the filters kept',
+  async (t) => {
+    const sites = ['Utrecht', 'Aarhus', 'Mons', 'Bergen', 'Zwolle']
+    for (let i = 0; i < 53; i++) await create('incident', incident(`Paged ${i + 1}`, sites[i % sites.length]))
+    const first = await sam.get('/records/incident?q=paged&sort=payload.site')
+    t.equal(first.status, 200)
+    t.match(first.html, /53 records/)
+    const shown = rows(first.html)
+    t.equal(shown.length, 50, 'fifty a page')
+    const siteColumn = shown.map((r) => r.cells[1])
+    t.same(
+      siteColumn,
+      [...siteColumn].sort((a, b) => a.localeCompare(b)),
+      'in the order of the site'
+    )
+    t.equal(siteColumn[0], 'Aarhus')
+    const next = /<a href="([^"]+)" rel="next">Next page<\/a>/.exec(first.html)
+    t.ok(next, 'a next page')
+    const nextHref = next![1].replace(/&amp;/g, '&')
+    t.match(nextHref, /q=paged/, 'the search is kept')
+    t.match(nextHref, /sort=payload\.site/, 'and the order')
+    const second = await sam.get(nextHref)
+    t.equal(second.status, 200)
+    const rest = rows(second.html)
+    t.equal(rest.length, 3, 'the last three')
+    t.same(
+      rest.map((r) => r.cells[1]),
+      ['Zwolle', 'Zwolle', 'Zwolle']
+    )
+    t.notOk(new Set(shown.map((r) => r.number)).has(rest[0].number), 'no record twice')
+    t.match(second.html, /<a href="\/records\/incident\?q=paged&amp;sort=payload\.site">First page<\/a>/)
+    t.notMatch(second.html, /rel="next"/, 'and no page after it')
+  }
+)
+
+t.test('a reference is filtered by the number people know its record by', async (t) => {
+  const leak = await create('incident', incident('Oil leak at the press', 'Mons'))
+  const other = await create('incident', incident('Trip on a cable', 'Mons'))
+  const action = (title: string, incidentId: string) =>
+    create('corrective-action', { title, incident: incidentId, kind: 'corrective' })
+  await action('Replace the press seals', leak.id)
+  await action('Drip trays under the press', leak.id)
+  await action('Cable covers in aisle 3', other.id)
+
+  const form = await sam.get('/records/corrective-action')
+  t.match(
+    form.html,
+    /<label for="filter-incident">Incident<\/label><input type="text" id="filter-incident" name="payload\[incident\]"/
+  )
+  const page = await sam.get(`/records/corrective-action?payload[incident]=${leak.number.toLowerCase()}`)
+  t.equal(page.status, 200)
+  t.same(
+    rows(page.html)
+      .map((r) => r.cells[0])
+      .sort(),
+    ['Drip trays under the press', 'Replace the press seals'],
+    'the actions of that incident, its number typed in any case'
+  )
+  t.match(
+    page.html,
+    new RegExp(`name="payload\\[incident\\]" value="${leak.number.toLowerCase()}"`),
+    'the filter shows what was typed'
+  )
+  const byId = await sam.get(`/records/corrective-action?payload[incident]=${other.id}`)
+  t.same(
+    rows(byId.html).map((r) => r.cells[0]),
+    ['Cable covers in aisle 3'],
+    'an id from a shared link works too'
+  )
+  const nowhere = await sam.get('/records/corrective-action?payload[incident]=INC-1999-99999')
+  t.equal(nowhere.status, 400)
+  t.match(
+    textOf(nowhere.html),
+    /names no incident you may open \("INC-1999-99999"\): type its number, e\.g\. INC-\d{4}-00001/
+  )
+})
+
+t.test('home leaves out records in a final state and lists the overdue ones', async (t) => {
+  const open = await create('incident', incident('Open with Ivy leading', 'Bergen'))
+  await fire(open.id, 'start-investigation', { investigationLead: ivy.id })
+  const done = await create('incident', incident('Closed with Ivy leading', 'Bergen'))
+  await fire(done.id, 'start-investigation', { investigationLead: ivy.id })
+  await fire(done.id, 'record-root-cause', { rootCause: 'A loose cable' })
+  // Closing is refused to whoever created it (the key): Sam, a safety manager, closes it.
+  const closeForm = await sam.get(`/records/incident/${done.id}/transition/close`)
+  const closed = await sam.post(`/records/incident/${done.id}/transition/close`, {
+    submitKey: /name="submitKey" value="([^"]+)"/.exec(closeForm.html)![1],
+    version: '3',
+    closureNote: 'Cable clipped to the wall'
+  })
+  t.equal(closed.status, 303)
+
+  const ivyHome = await ivys.get('/records')
+  const lead = /<section[^>]*><h2 id="h-Incident-Investigation-lead-is-me">[\s\S]*?<\/section>/.exec(ivyHome.html)
+  t.ok(lead, 'a section of the incidents Ivy leads')
+  t.match(lead![0], /Open with Ivy leading/)
+  t.notMatch(lead![0], /Closed with Ivy leading/, 'not the closed one')
+
+  const late = await create('corrective-action', {
+    title: 'Guard rail on the mezzanine',
+    incident: open.id,
+    kind: 'corrective'
+  })
+  await fire(late.id, 'start', { owner: ivy.id, dueDate: '2020-01-01' })
+  await create('corrective-action', {
+    title: 'Not due yet',
+    incident: open.id,
+    kind: 'preventive',
+    dueDate: '2099-01-01'
+  })
+  const samHome = await sam.get('/records')
+  const overdue = /<section[^>]*><h2 id="h-Corrective-action-overdue">([\s\S]*?)<\/section>/.exec(samHome.html)
+  t.ok(overdue, 'a section of the overdue corrective actions')
+  t.match(overdue![1], /Guard rail on the mezzanine/)
+  t.notMatch(overdue![1], /Not due yet/)
+  t.match(overdue![1], /href="\/records\/corrective-action\?overdue=true[^"]*">See all/, 'linked to the list of them')
+})
+
+t.test('a computed field is shown as computed on the record page, and is not a control of its forms', async (t) => {
+  const ra = await create('risk-assessment', {
+    title: 'Loading bay reversing',
+    site: 'Aarhus',
+    likelihood: 3,
+    severity: 4
+  })
+  const page = await sam.get(`/records/risk-assessment/${ra.id}`)
+  t.equal(page.status, 200)
+  t.match(textOf(page.html), /Risk score \(computed\) 12/)
+  t.match(textOf(page.html), /Risk rating \(computed\) High/, 'with its choice label')
+  t.notMatch(textOf(page.html), /Likelihood \(1-5\) \(computed\)/, 'a typed field is not marked')
+  const form = await sam.get(`/records/risk-assessment/${ra.id}/edit`)
+  t.notMatch(form.html, /name="riskScore"/, 'nobody types it')
+  t.match(form.html, /id="f-likelihood" name="likelihood"[^>]* min="1" max="5"/, 'what it is computed from is')
+})
