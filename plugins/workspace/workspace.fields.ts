@@ -209,8 +209,9 @@ export const fieldUi: { [T in FieldType]: FieldUi } = {
         ? html`<a href="/records/${ref.moduleKey}/${v}">${ref.number}</a>`
         : html`<span class="muted">A record you cannot open</span>`
     },
+    // The record's number, as people know it (the page finds the record by it); an id it cannot name stays an id.
     input: (f, v, c) =>
-      html`<input type="text"${aria(c)} value="${text(v)}" placeholder="Record number or id of ${(f as { module: string }).module}" spellcheck="false">`,
+      html`<input type="text"${aria(c)} value="${typeof v === 'string' ? (c.names?.records.get(v)?.number ?? v) : text(v)}" placeholder="Record number or id of ${(f as { module: string }).module}" autocomplete="off" spellcheck="false">`,
     read: readText
   },
   group: {

@@ -1,5 +1,6 @@
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition, GroupMember } from '../../core/modules/types.ts'
+import { isUuid } from '../../core/validation.ts'
 import {
   html,
   PageError,
@@ -164,29 +165,35 @@ function peopleFor(desk: Desk, ff: FormFields): Promise<People> {
 }
 
 /**
- * A typed name of a user field (a tenant with more people than a picker holds) made the person's id, or a problem
- * beside the field when it names nobody or several; ids (a picker's values) pass as they are.
+ * The people and records a form names as people know them made ids: a user typed by name (a tenant with more people
+ * than a picker holds), a referenced record by its number (`INC-2026-00042`, in any case); an id stays as it is. What
+ * names nobody, or several, or no record the person may open, is a problem beside the field.
  */
-async function resolvePeople(
+async function resolveNamed(
   desk: Desk,
   fields: FieldDefinition[],
   values: Record<string, unknown>,
   problems: Map<string, string[]>
 ) {
-  const resolve = async (v: unknown, key: string, where = ''): Promise<unknown> => {
-    if (typeof v !== 'string' || /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)) return v
-    const found = await desk.personNamed(v)
+  const resolve = async (f: FieldDefinition, v: unknown, key: string, where = ''): Promise<unknown> => {
+    if (typeof v !== 'string' || isUuid(v)) return v
+    const found =
+      f.type === 'user'
+        ? await desk.personNamed(v)
+        : f.type === 'recordRef'
+          ? await desk.recordNumbered(f.module, v)
+          : undefined
+    if (!found) return v
     if ('id' in found) return found.id
     problems.set(key, [...(problems.get(key) ?? []), `${where}${found.problem}`])
     return v
   }
   for (const f of fields) {
-    if (f.type === 'user' && f.key in values) values[f.key] = await resolve(values[f.key], f.key)
+    if (f.key in values) values[f.key] = await resolve(f, values[f.key], f.key)
     if (f.type === 'group' && Array.isArray(values[f.key]))
       for (const [i, item] of (values[f.key] as Array<Record<string, unknown>>).entries())
         for (const m of f.fields)
-          if (m.type === 'user' && m.key in item)
-            item[m.key] = await resolve(item[m.key], f.key, `row ${i + 1}: ${m.label ?? m.key} `)
+          if (m.key in item) item[m.key] = await resolve(m, item[m.key], f.key, `row ${i + 1}: ${m.label ?? m.key} `)
   }
 }
 
@@ -290,7 +297,7 @@ export async function create(r: PageRequest) {
   const ff = createFields(desk, m)
   const writable = ff.fields.filter((f) => !ff.readOnly.has(f.key))
   const { values, problems } = readFields(writable, posted.form)
-  await resolvePeople(desk, writable, values, problems)
+  await resolveNamed(desk, writable, values, problems)
   if (problems.size) return renderCreate(desk, m, 400, { values, problems, top: [] }, key)
   try {
     const rec = (await submitOnce(() =>
@@ -437,7 +444,7 @@ export async function edit(r: PageRequest) {
   const ff = editFields(desk, m, rec)
   const editable = ff.fields.filter((f) => !ff.readOnly.has(f.key))
   const { values, problems } = readFields(editable, posted.form)
-  await resolvePeople(desk, editable, values, problems)
+  await resolveNamed(desk, editable, values, problems)
   const shown = { ...rec.payload, ...values }
   for (const f of editable) if (!(f.key in values)) delete shown[f.key]
   if (problems.size) return renderEdit(desk, m, rec, 400, { values: shown, problems, top: [] }, version, key)
@@ -546,7 +553,7 @@ export async function transition(r: PageRequest) {
   const ff = transitionFields(desk, m, key)
   const editable = ff.fields.filter((f) => !ff.readOnly.has(f.key))
   const { values, problems } = readFields(editable, posted.form)
-  await resolvePeople(desk, editable, values, problems)
+  await resolveNamed(desk, editable, values, problems)
   const shown = { ...rec.payload, ...values }
   if (problems.size)
     return renderTransition(desk, m, rec, key, 400, { values: shown, problems, top: [] }, comment, submitKey)

@@ -195,3 +195,48 @@ t.test('a computed field is shown as computed on the record page, and is not a c
   t.notMatch(form.html, /name="riskScore"/, 'nobody types it')
   t.match(form.html, /id="f-likelihood" name="likelihood"[^>]* min="1" max="5"/, 'what it is computed from is')
 })
+
+t.test('a form names a referenced record by its number, and shows it by its number when edited', async (t) => {
+  const spill = await create('incident', incident('Solvent spill in store 2', 'Bergen'))
+  const form = await sam.get('/records/corrective-action/new')
+  const submit = /name="submitKey" value="([^"]+)"/.exec(form.html)![1]
+  const wrong = await sam.post('/records/corrective-action/new', {
+    submitKey: submit,
+    title: 'Bund the solvent store',
+    incident: 'INC-1999-00001',
+    kind: 'preventive'
+  })
+  t.equal(wrong.status, 400, 'a number of no incident is refused')
+  t.match(
+    textOf(wrong.html),
+    /Incident names no incident you may open \("INC-1999-00001"\)/,
+    'beside the field that named it'
+  )
+  const made = await sam.post('/records/corrective-action/new', {
+    submitKey: /name="submitKey" value="([^"]+)"/.exec(wrong.html)![1],
+    title: 'Bund the solvent store',
+    incident: ` ${spill.number.toLowerCase()} `,
+    kind: 'preventive'
+  })
+  t.equal(made.status, 303, 'its number, in any case, names it')
+  const id = /corrective-action\/([0-9a-f-]{36})/.exec(made.location!)![1]
+  const stored = await server.request('GET', `/api/v1/records/${id}`, { token: key })
+  t.equal(stored.body.payload.incident, spill.id, 'stored as the incident id')
+  const page = await sam.get(`/records/corrective-action/${id}`)
+  t.match(page.html, new RegExp(`<a href="/records/incident/${spill.id}">${spill.number}</a>`), 'linked by its number')
+  const edit = await sam.get(`/records/corrective-action/${id}/edit`)
+  t.match(
+    edit.html,
+    new RegExp(`id="f-incident" name="incident"[^>]* value="${spill.number}"`),
+    'the edit form shows it'
+  )
+  const saved = await sam.post(`/records/corrective-action/${id}/edit`, {
+    submitKey: /name="submitKey" value="([^"]+)"/.exec(edit.html)![1],
+    version: '1',
+    title: 'Bund the solvent store',
+    incident: spill.number,
+    kind: 'preventive'
+  })
+  t.equal(saved.status, 303)
+  t.match(saved.location!, /done=unchanged/, 'saving it unchanged changes nothing')
+})
