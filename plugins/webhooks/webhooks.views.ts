@@ -99,7 +99,7 @@ function actions(w: WebhookOut, csrfToken: string): SafeHtml {
   const form = (action: string, button: string, aria: string, secondary: boolean) =>
     html`<form method="post" action="${webhooksPagePath}/${w.id}/${action}"><input type="hidden" name="csrf" value="${csrfToken}"><button type="submit"${secondary ? html` class="secondary"` : ''} aria-label="${aria}">${button}</button></form>`
   // Only an enabled subscription is sent a test now; a disabled one first needs resuming.
-  return html`<div class="actions">${w.enabled ? form('test', 'Send test event', `Send a test event to ${label}`, true) : form('resume', 'Resume', `Resume ${label}`, false)}<a href="${webhooksPagePath}/${w.id}/edit" aria-label="Edit ${label}">Edit</a><a href="${webhooksPagePath}/${w.id}/delete" aria-label="Delete ${label}">Delete…</a></div>`
+  return html`<div class="actions">${w.enabled ? form('test', 'Send test event', `Send test event to ${label}`, true) : form('resume', 'Resume', `Resume ${label}`, false)}<a href="${webhooksPagePath}/${w.id}/edit" aria-label="Edit ${label}">Edit</a><a href="${webhooksPagePath}/${w.id}/delete" aria-label="Delete ${label}">Delete…</a></div>`
 }
 
 function subscriptionCard(v: WebhooksView, w: WebhookOut, attempts: DeliveryAttempt[], csrfToken: string): SafeHtml {
