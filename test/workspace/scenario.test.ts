@@ -77,7 +77,7 @@ async function scenario() {
   /** A picture of the page (the whole page, or on a phone what the screen shows) when SCREENSHOT_DIR is set. */
   const shot = async (p: Page, name: string, fullPage = true) => {
     if (process.env.SCREENSHOT_DIR)
-      await p.screenshot({ path: join(process.env.SCREENSHOT_DIR, `${name}.png`), fullPage })
+      await p.screenshot({ path: join(process.env.SCREENSHOT_DIR, `workspace-${name}.png`), fullPage })
   }
   const cspViolations: string[] = []
 
