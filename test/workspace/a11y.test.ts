@@ -412,36 +412,7 @@ async function browserTests() {
       if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text())
     })
     await p.goto('/sign-in?next=/records/incident/new')
-    const focused = () =>
-      p.evaluate<{ id: string; name: string; ring: boolean; style: string }>(`(() => {
-        const e = document.activeElement
-        const style = getComputedStyle(e)
-        return {
-          id: e.id || e.tagName.toLowerCase(),
-          name: e.getAttribute('name') || (e.innerText || '').trim(),
-          // A date box's parts take the focus in turn inside it, each shown highlighted, while the box itself stops
-          // matching :focus-visible: its ring is the highlighted part.
-          ring:
-            (style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0) ||
-            style.boxShadow !== 'none' ||
-            ['date', 'datetime-local', 'time'].includes(e.type),
-          style: [style.outlineStyle, style.outlineWidth, style.boxShadow, e.matches(':focus-visible')].join(' ')
-        }
-      })()`)
-    const visited: string[] = []
-    /** Presses Tab until the control `id` has the focus (at most `max` times), as a person moves through a page. */
-    const tabTo = async (id: string, max = 40) => {
-      // A page may put the focus there itself (autofocus).
-      if ((await focused()).id === id) return
-      for (let i = 0; i < max; i++) {
-        await p.keyboard.press('Tab')
-        const f = await focused()
-        visited.push(f.id)
-        if (!f.ring) t.fail(`${f.id} (${f.name}) has the focus and shows no focus ring (${f.style})`)
-        if (f.id === id) return
-      }
-      throw new Error(`Tab never reached #${id}; it went through ${visited.slice(-max).join(', ')}`)
-    }
+    const { tabTo, tabToNamed, visited } = keyboardOf(p, t)
     await tabTo('tenant')
     await p.keyboard.type('acme')
     await tabTo('userName')
@@ -471,20 +442,98 @@ async function browserTests() {
     await p.keyboard.type('low')
     t.equal(await p.locator('#f-severity').inputValue(), 'low')
     // On to the button that sends the form, past the optional fields.
-    for (let i = 0; i < 60; i++) {
-      await p.keyboard.press('Tab')
-      const f = await focused()
-      if (!f.ring) t.fail(`${f.id} (${f.name}) has the focus and shows no focus ring (${f.style})`)
-      if (f.name === 'Create incident') break
-    }
-    t.equal((await focused()).name, 'Create incident', 'the submit button is reached by Tab')
+    await tabToNamed('Create incident', 60)
+    t.pass('the submit button is reached by Tab')
     await p.keyboard.press('Enter')
     await p.waitForURL(/\/records\/incident\/[0-9a-f-]{36}/)
     t.match(await p.getByRole('heading', { level: 1 }).innerText(), /^INC-\d{4}-\d{5}: Keyboard-only report/)
     t.equal(await atEachWidth(p, new URL(p.url()).pathname), '', "the reporter's record page (transitions not theirs)")
   })
 
+  await t.test('a safety manager starts an investigation from the record page with the keyboard alone', async (t) => {
+    const fresh = await server.request('POST', '/api/v1/records', {
+      body: { moduleKey: 'incident', payload: incidentPayload({ title: 'Keyboard-only move: loose handrail' }) }
+    })
+    t.equal(fresh.status, 201)
+    const keyboard = await browser.newContext({ baseURL: server.url, viewport: widths[0].viewport })
+    t.teardown(() => keyboard.close())
+    keyboard.setDefaultTimeout(10_000)
+    const p = await keyboard.newPage()
+    p.on('console', (m) => {
+      if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text())
+    })
+    const at = `/records/incident/${fresh.body.id as string}`
+    await p.goto(`/sign-in?next=${at}`)
+    const { tabTo, tabToNamed } = keyboardOf(p, t)
+    await tabTo('tenant')
+    await p.keyboard.type('acme')
+    await tabTo('userName')
+    await p.keyboard.type('ada')
+    await tabTo('password')
+    await p.keyboard.type(password)
+    await p.keyboard.press('Enter')
+    await p.waitForURL((u) => u.pathname === at)
+    await tabToNamed('Start investigation', 80)
+    await p.keyboard.press('Enter')
+    await p.waitForURL((u) => u.pathname === `${at}/transition/start-investigation`)
+    await tabTo('f-investigationLead')
+    await p.keyboard.type('Ada')
+    t.equal(await p.locator('#f-investigationLead').inputValue(), ada.id, 'the lead picked by typing a name')
+    await tabToNamed('Start investigation')
+    await p.keyboard.press('Enter')
+    await p.waitForURL((u) => u.pathname === at && u.searchParams.get('done') === 'moved')
+    t.match(await p.locator('.badge').first().innerText(), /Under investigation/, 'the record moved on')
+  })
+
   await t.test('no page broke its Content-Security-Policy', async (t) => {
     t.same(cspViolations, [])
   })
+}
+
+/**
+ * Moving through a page with Tab as a person does: `tabTo` a control by id, `tabToNamed` a link or button by its text,
+ * each step failing the test when the focused element shows no focus ring.
+ */
+function keyboardOf(p: Page, t: Test) {
+  const focused = () =>
+    p.evaluate<{ id: string; name: string; ring: boolean; style: string }>(`(() => {
+      const e = document.activeElement
+      const style = getComputedStyle(e)
+      return {
+        id: e.id || e.tagName.toLowerCase(),
+        name: e.getAttribute('name') || (e.innerText || '').trim(),
+        // A date box's parts take the focus in turn inside it, each shown highlighted, while the box itself stops
+        // matching :focus-visible: its ring is the highlighted part.
+        ring:
+          (style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0) ||
+          style.boxShadow !== 'none' ||
+          ['date', 'datetime-local', 'time'].includes(e.type),
+        style: [style.outlineStyle, style.outlineWidth, style.boxShadow, e.matches(':focus-visible')].join(' ')
+      }
+    })()`)
+  const visited: string[] = []
+  /** Presses Tab until the control `id` has the focus (at most `max` times), as a person moves through a page. */
+  const tabTo = async (id: string, max = 40) => {
+    // A page may put the focus there itself (autofocus).
+    if ((await focused()).id === id) return
+    for (let i = 0; i < max; i++) {
+      await p.keyboard.press('Tab')
+      const f = await focused()
+      visited.push(f.id)
+      if (!f.ring) t.fail(`${f.id} (${f.name}) has the focus and shows no focus ring (${f.style})`)
+      if (f.id === id) return
+    }
+    throw new Error(`Tab never reached #${id}; it went through ${visited.slice(-max).join(', ')}`)
+  }
+  const tabToNamed = async (name: string, max = 40) => {
+    for (let i = 0; i < max; i++) {
+      await p.keyboard.press('Tab')
+      const f = await focused()
+      visited.push(f.id)
+      if (!f.ring) t.fail(`${f.id} (${f.name}) has the focus and shows no focus ring (${f.style})`)
+      if (f.name === name) return
+    }
+    throw new Error(`Tab never reached "${name}"; it went through ${visited.slice(-max).join(', ')}`)
+  }
+  return { tabTo, tabToNamed, visited }
 }
