@@ -68,6 +68,58 @@
     }
   }
 
+  // GraphiQL's editors (CodeMirror 5) leave two things undone: the text area each one types
+  // into has no name, and the pane that scrolls its lines takes no keyboard focus (CodeMirror
+  // gives it tabindex -1). Done here for every editor GraphiQL draws, now and later (a new tab,
+  // the result of a run): the text area is named after its editor, the pane joins the tab order
+  // as a named region, so a keyboard can scroll a long query or result. Only attributes that
+  // GraphiQL leaves unset, and only once per element: GraphiQL's own, if it ever sets them, win.
+  function editorName(editor) {
+    if (editor.closest('.graphiql-query-editor')) return 'Query editor'
+    if (editor.closest('.graphiql-response')) return 'Response'
+    var tool = editor.closest('.graphiql-editor-tool')
+    // The section below the query editor: its first editor the variables, its second the headers.
+    if (tool)
+      return tool.querySelectorAll('.graphiql-editor')[1] === editor.closest('.graphiql-editor')
+        ? 'Headers'
+        : 'Variables'
+    return 'Editor'
+  }
+  function nameEditors() {
+    root.querySelectorAll('.CodeMirror').forEach(function (editor) {
+      var input = editor.querySelector('textarea')
+      var pane = editor.querySelector(':scope > .CodeMirror-scroll')
+      var inputDone = !input || input.hasAttribute('aria-label')
+      var paneDone = !pane || pane.hasAttribute('aria-label')
+      if (inputDone && paneDone) return
+      var name = editorName(editor)
+      if (!inputDone) input.setAttribute('aria-label', name)
+      if (!paneDone) {
+        pane.setAttribute('tabindex', '0')
+        pane.setAttribute('role', 'region')
+        pane.setAttribute('aria-label', name + ' (scrollable)')
+      }
+    })
+  }
+  new window.MutationObserver(nameEditors).observe(root, { childList: true, subtree: true })
+
+  // In an editor Tab indents (CodeMirror's), so a keyboard could not leave it (WCAG 2.1.2). Escape, then Tab or
+  // Shift+Tab, moves the focus on as anywhere else: the Tab is kept from the editor (stopped on its way down, in the
+  // capture phase) and left to the browser. Any other key in between makes Tab indent again.
+  var leaving = false
+  root.addEventListener(
+    'keydown',
+    function (e) {
+      if (!e.target.closest || !e.target.closest('.CodeMirror')) return
+      if (e.key === 'Escape') leaving = true
+      else if (e.key === 'Tab' && leaving) {
+        leaving = false
+        e.stopPropagation()
+      } else if (e.key !== 'Shift') leaving = false
+    },
+    true
+  )
+
   root.textContent = ''
   ReactDOM.createRoot(root).render(
     React.createElement(GraphiQL, {

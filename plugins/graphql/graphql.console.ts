@@ -134,7 +134,7 @@ async function showConsole(r: PageRequest) {
       head: consoleAssetTags(r.nonce),
       main: html`<main class="console">
 <h1>GraphQL console</h1>
-<p class="intro hint">Queries and mutations run as you, with your roles: the schema holds your organisation's modules and the fields you may read, and a mutation changes records as REST would. Programs send the same requests to <code>/${graphqlPath}</code> with a token (<a href="/settings/api-keys">API keys and tokens</a>); the schema as SDL: <a href="/${sdlPath}">/${sdlPath}</a>.</p>
+<p class="intro hint">Queries and mutations run as you, with your roles: the schema holds your organisation's modules and the fields you may read, and a mutation changes records as REST would. Programs send the same requests to <code>/${graphqlPath}</code> with a token (<a href="/settings/api-keys">API keys and tokens</a>); the schema as SDL: <a href="/${sdlPath}">/${sdlPath}</a>. In an editor, Tab indents: press Esc, then Tab, to move on.</p>
 <div id="graphiql" data-endpoint="/${graphqlPath}" data-csrf="${session.csrfToken}" data-storage="${p.tenantId}:${p.userId ?? p.credentialId}" data-query="${exampleQuery(r.platform, p)}"><p class="hint">Loading the console…</p><noscript><p class="hint">The console needs JavaScript.</p></noscript></div>
 </main>`
     })

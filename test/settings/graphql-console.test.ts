@@ -5,13 +5,15 @@ import { join } from 'node:path'
 import t from '../helpers/tap.ts'
 import type { Browser, Page } from 'playwright-core'
 import { projectRoot } from '../../core/paths.ts'
+import { axeReport } from '../helpers/axe.ts'
 import { chromiumMissing, launchChromium } from '../helpers/browser.ts'
 import { incidentPayload, startTestServer } from '../helpers/server.ts'
 
 /**
  * The GraphQL console (/settings/graphql) as a person uses it, in Debian's headless
  * Chromium: sign in, open it, run the example query it opens with, read the tenant's
- * records in the result. UPDATE_SCREENSHOTS=1 writes docs/images/graphql-console.png.
+ * records in the result; and axe-core (test/helpers/axe.ts) finds no WCAG 2.0/2.1 A or AA
+ * violation on it. UPDATE_SCREENSHOTS=1 writes docs/images/graphql-console.png.
  */
 const skip = chromiumMissing((m) => t.fail(m))
 if (skip) t.plan(0, skip)
@@ -23,6 +25,28 @@ function editorText(page: Page, selector: string): Promise<string> {
     .locator(`${selector} .CodeMirror`)
     .first()
     .evaluate((el) => (el as any).CodeMirror.getValue() as string)
+}
+
+/** Signs in on the sign-in page the console sent `page` to, and waits for the console. */
+async function signIn(page: Page, userName: string, password: string) {
+  await page.getByLabel('Organisation').fill('acme')
+  await page.getByLabel('User name').fill(userName)
+  await page.getByLabel('Password').fill(password)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.waitForURL('**/settings/graphql')
+  await page.getByRole('heading', { name: 'GraphQL console' }).waitFor()
+}
+
+/** Runs the query in the editor and waits for its result in the response pane. */
+async function runQuery(page: Page) {
+  await page.getByRole('button', { name: 'Execute query' }).click()
+  await page.waitForFunction(() =>
+    (
+      document
+        .querySelector<HTMLElement & { CodeMirror?: { getValue(): string } }>('.graphiql-response .CodeMirror')
+        ?.CodeMirror?.getValue() ?? ''
+    ).includes('"data"')
+  )
 }
 
 async function consoleTests() {
@@ -38,6 +62,14 @@ async function consoleTests() {
     displayName: 'Sam Okafor',
     password,
     roles: ['safety-manager']
+  })
+  // The accessibility check's users besides sam: an administrator and a reporter.
+  await server.platform.users.create('acme', { userName: 'ada', displayName: 'Ada Admin', password, roles: ['admin'] })
+  await server.platform.users.create('acme', {
+    userName: 'rita',
+    displayName: 'Rita Reporter',
+    password,
+    roles: ['reporter']
   })
   const titles = ['Forklift clipped racking', 'Solvent drum leaking in bay 3', 'Slip on wet loading dock']
   const mine: Array<{ number: string; id: string }> = []
@@ -73,10 +105,13 @@ async function consoleTests() {
   const page = await context.newPage()
   const cspViolations: string[] = []
   const scriptErrors: string[] = []
-  page.on('console', (m) => {
-    if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text())
-  })
-  page.on('pageerror', (err) => scriptErrors.push(err.message))
+  const watch = (p: Page) => {
+    p.on('console', (m) => {
+      if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text())
+    })
+    p.on('pageerror', (err) => scriptErrors.push(err.message))
+  }
+  watch(page)
   const assetUrls: string[] = []
   page.on('response', (r) => {
     if (new URL(r.url()).pathname.startsWith('/settings/graphql/assets/')) assetUrls.push(r.url())
@@ -91,12 +126,7 @@ async function consoleTests() {
       t.equal(bare.headers.get('cache-control'), 'no-store')
       await page.goto('/settings/graphql')
       t.equal(new URL(page.url()).pathname + new URL(page.url()).search, '/sign-in?next=/settings/graphql')
-      await page.getByLabel('Organisation').fill('acme')
-      await page.getByLabel('User name').fill('sam')
-      await page.getByLabel('Password').fill(password)
-      await page.getByRole('button', { name: 'Sign in' }).click()
-      await page.waitForURL('**/settings/graphql')
-      await page.getByRole('heading', { name: 'GraphQL console' }).waitFor()
+      await signIn(page, 'sam', password)
     }
   )
 
@@ -164,6 +194,60 @@ async function consoleTests() {
       mkdirSync(dir, { recursive: true })
       await page.screenshot({ path: join(dir, 'graphql-console.png') })
     }
+  })
+
+  await t.test(
+    "each editor's text area is named after its editor, and its scrolling pane is a named region the keyboard reaches",
+    async (t) => {
+      // After the run above: the query editor, the (closed) variables and headers editors, the result.
+      const editors = await page.evaluate(() =>
+        [...document.querySelectorAll('#graphiql .CodeMirror')].map((cm) => {
+          const pane = cm.querySelector(':scope > .CodeMirror-scroll')
+          return {
+            input: cm.querySelector('textarea')?.getAttribute('aria-label'),
+            pane: [pane?.getAttribute('tabindex'), pane?.getAttribute('role'), pane?.getAttribute('aria-label')]
+          }
+        })
+      )
+      t.same(
+        editors.map((e) => e.input),
+        ['Query editor', 'Variables', 'Headers', 'Response']
+      )
+      t.same(
+        editors.map((e) => e.pane),
+        ['Query editor', 'Variables', 'Headers', 'Response'].map((name) => ['0', 'region', `${name} (scrollable)`]),
+        'in the tab order, as regions named after their editors'
+      )
+      t.equal(await page.getByRole('textbox', { name: 'Query editor' }).count(), 1, 'the name the browser computes')
+      const response = page.getByRole('region', { name: 'Response (scrollable)' })
+      await response.focus()
+      await page.keyboard.press('PageDown')
+      await page.waitForFunction(() => (document.activeElement?.scrollTop ?? 0) > 0)
+      t.pass('the result, longer than its pane, scrolls with the keyboard')
+      await response.evaluate((el) => el.scrollTo(0, 0))
+    }
+  )
+
+  await t.test('Tab indents in the query editor, and Escape then Tab leaves it', async (t) => {
+    const focus = () =>
+      page.evaluate(() => {
+        const e = document.activeElement
+        return e?.closest('.graphiql-query-editor .CodeMirror') ? (e.tagName === 'TEXTAREA' ? 'typing' : 'pane') : 'out'
+      })
+    await page.getByRole('textbox', { name: 'Query editor' }).focus()
+    await page.keyboard.press('Tab')
+    t.equal(await focus(), 'typing', 'Tab stays where one types (it indents)')
+    await page.keyboard.press('Control+z')
+    await page.keyboard.press('Escape')
+    await page.keyboard.press('Tab')
+    t.equal(await focus(), 'pane', 'after Escape, Tab moves on: to the scrolling pane of the editor')
+    await page.keyboard.press('Tab')
+    t.equal(await focus(), 'out', 'and on out of it')
+    await page.getByRole('textbox', { name: 'Query editor' }).focus()
+    await page.keyboard.press('Escape')
+    await page.keyboard.press('Shift+Tab')
+    t.equal(await focus(), 'out', 'Shift+Tab goes back')
+    t.match(await page.locator('.intro').innerText(), /press Esc, then Tab, to move on/, 'the page says how')
   })
 
   await t.test("the Docs panel shows the caller's schema, and a dialog's style keeps to the page's CSP", async (t) => {
@@ -298,6 +382,40 @@ async function consoleTests() {
       t.match(csp, /script-src 'nonce-[^']+'(;|$)/, 'scripts only with the nonce: no CDN, nothing inline without it')
       t.match(csp, "connect-src 'self'")
       t.notMatch(csp, 'unsafe-inline')
+    }
+  )
+
+  await t.test(
+    'axe finds no A/AA violation on the console, at desktop and phone widths, before and after a query and with the docs open',
+    async (t) => {
+      const widths = [
+        { name: 'desktop', viewport: { width: 1280, height: 800 } },
+        { name: 'phone', viewport: { width: 390, height: 844 } }
+      ]
+      for (const user of ['ada', 'rita']) {
+        const own = await browser.newContext({ baseURL: server.url, viewport: widths[0].viewport })
+        t.teardown(() => own.close())
+        own.setDefaultTimeout(10_000)
+        const p = await own.newPage()
+        watch(p)
+        await p.goto('/settings/graphql')
+        await signIn(p, user, password)
+        for (const w of widths) {
+          await p.setViewportSize(w.viewport)
+          await p.goto('/settings/graphql')
+          await p.locator('.graphiql-query-editor .CodeMirror').waitFor()
+          const where = `${user}, ${w.name}`
+          const found = [await axeReport(p, `${where}, as it opens`)]
+          await runQuery(p)
+          found.push(await axeReport(p, `${where}, with a result`))
+          await p.getByRole('button', { name: 'Show Documentation Explorer' }).click()
+          const docs = p.getByRole('region', { name: 'Documentation Explorer' })
+          await docs.getByText('Query', { exact: true }).first().click()
+          await docs.getByText('me', { exact: true }).first().waitFor()
+          found.push(await axeReport(p, `${where}, with the docs open at Query`))
+          t.equal(found.filter(Boolean).join('\n'), '', where)
+        }
+      }
     }
   )
 
