@@ -155,6 +155,16 @@ async function scenario() {
     t.equal(await page.getByLabel('Medical details').count(), 0, 'the reporter is not offered the medical details')
     const width = await page.evaluate<number>('document.documentElement.scrollWidth')
     t.ok(width <= phone.width, `the form fits the phone's width (${width} px)`)
+    // One-handed: wherever the form is scrolled to, its button is at the bottom of the screen, under the thumb.
+    for (const at of ['top', 'middle'] as const) {
+      await page.evaluate(`window.scrollTo(0, ${at === 'top' ? 0 : 'document.body.scrollHeight / 2'})`)
+      const box = await page.getByRole('button', { name: 'Create incident' }).boundingBox()
+      t.ok(
+        box && box.y > phone.height * 0.75 && box.y + box.height <= phone.height && box.width >= phone.width * 0.5,
+        `at the ${at} of the form the send button is wide, in the bottom quarter of the screen (${JSON.stringify(box)})`
+      )
+    }
+    await page.evaluate('window.scrollTo(0, 0)')
     await shot(page, 'phone-report', false)
     await page.getByRole('button', { name: 'Create incident' }).click()
     await page.waitForURL(/\/records\/incident\/[0-9a-f-]{36}/)
