@@ -15,7 +15,7 @@ import {
   type PageRequest
 } from '../settings/settings.shared.ts'
 import { Desk, newSubmitKey, refusalOf, submitOnce } from './workspace.context.ts'
-import { serviceQuery } from './workspace.lists.ts'
+import { viewQuery } from './workspace.lists.ts'
 import { sendWorkspacePage } from './workspace.views.ts'
 
 type Query = Record<string, unknown>
@@ -44,12 +44,12 @@ const formatLabels: Record<ExportFormat, string> = { csv: 'CSV', xlsx: 'Excel (X
 const isFormat = (v: unknown): v is ExportFormat => exportFormats.includes(v as ExportFormat)
 
 /**
- * The one mapping of a list view to an export's filters: the list's own (serviceQuery, the names and conversions the
+ * The one mapping of a list view to an export's filters: the list's own (viewQuery, the names, conversions and ids the
  * records service takes), less the cursor (an export is every page of the view, not the one shown). A payload
  * condition given as a list is written comma-joined, the form the export's filters take and the list splits.
  */
-export function exportFilters(m: RegisteredModule, view: Query): Query {
-  const { cursor: _cursor, ...filters } = serviceQuery(m, view)
+function exportFilters(q: Query): Query {
+  const { cursor: _cursor, ...filters } = q
   const payload = filters.payload as Record<string, unknown> | undefined
   for (const [key, cond] of Object.entries(payload ?? {})) {
     if (Array.isArray(cond)) payload![key] = cond.join(',')
@@ -98,7 +98,16 @@ export async function startExport(r: PageRequest) {
   const view = posted.form.get('view') ?? ''
   const format = posted.form.get('format')
   if (!isFormat(format)) return refused(desk, m, view, 400, ['Choose the export format: CSV, XLSX or PDF.'])
-  const data = { moduleKey: m.definition.key, format, filters: exportFilters(m, readQuery(view)) } as ExportCreate
+  const { q, typed } = await viewQuery(desk, m, readQuery(view))
+  if (typed.length)
+    return refused(
+      desk,
+      m,
+      view,
+      400,
+      typed.map((p) => `${p.field}: ${p.detail}`)
+    )
+  const data = { moduleKey: m.definition.key, format, filters: exportFilters(q) } as ExportCreate
   const key = `${posted.form.get('submitKey') || newSubmitKey()}:${format}`
   try {
     const job = await submitOnce(() => desk.r.app.service(exportsPath).create(data, desk.call({ idempotencyKey: key })))

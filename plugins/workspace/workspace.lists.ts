@@ -59,7 +59,7 @@ function withoutEmpty(v: unknown): unknown {
  * The page's query as the service's: known names only, empty fields dropped, and a date-time field's day ranges made
  * instants (the filter form's date inputs give days; `lte` a day means to its end).
  */
-export function serviceQuery(m: RegisteredModule, pageQuery: Query): Query {
+function serviceQuery(m: RegisteredModule, pageQuery: Query): Query {
   const q: Query = {}
   for (const name of listParams) {
     const v = withoutEmpty(pageQuery[name])
@@ -100,6 +100,20 @@ async function typedIds(desk: Desk, m: RegisteredModule, q: Query): Promise<Fiel
     else found.push({ pointer: `/payload/${key}`, field: key, code: 'filter', detail: named.problem })
   }
   return found
+}
+
+/**
+ * A list view (a list page's query string) as the records service takes it, for the list and for the export of the
+ * view: the list's names and conversions, and what names a person or a record as people do made ids; `typed` holds
+ * the problems of those that name nothing.
+ */
+export async function viewQuery(
+  desk: Desk,
+  m: RegisteredModule,
+  pageQuery: Query
+): Promise<{ q: Query; typed: FieldProblem[] }> {
+  const q = serviceQuery(m, pageQuery)
+  return { q, typed: await typedIds(desk, m, q) }
 }
 
 /** The summary columns this person may read, as fields. */
@@ -223,9 +237,8 @@ export async function showList(r: PageRequest) {
   const m = desk.module(r.params.module)
   const d = m.definition
   const pageQuery = readQuery(r.ctx.querystring)
-  const q = serviceQuery(m, pageQuery)
-  // A person typed by name (a tenant with more people than a picker holds) is filtered by their id.
-  const typed = await typedIds(desk, m, q)
+  // A person typed by name (a tenant with more people than a picker holds) is filtered by their id, a record by its number.
+  const { q, typed } = await viewQuery(desk, m, pageQuery)
   // The people filter names the tenant's people to those who manage the module's records (they may change them);
   // everyone else is offered "Me".
   const [people, result] = await Promise.all([

@@ -240,3 +240,31 @@ t.test('a form names a referenced record by its number, and shows it by its numb
   t.equal(saved.status, 303)
   t.match(saved.location!, /done=unchanged/, 'saving it unchanged changes nothing')
 })
+
+t.test('the export of a view filtered by a typed number exports that filter, the number made an id', async (t) => {
+  const fire2 = await create('incident', incident('Fire door wedged open', 'Utrecht'))
+  await create('corrective-action', { title: 'Remove the wedge', incident: fire2.id, kind: 'containment' })
+  const view = `payload[incident]=${fire2.number}`
+  const list = await sam.get(`/records/corrective-action?${view}`)
+  const form = /<form class="export"[\s\S]*?<\/form>/.exec(list.html)![0]
+  const started = await sam.post('/records/corrective-action/export', {
+    submitKey: /name="submitKey" value="([^"]+)"/.exec(form)![1],
+    view: /name="view" value="([^"]+)"/.exec(form)![1].replace(/&amp;/g, '&'),
+    format: 'csv'
+  })
+  t.equal(started.status, 303, 'the export is started')
+  const job = await sam.get(started.location!)
+  const back = /<a href="([^"]+)">Back to the view<\/a>/.exec(job.html)![1].replace(/&amp;/g, '&')
+  t.equal(
+    new URL(back, server.url).searchParams.get('payload[incident]'),
+    fire2.id,
+    'the job filters by the incident id'
+  )
+  const refused = await sam.post('/records/corrective-action/export', {
+    submitKey: 'k-nowhere',
+    view: 'payload[incident]=INC-1999-00002',
+    format: 'csv'
+  })
+  t.equal(refused.status, 400)
+  t.match(textOf(refused.html), /The export was not started .*names no incident you may open \("INC-1999-00002"\)/)
+})
