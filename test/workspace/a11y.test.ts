@@ -403,25 +403,39 @@ async function browserTests() {
     }
   })
 
-  await t.test('a reporter fills and sends the report form with the keyboard alone', async (t) => {
-    const keyboard = await browser.newContext({ baseURL: server.url, viewport: widths[1].viewport, locale: 'en-US' })
+  /**
+   * A browser of its own for `userName`, who signs in with the keyboard alone (at `viewport`) and lands on `next`; its
+   * Tab walk (keyboardOf) starts there.
+   */
+  const signInByKeyboard = async (
+    t: Test,
+    userName: string,
+    next: string,
+    viewport: { width: number; height: number }
+  ) => {
+    const keyboard = await browser.newContext({ baseURL: server.url, viewport, locale: 'en-US' })
     t.teardown(() => keyboard.close())
     keyboard.setDefaultTimeout(10_000)
     const p = await keyboard.newPage()
     p.on('console', (m) => {
       if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text())
     })
-    await p.goto('/sign-in?next=/records/incident/new')
-    const { tabTo, tabToNamed, visited } = keyboardOf(p, t)
-    await tabTo('tenant')
+    await p.goto(`/sign-in?next=${next}`)
+    const walk = keyboardOf(p, t)
+    await walk.tabTo('tenant')
     await p.keyboard.type('acme')
-    await tabTo('userName')
-    await p.keyboard.type('rita')
-    await tabTo('password')
+    await walk.tabTo('userName')
+    await p.keyboard.type(userName)
+    await walk.tabTo('password')
     await p.keyboard.type(password)
     await p.keyboard.press('Enter')
-    await p.waitForURL((u) => u.pathname === '/records/incident/new')
-    visited.length = 0
+    await p.waitForURL((u) => u.pathname === next)
+    walk.visited.length = 0
+    return { p, ...walk }
+  }
+
+  await t.test('a reporter fills and sends the report form with the keyboard alone', async (t) => {
+    const { p, tabTo, tabToNamed } = await signInByKeyboard(t, 'rita', '/records/incident/new', widths[1].viewport)
     await tabTo('f-title')
     await p.keyboard.type('Keyboard-only report: trolley wheel sheared')
     await tabTo('f-description')
@@ -455,24 +469,8 @@ async function browserTests() {
       body: { moduleKey: 'incident', payload: incidentPayload({ title: 'Keyboard-only move: loose handrail' }) }
     })
     t.equal(fresh.status, 201)
-    const keyboard = await browser.newContext({ baseURL: server.url, viewport: widths[0].viewport })
-    t.teardown(() => keyboard.close())
-    keyboard.setDefaultTimeout(10_000)
-    const p = await keyboard.newPage()
-    p.on('console', (m) => {
-      if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text())
-    })
     const at = `/records/incident/${fresh.body.id as string}`
-    await p.goto(`/sign-in?next=${at}`)
-    const { tabTo, tabToNamed } = keyboardOf(p, t)
-    await tabTo('tenant')
-    await p.keyboard.type('acme')
-    await tabTo('userName')
-    await p.keyboard.type('ada')
-    await tabTo('password')
-    await p.keyboard.type(password)
-    await p.keyboard.press('Enter')
-    await p.waitForURL((u) => u.pathname === at)
+    const { p, tabTo, tabToNamed } = await signInByKeyboard(t, 'ada', at, widths[0].viewport)
     await tabToNamed('Start investigation', 80)
     await p.keyboard.press('Enter')
     await p.waitForURL((u) => u.pathname === `${at}/transition/start-investigation`)
