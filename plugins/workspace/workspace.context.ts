@@ -158,13 +158,17 @@ export class Desk {
 
   /** The record of module `moduleKey` numbered `text` (in any case) that this person may open, or why there is none. */
   async recordNumbered(moduleKey: string, text: string): Promise<{ id: string } | { problem: string }> {
+    const typed = text.trim()
+    const shown = typed.length > 40 ? `${typed.slice(0, 40)}…` : typed
     const target = this.r.platform.tenants.get(this.principal.tenantId)?.modules.get(moduleKey)
-    if (!target || !this.can(target, 'read')) return { problem: `names no record you may open ("${text}")` }
+    if (!target || !this.can(target, 'read')) return { problem: `names no record you may open ("${shown}")` }
     const n = target.numberPattern.render(new Date())
     const nothing = {
-      problem: `names no ${target.definition.title.toLowerCase()} you may open ("${text}"): type its number, e.g. ${n.prefix}${'1'.padStart(n.width, '0')}${n.suffix}`
+      problem: `names no ${target.definition.title.toLowerCase()} you may open ("${shown}"): type its number, e.g. ${n.prefix}${'1'.padStart(n.width, '0')}${n.suffix}`
     }
-    const page = await this.records.find(this.call({ query: { moduleKey, number: text.trim(), limit: 1 } }))
+    // No record number is empty or longer than the API's number filter takes (100).
+    if (!typed || typed.length > 100) return nothing
+    const page = await this.records.find(this.call({ query: { moduleKey, number: typed, limit: 1 } }))
     const rec = page.items[0] as unknown as RecordView | undefined
     return rec ? { id: rec.id } : nothing
   }

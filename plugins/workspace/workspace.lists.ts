@@ -41,7 +41,7 @@ type Query = Record<string, unknown>
 /** Drops what a GET form sends for fields left empty, at every level. */
 function withoutEmpty(v: unknown): unknown {
   if (Array.isArray(v)) {
-    const kept = v.filter((x) => x !== '')
+    const kept = v.filter((x) => !blank(x))
     return kept.length ? kept : undefined
   }
   if (v && typeof v === 'object') {
@@ -52,8 +52,11 @@ function withoutEmpty(v: unknown): unknown {
     }
     return Object.keys(out).length ? out : undefined
   }
-  return v === '' ? undefined : v
+  return blank(v) ? undefined : v
 }
+
+/** A box left empty, or holding only spaces: no filter. */
+const blank = (v: unknown) => typeof v === 'string' && v.trim() === ''
 
 /**
  * The page's query as the service's: known names only, empty fields dropped, and a date-time field's day ranges made

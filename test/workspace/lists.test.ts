@@ -130,6 +130,11 @@ t.test('a reference is filtered by the number people know its record by', async 
     ['Cable covers in aisle 3'],
     'an id from a shared link works too'
   )
+  const long = await sam.get(`/records/corrective-action?payload[incident]=${'x'.repeat(150)}`)
+  t.equal(long.status, 400, 'a text longer than any number')
+  t.match(textOf(long.html), /These filters cannot be used: incident: names no incident you may open \("x{40}…"\)/)
+  const blank = await sam.get('/records/corrective-action?payload[incident]=%20%20')
+  t.equal(blank.status, 200, 'spaces alone are no filter')
   const nowhere = await sam.get('/records/corrective-action?payload[incident]=INC-1999-99999')
   t.equal(nowhere.status, 400)
   t.match(
