@@ -317,7 +317,7 @@ t.test('a PDF export shows the module summary columns by default and numbers its
   const pages = Number(/Pages:\s+(\d+)/.exec(execFileSync('pdfinfo', [file], { encoding: 'utf8' }))?.[1])
   const first = execFileSync('pdftotext', ['-layout', '-f', '1', '-l', '1', file, '-']).toString('utf8')
   t.match(first, /Number\s+State\s+Title\s+Site\s+Category\s+Severity\s+Occurred at\s+Created\n/)
-  t.match(first, /Reported\s+Incident 1, "quoted"\s+Leeds DC\s+Near miss\s+low/)
+  t.match(first, /Reported\s+Incident 1, "quoted"\s+Leeds DC\s+Near miss\s+Low/)
   t.match(first, new RegExp(`Page 1 of ${pages}\\b`))
   if (process.env.EXPORT_PNG_DIR)
     execFileSync('pdftoppm', [
