@@ -156,6 +156,17 @@ export class Desk {
     return { list: list.slice(0, peopleCap), complete: list.length <= peopleCap }
   }
 
+  /**
+   * The id a text typed for a field names, as people name what a user or a reference field holds: a person by name
+   * (personNamed), a record by its number (recordNumbered); undefined for a field of another type, or an id already.
+   */
+  async idNamed(f: FieldDefinition, text: string): Promise<{ id: string } | { problem: string } | undefined> {
+    if (isUuid(text)) return undefined
+    if (f.type === 'user') return this.personNamed(text)
+    if (f.type === 'recordRef') return this.recordNumbered(f.module, text)
+    return undefined
+  }
+
   /** The record of module `moduleKey` numbered `text` (in any case) that this person may open, or why there is none. */
   async recordNumbered(moduleKey: string, text: string): Promise<{ id: string } | { problem: string }> {
     const typed = text.trim()

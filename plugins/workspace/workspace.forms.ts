@@ -1,6 +1,5 @@
 import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition, GroupMember } from '../../core/modules/types.ts'
-import { isUuid } from '../../core/validation.ts'
 import {
   html,
   PageError,
@@ -176,13 +175,7 @@ async function resolveNamed(
   problems: Map<string, string[]>
 ) {
   const resolve = async (f: FieldDefinition, v: unknown, key: string, where = ''): Promise<unknown> => {
-    if (typeof v !== 'string' || isUuid(v)) return v
-    const found =
-      f.type === 'user'
-        ? await desk.personNamed(v)
-        : f.type === 'recordRef'
-          ? await desk.recordNumbered(f.module, v)
-          : undefined
+    const found = typeof v === 'string' ? await desk.idNamed(f, v) : undefined
     if (!found) return v
     if ('id' in found) return found.id
     problems.set(key, [...(problems.get(key) ?? []), `${where}${found.problem}`])

@@ -6,7 +6,6 @@ import type { RegisteredModule } from '../../core/modules/registry.ts'
 import type { FieldDefinition } from '../../core/modules/types.ts'
 import { html, signedIn, type PageRequest, type SafeHtml } from '../settings/settings.shared.ts'
 import { problems, type FieldProblem } from '../../core/errors/index.ts'
-import { isUuid } from '../../core/validation.ts'
 import { Desk, nobody, refusalOf, stateLabel, type People, type RecordView } from './workspace.context.ts'
 import { optionsOf, peopleListId, showValue, type Names } from './workspace.fields.ts'
 import { exportControls } from './workspace.exports.ts'
@@ -91,13 +90,9 @@ async function typedIds(desk: Desk, m: RegisteredModule, q: Query): Promise<Fiel
   const found: FieldProblem[] = []
   for (const [key, v] of Object.entries(payload ?? {})) {
     const f = m.fields.get(key)
-    if (typeof v !== 'string' || isUuid(v)) continue
-    const named =
-      f?.type === 'user' && desk.can(m, 'update')
-        ? await desk.personNamed(v)
-        : f?.type === 'recordRef'
-          ? await desk.recordNumbered(f.module, v)
-          : undefined
+    // People are named by name only to those the list's people filter names them to (who may change its records).
+    if (typeof v !== 'string' || !f || (f.type === 'user' && !desk.can(m, 'update'))) continue
+    const named = await desk.idNamed(f, v)
     if (!named) continue
     if ('id' in named) payload![key] = named.id
     else found.push({ pointer: `/payload/${key}`, field: key, code: 'filter', detail: named.problem })
