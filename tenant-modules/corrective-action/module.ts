@@ -3,7 +3,7 @@ import { defineModule } from '@qehs-records/module-sdk'
 /** Corrective and preventive actions (CAPA) raised from an incident, verified before closure. */
 export default defineModule({
   key: 'corrective-action',
-  version: '1.1.0',
+  version: '1.2.0',
   title: 'Corrective action',
   description:
     'Actions that remove the cause of an incident, with an owner, a due date and a verification of effectiveness.',
@@ -17,12 +17,25 @@ export default defineModule({
       type: 'singleChoice',
       label: 'Kind',
       required: true,
-      options: ['corrective', 'preventive', 'containment']
+      options: [
+        { value: 'corrective', label: 'Corrective' },
+        { value: 'preventive', label: 'Preventive' },
+        { value: 'containment', label: 'Containment' }
+      ]
     },
     { key: 'description', type: 'longText', label: 'Description' },
     { key: 'owner', type: 'user', label: 'Owner' },
     { key: 'dueDate', type: 'date', label: 'Due date' },
-    { key: 'priority', type: 'singleChoice', label: 'Priority', options: ['low', 'medium', 'high'] },
+    {
+      key: 'priority',
+      type: 'singleChoice',
+      label: 'Priority',
+      options: [
+        { value: 'low', label: 'Low' },
+        { value: 'medium', label: 'Medium' },
+        { value: 'high', label: 'High' }
+      ]
+    },
     { key: 'estimatedCost', type: 'number', label: 'Estimated cost', minimum: 0 },
     { key: 'completionNote', type: 'longText', label: 'What was done' },
     { key: 'completedOn', type: 'date', label: 'Completed on' },

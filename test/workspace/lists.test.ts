@@ -119,6 +119,11 @@ t.test('a reference is filtered by the number people know its record by', async 
     ['Drip trays under the press', 'Replace the press seals'],
     'the actions of that incident, its number typed in any case'
   )
+  t.same(
+    rows(page.html).map((r) => r.cells[1]),
+    ['Corrective', 'Corrective'],
+    'their kind by its label'
+  )
   t.match(
     page.html,
     new RegExp(`name="payload\\[incident\\]" value="${leak.number.toLowerCase()}"`),
