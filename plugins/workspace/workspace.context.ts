@@ -123,9 +123,9 @@ export class Desk {
     return m.definition.fields.filter((f) => !hidden.has(f.key))
   }
 
-  /** Whether this person may change the field (its write rule; computed fields are nobody's to write). */
-  writable(f: FieldDefinition): boolean {
-    return !('computed' in f && f.computed) && writesField(this.principal, f)
+  /** Whether this person may change the field of `m` (its write rule; computed fields are nobody's to write). */
+  writable(m: RegisteredModule, f: FieldDefinition): boolean {
+    return !m.fieldRules.computedKeys.has(f.key) && writesField(this.principal, f)
   }
 
   /** The names behind the user and record ids of these payloads: one lookup of users, one list per referenced module. */

@@ -233,7 +233,7 @@ function createFields(desk: Desk, m: RegisteredModule): FormFields {
   const fields = desk.readable(m)
   const initial = m.states.get(m.definition.workflow.initial)
   const required = new Set([...fields.filter((f) => f.required).map((f) => f.key), ...(initial?.requires ?? [])])
-  const readOnly = new Set(fields.filter((f) => !desk.writable(f)).map((f) => f.key))
+  const readOnly = new Set(fields.filter((f) => !desk.writable(m, f)).map((f) => f.key))
   // Left out: computed fields (no value before the record exists), and the fields the workflow asks for later (those a
   // later state or a transition requires, and the initial state does not): the transition that needs them asks.
   const later = new Set([
@@ -241,7 +241,7 @@ function createFields(desk: Desk, m: RegisteredModule): FormFields {
     ...m.definition.workflow.transitions.flatMap((t) => t.requires ?? [])
   ])
   return {
-    fields: fields.filter((f) => !('computed' in f && f.computed) && (required.has(f.key) || !later.has(f.key))),
+    fields: fields.filter((f) => !m.fieldRules.computedKeys.has(f.key) && (required.has(f.key) || !later.has(f.key))),
     required,
     readOnly,
     readOnlyWhy: () => 'Only some roles may fill this in.'
@@ -334,16 +334,15 @@ function editFields(desk: Desk, m: RegisteredModule, rec: RecordView): FormField
   const fields = desk.readable(m)
   const locks = m.states.get(rec.state)?.locks ?? []
   const locked = (f: FieldDefinition) => locks.includes('*') || locks.includes(f.key)
-  const computed = (f: FieldDefinition) => 'computed' in f && !!f.computed
   return {
     fields,
     required: new Set([
       ...fields.filter((f) => f.required).map((f) => f.key),
       ...(m.states.get(rec.state)?.requires ?? [])
     ]),
-    readOnly: new Set(fields.filter((f) => locked(f) || !desk.writable(f)).map((f) => f.key)),
+    readOnly: new Set(fields.filter((f) => locked(f) || !desk.writable(m, f)).map((f) => f.key)),
     readOnlyWhy: (f) =>
-      computed(f)
+      m.fieldRules.computedKeys.has(f.key)
         ? computedWhy
         : locked(f)
           ? `Locked while the record is ${stateLabel(m, rec.state).toLowerCase()}.`
@@ -471,7 +470,7 @@ function transitionFields(desk: Desk, m: RegisteredModule, key: string): FormFie
   return {
     fields,
     required: new Set(needed),
-    readOnly: new Set(fields.filter((f) => !desk.writable(f)).map((f) => f.key)),
+    readOnly: new Set(fields.filter((f) => !desk.writable(m, f)).map((f) => f.key)),
     readOnlyWhy: () => 'You may not fill this in; someone who may must set it first.'
   }
 }

@@ -19,12 +19,14 @@ const done: Record<string, string> = {
 
 const isEmpty = (v: unknown) => v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0)
 
-function fieldList(fields: FieldDefinition[], rec: RecordView, names: Names): SafeHtml {
+function fieldList(m: RegisteredModule, fields: FieldDefinition[], rec: RecordView, names: Names): SafeHtml {
   const filled = fields.filter((f) => !isEmpty(rec.payload[f.key]))
   const empty = fields.filter((f) => isEmpty(rec.payload[f.key]))
   // A computed field says so: nobody typed it, the platform worked it out from the others.
   const label = (f: FieldDefinition) =>
-    'computed' in f && f.computed ? html`${f.label ?? f.key} <span class="muted">(computed)</span>` : (f.label ?? f.key)
+    m.fieldRules.computedKeys.has(f.key)
+      ? html`${f.label ?? f.key} <span class="muted">(computed)</span>`
+      : (f.label ?? f.key)
   return html`<dl class="fields">${filled.map((f) =>
     f.type === 'group'
       ? html`<dt class="wide">${label(f)}</dt><dd class="wide">${showValue(f, rec.payload[f.key], names)}</dd>`
@@ -125,7 +127,7 @@ ${notice(
 )}
 <div class="layout2">
 <div>
-<section class="card" aria-labelledby="h-fields"><h2 id="h-fields">Details</h2>${fieldList(readable, rec, names)}</section>
+<section class="card" aria-labelledby="h-fields"><h2 id="h-fields">Details</h2>${fieldList(m, readable, rec, names)}</section>
 ${await attachmentsSection(desk, m, rec)}
 <section class="card" aria-labelledby="h-activity"><h2 id="h-activity">Activity</h2>${timeline(m, rec, names, new Map(readable.map((f) => [f.key, f])))}</section>
 </div>
