@@ -13,6 +13,8 @@ export interface NumberPattern {
   render(now: Date): NumberParts
   /** Whether `text` has the shape of a number of this pattern (any date; the counter at least its width). */
   matches(text: string): boolean
+  /** The first number of this pattern at `now` (`INC-2026-00001`): an example to show people. */
+  example(now: Date): string
 }
 
 const token = /\{(YYYY|YY|MM|DD|seq(?::(\d{1,2}))?)\}/g
@@ -43,6 +45,7 @@ export function compilePattern(pattern: string): NumberPattern {
   const shape = new RegExp(`^${shapeOf(before)}\\d{${width},}${shapeOf(after)}$`)
   return {
     render: (now) => ({ prefix: fill(before, now), suffix: fill(after, now), width }),
+    example: (now) => `${fill(before, now)}${'1'.padStart(width, '0')}${fill(after, now)}`,
     matches: (text) => shape.test(text)
   }
 }

@@ -173,14 +173,17 @@ export class Desk {
     const shown = typed.length > 40 ? `${typed.slice(0, 40)}…` : typed
     const target = this.r.platform.tenants.get(this.principal.tenantId)?.modules.get(moduleKey)
     if (!target || !this.can(target, 'read')) return { problem: `names no record you may open ("${shown}")` }
-    const n = target.numberPattern.render(new Date())
     const nothing = {
-      problem: `names no ${target.definition.title.toLowerCase()} you may open ("${shown}"): type its number, e.g. ${n.prefix}${'1'.padStart(n.width, '0')}${n.suffix}`
+      problem: `names no ${target.definition.title.toLowerCase()} you may open ("${shown}"): type its number, e.g. ${target.numberPattern.example(new Date())}`
     }
-    // No record number is empty or longer than the API's number filter takes (100).
-    if (!typed || typed.length > 100) return nothing
-    const page = await this.records.find(this.call({ query: { moduleKey, number: typed, limit: 1 } }))
-    const rec = page.items[0] as unknown as RecordView | undefined
+    // What the API's number filter refuses (empty, longer than any number) names no record either.
+    const page = await this.records
+      .find(this.call({ query: { moduleKey, number: typed, limit: 1 } }))
+      .catch((err: unknown) => {
+        if (refusalOf(err).status === 400) return undefined
+        throw err
+      })
+    const rec = page?.items[0] as unknown as RecordView | undefined
     return rec ? { id: rec.id } : nothing
   }
 

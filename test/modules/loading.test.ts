@@ -351,6 +351,7 @@ t.test('loads a valid fixture whose payload validator works', async (t) => {
   t.same([...m.states.keys()], ['open', 'done'])
   t.same([...m.transitions.keys()], ['finish'])
   t.same(m.numberPattern.render(new Date('2031-05-06T00:00:00Z')), { prefix: 'FIX-2031-', suffix: '', width: 3 })
+  t.equal(m.numberPattern.example(new Date('2031-05-06T00:00:00Z')), 'FIX-2031-001', 'the first number, as an example')
 
   t.ok(m.validatePayload({ title: 'ok' }), 'only the required field')
   t.ok(
