@@ -510,28 +510,23 @@ function keyboardOf(p: Page, t: Test) {
       }
     })()`)
   const visited: string[] = []
-  /** Presses Tab until the control `id` has the focus (at most `max` times), as a person moves through a page. */
+  /** Presses Tab until the focused element is the one `wanted` (at most `max` times), as a person moves through a page. */
+  const tabUntil = async (wanted: (f: { id: string; name: string }) => boolean, what: string, max: number) => {
+    for (let i = 0; i < max; i++) {
+      await p.keyboard.press('Tab')
+      const f = await focused()
+      visited.push(f.id)
+      if (!f.ring) t.fail(`${f.id} (${f.name}) has the focus and shows no focus ring (${f.style})`)
+      if (wanted(f)) return
+    }
+    throw new Error(`Tab never reached ${what}; it went through ${visited.slice(-max).join(', ')}`)
+  }
+  /** Tab to the control `id` (a page may have put the focus there itself: autofocus). */
   const tabTo = async (id: string, max = 40) => {
-    // A page may put the focus there itself (autofocus).
     if ((await focused()).id === id) return
-    for (let i = 0; i < max; i++) {
-      await p.keyboard.press('Tab')
-      const f = await focused()
-      visited.push(f.id)
-      if (!f.ring) t.fail(`${f.id} (${f.name}) has the focus and shows no focus ring (${f.style})`)
-      if (f.id === id) return
-    }
-    throw new Error(`Tab never reached #${id}; it went through ${visited.slice(-max).join(', ')}`)
+    await tabUntil((f) => f.id === id, `#${id}`, max)
   }
-  const tabToNamed = async (name: string, max = 40) => {
-    for (let i = 0; i < max; i++) {
-      await p.keyboard.press('Tab')
-      const f = await focused()
-      visited.push(f.id)
-      if (!f.ring) t.fail(`${f.id} (${f.name}) has the focus and shows no focus ring (${f.style})`)
-      if (f.name === name) return
-    }
-    throw new Error(`Tab never reached "${name}"; it went through ${visited.slice(-max).join(', ')}`)
-  }
+  /** Tab to the link or button `name`. */
+  const tabToNamed = (name: string, max = 40) => tabUntil((f) => f.name === name, `"${name}"`, max)
   return { tabTo, tabToNamed, visited }
 }
