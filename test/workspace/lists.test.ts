@@ -206,6 +206,25 @@ t.test('a computed field is shown as computed on the record page, and is not a c
   t.match(form.html, /id="f-likelihood" name="likelihood"[^>]* min="1" max="5"/, 'what it is computed from is')
 })
 
+t.test("a group's required member is required in the rows the record has, and not in the spare row", async (t) => {
+  const ra = await create('risk-assessment', {
+    title: 'Pallet racking inspection',
+    site: 'Mons',
+    likelihood: 2,
+    severity: 3,
+    hazards: [{ hazard: 'Falling loads' }]
+  })
+  const form = await sam.get(`/records/risk-assessment/${ra.id}/edit`)
+  t.equal(form.status, 200)
+  t.match(
+    form.html,
+    /<input type="text" id="f-hazards-0-hazard" name="hazards\.0\.hazard"[^>]* required aria-required="true"[^>]* value="Falling loads"/,
+    "the record's row: its hazard is required"
+  )
+  t.match(form.html, /<input type="text" id="f-hazards-1-hazard" name="hazards\.1\.hazard"/, 'a spare row to add one')
+  t.notMatch(form.html, /id="f-hazards-1-hazard"[^>]* required/, 'which may stay empty')
+})
+
 t.test('a form names a referenced record by its number, and shows it by its number when edited', async (t) => {
   const spill = await create('incident', incident('Solvent spill in store 2', 'Bergen'))
   const form = await sam.get('/records/corrective-action/new')
